@@ -1,0 +1,77 @@
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/prim/prim.h"
+
+namespace jx {
+
+// Slot ids are never reused within a process: a leak check can compare id sets across time.
+using SlotId = std::uint64_t;
+
+struct SlotInfo {
+  SlotId id;
+  std::size_t bytes;
+  AVal tag;  // the aval the slot was allocated for (diagnostics only)
+};
+
+struct BackendLimits {
+  int max_buffers_per_kernel = 0;  // inputs + outputs one kernel may bind; 0 = unlimited
+  bool float64 = true;
+};
+
+struct DeviceInfo {
+  std::string backend;  // "cpu"
+  std::string device;   // human-readable device description
+  bool available = false;
+  std::string reason;   // why not available
+  BackendLimits limits;
+};
+
+// One primitive application with everything resolved: the unit a backend prepares.
+struct Op {
+  Prim prim;
+  Params params;
+  std::vector<AVal> in, out;
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+};
+
+// A backend owns slots (refcounted device buffers) and runs prepared ops on them. Backends
+// see only ops/kernels and slots, never Arrays or traces.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const DeviceInfo& info() const = 0;
+
+  virtual SlotId malloc(const AVal& tag) = 0;  // refcount 1, contents unspecified
+  virtual void incref(SlotId) = 0;
+  virtual void decref(SlotId) = 0;             // frees at zero
+  virtual void read(SlotId, std::span<std::byte> dst) = 0;
+  virtual void write(SlotId, std::span<const std::byte> src) = 0;
+  virtual std::size_t slot_count() const = 0;
+  virtual std::size_t bytes() const = 0;
+  virtual std::vector<SlotInfo> live_slots() const = 0;
+
+  virtual std::unique_ptr<Executable> prepare(const Op& op) = 0;
+  virtual void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) = 0;
+};
+
+// Registry. Backends live for the whole process (never destroyed, so handles released during
+// static destruction stay valid). The default comes from JX_DEVICE, else "cpu".
+Backend& backend(const std::string& name);  // throws BackendError for unknown/unavailable
+std::vector<std::string> backend_names();
+std::vector<DeviceInfo> devices();          // every registered backend, usable or not
+Backend& default_backend();
+void default_device(const std::string& name);  // throws BackendError; leaves the default unchanged
+std::size_t slot_count();                   // live slots over every instantiated backend
+std::vector<SlotInfo> live_slots();
+
+}  // namespace jx

@@ -1,0 +1,248 @@
+#include "core/prim/abstract_eval.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <set>
+
+namespace jx {
+namespace {
+
+[[noreturn]] void fail(Prim p, const std::string& msg) {
+  throw ShapeError(fmt::format("{}: {}", prim_name(p), msg));
+}
+
+std::string operands(const std::vector<AVal>& in) {
+  std::vector<std::string> s;
+  for (auto& a : in) s.push_back(a.str());
+  return fmt::format("{}", fmt::join(s, " with "));
+}
+
+void require_float(Prim p, const AVal& a) {
+  if (!is_floating(a.dtype)) fail(p, fmt::format("expected a floating-point operand, got {}", a.str()));
+}
+
+void require_numeric(Prim p, const AVal& a) {
+  if (a.dtype == DType::bool_) fail(p, fmt::format("expected a numeric operand, got {}", a.str()));
+}
+
+void require_same(Prim p, const std::vector<AVal>& in) {
+  for (auto& a : in)
+    if (a.shape != in[0].shape || a.dtype != in[0].dtype) fail(p, "operands differ: " + operands(in));
+}
+
+void check_axes_unique(Prim p, const std::vector<std::int64_t>& axes, std::size_t ndim, const AVal& a) {
+  std::set<std::int64_t> seen;
+  for (auto ax : axes) {
+    if (ax < 0 || ax >= static_cast<std::int64_t>(ndim))
+      fail(p, fmt::format("axis {} is out of bounds for {}", ax, a.str()));
+    if (!seen.insert(ax).second) fail(p, fmt::format("repeated axis {} for {}", ax, a.str()));
+  }
+}
+
+// [..., n, n] matrices for the linear-algebra routines.
+void require_square(Prim p, const AVal& a) {
+  require_float(p, a);
+  if (a.ndim() < 2 || a.shape[a.ndim() - 1] != a.shape[a.ndim() - 2])
+    fail(p, fmt::format("expected a (batch of) square matrices, got {}", a.str()));
+}
+
+std::vector<AVal> dot_general_aval(Prim p, const AVal& l, const AVal& r, const Params& pr) {
+  if (l.dtype != r.dtype) fail(p, "operand dtypes differ: " + operands({l, r}));
+  require_numeric(p, l);
+  if (pr.lhs_contract.size() != pr.rhs_contract.size() || pr.lhs_batch.size() != pr.rhs_batch.size())
+    fail(p, "lhs and rhs dimension numbers differ in length");
+  std::vector<std::int64_t> ld = pr.lhs_contract, rd = pr.rhs_contract;
+  ld.insert(ld.end(), pr.lhs_batch.begin(), pr.lhs_batch.end());
+  rd.insert(rd.end(), pr.rhs_batch.begin(), pr.rhs_batch.end());
+  check_axes_unique(p, ld, l.ndim(), l);
+  check_axes_unique(p, rd, r.ndim(), r);
+  auto match = [&](const auto& a, const auto& b, const char* what) {
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (l.shape[a[i]] != r.shape[b[i]])
+        fail(p, fmt::format("{} dimension sizes differ: {} (lhs dim {} = {}, rhs dim {} = {})", what,
+                            operands({l, r}), a[i], l.shape[a[i]], b[i], r.shape[b[i]]));
+  };
+  match(pr.lhs_contract, pr.rhs_contract, "contracting");
+  match(pr.lhs_batch, pr.rhs_batch, "batch");
+  Shape out;
+  for (auto b : pr.lhs_batch) out.push_back(l.shape[b]);
+  for (std::size_t i = 0; i < l.ndim(); ++i)
+    if (std::find(ld.begin(), ld.end(), i) == ld.end()) out.push_back(l.shape[i]);
+  for (std::size_t i = 0; i < r.ndim(); ++i)
+    if (std::find(rd.begin(), rd.end(), i) == rd.end()) out.push_back(r.shape[i]);
+  return {{l.dtype, out}};
+}
+
+std::vector<AVal> movement_aval(Prim p, const std::vector<AVal>& in, const Params& pr) {
+  const AVal& a = in[0];
+  const std::size_t nd = a.ndim();
+  switch (p) {
+    case Prim::reshape:
+      for (auto d : pr.shape)
+        if (d < 0) fail(p, fmt::format("negative dimension in new shape {}", shape_str(pr.shape)));
+      if (numel(pr.shape) != a.size())
+        fail(p, fmt::format("cannot reshape {} ({} elements) into shape {}", a.str(), a.size(), shape_str(pr.shape)));
+      return {{a.dtype, pr.shape}};
+    case Prim::transpose: {
+      if (pr.perm.size() != nd) fail(p, fmt::format("permutation {} does not match {}", shape_str(pr.perm), a.str()));
+      check_axes_unique(p, pr.perm, nd, a);
+      Shape out;
+      for (auto d : pr.perm) out.push_back(a.shape[d]);
+      return {{a.dtype, out}};
+    }
+    case Prim::broadcast_in_dim: {
+      if (pr.dims.size() != nd) fail(p, fmt::format("broadcast_dimensions {} do not match {}", shape_str(pr.dims), a.str()));
+      for (std::size_t i = 0; i < nd; ++i) {
+        auto d = pr.dims[i];
+        if (d < 0 || d >= static_cast<std::int64_t>(pr.shape.size()) || (i > 0 && d <= pr.dims[i - 1]))
+          fail(p, fmt::format("broadcast_dimensions {} must be strictly increasing and within rank {}", shape_str(pr.dims), pr.shape.size()));
+        if (a.shape[i] != 1 && a.shape[i] != pr.shape[d])
+          fail(p, fmt::format("cannot broadcast {} to shape {}", a.str(), shape_str(pr.shape)));
+      }
+      for (auto d : pr.shape)
+        if (d < 0) fail(p, fmt::format("negative dimension in shape {}", shape_str(pr.shape)));
+      return {{a.dtype, pr.shape}};
+    }
+    case Prim::slice: {
+      if (pr.start.size() != nd || pr.limit.size() != nd || pr.strides.size() != nd)
+        fail(p, fmt::format("start/limit/strides must have one entry per dimension of {}", a.str()));
+      Shape out;
+      for (std::size_t i = 0; i < nd; ++i) {
+        auto s = pr.start[i], l = pr.limit[i], st = pr.strides[i];
+        if (st < 1) fail(p, fmt::format("stride {} on axis {} must be positive", st, i));
+        if (s < 0 || s > l || l > a.shape[i])
+          fail(p, fmt::format("slice [{}:{}] is out of range for axis {} of {}", s, l, i, a.str()));
+        out.push_back((l - s + st - 1) / st);
+      }
+      return {{a.dtype, out}};
+    }
+    case Prim::rev:
+      check_axes_unique(p, pr.axes, nd, a);
+      return {a};
+    case Prim::concatenate: {
+      if (in.empty()) fail(p, "needs at least one operand");
+      if (pr.axis < 0 || pr.axis >= static_cast<std::int64_t>(nd))
+        fail(p, fmt::format("axis {} is out of bounds for {}", pr.axis, a.str()));
+      Shape out = a.shape;
+      out[pr.axis] = 0;
+      for (auto& b : in) {
+        if (b.dtype != a.dtype || b.ndim() != nd) fail(p, "operands differ in dtype or rank: " + operands(in));
+        for (std::size_t i = 0; i < nd; ++i)
+          if (static_cast<std::int64_t>(i) != pr.axis && b.shape[i] != a.shape[i])
+            fail(p, fmt::format("operands differ outside axis {}: {}", pr.axis, operands(in)));
+        out[pr.axis] += b.shape[pr.axis];
+      }
+      return {{a.dtype, out}};
+    }
+    case Prim::pad: {
+      if (pr.lo.size() != nd || pr.hi.size() != nd) fail(p, fmt::format("padding must have one entry per dimension of {}", a.str()));
+      Shape out = a.shape;
+      for (std::size_t i = 0; i < nd; ++i) {
+        if (pr.lo[i] < 0 || pr.hi[i] < 0) fail(p, fmt::format("negative padding on axis {} of {}", i, a.str()));
+        out[i] += pr.lo[i] + pr.hi[i];
+      }
+      return {{a.dtype, out}};
+    }
+    default: break;  // only movement primitives reach here; abstract_eval's switch is total
+  }
+  fail(p, "not a movement primitive");
+}
+
+}  // namespace
+
+std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Params& pr) {
+  const int arity = prim_arity(p);
+  if (arity >= 0 && static_cast<int>(in.size()) != arity)
+    fail(p, fmt::format("expected {} operands, got {}", arity, in.size()));
+  switch (p) {
+    case Prim::exp: case Prim::log: case Prim::log1p: case Prim::sqrt: case Prim::sin:
+    case Prim::cos: case Prim::tanh:
+      require_float(p, in[0]);
+      return {in[0]};
+    case Prim::neg: case Prim::abs: case Prim::sign:
+      require_numeric(p, in[0]);
+      return {in[0]};
+    case Prim::logical_not:
+      if (in[0].dtype != DType::bool_) fail(p, "expected a bool operand, got " + in[0].str());
+      return {in[0]};
+    case Prim::isnan: case Prim::isfinite:
+      require_float(p, in[0]);
+      return {{DType::bool_, in[0].shape}};
+    case Prim::convert:
+      return {{pr.dtype, in[0].shape}};
+    case Prim::add: case Prim::sub: case Prim::mul: case Prim::max: case Prim::min:
+      require_same(p, in);
+      require_numeric(p, in[0]);
+      return {in[0]};
+    case Prim::div: case Prim::pow:
+      require_same(p, in);
+      require_float(p, in[0]);
+      return {in[0]};
+    case Prim::lt: case Prim::le: case Prim::gt: case Prim::ge: case Prim::eq: case Prim::ne:
+      require_same(p, in);
+      return {{DType::bool_, in[0].shape}};
+    case Prim::logical_and: case Prim::logical_or:
+      require_same(p, in);
+      if (in[0].dtype != DType::bool_) fail(p, "expected bool operands, got " + operands(in));
+      return {in[0]};
+    case Prim::select:
+      if (in[0].dtype != DType::bool_) fail(p, "predicate must be bool, got " + in[0].str());
+      if (in[0].shape != in[1].shape) fail(p, "operands differ: " + operands(in));
+      require_same(p, {in[1], in[2]});
+      return {in[1]};
+    case Prim::reduce_sum: case Prim::reduce_prod: case Prim::reduce_max: case Prim::reduce_min: {
+      if (p == Prim::reduce_sum || p == Prim::reduce_prod) require_numeric(p, in[0]);
+      check_axes_unique(p, pr.axes, in[0].ndim(), in[0]);
+      Shape out;
+      for (std::size_t i = 0; i < in[0].ndim(); ++i)
+        if (std::find(pr.axes.begin(), pr.axes.end(), i) == pr.axes.end()) out.push_back(in[0].shape[i]);
+        else if ((p == Prim::reduce_max || p == Prim::reduce_min) && in[0].shape[i] == 0)
+          fail(p, fmt::format("zero-size axis {} of {} has no identity", i, in[0].str()));
+      return {{in[0].dtype, out}};
+    }
+    case Prim::argmax: case Prim::argmin: {
+      check_axes_unique(p, {pr.axis}, in[0].ndim(), in[0]);
+      if (in[0].shape[pr.axis] == 0) fail(p, fmt::format("empty axis {} of {}", pr.axis, in[0].str()));
+      Shape out = in[0].shape;
+      out.erase(out.begin() + pr.axis);
+      return {{DType::int32, out}};
+    }
+    case Prim::dot_general:
+      return dot_general_aval(p, in[0], in[1], pr);
+    case Prim::reshape: case Prim::transpose: case Prim::broadcast_in_dim: case Prim::slice:
+    case Prim::rev: case Prim::concatenate: case Prim::pad:
+      return movement_aval(p, in, pr);
+    case Prim::iota:
+      if (pr.dtype == DType::bool_) fail(p, "dtype must be numeric");
+      for (auto d : pr.shape)
+        if (d < 0) fail(p, fmt::format("negative dimension in shape {}", shape_str(pr.shape)));
+      if (pr.axis < 0 || pr.axis >= static_cast<std::int64_t>(pr.shape.size()))
+        fail(p, fmt::format("dimension {} is out of bounds for shape {}", pr.axis, shape_str(pr.shape)));
+      return {{pr.dtype, pr.shape}};
+    case Prim::cholesky:
+      require_square(p, in[0]);
+      return {in[0]};
+    case Prim::lu: {
+      require_square(p, in[0]);
+      Shape batch(in[0].shape.begin(), in[0].shape.end() - 2);
+      return {in[0], in[0], {in[0].dtype, batch}};
+    }
+    case Prim::triangular_solve: {
+      const AVal &a = in[0], &b = in[1];
+      require_square(p, a);
+      if (b.dtype != a.dtype || b.ndim() != a.ndim())
+        fail(p, "operands differ in dtype or rank: " + operands(in));
+      const std::size_t nd = a.ndim();
+      if (!std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin()))
+        fail(p, "batch dimensions differ: " + operands(in));
+      const auto n = a.shape[nd - 1];
+      if ((pr.left_side ? b.shape[nd - 2] : b.shape[nd - 1]) != n)
+        fail(p, fmt::format("{} does not match the {} matrix {}", b.str(), pr.left_side ? "left" : "right", a.str()));
+      return {b};
+    }
+  }
+  fail(p, "unknown primitive");
+}
+
+}  // namespace jx

@@ -1,0 +1,50 @@
+#include "core/prim/bind.h"
+
+#include <fmt/format.h>
+
+#include "core/backends/backend.h"
+#include "core/prim/abstract_eval.h"
+
+namespace jx {
+
+std::vector<Array> bind(Prim p, const std::vector<Array>& args, const Params& params) {
+  std::vector<AVal> in;
+  std::vector<SlotId> in_slots;
+  Backend* be = nullptr;
+  for (const Array& a : args) {
+    in.push_back(a.aval());  // throws UseAfterDispose for a disposed operand
+    Backend& b = a.backend();
+    if (be && be != &b)
+      throw BackendError(fmt::format("{}: operands live on different backends ({} and {})", prim_name(p),
+                                     be->info().backend, b.info().backend));
+    be = &b;
+    in_slots.push_back(a.slot());
+  }
+  if (!be) be = &default_backend();
+  Op op{p, params, in, abstract_eval(p, in, params)};
+  auto exe = be->prepare(op);
+  std::vector<Array> out;
+  std::vector<SlotId> out_slots;
+  for (const AVal& av : op.out) {
+    out_slots.push_back(be->malloc(av));
+    out.emplace_back(be, out_slots.back(), av);  // adopts the malloc reference; freed if dispatch throws
+  }
+  be->dispatch(*exe, in_slots, out_slots);
+  return out;
+}
+
+Array bind1(Prim p, const std::vector<Array>& args, const Params& params) {
+  auto out = bind(p, args, params);
+  return std::move(out.front());
+}
+
+Array array_from_bytes(std::span<const std::byte> bytes, const AVal& aval, Backend* on) {
+  if (bytes.size() != aval.bytes())
+    throw ShapeError(fmt::format("array: {} bytes given for {} ({} bytes)", bytes.size(), aval.str(), aval.bytes()));
+  Backend& be = on ? *on : default_backend();
+  Array a(&be, be.malloc(aval), aval);
+  be.write(a.slot(), bytes);
+  return a;
+}
+
+}  // namespace jx

@@ -1,0 +1,51 @@
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/array/shape.h"
+
+namespace jx {
+
+enum class Prim : std::uint8_t {
+#define JX_PRIM(name, arity, kind) name,
+#include "core/prim/prims.def"
+#undef JX_PRIM
+};
+
+enum class PrimKind : std::uint8_t { elementwise, reduce, movement, creation, routine };
+
+inline constexpr int kNumPrims = 0
+#define JX_PRIM(name, arity, kind) +1
+#include "core/prim/prims.def"
+#undef JX_PRIM
+    ;
+
+std::string_view prim_name(Prim p);
+int prim_arity(Prim p);  // -1: variadic
+PrimKind prim_kind(Prim p);
+
+// Static parameters of a primitive application. One flat struct rather than a variant per
+// primitive: each primitive reads only the fields its rule documents, the rest stay default,
+// and equality/hash/printing cover all of them (the jit cache key needs exactly that).
+struct Params {
+  std::vector<std::int64_t> axes;    // reduce_*: reduced axes; rev: flipped axes
+  std::int64_t axis = 0;             // argmax/argmin, concatenate; iota: dimension
+  Shape shape;                       // reshape, broadcast_in_dim, iota: output shape
+  std::vector<std::int64_t> perm;    // transpose
+  std::vector<std::int64_t> dims;    // broadcast_in_dim: operand dim i -> output dim dims[i]
+  std::vector<std::int64_t> start, limit, strides;  // slice
+  std::vector<std::int64_t> lo, hi;  // pad (non-negative edge padding)
+  double value = 0.0;                // pad: padding value
+  DType dtype = DType::float32;      // convert, iota: output dtype
+  // dot_general dimension numbers
+  std::vector<std::int64_t> lhs_contract, rhs_contract, lhs_batch, rhs_batch;
+  // triangular_solve: solve op(a) x = b (left_side) or x op(a) = b; cholesky: lower only
+  bool left_side = true, lower = true, transpose_a = false, unit_diagonal = false;
+
+  bool operator==(const Params&) const = default;
+  std::string str(Prim p) const;  // only the fields p uses, JAX style: "axes=(0, 1)"
+};
+
+}  // namespace jx
