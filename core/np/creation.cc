@@ -37,41 +37,38 @@ Array upload_native(std::span<const T> v, std::optional<Shape> shape) {
 
 }  // namespace
 
-Array array(std::initializer_list<double> v, DType d) {
-  return upload({v.begin(), v.size()}, {static_cast<std::int64_t>(v.size())}, d);
-}
-
-Array array(std::initializer_list<std::initializer_list<double>> v, DType d) {
-  std::vector<double> flat;
-  const std::int64_t cols = v.size() ? static_cast<std::int64_t>(v.begin()->size()) : 0;
-  for (auto& row : v) {
-    if (static_cast<std::int64_t>(row.size()) != cols)
-      throw ShapeError(fmt::format("array: ragged nested list (rows of {} and {} elements)", cols, row.size()));
-    flat.insert(flat.end(), row.begin(), row.end());
+namespace {
+// Shape of a nested list (every sibling must agree) and its values in row-major order.
+void flatten(const Nested& n, std::size_t depth, Shape& shape, std::vector<double>& out) {
+  if (n.leaf) {
+    if (depth != shape.size()) throw ShapeError("array: ragged nested list (a scalar where a list was expected)");
+    out.push_back(n.scalar);
+    return;
   }
-  return upload(flat, {static_cast<std::int64_t>(v.size()), cols}, d);
-}
-
-Array array(std::initializer_list<std::initializer_list<std::initializer_list<double>>> v, DType d) {
-  std::vector<double> flat;
-  const std::int64_t rows = v.size() ? static_cast<std::int64_t>(v.begin()->size()) : 0;
-  const std::int64_t cols = rows ? static_cast<std::int64_t>(v.begin()->begin()->size()) : 0;
-  for (auto& m : v) {
-    if (static_cast<std::int64_t>(m.size()) != rows) throw ShapeError("array: ragged nested list");
-    for (auto& row : m) {
-      if (static_cast<std::int64_t>(row.size()) != cols) throw ShapeError("array: ragged nested list");
-      flat.insert(flat.end(), row.begin(), row.end());
-    }
+  if (depth == shape.size()) {
+    if (!out.empty()) throw ShapeError("array: ragged nested list (a list where a scalar was expected)");
+    shape.push_back(static_cast<std::int64_t>(n.items.size()));
+  } else if (depth > shape.size() || shape[depth] != static_cast<std::int64_t>(n.items.size())) {
+    throw ShapeError(fmt::format("array: ragged nested list (lists of {} and {} elements at depth {})",
+                                 depth < shape.size() ? shape[depth] : 0, n.items.size(), depth));
   }
-  return upload(flat, {static_cast<std::int64_t>(v.size()), rows, cols}, d);
+  for (auto& c : n.items) flatten(c, depth + 1, shape, out);
+}
+}  // namespace
+
+Array array(std::initializer_list<Nested> v, DType d) {
+  Shape shape;
+  std::vector<double> flat;
+  flatten(Nested(v), 0, shape, flat);
+  return upload(flat, shape, d);
 }
 
-Array array(std::span<const double> data, std::optional<Shape> shape, DType d) {
+Array asarray(std::span<const double> data, std::optional<Shape> shape, DType d) {
   return upload(data, shape ? *shape : Shape{static_cast<std::int64_t>(data.size())}, d);
 }
-Array array(std::span<const float> data, std::optional<Shape> shape) { return upload_native(data, std::move(shape)); }
-Array array(std::span<const std::int32_t> data, std::optional<Shape> shape) { return upload_native(data, std::move(shape)); }
-Array array(const std::vector<bool>& data, std::optional<Shape> shape) {
+Array asarray(std::span<const float> data, std::optional<Shape> shape) { return upload_native(data, std::move(shape)); }
+Array asarray(std::span<const std::int32_t> data, std::optional<Shape> shape) { return upload_native(data, std::move(shape)); }
+Array asarray(const std::vector<bool>& data, std::optional<Shape> shape) {
   std::vector<double> v(data.begin(), data.end());
   return upload(v, shape ? *shape : Shape{static_cast<std::int64_t>(v.size())}, DType::bool_);
 }

@@ -1,4 +1,5 @@
 #pragma once
+#include <concepts>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -19,20 +20,33 @@ namespace jx::np {
 using Axes = std::optional<std::vector<std::int64_t>>;  // nullopt: all axes
 
 // ---- creation ----
-Array array(std::initializer_list<double> v, DType d = DType::float32);
-Array array(std::initializer_list<std::initializer_list<double>> v, DType d = DType::float32);
-Array array(std::initializer_list<std::initializer_list<std::initializer_list<double>>> v, DType d = DType::float32);
-// Data in row-major order; an empty shape means a 1-D array of data.size() elements.
-Array array(std::span<const double> data, std::optional<Shape> shape = {}, DType d = DType::float32);
-Array array(std::span<const float> data, std::optional<Shape> shape = {});
-Array array(std::span<const std::int32_t> data, std::optional<Shape> shape = {});
-Array array(const std::vector<bool>& data, std::optional<Shape> shape = {});
-inline Array array(const std::vector<double>& v, std::optional<Shape> s = {}, DType d = DType::float32) {
-  return array(std::span<const double>(v), std::move(s), d);
+// A nested list literal of any depth: {1, 2}, {{1}, {2}}, {{{1, 2}}, {{3, 4}}}. Braces always
+// open a level, so {{1.0}, {2.0}} is a [2,1] column.
+struct Nested {
+  Nested(double v) : scalar(v), leaf(true) {}  // NOLINT: implicit by design
+  Nested(std::initializer_list<Nested> items) : items(items) {}
+  double scalar = 0.0;
+  bool leaf = false;
+  std::vector<Nested> items;
+};
+Array array(std::initializer_list<Nested> v, DType d = DType::float32);
+// Host data in row-major order; no shape means 1-D. Double data defaults to float32 (as
+// jax.numpy without x64), other element types keep theirs. std::vector overloads are templates
+// so that braced lists such as {{1.0}, {2.0}} always mean nested lists.
+Array asarray(std::span<const double> data, std::optional<Shape> shape = {}, DType d = DType::float32);
+Array asarray(std::span<const float> data, std::optional<Shape> shape = {});
+Array asarray(std::span<const std::int32_t> data, std::optional<Shape> shape = {});
+Array asarray(const std::vector<bool>& data, std::optional<Shape> shape = {});
+template <class T>
+  requires std::same_as<T, double>
+Array array(const std::vector<T>& v, std::optional<Shape> s = {}, DType d = DType::float32) {
+  return asarray(std::span<const double>(v), std::move(s), d);
 }
-inline Array array(const std::vector<float>& v, std::optional<Shape> s = {}) { return array(std::span<const float>(v), std::move(s)); }
-inline Array array(const std::vector<std::int32_t>& v, std::optional<Shape> s = {}) {
-  return array(std::span<const std::int32_t>(v), std::move(s));
+template <class T>
+  requires(std::same_as<T, float> || std::same_as<T, std::int32_t> || std::same_as<T, bool>)
+Array array(const std::vector<T>& v, std::optional<Shape> s = {}) {
+  if constexpr (std::same_as<T, bool>) return asarray(v, std::move(s));
+  else return asarray(std::span<const T>(v), std::move(s));
 }
 Array scalar(double v, DType d = DType::float32);
 Array full(Shape shape, double v, DType d = DType::float32);

@@ -1,0 +1,73 @@
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/jx.h"
+
+namespace jxt {
+
+inline std::vector<double> vals(const jx::Array& a) { return a.to_vector<double>(); }
+
+// Element-wise |got - want| <= atol + rtol*|want|; NaN matches NaN, infinities match exactly.
+inline ::testing::AssertionResult all_close(const std::vector<double>& got, const std::vector<double>& want,
+                                            double rtol = 1e-12, double atol = 1e-12) {
+  if (got.size() != want.size())
+    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = got[i], w = want[i];
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (std::isinf(w) && g == w) continue;
+    if (!(std::abs(g - w) <= atol + rtol * std::abs(w)))
+      return ::testing::AssertionFailure() << "element " << i << ": got " << g << ", want " << w;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+inline ::testing::AssertionResult all_close(const jx::Array& got, const std::vector<double>& want,
+                                            double rtol = 1e-12, double atol = 1e-12) {
+  return all_close(vals(got), want, rtol, atol);
+}
+
+inline std::vector<double> randn(std::size_t n, unsigned seed) {
+  std::mt19937 g(seed);
+  std::normal_distribution<double> d;
+  std::vector<double> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+// Runs f, expects exception E whose what() equals msg exactly.
+template <class E, class F>
+::testing::AssertionResult throws_msg(F&& f, const std::string& msg) {
+  try {
+    f();
+  } catch (const E& e) {
+    if (e.what() == msg) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "message was: " << e.what() << "\n   expected: " << msg;
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure() << "wrong exception type: " << e.what();
+  }
+  return ::testing::AssertionFailure() << "no exception";
+}
+
+// Expects exception E whose what() contains every fragment.
+template <class E, class F>
+::testing::AssertionResult throws_with(F&& f, std::initializer_list<std::string> fragments) {
+  try {
+    f();
+  } catch (const E& e) {
+    for (auto& s : fragments)
+      if (std::string(e.what()).find(s) == std::string::npos)
+        return ::testing::AssertionFailure() << "message '" << e.what() << "' lacks '" << s << "'";
+    return ::testing::AssertionSuccess();
+  } catch (const std::exception& e) {
+    return ::testing::AssertionFailure() << "wrong exception type: " << e.what();
+  }
+  return ::testing::AssertionFailure() << "no exception";
+}
+
+}  // namespace jxt
