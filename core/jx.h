@@ -8,6 +8,7 @@
 #include "core/lax/lax.h"
 #include "core/np/np.h"
 #include "core/prim/bind.h"
+#include "core/transforms.h"
 
 namespace jx {
 inline constexpr const char* kVersion = "0.1.0";

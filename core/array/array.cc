@@ -2,18 +2,22 @@
 
 #include <fmt/format.h>
 
+#include "core/array/tracer.h"
 #include "core/backends/backend.h"
 
 namespace jx {
 
 Array::Array(Backend* backend, SlotId slot, AVal aval) : backend_(backend), slot_(slot), aval_(std::move(aval)) {}
 
-Array::Array(const Array& o) : backend_(o.backend_), slot_(o.slot_), aval_(o.aval_), disposed_(o.disposed_) {
+Array::Array(std::shared_ptr<Tracer> tracer) : aval_(tracer->aval), tracer_(std::move(tracer)) {}
+
+Array::Array(const Array& o)
+    : backend_(o.backend_), slot_(o.slot_), aval_(o.aval_), tracer_(o.tracer_), disposed_(o.disposed_) {
   if (backend_) backend_->incref(slot_);
 }
 
 Array::Array(Array&& o) noexcept
-    : backend_(o.backend_), slot_(o.slot_), aval_(std::move(o.aval_)), disposed_(o.disposed_) {
+    : backend_(o.backend_), slot_(o.slot_), aval_(std::move(o.aval_)), tracer_(std::move(o.tracer_)), disposed_(o.disposed_) {
   o.backend_ = nullptr;
   o.disposed_ = false;
 }
@@ -21,10 +25,12 @@ Array::Array(Array&& o) noexcept
 Array& Array::operator=(const Array& o) {
   if (this == &o) return *this;
   if (o.backend_) o.backend_->incref(o.slot_);
+  auto keep = o.tracer_;  // o may be owned by what release() frees
   release();
   backend_ = o.backend_;
   slot_ = o.slot_;
   aval_ = o.aval_;
+  tracer_ = std::move(keep);
   disposed_ = o.disposed_;
   return *this;
 }
@@ -35,6 +41,7 @@ Array& Array::operator=(Array&& o) noexcept {
   backend_ = o.backend_;
   slot_ = o.slot_;
   aval_ = std::move(o.aval_);
+  tracer_ = std::move(o.tracer_);
   disposed_ = o.disposed_;
   o.backend_ = nullptr;
   o.disposed_ = false;
@@ -46,11 +53,25 @@ Array::~Array() { release(); }
 void Array::release() noexcept {
   if (backend_) backend_->decref(slot_);
   backend_ = nullptr;
+  tracer_.reset();
 }
 
 void Array::check() const {
   if (disposed_) throw UseAfterDispose(fmt::format("Referenced tracer Array:{} has been disposed", aval_.str()));
-  if (!backend_) throw Error("use of an empty (default-constructed or moved-from) jx::Array");
+  if (!backend_ && !tracer_) throw Error("use of an empty (default-constructed or moved-from) jx::Array");
+}
+
+static void concrete_only(const Array& a, const std::shared_ptr<Tracer>& t) {
+  if (t)
+    throw TracerError(fmt::format("cannot read the value of traced {} inside a transformation (jit, grad, vmap, ...); "
+                                  "compute it outside the transformed function or pass it as a static argument",
+                                  a.str()));
+}
+
+const std::shared_ptr<Tracer>& Array::tracer() const {
+  check();
+  if (!tracer_) throw Error(fmt::format("{} is a concrete array, not a tracer", str()));
+  return tracer_;
 }
 
 void Array::dispose() {
@@ -61,25 +82,28 @@ void Array::dispose() {
 
 const AVal& Array::aval() const {
   check();
-  return aval_;
+  return tracer_ ? tracer_->aval : aval_;
 }
 
 std::string Array::str() const {
-  return fmt::format("Array:{}{}", aval_.str(), disposed_ ? " (disposed)" : backend_ ? "" : " (empty)");
+  return fmt::format("Array:{}{}", aval_.str(), disposed_ ? " (disposed)" : backend_ || tracer_ ? "" : " (empty)");
 }
 
 Backend& Array::backend() const {
   check();
+  concrete_only(*this, tracer_);
   return *backend_;
 }
 
 SlotId Array::slot() const {
   check();
+  concrete_only(*this, tracer_);
   return slot_;
 }
 
 std::vector<std::byte> Array::raw_bytes() const {
   check();
+  concrete_only(*this, tracer_);
   std::vector<std::byte> raw(aval_.bytes());
   backend_->read(slot_, raw);
   return raw;

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "core/array/shape.h"
@@ -7,17 +8,20 @@
 namespace jx {
 
 class Backend;
+class Tracer;
 using SlotId = std::uint64_t;
 
-// A handle sharing ownership of one backend slot. Copying adds a reference to the slot,
-// destruction releases it, dispose() releases it early and kills the handle: every later use
-// (including a second dispose) throws UseAfterDispose. A moved-from or default-constructed
-// handle is empty; using it throws jx::Error.
+// A handle sharing ownership of one backend slot, or of a tracer while a transformation runs.
+// Copying adds a reference (to the slot, or to the tracer), destruction releases it, dispose()
+// releases it early and kills the handle: every later use (including a second dispose) throws
+// UseAfterDispose. A moved-from or default-constructed handle is empty; using it throws
+// jx::Error. Reading the data of a tracer throws TracerError.
 class Array {
  public:
   Array() = default;
   // Adopts one existing reference to `slot` (does not incref).
   Array(Backend* backend, SlotId slot, AVal aval);
+  explicit Array(std::shared_ptr<Tracer> tracer);
   Array(const Array& o);
   Array(Array&& o) noexcept;
   Array& operator=(const Array& o);
@@ -26,7 +30,9 @@ class Array {
 
   void dispose();
   bool is_disposed() const { return disposed_; }
-  bool is_empty() const { return backend_ == nullptr && !disposed_; }
+  bool is_empty() const { return backend_ == nullptr && !tracer_ && !disposed_; }
+  bool is_tracer() const { return tracer_ != nullptr; }
+  const std::shared_ptr<Tracer>& tracer() const;  // throws unless is_tracer()
 
   const AVal& aval() const;
   DType dtype() const { return aval().dtype; }
@@ -50,6 +56,7 @@ class Array {
   Backend* backend_ = nullptr;
   SlotId slot_ = 0;
   AVal aval_;
+  std::shared_ptr<Tracer> tracer_;
   bool disposed_ = false;
 };
 

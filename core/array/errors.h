@@ -24,6 +24,14 @@ struct BackendError : Error {
 struct LinAlgError : Error {
   using Error::Error;
 };
+// Reading a traced value, or using a tracer after its transformation ended.
+struct TracerError : Error {
+  using Error::Error;
+};
+// A primitive that is not linear met while transposing (vjp/grad): its transpose rule is missing.
+struct NonlinearError : Error {
+  using Error::Error;
+};
 // Slots alive at the end of a leak-checked scope that were not alive at its start.
 struct LeakError : Error {
   using Error::Error;

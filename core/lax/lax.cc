@@ -20,6 +20,7 @@ JX_UNARY(logical_not)
 JX_UNARY(isnan)
 JX_UNARY(isfinite)
 JX_UNARY(cholesky)
+JX_UNARY(stop_gradient)
 #undef JX_UNARY
 
 #define JX_BINARY(name) \

@@ -22,6 +22,7 @@ Array logical_not(const Array& x);
 Array isnan(const Array& x);
 Array isfinite(const Array& x);
 Array convert_element_type(const Array& x, DType d);
+Array stop_gradient(const Array& x);  // identity whose derivative is zero
 
 Array add(const Array& a, const Array& b);
 Array sub(const Array& a, const Array& b);

@@ -171,6 +171,8 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Param
       return {{DType::bool_, in[0].shape}};
     case Prim::convert:
       return {{pr.dtype, in[0].shape}};
+    case Prim::stop_gradient:
+      return {in[0]};
     case Prim::add: case Prim::sub: case Prim::mul: case Prim::max: case Prim::min:
       require_same(p, in);
       require_numeric(p, in[0]);

@@ -4,10 +4,11 @@
 
 #include "core/backends/backend.h"
 #include "core/prim/abstract_eval.h"
+#include "core/trace/trace.h"
 
 namespace jx {
 
-std::vector<Array> bind(Prim p, const std::vector<Array>& args, const Params& params) {
+std::vector<Array> eval_bind(Prim p, const std::vector<Array>& args, const Params& params) {
   std::vector<AVal> in;
   std::vector<SlotId> in_slots;
   Backend* be = nullptr;
@@ -31,6 +32,23 @@ std::vector<Array> bind(Prim p, const std::vector<Array>& args, const Params& pa
   }
   be->dispatch(*exe, in_slots, out_slots);
   return out;
+}
+
+std::vector<Array> bind(Prim p, const std::vector<Array>& args, const Params& params) {
+  MainTrace* top = nullptr;
+  for (const Array& a : args) {
+    if (!a.is_tracer()) {
+      a.aval();  // a disposed or empty handle throws here
+      continue;
+    }
+    MainTrace* m = a.tracer()->main.get();
+    if (!m->active)
+      throw TracerError(fmt::format("{}: {} escaped from the {} transformation that created it (it is used after "
+                                    "that transformation returned)",
+                                    prim_name(p), a.str(), m->kind()));
+    if (!top || m->level > top->level) top = m;
+  }
+  return top ? top->process(p, args, params) : eval_bind(p, args, params);
 }
 
 Array bind1(Prim p, const std::vector<Array>& args, const Params& params) {

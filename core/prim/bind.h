@@ -9,10 +9,12 @@ namespace jx {
 
 class Backend;
 
-// Applies a primitive. Today this is the eval path: abstract_eval validates, the operands'
-// backend (or the default one for nullary primitives) prepares and dispatches. The trace stack
-// of the transformations issue intercepts exactly here.
+// Applies a primitive: to the highest-level transformation among the operands' tracers, or,
+// with concrete operands only, eval_bind: abstract_eval validates, the operands' backend (or
+// the default one for nullary primitives) prepares and dispatches.
 std::vector<Array> bind(Prim p, const std::vector<Array>& args, const Params& params = {});
+// The bottom of the stack: evaluates on concrete arrays.
+std::vector<Array> eval_bind(Prim p, const std::vector<Array>& args, const Params& params);
 Array bind1(Prim p, const std::vector<Array>& args, const Params& params = {});
 
 // Uploads host bytes (row-major, aval.bytes() long) to a fresh slot.

@@ -45,7 +45,7 @@ std::string Params::str(Prim p) const {
   switch (p) {
     case Prim::neg: case Prim::exp: case Prim::log: case Prim::log1p: case Prim::sqrt:
     case Prim::abs: case Prim::sign: case Prim::sin: case Prim::cos: case Prim::tanh:
-    case Prim::logical_not: case Prim::isnan: case Prim::isfinite: case Prim::add:
+    case Prim::logical_not: case Prim::isnan: case Prim::isfinite: case Prim::stop_gradient: case Prim::add:
     case Prim::sub: case Prim::mul: case Prim::div: case Prim::pow: case Prim::max:
     case Prim::min: case Prim::lt: case Prim::le: case Prim::gt: case Prim::ge: case Prim::eq:
     case Prim::ne: case Prim::logical_and: case Prim::logical_or: case Prim::select:

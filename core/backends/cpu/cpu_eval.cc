@@ -258,7 +258,7 @@ void eval_movement(const Op& op, std::span<const std::byte* const> in, std::byte
   const std::size_t es = dtype_size(d);
   const auto st = row_major_strides(a.shape);
   switch (op.prim) {
-    case Prim::reshape:
+    case Prim::reshape: case Prim::stop_gradient:
       if (a.bytes()) std::memcpy(out, in[0], a.bytes());
       return;
     case Prim::transpose: {
@@ -357,7 +357,7 @@ void cpu_execute(const Op& op, std::span<const std::byte* const> in, std::span<s
     case Prim::dot_general:
       return eval_dot_general(op, in[0], in[1], out[0]);
     case Prim::reshape: case Prim::transpose: case Prim::broadcast_in_dim: case Prim::slice:
-    case Prim::rev: case Prim::concatenate: case Prim::pad:
+    case Prim::rev: case Prim::concatenate: case Prim::pad: case Prim::stop_gradient:
       return eval_movement(op, in, out[0]);
     case Prim::iota:
       return eval_iota(op, out[0]);

@@ -1,0 +1,20 @@
+#pragma once
+#include <memory>
+
+#include "core/array/shape.h"
+
+namespace jx {
+
+class MainTrace;
+
+// A value being traced by one transformation instance (its MainTrace). Subclasses carry what
+// that transformation needs (a primal/tangent pair, a batch dimension, a jaxpr variable).
+class Tracer {
+ public:
+  Tracer(std::shared_ptr<MainTrace> main, AVal aval) : main(std::move(main)), aval(std::move(aval)) {}
+  virtual ~Tracer() = default;
+  std::shared_ptr<MainTrace> main;
+  AVal aval;
+};
+
+}  // namespace jx

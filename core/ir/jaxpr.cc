@@ -1,0 +1,123 @@
+#include "core/ir/jaxpr.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/prim/abstract_eval.h"
+#include "core/prim/bind.h"
+
+namespace jx {
+namespace {
+
+std::string var_name(int i) {  // a..z, ba..zz, ... as JAX prints them
+  std::string s;
+  do {
+    s.insert(s.begin(), static_cast<char>('a' + i % 26));
+    i /= 26;
+  } while (i-- > 0);
+  return s;
+}
+
+std::string aval_short(const AVal& a) { return fmt::format("{}{}", dtype_short_name(a.dtype), shape_str(a.shape)); }
+
+std::string literal_str(const Array& a) {
+  const double v = a.item<double>();
+  switch (a.dtype()) {
+    case DType::bool_: return v != 0 ? "True" : "False";
+    case DType::int32: return fmt::format("{}", static_cast<long long>(v));
+    case DType::float32: return fmt::format("{}", static_cast<float>(v));
+    case DType::float64: return fmt::format("{}:f64[]", v);
+  }
+  return "?";
+}
+
+}  // namespace
+
+std::string Jaxpr::str() const {
+  std::vector<int> names(avals.size(), -1);
+  int next = 0;
+  auto decl = [&](int v) {
+    names[v] = next++;
+    return fmt::format("{}:{}", var_name(names[v]), aval_short(avals[v]));
+  };
+  auto use = [&](const Atom& a) { return a.is_literal() ? literal_str(a.literal) : var_name(names[a.var]); };
+  std::vector<std::string> ins, cs, lines, os;
+  for (int v : invars) ins.push_back(decl(v));
+  for (int v : constvars) cs.push_back(decl(v));
+  for (const Eqn& e : eqns) {
+    std::vector<std::string> outs, args;
+    for (int v : e.out) outs.push_back(decl(v));
+    for (const Atom& a : e.in) args.push_back(use(a));
+    const std::string p = e.params.str(e.prim);
+    lines.push_back(fmt::format("{} = {}{} {}", fmt::join(outs, " "), prim_name(e.prim), p.empty() ? "" : "[" + p + "]",
+                                fmt::join(args, " ")));
+  }
+  for (const Atom& a : outs) os.push_back(use(a));
+  const std::string head = fmt::format("{{ lambda {}; {}. let", fmt::join(ins, " "), fmt::join(cs, " "));
+  if (lines.size() <= 1)
+    return fmt::format("{}{}{} in ({}) }}", head, lines.empty() ? "" : " ", lines.empty() ? "" : lines[0], fmt::join(os, ", "));
+  return fmt::format("{}\n    {}\n  in ({}) }}", head, fmt::join(lines, "\n    "), fmt::join(os, ", "));
+}
+
+void typecheck(const Jaxpr& j) {
+  std::vector<bool> defined(j.avals.size(), false);
+  auto define = [&](int v, const char* what) {
+    if (v < 0 || v >= static_cast<int>(j.avals.size())) throw Error(fmt::format("typecheck: {} variable {} out of range", what, v));
+    if (defined[v]) throw Error(fmt::format("typecheck: variable {} defined twice", v));
+    defined[v] = true;
+  };
+  auto check_use = [&](const Atom& a, const std::string& where) {
+    if (a.is_literal()) return;
+    if (a.var < 0 || a.var >= static_cast<int>(j.avals.size()) || !defined[a.var])
+      throw Error(fmt::format("typecheck: variable {} used before definition in {}", a.var, where));
+  };
+  for (int v : j.invars) define(v, "input");
+  for (int v : j.constvars) define(v, "constant");
+  for (std::size_t i = 0; i < j.eqns.size(); ++i) {
+    const Eqn& e = j.eqns[i];
+    const std::string where = fmt::format("equation {} ({})", i, prim_name(e.prim));
+    std::vector<AVal> in;
+    for (const Atom& a : e.in) {
+      check_use(a, where);
+      in.push_back(j.aval_of(a));
+    }
+    std::vector<AVal> out;
+    try {
+      out = abstract_eval(e.prim, in, e.params);
+    } catch (const ShapeError& err) {
+      throw Error(fmt::format("typecheck: {}: {}", where, err.what()));
+    }
+    if (out.size() != e.out.size()) throw Error(fmt::format("typecheck: {} has {} outputs, expected {}", where, e.out.size(), out.size()));
+    for (std::size_t k = 0; k < out.size(); ++k) {
+      define(e.out[k], "output");
+      if (!(j.avals[e.out[k]] == out[k]))
+        throw Error(fmt::format("typecheck: {} output {} is {}, abstract_eval gives {}", where, k, j.avals[e.out[k]].str(), out[k].str()));
+    }
+  }
+  for (const Atom& a : j.outs) check_use(a, "the outputs");
+}
+
+std::vector<Array> eval_jaxpr(const Jaxpr& j, const std::vector<Array>& consts, const std::vector<Array>& args) {
+  if (args.size() != j.invars.size() || consts.size() != j.constvars.size())
+    throw Error(fmt::format("eval_jaxpr: expected {} arguments and {} constants, got {} and {}", j.invars.size(),
+                            j.constvars.size(), args.size(), consts.size()));
+  std::vector<Array> env(j.avals.size());
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (!(args[i].aval() == j.avals[j.invars[i]]))
+      throw ShapeError(fmt::format("eval_jaxpr: argument {} is {}, expected {}", i, args[i].aval().str(), j.avals[j.invars[i]].str()));
+    env[j.invars[i]] = args[i];
+  }
+  for (std::size_t i = 0; i < consts.size(); ++i) env[j.constvars[i]] = consts[i];
+  auto read = [&](const Atom& a) -> const Array& { return a.is_literal() ? a.literal : env[a.var]; };
+  for (const Eqn& e : j.eqns) {
+    std::vector<Array> in;
+    for (const Atom& a : e.in) in.push_back(read(a));
+    auto out = bind(e.prim, in, e.params);
+    for (std::size_t k = 0; k < out.size(); ++k) env[e.out[k]] = std::move(out[k]);
+  }
+  std::vector<Array> outs;
+  for (const Atom& a : j.outs) outs.push_back(read(a));
+  return outs;
+}
+
+}  // namespace jx

@@ -1,0 +1,58 @@
+#pragma once
+#include <optional>
+#include <vector>
+
+#include "core/trace/builder.h"
+
+namespace jx {
+
+// ---- forward mode ----
+// (outputs, output tangents) of fn at primals along tangents (one per primal, same avals).
+std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& fn, const std::vector<Array>& primals,
+                                                           const std::vector<Array>& tangents);
+
+// ---- linearize / reverse mode ----
+// The linear map x_dot -> y_dot of fn at the primals, as a jaxpr whose constants are the
+// residuals. It owns them: they live until the LinearFn is disposed or destroyed.
+class LinearFn {
+ public:
+  LinearFn() = default;
+  explicit LinearFn(ClosedJaxpr j) : j_(std::move(j)) {}
+  std::vector<Array> operator()(const std::vector<Array>& tangents) const;  // jvp direction
+  // vjp direction; an empty (default-constructed) cotangent stands for zeros
+  std::vector<Array> transpose(const std::vector<Array>& cotangents) const;
+  const ClosedJaxpr& jaxpr() const { return j_; }
+  void dispose();
+  bool disposed() const { return disposed_; }
+
+ private:
+  void check() const;
+  ClosedJaxpr j_;
+  bool disposed_ = false;
+};
+
+std::pair<std::vector<Array>, LinearFn> linearize_flat(const FlatFn& fn, const std::vector<Array>& primals);
+// vjp = linearize + transpose; the pullback is LinearFn::transpose.
+inline std::pair<std::vector<Array>, LinearFn> vjp_flat(const FlatFn& fn, const std::vector<Array>& primals) {
+  return linearize_flat(fn, primals);
+}
+
+// Transposes a linear jaxpr: cotangents of its invars from cotangents of its outputs.
+std::vector<Array> backward_pass(const Jaxpr& j, const std::vector<Array>& consts, const std::vector<Array>& cts_out);
+
+// Rule tables. jvp is total over Prim; transpose is partial (linear primitives only).
+struct LinearIn {
+  bool linear;  // true: an undefined primal (the cotangent flows to it); false: a constant
+  Array value;  // the constant when !linear
+  AVal aval;
+};
+std::vector<std::optional<Array>> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
+                                           const std::vector<Array>& y, const Params& params);
+std::vector<std::optional<Array>> transpose_rule(Prim p, const std::vector<LinearIn>& in, const Array& ct, const Params& params);
+
+// ---- batching ----
+// fn mapped over axis in_axes[i] of argument i (nullopt: not mapped); outputs stacked on
+// out_axes[j] (a single entry applies to every output).
+FlatFn vmap_flat(FlatFn fn, std::vector<std::optional<std::int64_t>> in_axes, std::vector<std::int64_t> out_axes = {0});
+
+}  // namespace jx

@@ -1,0 +1,68 @@
+#include "core/trace/builder.h"
+
+#include "core/backends/backend.h"
+#include "core/prim/abstract_eval.h"
+
+namespace jx {
+namespace {
+struct BuilderTracer final : Tracer {
+  BuilderTracer(std::shared_ptr<MainTrace> m, AVal a, int v) : Tracer(std::move(m), std::move(a)), var(v) {}
+  int var;
+};
+}  // namespace
+
+Array JaxprBuilder::new_arg(const AVal& aval) {
+  const int v = jaxpr_.new_var(aval);
+  jaxpr_.invars.push_back(v);
+  return Array(std::make_shared<BuilderTracer>(shared_from_this(), aval, v));
+}
+
+Atom JaxprBuilder::atom(const Array& x) {
+  if (auto* t = tracer_of<BuilderTracer>(x, *this)) return {t->var, {}};
+  if (!x.is_tracer() && x.ndim() == 0) return {-1, x};
+  const std::pair<int, std::uintptr_t> key =
+      x.is_tracer() ? std::pair<int, std::uintptr_t>{1, reinterpret_cast<std::uintptr_t>(x.tracer().get())}
+                    : std::pair<int, std::uintptr_t>{0, static_cast<std::uintptr_t>(x.slot())};
+  if (auto it = const_ids_.find(key); it != const_ids_.end()) return {it->second, {}};
+  const int v = jaxpr_.new_var(x.aval());
+  jaxpr_.constvars.push_back(v);
+  consts_.push_back(x);
+  const_ids_[key] = v;
+  return {v, {}};
+}
+
+std::vector<Array> JaxprBuilder::process(Prim p, const std::vector<Array>& args, const Params& params) {
+  Eqn e{p, params, {}, {}};
+  std::vector<AVal> in;
+  for (const Array& a : args) {
+    e.in.push_back(atom(a));
+    in.push_back(a.aval());
+  }
+  std::vector<Array> out;
+  for (const AVal& av : abstract_eval(p, in, params)) {
+    e.out.push_back(jaxpr_.new_var(av));
+    out.emplace_back(std::make_shared<BuilderTracer>(shared_from_this(), av, e.out.back()));
+  }
+  jaxpr_.eqns.push_back(std::move(e));
+  return out;
+}
+
+ClosedJaxpr JaxprBuilder::finish(const std::vector<Array>& outs) {
+  for (const Array& o : outs) jaxpr_.outs.push_back(atom(o));
+  typecheck(jaxpr_);
+  ClosedJaxpr c{std::move(jaxpr_), std::move(consts_)};
+  jaxpr_ = {};
+  consts_.clear();
+  const_ids_.clear();
+  return c;
+}
+
+ClosedJaxpr make_jaxpr_flat(const FlatFn& fn, const std::vector<AVal>& in) {
+  auto builder = std::make_shared<JaxprBuilder>();
+  MainScope scope(builder);
+  std::vector<Array> args;
+  for (const AVal& a : in) args.push_back(builder->new_arg(a));
+  return builder->finish(fn(args));
+}
+
+}  // namespace jx

@@ -1,0 +1,32 @@
+#pragma once
+#include <functional>
+#include <map>
+
+#include "core/ir/jaxpr.h"
+#include "core/trace/trace.h"
+
+namespace jx {
+
+using FlatFn = std::function<std::vector<Array>(const std::vector<Array>&)>;
+
+// Records every primitive applied to its tracers as a jaxpr equation. Operands that are not its
+// own tracers (concrete arrays, tracers of lower-level transformations) become constants, owned
+// by the resulting ClosedJaxpr; rank-0 concrete ones become inline literals.
+class JaxprBuilder final : public MainTrace {
+ public:
+  std::string_view kind() const override { return "jaxpr"; }
+  std::vector<Array> process(Prim p, const std::vector<Array>& args, const Params& params) override;
+  Array new_arg(const AVal& aval);
+  Atom atom(const Array& x);
+  ClosedJaxpr finish(const std::vector<Array>& outs);
+
+ private:
+  Jaxpr jaxpr_;
+  std::vector<Array> consts_;
+  std::map<std::pair<int, std::uintptr_t>, int> const_ids_;
+};
+
+// Traces fn on abstract arguments of avals `in` (typechecked).
+ClosedJaxpr make_jaxpr_flat(const FlatFn& fn, const std::vector<AVal>& in);
+
+}  // namespace jx

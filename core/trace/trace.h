@@ -1,0 +1,48 @@
+#pragma once
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "core/array/array.h"
+#include "core/array/tracer.h"
+#include "core/prim/prim.h"
+
+namespace jx {
+
+// One running transformation (a jvp, a jaxpr build, a vmap): Autodidax's MainTrace and Trace in
+// one object. Levels grow with nesting; bind() sends a primitive to the highest-level main among
+// its operands, which processes it (lifting lower-level operands) and returns its own tracers.
+class MainTrace : public std::enable_shared_from_this<MainTrace> {
+ public:
+  virtual ~MainTrace() = default;
+  virtual std::string_view kind() const = 0;
+  virtual std::vector<Array> process(Prim p, const std::vector<Array>& args, const Params& params) = 0;
+  int level = 0;
+  bool active = true;
+};
+
+// Pushes a main on this thread's trace stack for the scope's lifetime; on exit it is popped and
+// deactivated (a tracer of it that escapes raises TracerError when used).
+class MainScope {
+ public:
+  explicit MainScope(std::shared_ptr<MainTrace> m);
+  ~MainScope();
+  MainScope(const MainScope&) = delete;
+  MainScope& operator=(const MainScope&) = delete;
+  MainTrace& main() const { return *main_; }
+  const std::shared_ptr<MainTrace>& ptr() const { return main_; }
+
+ private:
+  std::shared_ptr<MainTrace> main_;
+};
+
+int trace_depth();  // number of active mains on this thread
+
+// The tracer of `m` inside x, or null when x is a lower-level value for m.
+template <class T>
+T* tracer_of(const Array& x, const MainTrace& m) {
+  if (!x.is_tracer() || x.tracer()->main.get() != &m) return nullptr;
+  return static_cast<T*>(x.tracer().get());
+}
+
+}  // namespace jx
