@@ -105,6 +105,14 @@ std::vector<Case> cases() {
       {"triu_diag_trace", [](V x) { return np::triu(x[0]) + np::trace(x[0]); }, {m33}},
       {"where_square_recip", [](V x) { return np::where(mask23(), np::square(x[0]), np::reciprocal(x[1])); }, {m23, m23}, 0.5, 2.0},
       {"index_steps", [](V x) { return np::index(x[0], {np::Slice{{}, {}, -1}, np::Slice{1, {}, 2}}); }, {{3, 5}}},
+      {"np_max_keepdims", [](V x) { return np::max(x[0], std::vector<std::int64_t>{1}, true) * x[0]; }, {m23}},
+      {"np_min_all", [](V x) { return np::min(x[0]) + np::sum(x[0]); }, {m23}},
+      {"moveaxis_swapaxes", [](V x) { return np::swapaxes(np::moveaxis(x[0], 0, -1), 0, 1); }, {{2, 3, 2}}},
+      {"squeeze_expand", [](V x) { return np::expand_dims(np::squeeze(x[0]), 0); }, {{2, 1, 3}}},
+      {"np_pad_flip_tril", [](V x) { return np::flip(np::tril(np::pad(x[0], {{1, 1}}, 2.0), -1)); }, {m23}},
+      {"broadcast_to_maximum", [](V x) { return np::maximum(np::broadcast_to(x[0], {2, 3}), x[1]); }, {{3}, m23}},
+      {"power_scalar_dot", [](V x) { return np::dot(np::power(x[0], 3.0), x[1]); }, {{3}, {3}}, 0.5, 2.0},
+      {"concatenate_np", [](V x) { return np::concatenate({x[0], np::ones({1, 3}, DType::float64), x[1]}, 0); }, {m23, m23}},
       {"split_stack", [](V x) { auto p = np::split(x[0], 3, 1); return np::stack({p[2], p[0]}); }, {m23}},
   };
   for (bool left : {true, false})
@@ -120,6 +128,37 @@ std::vector<Case> cases() {
 }  // namespace
 
 class PrimRules : public ::testing::TestWithParam<Case> {};
+
+// grad of the scalar <v, f(x)> against central differences, element by element.
+TEST_P(PrimRules, GradMatchesCentralDifferences) {
+  const Case& c = GetParam();
+  if (c.name == "stop_gradient_sum") return;  // its derivative differs from FD by design (checked below)
+  auto x = random_inputs(c, 6);
+  Array y0 = c.f(x);
+  Array v = np::array(jxt::randn(static_cast<std::size_t>(y0.size()), 7), y0.shape(), DType::float64);
+  auto scalar = [&](const std::vector<Array>& in) { return np::sum(np::multiply(c.f(in), v)); };
+  auto [val, lin] = vjp_flat([&](const std::vector<Array>& in) { return std::vector<Array>{scalar(in)}; }, x);
+  auto g = lin.transpose({np::ones({}, DType::float64)});
+  const double h = 1e-5;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    auto xv = jxt::vals(x[i]);
+    std::vector<double> fd;
+    for (std::size_t k = 0; k < xv.size(); ++k) {
+      auto at = [&](double d) {
+        auto p = xv;
+        p[k] += d;
+        auto in = x;
+        in[i] = np::array(p, x[i].shape(), DType::float64);
+        return scalar(in).item<double>();
+      };
+      fd.push_back((at(h) - at(-h)) / (2 * h));
+    }
+    Array fda = np::array(fd, x[i].shape(), DType::float64);
+    const double err = norm(g[i] - fda) / std::max(norm(fda), 1e-12);
+    EXPECT_LT(err, 1e-6) << c.name << " input " << i << ": grad " << ::testing::PrintToString(jxt::vals(g[i])) << " fd "
+                         << ::testing::PrintToString(fd);
+  }
+}
 
 TEST_P(PrimRules, JvpMatchesCentralDifferences) {
   const Case& c = GetParam();
