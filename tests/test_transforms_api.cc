@@ -24,9 +24,10 @@ TEST(MakeJaxpr, PrintsLikeJax) {
   EXPECT_EQ(j.str(), "{ lambda a:f32[2,2]; . let b:f32[2,2] = mul a a in (b) }");
   auto k = make_jaxpr([](const Array& x, const Array& y) { return np::sum(np::exp(x) * 2.0 + y); })(np::ones({3}), np::ones({3}));
   EXPECT_EQ(k.str(),
-            "{ lambda a:f32[3] b:f32[3]; c:f32[3]. let\n"  // 2.0 broadcast eagerly: a constant
-            "    d:f32[3] = exp a\n"
-            "    e:f32[3] = mul d c\n"
+            "{ lambda a:f32[3] b:f32[3]; . let\n"
+            "    c:f32[3] = exp a\n"
+            "    d:f32[3] = broadcast_in_dim[shape=(3,) broadcast_dimensions=()] 2\n"
+            "    e:f32[3] = mul c d\n"
             "    f:f32[3] = add e b\n"
             "    g:f32[] = reduce_sum[axes=(0,)] f\n"
             "  in (g) }");

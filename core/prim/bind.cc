@@ -48,6 +48,7 @@ std::vector<Array> bind(Prim p, const std::vector<Array>& args, const Params& pa
                                     prim_name(p), a.str(), m->kind()));
     if (!top || m->level > top->level) top = m;
   }
+  if (MainTrace* d = dynamic_trace(); d && (!top || d->level > top->level)) top = d;
   return top ? top->process(p, args, params) : eval_bind(p, args, params);
 }
 

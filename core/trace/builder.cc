@@ -60,6 +60,7 @@ ClosedJaxpr JaxprBuilder::finish(const std::vector<Array>& outs) {
 ClosedJaxpr make_jaxpr_flat(const FlatFn& fn, const std::vector<AVal>& in) {
   auto builder = std::make_shared<JaxprBuilder>();
   MainScope scope(builder);
+  DynamicScope stage_everything(builder.get());
   std::vector<Array> args;
   for (const AVal& a : in) args.push_back(builder->new_arg(a));
   return builder->finish(fn(args));

@@ -21,4 +21,11 @@ MainScope::~MainScope() {
 
 int trace_depth() { return static_cast<int>(g_stack.size()); }
 
+namespace {
+thread_local MainTrace* g_dynamic = nullptr;
+}
+DynamicScope::DynamicScope(MainTrace* m) : prev_(g_dynamic) { g_dynamic = m; }
+DynamicScope::~DynamicScope() { g_dynamic = prev_; }
+MainTrace* dynamic_trace() { return g_dynamic && g_dynamic->active ? g_dynamic : nullptr; }
+
 }  // namespace jx

@@ -38,6 +38,22 @@ class MainScope {
 
 int trace_depth();  // number of active mains on this thread
 
+// The dynamic trace (JAX's omnistaging): while a jit/make_jaxpr builder is dynamic, every
+// primitive is staged into it, also those whose operands are all concrete, so constants built
+// inside a traced function (np::ones, iota, weak scalars) become equations, not baked buffers.
+// bind uses the higher of the dynamic trace and the operands' top trace.
+class DynamicScope {
+ public:
+  explicit DynamicScope(MainTrace* m);
+  ~DynamicScope();
+  DynamicScope(const DynamicScope&) = delete;
+  DynamicScope& operator=(const DynamicScope&) = delete;
+
+ private:
+  MainTrace* prev_;
+};
+MainTrace* dynamic_trace();
+
 // The tracer of `m` inside x, or null when x is a lower-level value for m.
 template <class T>
 T* tracer_of(const Array& x, const MainTrace& m) {
