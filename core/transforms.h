@@ -8,6 +8,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "core/jit/jit.h"
 #include "core/np/np.h"
 #include "core/trace/autodiff.h"
 #include "core/trace/pytree.h"
@@ -313,6 +314,67 @@ auto jacrev(F f) {
 template <class F>
 auto hessian(F f) {
   return jacfwd(jacrev(f));
+}
+
+// ---- jit ----
+namespace detail {
+template <class T>
+inline constexpr bool is_static_arg = std::is_arithmetic_v<T> || std::is_same_v<T, std::string>;
+
+template <class T>
+void jit_flatten(const T& x, std::vector<Array>& leaves, std::vector<TreeDef>& defs, std::string& sig) {
+  if constexpr (is_static_arg<T>) {
+    sig += fmt::format("static:{};", x);  // static arguments select their own trace
+  } else {
+    auto [l, d] = flatten(x);
+    for (const Array& a : l) sig += a.aval().str() + ",";
+    sig += d.str() + ";";
+    leaves.insert(leaves.end(), l.begin(), l.end());
+    defs.push_back(std::move(d));
+  }
+}
+
+template <class T>
+T jit_rebuild(const T& original, const std::vector<TreeDef>& defs, const std::vector<Array>& leaves, std::size_t& pos,
+              std::size_t& k) {
+  if constexpr (is_static_arg<T>) {
+    return original;
+  } else {
+    const TreeDef& d = defs[k++];
+    return unflatten<T>(d, take(leaves, pos, d.num_leaves()));
+  }
+}
+}  // namespace detail
+
+// jit(f)(args...): traced once per input signature (avals, tree structure, static arguments:
+// arithmetic and std::string arguments are static), simplified, fused and compiled; compiled
+// programs are shared through the structural cache. Copies share one cache of traces and
+// captured constants, released when the last copy is destroyed.
+template <class F>
+auto jit(F f, JitOptions o = {}) {
+  auto core = std::make_shared<JitCore>(std::move(o));
+  auto out_defs = std::make_shared<std::map<std::string, TreeDef>>();
+  auto mu = std::make_shared<std::mutex>();
+  return [f, core, out_defs, mu](const auto&... args) {
+    using R = std::decay_t<std::invoke_result_t<F, decltype(args)...>>;
+    std::vector<Array> leaves;
+    std::vector<TreeDef> defs;
+    std::string sig;
+    (detail::jit_flatten(args, leaves, defs, sig), ...);
+    TreeDef od;
+    bool ran = false;
+    FlatFn fn = [&](const std::vector<Array>& in) {
+      std::size_t pos = 0, k = 0;
+      ran = true;
+      // braced initialization: the arguments are rebuilt left to right
+      std::tuple<std::decay_t<decltype(args)>...> typed{detail::jit_rebuild(args, defs, in, pos, k)...};
+      return detail::out_leaves(std::apply(f, typed), od);
+    };
+    auto out = core->call(sig, leaves, fn);
+    std::lock_guard lock(*mu);
+    if (ran) (*out_defs)[sig] = od;
+    return unflatten<R>(out_defs->at(sig), out);
+  };
 }
 
 }  // namespace jx

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/kernel/kernel.h"
 #include "core/prim/prim.h"
 
 namespace jx {
@@ -44,6 +45,11 @@ class Executable {
   virtual ~Executable() = default;
 };
 
+struct BackendMemory {
+  std::size_t live_slots = 0, live_bytes = 0, peak_bytes = 0, pooled_bytes = 0;
+  std::size_t compiled_kernels = 0, pipelines = 0;
+};
+
 // A backend owns slots (refcounted device buffers) and runs prepared ops on them. Backends
 // see only ops/kernels and slots, never Arrays or traces.
 class Backend {
@@ -60,7 +66,13 @@ class Backend {
   virtual std::size_t bytes() const = 0;
   virtual std::vector<SlotInfo> live_slots() const = 0;
 
-  virtual std::unique_ptr<Executable> prepare(const Op& op) = 0;
+  virtual BackendMemory memory() const = 0;
+  virtual void clear_caches() = 0;  // compiled kernels/pipelines not in use
+
+  // A single primitive application (eager ops, routines), or a fused kernel of the kernel IR.
+  // Compiled kernels are cached by Kernel::key(); the executable stays valid while held.
+  virtual std::shared_ptr<Executable> prepare(const Op& op) = 0;
+  virtual std::shared_ptr<Executable> prepare_kernel(const Kernel& k) = 0;
   virtual void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) = 0;
 };
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/backends/backend.h"
+#include "core/instrument/instrument.h"
 #include "core/prim/abstract_eval.h"
 #include "core/trace/trace.h"
 
@@ -31,6 +32,9 @@ std::vector<Array> eval_bind(Prim p, const std::vector<Array>& args, const Param
     out.emplace_back(be, out_slots.back(), av);  // adopts the malloc reference; freed if dispatch throws
   }
   be->dispatch(*exe, in_slots, out_slots);
+  if (trace::has_subscribers())
+    trace::emit({trace::EventKind::dispatch, be->info().backend, std::string(prim_name(p)),
+                 static_cast<int>(in_slots.size() + out_slots.size()), false, 0.0, {}});
   return out;
 }
 

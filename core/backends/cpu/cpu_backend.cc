@@ -1,5 +1,6 @@
 #include "core/backends/cpu/cpu_backend.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 #include <mutex>
@@ -17,8 +18,22 @@ struct HostSlot {
 };
 
 struct CpuExecutable : Executable {
+  virtual void run(std::span<const std::byte* const> in, std::span<std::byte* const> out) const = 0;
+};
+struct CpuOpExecutable final : CpuExecutable {
   Op op;
-  explicit CpuExecutable(Op o) : op(std::move(o)) {}
+  explicit CpuOpExecutable(Op o) : op(std::move(o)) {}
+  void run(std::span<const std::byte* const> in, std::span<std::byte* const> out) const override {
+    if (prim_kind(op.prim) == PrimKind::routine) cpu_linalg(op, in, out);
+    else cpu_execute(op, in, out);
+  }
+};
+struct CpuKernelExecutable final : CpuExecutable {
+  Kernel k;
+  explicit CpuKernelExecutable(Kernel kk) : k(std::move(kk)) {}
+  void run(std::span<const std::byte* const> in, std::span<std::byte* const> out) const override {
+    cpu_run_kernel(k, in, out[0]);
+  }
 };
 
 class CpuBackend final : public Backend {
@@ -38,6 +53,7 @@ class CpuBackend final : public Backend {
     const std::size_t n = tag.bytes();
     slots_.emplace(id, HostSlot{std::unique_ptr<std::byte[]>(new std::byte[n ? n : 1]), n, tag, 1});
     bytes_ += n;
+    peak_ = std::max(peak_, bytes_);
     return id;
   }
 
@@ -87,10 +103,30 @@ class CpuBackend final : public Backend {
     return v;
   }
 
-  std::unique_ptr<Executable> prepare(const Op& op) override { return std::make_unique<CpuExecutable>(op); }
+  BackendMemory memory() const override {
+    std::lock_guard lock(mu_);
+    std::lock_guard klock(kmu_);
+    return {slots_.size(), bytes_, peak_, 0, kernels_.size(), 0};
+  }
+
+  void clear_caches() override {
+    std::lock_guard klock(kmu_);
+    kernels_.clear();
+  }
+
+  std::shared_ptr<Executable> prepare(const Op& op) override { return std::make_shared<CpuOpExecutable>(op); }
+
+  // The cpu backend compiles nothing; its "compiled kernel" is the validated IR, cached by key.
+  std::shared_ptr<Executable> prepare_kernel(const Kernel& k) override {
+    std::lock_guard klock(kmu_);
+    auto key = k.key();
+    if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
+    auto exe = std::make_shared<CpuKernelExecutable>(k);
+    kernels_.emplace(std::move(key), exe);
+    return exe;
+  }
 
   void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) override {
-    const Op& op = static_cast<CpuExecutable&>(exe).op;
     std::vector<const std::byte*> ip;
     std::vector<std::byte*> op_;
     {
@@ -98,8 +134,7 @@ class CpuBackend final : public Backend {
       for (auto id : in) ip.push_back(get(id).data.get());
       for (auto id : out) op_.push_back(get(id).data.get());
     }
-    if (prim_kind(op.prim) == PrimKind::routine) cpu_linalg(op, ip, op_);
-    else cpu_execute(op, ip, op_);
+    static_cast<const CpuExecutable&>(exe).run(ip, op_);
   }
 
  private:
@@ -117,7 +152,9 @@ class CpuBackend final : public Backend {
   mutable std::mutex mu_;
   std::unordered_map<SlotId, HostSlot> slots_;
   SlotId next_ = 1;
-  std::size_t bytes_ = 0;
+  std::size_t bytes_ = 0, peak_ = 0;
+  mutable std::mutex kmu_;
+  std::unordered_map<std::string, std::shared_ptr<CpuKernelExecutable>> kernels_;
 };
 
 }  // namespace

@@ -11,5 +11,6 @@ std::unique_ptr<Backend> make_cpu_backend();
 // hold op.in[i]/op.out[i] contiguously in row-major order.
 void cpu_execute(const Op& op, std::span<const std::byte* const> in, std::span<std::byte* const> out);
 void cpu_linalg(const Op& op, std::span<const std::byte* const> in, std::span<std::byte* const> out);
+void cpu_run_kernel(const Kernel& k, std::span<const std::byte* const> in, std::byte* out);
 
 }  // namespace jx

@@ -1,0 +1,80 @@
+#include "core/instrument/instrument.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace jx {
+namespace trace {
+namespace {
+struct Subscribers {
+  std::mutex mu;
+  std::map<std::uint64_t, Callback> cbs;
+  std::uint64_t next = 1;
+  std::atomic<int> count{0};
+};
+Subscribers& subs() {
+  static Subscribers* s = new Subscribers();  // immortal: events may fire during static destruction
+  return *s;
+}
+}  // namespace
+
+Subscription::Subscription(Callback cb) {
+  auto& s = subs();
+  std::lock_guard lock(s.mu);
+  id_ = s.next++;
+  s.cbs.emplace(id_, std::move(cb));
+  s.count = static_cast<int>(s.cbs.size());
+}
+
+Subscription::~Subscription() {
+  auto& s = subs();
+  std::lock_guard lock(s.mu);
+  s.cbs.erase(id_);
+  s.count = static_cast<int>(s.cbs.size());
+}
+
+bool has_subscribers() { return subs().count.load(std::memory_order_relaxed) > 0; }
+
+void emit(const Event& e) {
+  if (!has_subscribers()) return;
+  auto& s = subs();
+  std::vector<Callback> cbs;
+  {
+    std::lock_guard lock(s.mu);
+    for (auto& [_, cb] : s.cbs) cbs.push_back(cb);
+  }
+  for (auto& cb : cbs) cb(e);
+}
+
+DispatchTracker::DispatchTracker()
+    : sub_([this](const Event& e) {
+        if (e.kind != EventKind::dispatch) return;
+        ++n_;
+        if (e.fused) ++fused_;
+        if (e.buffers > max_buffers_) max_buffers_ = e.buffers;
+        names_.push_back(e.name);
+      }) {}
+
+}  // namespace trace
+
+namespace {
+std::atomic<int>& level() {
+  static std::atomic<int> l{[] {
+    const char* e = std::getenv("JX_DEBUG");
+    return e ? std::atoi(e) : 0;
+  }()};
+  return l;
+}
+}  // namespace
+
+void set_debug(int l) { level() = l; }
+int debug_level() { return level().load(std::memory_order_relaxed); }
+void debug_log(int l, const std::string& msg) {
+  if (debug_level() >= l) std::fprintf(stderr, "[jx] %s\n", msg.c_str());
+}
+
+}  // namespace jx

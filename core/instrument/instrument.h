@@ -1,0 +1,64 @@
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+
+// Events from every layer, delivered synchronously to subscribers, plus the debug level.
+namespace jx {
+
+namespace trace {
+
+enum class EventKind : std::uint8_t { dispatch, compile, cache_hit, cache_evict };
+
+struct Event {
+  EventKind kind;
+  std::string backend;
+  std::string name;  // kernel / primitive / jitted function
+  int buffers = 0;   // dispatch: buffers bound (inputs + outputs)
+  bool fused = false;  // dispatch: a kernel of a jitted program (false: an eager primitive or a routine)
+  double ms = 0.0;   // compile: time
+  std::string detail;
+};
+
+using Callback = std::function<void(const Event&)>;
+
+// RAII: receives every event emitted on any thread while alive.
+class Subscription {
+ public:
+  explicit Subscription(Callback cb);
+  ~Subscription();
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
+
+ private:
+  std::uint64_t id_;
+};
+
+bool has_subscribers();
+void emit(const Event& e);
+
+// Records dispatches in its scope: count, the largest buffer count, kernel names.
+class DispatchTracker {
+ public:
+  DispatchTracker();
+  std::size_t dispatches() const { return n_; }
+  std::size_t fused_dispatches() const { return fused_; }
+  int max_buffers() const { return max_buffers_; }
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  std::size_t n_ = 0, fused_ = 0;
+  int max_buffers_ = 0;
+  std::vector<std::string> names_;
+  Subscription sub_;
+};
+
+}  // namespace trace
+
+// 0 off, 1 compile logs (and scan-path choices), 2 generated code, 3 kernel expressions,
+// 4 programs. Printed to stderr with a "[jx]" prefix. JX_DEBUG sets the initial level.
+void set_debug(int level);
+int debug_level();
+void debug_log(int level, const std::string& msg);
+
+}  // namespace jx

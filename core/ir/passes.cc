@@ -1,0 +1,121 @@
+#include "core/ir/passes.h"
+
+#include <fmt/format.h>
+#include <map>
+#include <optional>
+
+#include "core/prim/bind.h"
+
+namespace jx {
+namespace {
+
+bool is_identity(const Eqn& e, const Jaxpr& j) {
+  if (e.out.size() != 1 || e.in.empty()) return false;
+  const AVal& in = j.aval_of(e.in[0]);
+  const AVal& out = j.avals[e.out[0]];
+  if (!(in == out)) return false;
+  switch (e.prim) {
+    case Prim::reshape: case Prim::convert: case Prim::broadcast_in_dim: case Prim::stop_gradient:
+    case Prim::slice: case Prim::pad:
+      return true;  // same aval: the op moved nothing
+    case Prim::transpose:
+      for (std::size_t i = 0; i < e.params.perm.size(); ++i)
+        if (e.params.perm[i] != static_cast<std::int64_t>(i)) return false;
+      return true;
+    case Prim::rev: case Prim::reduce_sum: case Prim::reduce_max: case Prim::reduce_min: case Prim::reduce_prod:
+      return e.params.axes.empty();
+    default: return false;
+  }
+}
+
+// Rewrites operands through `sub` (old var -> replacement atom).
+Atom subst(const Atom& a, const std::vector<std::optional<Atom>>& sub) {
+  if (!a.is_literal() && sub[a.var]) return *sub[a.var];
+  return a;
+}
+
+Jaxpr checked(Jaxpr j) {
+  typecheck(j);
+  return j;
+}
+
+std::string atom_key(const Atom& a) {
+  if (!a.is_literal()) return fmt::format("v{}", a.var);
+  return fmt::format("l{}:{}", dtype_name(a.literal.dtype()), a.literal.item<double>());
+}
+
+}  // namespace
+
+Jaxpr drop_identities(const Jaxpr& j) {
+  Jaxpr r = j;
+  r.eqns.clear();
+  std::vector<std::optional<Atom>> sub(j.avals.size());
+  for (const Eqn& e0 : j.eqns) {
+    Eqn e = e0;
+    bool all_literal = true;
+    for (auto& a : e.in) {
+      a = subst(a, sub);
+      all_literal = all_literal && a.is_literal();
+    }
+    if (is_identity(e, j)) {
+      sub[e.out[0]] = e.in[0];
+      continue;
+    }
+    if (all_literal && !e.in.empty() && e.out.size() == 1 && j.avals[e.out[0]].ndim() == 0 &&
+        prim_kind(e.prim) == PrimKind::elementwise) {
+      std::vector<Array> vals;
+      for (auto& a : e.in) vals.push_back(a.literal);
+      sub[e.out[0]] = Atom{-1, eval_bind(e.prim, vals, e.params)[0]};  // fold on the host
+      continue;
+    }
+    r.eqns.push_back(std::move(e));
+  }
+  for (auto& a : r.outs) a = subst(a, sub);
+  return checked(std::move(r));
+}
+
+Jaxpr cse(const Jaxpr& j) {
+  Jaxpr r = j;
+  r.eqns.clear();
+  std::vector<std::optional<Atom>> sub(j.avals.size());
+  std::map<std::string, std::vector<int>> seen;
+  for (const Eqn& e0 : j.eqns) {
+    Eqn e = e0;
+    std::string key = fmt::format("{}[{}]", prim_name(e.prim), e.params.str(e.prim));
+    for (auto& a : e.in) {
+      a = subst(a, sub);
+      key += " " + atom_key(a);
+    }
+    if (auto it = seen.find(key); it != seen.end()) {
+      for (std::size_t k = 0; k < e.out.size(); ++k) sub[e.out[k]] = Atom{it->second[k], {}};
+      continue;
+    }
+    seen.emplace(key, e.out);
+    r.eqns.push_back(std::move(e));
+  }
+  for (auto& a : r.outs) a = subst(a, sub);
+  return checked(std::move(r));
+}
+
+Jaxpr dce(const Jaxpr& j) {
+  std::vector<bool> live(j.avals.size(), false);
+  for (const Atom& a : j.outs)
+    if (!a.is_literal()) live[a.var] = true;
+  std::vector<bool> keep(j.eqns.size(), false);
+  for (std::size_t i = j.eqns.size(); i-- > 0;) {
+    const Eqn& e = j.eqns[i];
+    for (int o : e.out) keep[i] = keep[i] || live[o];
+    if (keep[i])
+      for (const Atom& a : e.in)
+        if (!a.is_literal()) live[a.var] = true;
+  }
+  Jaxpr r = j;
+  r.eqns.clear();
+  for (std::size_t i = 0; i < j.eqns.size(); ++i)
+    if (keep[i]) r.eqns.push_back(j.eqns[i]);
+  return checked(std::move(r));
+}
+
+Jaxpr simplify(const Jaxpr& j) { return dce(cse(drop_identities(j))); }
+
+}  // namespace jx

@@ -1,0 +1,12 @@
+#pragma once
+#include "core/ir/jaxpr.h"
+
+namespace jx {
+
+// Each pass returns a new jaxpr with the same inputs/outputs and runs typecheck on it.
+Jaxpr drop_identities(const Jaxpr& j);  // reshape/transpose/convert/... that change nothing; scalar literal folding
+Jaxpr cse(const Jaxpr& j);              // one equation per (primitive, params, operands)
+Jaxpr dce(const Jaxpr& j);              // equations whose outputs are never used
+Jaxpr simplify(const Jaxpr& j);         // all of the above, in that order
+
+}  // namespace jx

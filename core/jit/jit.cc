@@ -1,0 +1,169 @@
+#include "core/jit/jit.h"
+
+#include <chrono>
+#include <fmt/format.h>
+#include <list>
+#include <unordered_map>
+
+#include "core/instrument/instrument.h"
+#include "core/ir/passes.h"
+#include "core/trace/trace.h"
+
+namespace jx {
+namespace {
+
+class ProgramCache {
+ public:
+  std::shared_ptr<const CompiledProgram> get(const std::string& key) {
+    std::lock_guard lock(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) {
+      ++misses_;
+      return nullptr;
+    }
+    ++hits_;
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->second;
+  }
+  void put(const std::string& key, std::shared_ptr<const CompiledProgram> p) {
+    std::lock_guard lock(mu_);
+    if (auto it = map_.find(key); it != map_.end()) lru_.erase(it->second);
+    lru_.emplace_front(key, std::move(p));
+    map_[key] = lru_.begin();
+    evict();
+  }
+  void set_capacity(std::size_t n) {
+    std::lock_guard lock(mu_);
+    cap_ = n;
+    evict();
+  }
+  std::size_t capacity() const {
+    std::lock_guard lock(mu_);
+    return cap_;
+  }
+  void clear() {
+    std::lock_guard lock(mu_);
+    lru_.clear();
+    map_.clear();
+  }
+  void stats(MemoryStats& s) const {
+    std::lock_guard lock(mu_);
+    s.jit_cache_entries = map_.size();
+    s.cache_hits = hits_;
+    s.cache_misses = misses_;
+    s.cache_evictions = evictions_;
+  }
+
+ private:
+  void evict() {
+    while (map_.size() > cap_) {
+      trace::emit({trace::EventKind::cache_evict, "", lru_.back().first.substr(0, 60), 0, false, 0.0, {}});
+      map_.erase(lru_.back().first);
+      lru_.pop_back();
+      ++evictions_;
+    }
+  }
+  using Item = std::pair<std::string, std::shared_ptr<const CompiledProgram>>;
+  mutable std::mutex mu_;
+  std::list<Item> lru_;
+  std::unordered_map<std::string, std::list<Item>::iterator> map_;
+  std::size_t cap_ = 256, hits_ = 0, misses_ = 0, evictions_ = 0;
+};
+
+ProgramCache& cache() {
+  static ProgramCache* c = new ProgramCache();  // immortal, like the backends
+  return *c;
+}
+
+int effective_budget(const JitOptions& o, const Backend& be) {
+  const int b = be.info().limits.max_buffers_per_kernel;
+  if (o.max_buffers <= 0) return b;
+  return b <= 0 ? o.max_buffers : std::min(b, o.max_buffers);
+}
+
+}  // namespace
+
+std::vector<Array> JitCore::call(const std::string& signature, const std::vector<Array>& args, const FlatFn& fn) {
+  bool traced = dynamic_trace() != nullptr;
+  for (const Array& a : args) traced = traced || a.is_tracer();
+  if (traced) return fn(args);
+  Backend& be = args.empty() ? default_backend() : args[0].backend();
+  const int budget = effective_budget(o_, be);
+  const std::string sig = fmt::format("{}|{}|{}", signature, be.info().backend, budget);
+  std::shared_ptr<Entry> entry;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = entries_.find(sig); it != entries_.end()) entry = it->second;
+  }
+  if (!entry) {
+    std::vector<AVal> avals;
+    for (const Array& a : args) avals.push_back(a.aval());
+    ClosedJaxpr cj = make_jaxpr_flat(fn, avals);
+    cj.jaxpr = simplify(cj.jaxpr);
+    std::string key = fmt::format("{}|{}|{}|consts:", cj.jaxpr.str(), be.info().backend, budget);
+    for (const Array& c : cj.consts) key += c.aval().str() + ",";
+    entry = std::make_shared<Entry>(Entry{std::move(cj), std::move(key), budget});
+    std::lock_guard lock(mu_);
+    entries_[sig] = entry;
+  }
+  auto prog = cache().get(entry->key);
+  if (!prog) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Program p = lower(entry->jaxpr.jaxpr, {entry->max_buffers});
+    auto compiled = std::make_shared<const CompiledProgram>(std::move(p), be);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    cache().put(entry->key, compiled);
+    prog = compiled;
+    trace::emit({trace::EventKind::compile, be.info().backend, o_.name, 0, false, ms, {}});
+    if (debug_level() >= 1)
+      debug_log(1, fmt::format("jit '{}': {} equations -> {} kernels, {} routines on {} (budget {}) in {:.3f} ms", o_.name,
+                               entry->jaxpr.jaxpr.eqns.size(), prog->program().kernels.size(), prog->program().routines.size(),
+                               be.info().backend, budget, ms));
+    if (debug_level() >= 3)
+      for (const Kernel& k : prog->program().kernels) debug_log(3, k.str());
+    if (debug_level() >= 4) debug_log(4, entry->jaxpr.str() + "\n" + prog->program().str());
+  }
+  std::vector<Array> in = args;
+  in.insert(in.end(), entry->jaxpr.consts.begin(), entry->jaxpr.consts.end());
+  return prog->run(in);
+}
+
+std::size_t JitCore::traced_signatures() const {
+  std::lock_guard lock(mu_);
+  return entries_.size();
+}
+
+MemoryStats memory_stats() {
+  MemoryStats s;
+  for (const auto& name : backend_names()) {
+    BackendMemory m;
+    try {
+      m = backend(name).memory();
+    } catch (const BackendError&) {
+      continue;  // unavailable backends hold nothing
+    }
+    s.live_slots += m.live_slots;
+    s.live_bytes += m.live_bytes;
+    s.peak_bytes += m.peak_bytes;
+    s.pooled_bytes += m.pooled_bytes;
+    s.compiled_kernels += m.compiled_kernels;
+    s.pipelines += m.pipelines;
+  }
+  cache().stats(s);
+  return s;
+}
+
+void set_cache_capacity(std::size_t n) { cache().set_capacity(n); }
+std::size_t cache_capacity() { return cache().capacity(); }
+
+void clear_caches() {
+  cache().clear();
+  for (const auto& name : backend_names()) {
+    try {
+      backend(name).clear_caches();
+    } catch (const BackendError&) {
+    }
+  }
+}
+
+}  // namespace jx

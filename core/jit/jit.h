@@ -1,0 +1,54 @@
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/ir/jaxpr.h"
+#include "core/jit/program.h"
+#include "core/trace/builder.h"
+
+namespace jx {
+
+struct JitOptions {
+  std::string name = "jit";
+  // Buffers one fused kernel may bind (inputs + output); 0: the backend's limit. The
+  // stricter of the two applies.
+  int max_buffers = 0;
+};
+
+// The flat core of jx::jit. Per input signature it traces once and keeps the simplified jaxpr
+// and its captured constants (released with this object). Compiled programs live in a global
+// LRU cache keyed by the jaxpr's structure (equations, literals, avals), the backend and the
+// budget, never by closure identity: fresh closures with the same body share one entry.
+class JitCore {
+ public:
+  explicit JitCore(JitOptions o) : o_(std::move(o)) {}
+  // Runs fn compiled, or inline when called under a transformation (tracer arguments or a
+  // dynamic trace): nested jit flattens into the enclosing trace.
+  std::vector<Array> call(const std::string& signature, const std::vector<Array>& args, const FlatFn& fn);
+  std::size_t traced_signatures() const;
+
+ private:
+  struct Entry {
+    ClosedJaxpr jaxpr;
+    std::string key;
+    int max_buffers;
+  };
+  JitOptions o_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<Entry>> entries_;
+};
+
+struct MemoryStats {
+  std::size_t live_slots = 0, live_bytes = 0, peak_bytes = 0, pooled_bytes = 0;
+  std::size_t jit_cache_entries = 0, compiled_kernels = 0, pipelines = 0;
+  std::size_t cache_hits = 0, cache_misses = 0, cache_evictions = 0;
+};
+
+MemoryStats memory_stats();
+void set_cache_capacity(std::size_t n);  // programs kept in the LRU (default 256); evicts down to n
+std::size_t cache_capacity();
+void clear_caches();  // jit programs and every backend's compiled kernels
+
+}  // namespace jx

@@ -1,0 +1,95 @@
+#include "core/jit/program.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/instrument/instrument.h"
+
+namespace jx {
+
+std::string Program::str() const {
+  std::string s = fmt::format("program: {} inputs, {} buffers, {} kernels, {} routines\n", num_inputs, buffers.size(),
+                              kernels.size(), routines.size());
+  for (const Step& st : steps) {
+    switch (st.kind) {
+      case Step::Kind::kernel:
+        s += fmt::format("  execute {} ({} buffers) in {} -> {}\n", kernels[st.index].name, kernels[st.index].buffers(),
+                         fmt::join(st.in, ","), fmt::join(st.out, ","));
+        break;
+      case Step::Kind::routine:
+        s += fmt::format("  routine {} in {} -> {}\n", prim_name(routines[st.index].prim), fmt::join(st.in, ","), fmt::join(st.out, ","));
+        break;
+      case Step::Kind::free: s += fmt::format("  free {}\n", fmt::join(st.in, ",")); break;
+    }
+  }
+  return s + fmt::format("  outputs {}", fmt::join(outputs, ","));
+}
+
+CompiledProgram::CompiledProgram(Program p, Backend& be) : prog_(std::move(p)), be_(be) {
+  for (const Kernel& k : prog_.kernels) kexe_.push_back(be_.prepare_kernel(k));
+  for (const Op& op : prog_.routines) rexe_.push_back(be_.prepare(op));
+}
+
+std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const {
+  const Program& p = prog_;
+  if (static_cast<int>(inputs.size()) != p.num_inputs)
+    throw Error(fmt::format("program: expected {} inputs, got {}", p.num_inputs, inputs.size()));
+  // owned[b]: a slot this run allocated (one reference), released unless handed out
+  std::vector<SlotId> slot(p.buffers.size(), 0);
+  std::vector<bool> owned(p.buffers.size(), false);
+  struct Guard {
+    Backend& be;
+    std::vector<SlotId>& slot;
+    std::vector<bool>& owned;
+    ~Guard() {
+      for (std::size_t b = 0; b < slot.size(); ++b)
+        if (owned[b]) be.decref(slot[b]);
+    }
+  } guard{be_, slot, owned};
+  for (int i = 0; i < p.num_inputs; ++i) {
+    if (&inputs[i].backend() != &be_)
+      throw BackendError(fmt::format("jit: input {} lives on backend '{}', the program was compiled for '{}'", i,
+                                     inputs[i].backend().info().backend, be_.info().backend));
+    slot[i] = inputs[i].slot();
+  }
+  const bool tracing = trace::has_subscribers();
+  std::vector<SlotId> in, out;
+  for (const Step& st : p.steps) {
+    if (st.kind == Step::Kind::free) {
+      for (int b : st.in) {
+        be_.decref(slot[b]);
+        owned[b] = false;
+      }
+      continue;
+    }
+    in.clear();
+    out.clear();
+    for (int b : st.in) in.push_back(slot[b]);
+    for (int b : st.out) {
+      slot[b] = be_.malloc(p.buffers[b]);
+      owned[b] = true;
+      out.push_back(slot[b]);
+    }
+    const bool kernel = st.kind == Step::Kind::kernel;
+    be_.dispatch(kernel ? *kexe_[st.index] : *rexe_[st.index], in, out);
+    if (tracing)
+      trace::emit({trace::EventKind::dispatch, be_.info().backend,
+                   kernel ? p.kernels[st.index].name : std::string(prim_name(p.routines[st.index].prim)),
+                   static_cast<int>(in.size() + out.size()), kernel, 0.0, {}});
+  }
+  std::vector<Array> res;
+  for (int b : p.outputs) {
+    if (b < p.num_inputs) {
+      res.push_back(inputs[b]);
+    } else if (owned[b]) {
+      res.emplace_back(&be_, slot[b], p.buffers[b]);  // hand the run's reference to the caller
+      owned[b] = false;
+    } else {
+      be_.incref(slot[b]);  // the same buffer returned twice
+      res.emplace_back(&be_, slot[b], p.buffers[b]);
+    }
+  }
+  return res;
+}
+
+}  // namespace jx

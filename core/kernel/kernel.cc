@@ -1,0 +1,48 @@
+#include "core/kernel/kernel.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace jx {
+
+std::string Kernel::str() const {
+  std::string s = fmt::format("kernel {} -> {} over {}", name, out.str(), shape_str(space));
+  if (is_reduction()) s += fmt::format(" {} axes {}", prim_name(reduce_op), shape_str(reduce_axes));
+  s += "\n";
+  for (std::size_t i = 0; i < inputs.size(); ++i) s += fmt::format("  in{}: {}\n", i, inputs[i].str());
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const KNode& n = nodes[i];
+    std::string rhs;
+    switch (n.kind) {
+      case KNodeKind::load: {
+        const KLoad& l = loads[n.load];
+        rhs = fmt::format("load in{}[{} + {}·i]", l.buffer, l.offset, shape_str(l.strides));
+        break;
+      }
+      case KNodeKind::constant: rhs = fmt::format("const {}", n.value); break;
+      case KNodeKind::iota: rhs = fmt::format("index i{}", n.dim); break;
+      case KNodeKind::reduce_result: rhs = "acc"; break;
+      case KNodeKind::alu:
+        rhs = fmt::format("{} %{}", prim_name(n.prim), n.a);
+        if (n.b >= 0) rhs += fmt::format(" %{}", n.b);
+        if (n.c >= 0) rhs += fmt::format(" %{}", n.c);
+        break;
+    }
+    s += fmt::format("  %{}:{} = {}\n", i, dtype_short_name(n.dtype), rhs);
+  }
+  s += fmt::format("  body %{}{}", body, epilogue >= 0 ? fmt::format(", epilogue %{}", epilogue) : "");
+  return s;
+}
+
+std::string Kernel::key() const {
+  std::string k = fmt::format("{}|{}|{}|{}|{}|{}|", out.str(), shape_str(space), shape_str(reduce_axes),
+                              static_cast<int>(reduce_op), body, epilogue);
+  for (auto& a : inputs) k += a.str() + ",";
+  for (auto& n : nodes)
+    k += fmt::format("{}:{}:{}:{}:{}:{}:{}:{}:{};", static_cast<int>(n.kind), static_cast<int>(n.dtype),
+                     static_cast<int>(n.prim), n.a, n.b, n.c, n.load, n.value, n.dim);
+  for (auto& l : loads) k += fmt::format("{}@{}{};", l.buffer, l.offset, shape_str(l.strides));
+  return k;
+}
+
+}  // namespace jx

@@ -1,0 +1,53 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/prim/prim.h"
+
+namespace jx {
+
+// The kernel IR: one output buffer computed over an iteration space. Every load reads an input
+// buffer through an affine view (offset + Σ stride_d · i_d over the space dims), so reshape,
+// transpose, broadcast (stride 0), slice and rev never copy. Scalar expressions are a DAG of
+// nodes in topological order. With reduce_axes, `body` is accumulated over those axes with
+// `reduce_op` and `epilogue` (which may read the accumulator through a ReduceResult node, and
+// loads whose strides on the reduced axes are 0) maps it to the output element.
+enum class KNodeKind : std::uint8_t { load, constant, iota, alu, reduce_result };
+
+struct KNode {
+  KNodeKind kind;
+  DType dtype;
+  Prim prim = Prim::add;  // alu: the elementwise primitive (unary, binary, select, convert)
+  int a = -1, b = -1, c = -1;  // alu operands (node indices)
+  int load = -1;               // load: index into Kernel::loads
+  double value = 0.0;          // constant
+  int dim = 0;                 // iota: space dimension
+  bool operator==(const KNode&) const = default;
+};
+
+struct KLoad {
+  int buffer;  // kernel input index
+  std::int64_t offset = 0;
+  std::vector<std::int64_t> strides;  // one per space dimension
+  bool operator==(const KLoad&) const = default;
+};
+
+struct Kernel {
+  std::string name;
+  Shape space;
+  std::vector<std::int64_t> reduce_axes;  // sorted; empty: elementwise kernel
+  Prim reduce_op = Prim::reduce_sum;
+  std::vector<KNode> nodes;
+  std::vector<KLoad> loads;
+  std::vector<AVal> inputs;  // avals of the input buffers (row-major contiguous)
+  int body = -1;
+  int epilogue = -1;  // -1: output = body (elementwise) or the accumulator (reduction)
+  AVal out;
+
+  int buffers() const { return static_cast<int>(inputs.size()) + 1; }
+  bool is_reduction() const { return !reduce_axes.empty(); }
+  std::string str() const;  // readable form (set_debug(3))
+  std::string key() const;  // structural identity (cache key of compiled kernels)
+};
+
+}  // namespace jx

@@ -1,0 +1,247 @@
+#include "core/instrument/instrument.h"
+#include "core/ir/passes.h"
+#include "leakcheck/leakcheck.h"
+#include "tests/prim_cases.h"
+
+using namespace jx;
+using jxt::all_close;
+using jxt::vals;
+
+namespace {
+Array f64(std::initializer_list<np::Nested> v) { return np::array(v, DType::float64); }
+}  // namespace
+
+class JitEveryCase : public ::testing::TestWithParam<jxt::Case> {};
+
+TEST_P(JitEveryCase, JitEqualsEager) {
+  const auto& c = GetParam();
+  auto x = jxt::random_inputs(c, 21);
+  Array want = c.f(x);
+  auto jf = jit([f = c.f](const std::vector<Array>& in) { return f(in); });
+  Array got = jf(x);
+  EXPECT_EQ(got.aval(), want.aval());
+  EXPECT_TRUE(all_close(got, vals(want), 1e-13, 1e-13)) << c.name;
+  // float32 inputs too
+  std::vector<Array> x32;
+  for (auto& a : x) x32.push_back(np::astype(a, DType::float32));
+  Array w32 = c.f(x32);
+  EXPECT_TRUE(all_close(jf(x32), vals(w32), 2e-5, 2e-5)) << c.name;
+}
+
+TEST_P(JitEveryCase, JitOfVjpEqualsEager) {
+  const auto& c = GetParam();
+  auto x = jxt::random_inputs(c, 22);
+  auto pull = [f = c.f](const std::vector<Array>& in) {
+    auto [y, lin] = vjp_flat([&](const std::vector<Array>& a) { return std::vector<Array>{f(a)}; }, in);
+    return lin.transpose({np::ones_like(y[0])});
+  };
+  auto want = pull(x);
+  auto got = jit(pull)(x);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(all_close(got[i], vals(want[i]), 1e-12, 1e-12)) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, JitEveryCase, ::testing::ValuesIn(jxt::cases()), [](const auto& info) { return info.param.name; });
+
+TEST(Fusion, ElementwiseChainIsOneKernel) {
+  auto f = jit([](const Array& x) { return np::exp(x) * 2.0 + 1.0; });
+  Array x = f64({0.0, 1.0, -1.0});
+  (void)f(x);  // compile
+  trace::DispatchTracker t;
+  Array y = f(x);
+  EXPECT_EQ(t.dispatches(), 1u);
+  EXPECT_EQ(t.fused_dispatches(), 1u);
+  EXPECT_EQ(t.max_buffers(), 2);  // x and the output: constants are folded into the kernel
+  EXPECT_TRUE(all_close(y, {3, 2 * std::exp(1.0) + 1, 2 * std::exp(-1.0) + 1}));
+}
+
+TEST(Fusion, ReductionWithEpilogueIsOneKernel) {
+  auto f = jit([](const Array& x) { return np::sqrt(np::sum(np::exp(x)) * 2.0); });
+  Array x = f64({0.0, 1.0, 2.0});
+  trace::DispatchTracker t;
+  Array y = f(x);
+  EXPECT_EQ(t.dispatches(), 1u);
+  EXPECT_NEAR(y.item<double>(), std::sqrt(2 * (1 + std::exp(1.0) + std::exp(2.0))), 1e-14);
+  trace::DispatchTracker t2;
+  Array m = jit([](const Array& a) { return np::max(a, std::vector<std::int64_t>{1}) - np::mean(a, std::vector<std::int64_t>{1}); })(
+      f64({{1.0, 5.0, 3.0}, {-1.0, -2.0, 0.0}}));
+  EXPECT_TRUE(all_close(m, {2, 1}, 1e-15));
+  EXPECT_LE(t2.dispatches(), 2u);  // max and sum kernels; the mean's divide and the subtraction are epilogue
+}
+
+TEST(Fusion, ViewsFuseWithoutCopies) {
+  Array x = f64({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
+  trace::DispatchTracker t;
+  Array y = jit([](const Array& a) { return np::transpose(a) * 10.0 + np::flip(np::transpose(a), std::vector<std::int64_t>{0}); })(x);
+  EXPECT_EQ(t.dispatches(), 1u);
+  EXPECT_TRUE(all_close(y, {13, 46, 22, 55, 31, 64}));
+  // reshape of a transposed view cannot be a view: materialized, still correct
+  Array z = jit([](const Array& a) { return np::reshape(np::transpose(a), {6}) + 0.0; })(x);
+  EXPECT_TRUE(all_close(z, {1, 4, 2, 5, 3, 6}));
+  Array s = jit([](const Array& a) { return np::index(a, {np::Slice{}, np::Slice{{}, {}, -2}}) * 1.0; })(x);
+  EXPECT_TRUE(all_close(s, {3, 1, 6, 4}));
+}
+
+TEST(BufferBudget, TwelveInputsUnderBudgetEight) {
+  auto f = [](const std::vector<Array>& xs) {
+    Array acc = xs[0] * xs[1];
+    for (std::size_t i = 2; i < xs.size(); ++i) acc = acc * 0.5 + xs[i];
+    return acc;
+  };
+  std::vector<Array> xs;
+  for (int i = 0; i < 12; ++i) xs.push_back(np::full({4}, i + 1.0, DType::float64));
+  Array want = f(xs);
+  trace::DispatchTracker unlimited;
+  Array a = jit(f)(xs);
+  EXPECT_EQ(unlimited.dispatches(), 1u);
+  EXPECT_EQ(unlimited.max_buffers(), 13);
+  trace::DispatchTracker t;
+  Array b = jit(f, {.name = "budget8", .max_buffers = 8})(xs);
+  EXPECT_LE(t.max_buffers(), 8);
+  EXPECT_GE(t.dispatches(), 2u);
+  EXPECT_TRUE(all_close(b, vals(want)));
+  EXPECT_TRUE(all_close(a, vals(want)));
+  EXPECT_THROW(jit([](const Array& c, const Array& x, const Array& y) { return np::where(c, x, y); }, {.max_buffers = 3})(
+                   np::ones({2}, DType::bool_), np::ones({2}), np::zeros({2})),
+               Error);
+}
+
+TEST(Cache, FreshClosuresWithTheSameBodyShareOneEntry) {
+  clear_caches();
+  const auto before = memory_stats();
+  Array x = f64({1.0, 2.0});
+  for (int i = 0; i < 20; ++i) {
+    auto f = jit([](const Array& a) { return np::sin(a) * a; });  // a new closure object each time
+    EXPECT_TRUE(all_close(f(x), {std::sin(1.0), 2 * std::sin(2.0)}));
+  }
+  const auto after = memory_stats();
+  EXPECT_EQ(after.jit_cache_entries, before.jit_cache_entries + 1);
+  EXPECT_EQ(after.cache_misses, before.cache_misses + 1);
+  EXPECT_EQ(after.cache_hits, before.cache_hits + 19);
+}
+
+TEST(Cache, LruEvictsAtCapacity) {
+  clear_caches();
+  const auto cap = cache_capacity();
+  set_cache_capacity(2);
+  Array x = f64({1.0});
+  auto f1 = jit([](const Array& a) { return a + 1.0; });
+  auto f2 = jit([](const Array& a) { return a + 2.0; });
+  auto f3 = jit([](const Array& a) { return a + 3.0; });
+  (void)f1(x);
+  (void)f2(x);
+  (void)f3(x);
+  auto s = memory_stats();
+  EXPECT_EQ(s.jit_cache_entries, 2u);
+  const auto misses = s.cache_misses;
+  EXPECT_DOUBLE_EQ(f1(x).item<double>(), 2.0);  // evicted: compiled again
+  EXPECT_EQ(memory_stats().cache_misses, misses + 1);
+  (void)f1(x);
+  EXPECT_EQ(memory_stats().cache_misses, misses + 1);
+  set_cache_capacity(cap);
+}
+
+TEST(Cache, MemoryReturnsToBaselineAndClearCachesEmptiesAll) {
+  const auto base = memory_stats();
+  {
+    Array w = f64({1.0, 2.0, 3.0});
+    auto f = jit([w](const Array& a) { return np::sum(a * w); });  // captures a constant
+    EXPECT_DOUBLE_EQ(f(f64({1.0, 1.0, 1.0})).item<double>(), 6.0);
+    EXPECT_GT(memory_stats().live_slots, base.live_slots);
+  }
+  const auto after = memory_stats();
+  EXPECT_EQ(after.live_slots, base.live_slots);
+  EXPECT_EQ(after.live_bytes, base.live_bytes);
+  EXPECT_GT(after.jit_cache_entries, 0u);
+  EXPECT_GT(after.compiled_kernels, 0u);
+  EXPECT_GE(after.peak_bytes, after.live_bytes);
+  clear_caches();
+  const auto cleared = memory_stats();
+  EXPECT_EQ(cleared.jit_cache_entries, 0u);
+  EXPECT_EQ(cleared.compiled_kernels, 0u);
+}
+
+TEST(JitCompose, WithEveryTransformation) {
+  auto f = [](const Array& x) { return np::sum(np::sin(x) * x); };
+  Array x = f64({0.3, -0.7, 1.1});
+  Array g = grad(f)(x);
+  EXPECT_TRUE(all_close(jit(grad(f))(x), vals(g), 1e-14, 1e-14));
+  EXPECT_TRUE(all_close(grad(jit(f))(x), vals(g), 1e-14, 1e-14));
+  EXPECT_TRUE(all_close(jit(jit(grad(jit(f))))(x), vals(g), 1e-14, 1e-14));
+  Array xs = f64({{0.1, 0.2, 0.3}, {0.4, 0.5, 0.6}});
+  Array per = vmap(grad(f))(xs);
+  EXPECT_TRUE(all_close(vmap(jit(grad(f)))(xs), vals(per), 1e-14, 1e-14));
+  EXPECT_TRUE(all_close(jit(vmap(grad(f)))(xs), vals(per), 1e-14, 1e-14));
+  auto [v, gg] = jit(value_and_grad(f))(x);
+  EXPECT_NEAR(v.item<double>(), f(x).item<double>(), 1e-15);
+  EXPECT_TRUE(all_close(gg, vals(g), 1e-14, 1e-14));
+  EXPECT_TRUE(all_close(jit(hessian(f))(x), vals(hessian(f)(x)), 1e-13, 1e-13));
+  auto j = make_jaxpr(jit([](const Array& a) { return jit([](const Array& b) { return b * b; })(a) + 1.0; }))(x);
+  EXPECT_EQ(j.jaxpr.eqns.size(), 3u);  // nested jit flattened: mul, broadcast, add
+}
+
+TEST(JitCompose, StaticArgumentsSelectTraces) {
+  auto core_count = 0;
+  auto f = jit([&](const Array& x, int n) {
+    ++core_count;
+    Array acc = x;
+    for (int i = 1; i < n; ++i) acc = acc * x;
+    return acc;
+  });
+  Array x = f64({2.0});
+  EXPECT_DOUBLE_EQ(f(x, 3).item<double>(), 8.0);
+  EXPECT_DOUBLE_EQ(f(x, 4).item<double>(), 16.0);
+  EXPECT_DOUBLE_EQ(f(x, 3).item<double>(), 8.0);
+  EXPECT_EQ(core_count, 2);  // traced once per static value
+}
+
+TEST(JitCompose, TripleComposeLossJitValueAndGrad) {
+  auto loss = [](const Array& th) {
+    Array e = np::exp(th);
+    Array a = e, b = e, c = np::ones({1}, th.dtype()), total = a + b + c;
+    for (int t = 1; t < 20; ++t) {
+      Array na = e * a, nb = e * b + e, nc = e * c + 1.0;
+      a = na;
+      b = nb;
+      c = nc;
+      total = total + a + b + c;
+    }
+    return np::sum(total);
+  };
+  auto [v, g] = jit(value_and_grad(loss))(np::array({0.5}, DType::float64));
+  EXPECT_NEAR(v.item<double>(), 284451.7727106761, 1e-7);
+  EXPECT_NEAR(g.item<double>(), 4813870.5205, 1e-3);
+}
+
+TEST(Passes, SimplifyRemovesIdentitiesDuplicatesAndDeadCode) {
+  auto j = make_jaxpr([](const Array& x) {
+    Array dead = np::exp(x) * 3.0;
+    (void)dead;
+    Array a = lax::reshape(lax::transpose(x, {0}), {3});
+    return np::sin(a) + np::sin(a);
+  })(np::ones({3}));
+  Jaxpr s = simplify(j.jaxpr);
+  EXPECT_EQ(s.str(), "{ lambda a:f32[3]; . let\n    b:f32[3] = sin a\n    c:f32[3] = add b b\n  in (c) }");
+  typecheck(s);
+}
+
+TEST(Debug, LevelOneLogsCompiles) {
+  set_debug(1);
+  ::testing::internal::CaptureStderr();
+  (void)jit([](const Array& a) { return np::cos(a) * 3.0 - 1.0; }, {.name = "logged"})(f64({1.0}));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  set_debug(0);
+  EXPECT_NE(err.find("[jx] jit 'logged'"), std::string::npos) << err;
+}
+
+TEST(Program, FreesIntermediatesAfterLastUse) {
+  auto j = make_jaxpr([](const Array& a) {
+    Array l = np::linalg::cholesky(a * 2.0 + 1.0);
+    return np::sum(l * l);
+  })(np::array({{2.0, 1.0}, {1.0, 2.0}}, DType::float64));
+  Program p = lower(simplify(j.jaxpr), {});
+  const std::string s = p.str();
+  EXPECT_NE(s.find("routine cholesky"), std::string::npos) << s;
+  EXPECT_NE(s.find("free"), std::string::npos) << s;
+  EXPECT_EQ(p.kernels.size(), 2u) << s;  // the prologue kernel and the reduction
+}
