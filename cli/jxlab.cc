@@ -24,6 +24,10 @@ int main(int argc, char** argv) {
   CLI::App app{"jxlab: a reproduction lab for array/autodiff/JIT runtimes"};
   app.set_version_flag("--version", fmt::format("jxlab {}", jx::kVersion));
   app.require_subcommand(1);
+  int debug = 0;
+  app.add_option("--debug", debug, "debug level: 1 compiles and scan paths, 2 generated code, 3 kernels, 4 programs")
+      ->check(CLI::Range(0, 4));
+  app.parse_complete_callback([&] { jx::set_debug(debug); });
   auto* devices = app.add_subcommand("devices", "list backends: device, usability and key limits");
   int rc = 0;
   devices->callback([&] { rc = cmd_devices(); });

@@ -5,6 +5,7 @@
 #include "core/array/errors.h"
 #include "core/array/shape.h"
 #include "core/backends/backend.h"
+#include "core/instrument/instrument.h"
 #include "core/lax/lax.h"
 #include "core/np/np.h"
 #include "core/prim/bind.h"
