@@ -6,6 +6,7 @@
 #include "core/array/shape.h"
 #include "core/backends/backend.h"
 #include "core/instrument/instrument.h"
+#include "core/lax/control.h"
 #include "core/lax/lax.h"
 #include "core/np/np.h"
 #include "core/prim/bind.h"

@@ -32,6 +32,10 @@ struct TracerError : Error {
 struct NonlinearError : Error {
   using Error::Error;
 };
+// A scan took a path its caller's require_path did not allow.
+struct ScanPathError : Error {
+  using Error::Error;
+};
 // Slots alive at the end of a leak-checked scope that were not alive at its start.
 struct LeakError : Error {
   using Error::Error;

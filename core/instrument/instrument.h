@@ -8,7 +8,7 @@ namespace jx {
 
 namespace trace {
 
-enum class EventKind : std::uint8_t { dispatch, compile, cache_hit, cache_evict };
+enum class EventKind : std::uint8_t { dispatch, compile, cache_hit, cache_evict, scan_path };
 
 struct Event {
   EventKind kind;
@@ -17,7 +17,7 @@ struct Event {
   int buffers = 0;   // dispatch: buffers bound (inputs + outputs)
   bool fused = false;  // dispatch: a kernel of a jitted program (false: an eager primitive or a routine)
   double ms = 0.0;   // compile: time
-  std::string detail;
+  std::string detail;  // scan_path: the reason; name holds the path
 };
 
 using Callback = std::function<void(const Event&)>;

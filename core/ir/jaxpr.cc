@@ -1,5 +1,6 @@
 #include "core/ir/jaxpr.h"
 
+#include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -20,9 +21,9 @@ std::string var_name(int i) {  // a..z, ba..zz, ... as JAX prints them
 
 std::string aval_short(const AVal& a) { return fmt::format("{}{}", dtype_short_name(a.dtype), shape_str(a.shape)); }
 
-std::string literal_str(const Array& a) {
-  const double v = a.item<double>();
-  switch (a.dtype()) {
+std::string literal_str(const Atom& a) {
+  const double v = a.value;
+  switch (a.dtype) {
     case DType::bool_: return v != 0 ? "True" : "False";
     case DType::int32: return fmt::format("{}", static_cast<long long>(v));
     case DType::float32: return fmt::format("{}", static_cast<float>(v));
@@ -33,6 +34,16 @@ std::string literal_str(const Array& a) {
 
 }  // namespace
 
+Array literal_array(const Atom& a) {
+  AVal av{a.dtype, {}};
+  std::vector<std::byte> raw(av.bytes());
+  visit_dtype(a.dtype, [&]<class T>() {
+    const T v = static_cast<T>(a.value);
+    std::memcpy(raw.data(), &v, sizeof(T));
+  });
+  return array_from_bytes(raw, av);
+}
+
 std::string Jaxpr::str() const {
   std::vector<int> names(avals.size(), -1);
   int next = 0;
@@ -40,7 +51,7 @@ std::string Jaxpr::str() const {
     names[v] = next++;
     return fmt::format("{}:{}", var_name(names[v]), aval_short(avals[v]));
   };
-  auto use = [&](const Atom& a) { return a.is_literal() ? literal_str(a.literal) : var_name(names[a.var]); };
+  auto use = [&](const Atom& a) { return a.is_literal() ? literal_str(a) : var_name(names[a.var]); };
   std::vector<std::string> ins, cs, lines, os;
   for (int v : invars) ins.push_back(decl(v));
   for (int v : constvars) cs.push_back(decl(v));
@@ -108,7 +119,7 @@ std::vector<Array> eval_jaxpr(const Jaxpr& j, const std::vector<Array>& consts, 
     env[j.invars[i]] = args[i];
   }
   for (std::size_t i = 0; i < consts.size(); ++i) env[j.constvars[i]] = consts[i];
-  auto read = [&](const Atom& a) -> const Array& { return a.is_literal() ? a.literal : env[a.var]; };
+  auto read = [&](const Atom& a) { return a.is_literal() ? literal_array(a) : env[a.var]; };
   for (const Eqn& e : j.eqns) {
     std::vector<Array> in;
     for (const Atom& a : e.in) in.push_back(read(a));

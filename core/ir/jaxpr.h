@@ -7,12 +7,18 @@
 
 namespace jx {
 
-// An operand: a variable, or a rank-0 literal printed inline.
+// An operand: a variable, or a rank-0 literal printed inline. Literals are host scalars, so a
+// jaxpr (and every compiled program cached from it) holds no device memory of its own.
 struct Atom {
   int var = -1;
-  Array literal;
+  double value = 0.0;  // literal
+  DType dtype = DType::float32;
   bool is_literal() const { return var < 0; }
+  static Atom lit(double v, DType d) { return {-1, v, d}; }
 };
+
+// A literal as a rank-0 array on the default backend.
+Array literal_array(const Atom& a);
 
 struct Eqn {
   Prim prim;
@@ -33,7 +39,7 @@ struct Jaxpr {
     avals.push_back(a);
     return static_cast<int>(avals.size()) - 1;
   }
-  const AVal& aval_of(const Atom& a) const { return a.is_literal() ? a.literal.aval() : avals[a.var]; }
+  AVal aval_of(const Atom& a) const { return a.is_literal() ? AVal{a.dtype, {}} : avals[a.var]; }
   // JAX style: "{ lambda a:f32[2,2]; . let b:f32[2,2] = mul a a in (b) }" (invars; constvars).
   std::string str() const;
 };

@@ -41,7 +41,7 @@ Jaxpr checked(Jaxpr j) {
 
 std::string atom_key(const Atom& a) {
   if (!a.is_literal()) return fmt::format("v{}", a.var);
-  return fmt::format("l{}:{}", dtype_name(a.literal.dtype()), a.literal.item<double>());
+  return fmt::format("l{}:{}", dtype_name(a.dtype), a.value);
 }
 
 }  // namespace
@@ -64,8 +64,9 @@ Jaxpr drop_identities(const Jaxpr& j) {
     if (all_literal && !e.in.empty() && e.out.size() == 1 && j.avals[e.out[0]].ndim() == 0 &&
         prim_kind(e.prim) == PrimKind::elementwise) {
       std::vector<Array> vals;
-      for (auto& a : e.in) vals.push_back(a.literal);
-      sub[e.out[0]] = Atom{-1, eval_bind(e.prim, vals, e.params)[0]};  // fold on the host
+      for (auto& a : e.in) vals.push_back(literal_array(a));
+      Array r = eval_bind(e.prim, vals, e.params)[0];  // fold now
+      sub[e.out[0]] = Atom::lit(r.item<double>(), r.dtype());
       continue;
     }
     r.eqns.push_back(std::move(e));
@@ -87,7 +88,7 @@ Jaxpr cse(const Jaxpr& j) {
       key += " " + atom_key(a);
     }
     if (auto it = seen.find(key); it != seen.end()) {
-      for (std::size_t k = 0; k < e.out.size(); ++k) sub[e.out[k]] = Atom{it->second[k], {}};
+      for (std::size_t k = 0; k < e.out.size(); ++k) sub[e.out[k]] = Atom{it->second[k]};
       continue;
     }
     seen.emplace(key, e.out);

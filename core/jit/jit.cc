@@ -110,7 +110,7 @@ std::vector<Array> JitCore::call(const std::string& signature, const std::vector
   if (!prog) {
     const auto t0 = std::chrono::steady_clock::now();
     Program p = lower(entry->jaxpr.jaxpr, {entry->max_buffers});
-    auto compiled = std::make_shared<const CompiledProgram>(std::move(p), be);
+    auto compiled = std::make_shared<const CompiledProgram>(std::move(p), be, entry->max_buffers);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     cache().put(entry->key, compiled);
     prog = compiled;

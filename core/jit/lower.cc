@@ -234,7 +234,7 @@ class Lowering {
     for (const Eqn& e : j_.eqns) {
       std::vector<EP> args;
       for (const Atom& a : e.in)
-        args.push_back(a.is_literal() ? constant(a.literal.item<double>(), a.literal.dtype(), {}) : val[a.var]);
+        args.push_back(a.is_literal() ? constant(a.value, a.dtype, {}) : val[a.var]);
       auto outs = lower_eqn(e, args);
       for (std::size_t k = 0; k < e.out.size(); ++k) {
         EP r = outs[k];
@@ -244,7 +244,7 @@ class Lowering {
       }
     }
     for (const Atom& a : j_.outs)
-      p_.outputs.push_back(materialize(a.is_literal() ? constant(a.literal.item<double>(), a.literal.dtype(), {}) : val[a.var]));
+      p_.outputs.push_back(materialize(a.is_literal() ? constant(a.value, a.dtype, {}) : val[a.var]));
     insert_frees();
     return std::move(p_);
   }
@@ -301,6 +301,7 @@ class Lowering {
           }
         return {view(args[0], [&](const EP& a, Memo& m) { return restride(a, out.shape, start, step, m); })};
       }
+      case Prim::scan: return control(e, args);
       default: return routine(e, args);
     }
   }
@@ -382,6 +383,24 @@ class Lowering {
       outs.push_back(load_of(st.out.back(), j_.avals[o]));
     }
     p_.routines.push_back(std::move(op));
+    p_.steps.push_back(std::move(st));
+    return outs;
+  }
+
+  std::vector<EP> control(const Eqn& e, const std::vector<EP>& args) {
+    Step st{Step::Kind::control, static_cast<int>(p_.controls.size()), {}, {}};
+    Op op{e.prim, e.params, {}, {}};
+    for (const EP& a : args) {
+      st.in.push_back(materialize(a));
+      op.in.push_back({a->dtype, a->shape});
+    }
+    std::vector<EP> outs;
+    for (int o : e.out) {
+      st.out.push_back(new_buffer(j_.avals[o]));
+      op.out.push_back(j_.avals[o]);
+      outs.push_back(load_of(st.out.back(), j_.avals[o]));
+    }
+    p_.controls.push_back(std::move(op));
     p_.steps.push_back(std::move(st));
     return outs;
   }

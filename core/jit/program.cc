@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include "core/instrument/instrument.h"
+#include "core/ir/passes.h"
+#include "core/lax/control.h"
 
 namespace jx {
 
@@ -19,15 +21,21 @@ std::string Program::str() const {
       case Step::Kind::routine:
         s += fmt::format("  routine {} in {} -> {}\n", prim_name(routines[st.index].prim), fmt::join(st.in, ","), fmt::join(st.out, ","));
         break;
+      case Step::Kind::control:
+        s += fmt::format("  {} length={} in {} -> {}\n", prim_name(controls[st.index].prim), controls[st.index].params.length,
+                         fmt::join(st.in, ","), fmt::join(st.out, ","));
+        break;
       case Step::Kind::free: s += fmt::format("  free {}\n", fmt::join(st.in, ",")); break;
     }
   }
   return s + fmt::format("  outputs {}", fmt::join(outputs, ","));
 }
 
-CompiledProgram::CompiledProgram(Program p, Backend& be) : prog_(std::move(p)), be_(be) {
+CompiledProgram::CompiledProgram(Program p, Backend& be, int budget) : prog_(std::move(p)), be_(be), budget_(budget) {
   for (const Kernel& k : prog_.kernels) kexe_.push_back(be_.prepare_kernel(k));
   for (const Op& op : prog_.routines) rexe_.push_back(be_.prepare(op));
+  for (const Op& op : prog_.controls)
+    sub_.push_back(std::make_shared<const CompiledProgram>(lower(simplify(scan_body_jaxpr(op.params)), {budget}), be, budget));
 }
 
 std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const {
@@ -59,6 +67,21 @@ std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const 
       for (int b : st.in) {
         be_.decref(slot[b]);
         owned[b] = false;
+      }
+      continue;
+    }
+    if (st.kind == Step::Kind::control) {
+      std::vector<Array> args;
+      for (int b : st.in) {
+        be_.incref(slot[b]);
+        args.emplace_back(&be_, slot[b], p.buffers[b]);
+      }
+      const CompiledProgram& body = *sub_[st.index];
+      auto res = scan_host_loop([&](const std::vector<Array>& a) { return body.run(a); }, p.controls[st.index].params, args);
+      for (std::size_t k = 0; k < st.out.size(); ++k) {
+        slot[st.out[k]] = res[k].slot();
+        be_.incref(slot[st.out[k]]);
+        owned[st.out[k]] = true;
       }
       continue;
     }

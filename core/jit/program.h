@@ -13,8 +13,8 @@ namespace jx {
 // [0, num_inputs) are the jaxpr's arguments then its constants; every other buffer is written
 // by exactly one kernel or routine step and freed right after its last use unless it is an output.
 struct Step {
-  enum class Kind : std::uint8_t { kernel, routine, free } kind;
-  int index = -1;  // into kernels / routines
+  enum class Kind : std::uint8_t { kernel, routine, control, free } kind;
+  int index = -1;  // into kernels / routines / controls
   std::vector<int> in, out;
 };
 
@@ -24,6 +24,7 @@ struct Program {
   std::vector<int> outputs;  // may repeat, may name inputs
   std::vector<Kernel> kernels;
   std::vector<Op> routines;
+  std::vector<Op> controls;  // scans: their bodies are compiled as sub-programs
   std::vector<Step> steps;
   std::string str() const;  // set_debug(4)
 };
@@ -41,7 +42,7 @@ Program lower(const Jaxpr& j, const LowerOptions& o);
 // A program prepared on one backend.
 class CompiledProgram {
  public:
-  CompiledProgram(Program p, Backend& be);
+  CompiledProgram(Program p, Backend& be, int budget = 0);
   std::vector<Array> run(const std::vector<Array>& inputs) const;
   const Program& program() const { return prog_; }
   Backend& backend() const { return be_; }
@@ -50,6 +51,8 @@ class CompiledProgram {
   Program prog_;
   Backend& be_;
   std::vector<std::shared_ptr<Executable>> kexe_, rexe_;
+  std::vector<std::shared_ptr<const CompiledProgram>> sub_;
+  int budget_ = 0;
 };
 
 }  // namespace jx

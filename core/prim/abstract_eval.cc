@@ -225,6 +225,28 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Param
     case Prim::cholesky:
       require_square(p, in[0]);
       return {in[0]};
+    case Prim::scan: {
+      if (!pr.body) fail(p, "missing body");
+      const auto bin = pr.body->in_avals(), bout = pr.body->out_avals();
+      const std::size_t nc = pr.num_consts, nk = pr.num_carry;
+      if (in.size() != bin.size() || bout.size() < nk) fail(p, fmt::format("{} operands for a body of {} inputs", in.size(), bin.size()));
+      std::vector<AVal> out;
+      for (std::size_t i = 0; i < in.size(); ++i) {
+        AVal want = bin[i];
+        if (i >= nc + nk) want.shape.insert(want.shape.begin(), pr.length);
+        if (!(in[i] == want)) fail(p, fmt::format("operand {} is {}, the body expects {}", i, in[i].str(), want.str()));
+      }
+      for (std::size_t i = 0; i < bout.size(); ++i) {
+        AVal o = bout[i];
+        if (i < nk) {
+          if (!(o == bin[nc + i])) fail(p, fmt::format("the body returns carry {} as {} but takes it as {}", i, o.str(), bin[nc + i].str()));
+        } else {
+          o.shape.insert(o.shape.begin(), pr.length);
+        }
+        out.push_back(o);
+      }
+      return out;
+    }
     case Prim::lu: {
       require_square(p, in[0]);
       Shape batch(in[0].shape.begin(), in[0].shape.end() - 2);

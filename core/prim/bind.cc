@@ -9,7 +9,17 @@
 
 namespace jx {
 
+namespace {
+ControlImpl g_control = nullptr;
+}
+void set_control_impl(ControlImpl f) { g_control = f; }
+
 std::vector<Array> eval_bind(Prim p, const std::vector<Array>& args, const Params& params) {
+  if (prim_kind(p) == PrimKind::control) {
+    if (!g_control) throw Error(fmt::format("{}: no control-flow implementation registered", prim_name(p)));
+    for (const Array& a : args) a.aval();
+    return g_control(p, args, params);
+  }
   std::vector<AVal> in;
   std::vector<SlotId> in_slots;
   Backend* be = nullptr;

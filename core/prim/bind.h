@@ -17,6 +17,11 @@ std::vector<Array> bind(Prim p, const std::vector<Array>& args, const Params& pa
 std::vector<Array> eval_bind(Prim p, const std::vector<Array>& args, const Params& params);
 Array bind1(Prim p, const std::vector<Array>& args, const Params& params = {});
 
+// Control primitives (scan) evaluate sub-jaxprs; the layer that owns jaxprs registers the
+// implementation here so that this layer does not depend on it.
+using ControlImpl = std::vector<Array> (*)(Prim, const std::vector<Array>&, const Params&);
+void set_control_impl(ControlImpl f);
+
 // Uploads host bytes (row-major, aval.bytes() long) to a fresh slot.
 Array array_from_bytes(std::span<const std::byte> bytes, const AVal& aval, Backend* on = nullptr);
 

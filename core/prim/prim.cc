@@ -70,6 +70,10 @@ std::string Params::str(Prim p) const {
     case Prim::iota:
       return fmt::format("dtype={} shape={} dimension={}", dtype_name(dtype), tup(shape), axis);
     case Prim::cholesky: return "";
+    case Prim::scan:
+      return fmt::format("length={} reverse={} num_consts={} num_carry={} require={} jaxpr={}", length, reverse, num_consts,
+                         num_carry, require_paths,
+                         body ? body->str() : "null");
     case Prim::triangular_solve:
       return fmt::format("left_side={} lower={} transpose_a={} unit_diagonal={}", left_side, lower,
                          transpose_a, unit_diagonal);

@@ -1,5 +1,6 @@
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,7 +15,16 @@ enum class Prim : std::uint8_t {
 #undef JX_PRIM
 };
 
-enum class PrimKind : std::uint8_t { elementwise, reduce, movement, creation, routine };
+enum class PrimKind : std::uint8_t { elementwise, reduce, movement, creation, routine, control };
+
+// A sub-computation carried by a control primitive (a scan body): a closed jaxpr, seen from
+// this layer only through its signature and printed form.
+struct SubProgram {
+  virtual ~SubProgram() = default;
+  virtual std::vector<AVal> in_avals() const = 0;
+  virtual std::vector<AVal> out_avals() const = 0;
+  virtual std::string str() const = 0;
+};
 
 inline constexpr int kNumPrims = 0
 #define JX_PRIM(name, arity, kind) +1
@@ -43,6 +53,12 @@ struct Params {
   std::vector<std::int64_t> lhs_contract, rhs_contract, lhs_batch, rhs_batch;
   // triangular_solve: solve op(a) x = b (left_side) or x op(a) = b; cholesky: lower only
   bool left_side = true, lower = true, transpose_a = false, unit_diagonal = false;
+  // scan: body(consts..., carry..., x...) -> (carry..., y...); operands consts, init, xs
+  std::shared_ptr<const SubProgram> body;
+  int num_consts = 0, num_carry = 0;
+  std::int64_t length = 0;
+  bool reverse = false;
+  unsigned require_paths = 0;  // scan: bitmask of acceptable ScanPath values; 0 = any
 
   bool operator==(const Params&) const = default;
   std::string str(Prim p) const;  // only the fields p uses, JAX style: "axes=(0, 1)"

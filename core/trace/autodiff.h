@@ -48,7 +48,20 @@ struct LinearIn {
 };
 std::vector<std::optional<Array>> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
                                            const std::vector<Array>& y, const Params& params);
-std::vector<std::optional<Array>> transpose_rule(Prim p, const std::vector<LinearIn>& in, const Array& ct, const Params& params);
+// cts: one per output; an empty handle is a zero cotangent (single-output rules get a real one).
+std::vector<std::optional<Array>> transpose_rule(Prim p, const std::vector<LinearIn>& in, const std::vector<Array>& cts,
+                                                 const Params& params);
+
+// ---- control flow (core/trace/scan.cc) ----
+// JVP of a control primitive: primal outputs and their tangents (zeros instantiated).
+std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim p, const std::vector<Array>& x,
+                                                              const std::vector<std::optional<Array>>& t, const Params& params);
+std::vector<std::optional<Array>> control_transpose(Prim p, const std::vector<LinearIn>& in, const std::vector<Array>& cts,
+                                                    const Params& params);
+// vmap of a control primitive: values with their batch dims (nullopt: unbatched), batch size.
+std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(Prim p, const std::vector<Array>& vals,
+                                                                          const std::vector<std::optional<std::int64_t>>& bdims,
+                                                                          std::int64_t size, const Params& params);
 
 // ---- batching ----
 // fn mapped over axis in_axes[i] of argument i (nullopt: not mapped); outputs stacked on

@@ -122,6 +122,8 @@ class BatchTrace final : public MainTrace {
         return all_front(p, args, q);
       case Prim::iota:
         return {{bind1(p, {}, params), std::nullopt}};
+      case Prim::scan:
+        return control_batch(p, vals, bd, size_, params);
       case Prim::dot_general: {
         // Both mapped: a new leading batch dim. One mapped: its axis is a free dim of that operand.
         Array l = bd[0] ? to_front(vals[0], *bd[0]) : vals[0];

@@ -18,17 +18,17 @@ Array JaxprBuilder::new_arg(const AVal& aval) {
 }
 
 Atom JaxprBuilder::atom(const Array& x) {
-  if (auto* t = tracer_of<BuilderTracer>(x, *this)) return {t->var, {}};
-  if (!x.is_tracer() && x.ndim() == 0) return {-1, x};
+  if (auto* t = tracer_of<BuilderTracer>(x, *this)) return {t->var};
+  if (!x.is_tracer() && x.ndim() == 0) return Atom::lit(x.item<double>(), x.dtype());
   const std::pair<int, std::uintptr_t> key =
       x.is_tracer() ? std::pair<int, std::uintptr_t>{1, reinterpret_cast<std::uintptr_t>(x.tracer().get())}
                     : std::pair<int, std::uintptr_t>{0, static_cast<std::uintptr_t>(x.slot())};
-  if (auto it = const_ids_.find(key); it != const_ids_.end()) return {it->second, {}};
+  if (auto it = const_ids_.find(key); it != const_ids_.end()) return {it->second};
   const int v = jaxpr_.new_var(x.aval());
   jaxpr_.constvars.push_back(v);
   consts_.push_back(x);
   const_ids_[key] = v;
-  return {v, {}};
+  return {v};
 }
 
 std::vector<Array> JaxprBuilder::process(Prim p, const std::vector<Array>& args, const Params& params) {

@@ -40,8 +40,14 @@ class JvpTrace final : public MainTrace {
       x.push_back(std::move(pr));
       t.push_back(std::move(tg));
     }
+    if (!any) return bind(p, x, params);
+    if (prim_kind(p) == PrimKind::control) {
+      auto [y, ty] = control_jvp(p, x, t, params);
+      std::vector<Array> out;
+      for (std::size_t i = 0; i < y.size(); ++i) out.push_back(pack(y[i], is_floating(y[i].dtype()) ? std::optional<Array>(ty[i]) : std::nullopt));
+      return out;
+    }
     std::vector<Array> y = bind(p, x, params);
-    if (!any) return y;
     auto ty = jvp_rule(p, x, t, y, params);
     std::vector<Array> out;
     for (std::size_t i = 0; i < y.size(); ++i)

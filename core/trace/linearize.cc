@@ -50,7 +50,7 @@ std::vector<Array> backward_pass(const Jaxpr& j, const std::vector<Array>& const
   std::vector<Array> env(nv);
   for (int v : j.invars) linear[v] = true;
   for (std::size_t i = 0; i < consts.size(); ++i) env[j.constvars[i]] = consts[i];
-  auto value = [&](const Atom& a) -> const Array& { return a.is_literal() ? a.literal : env[a.var]; };
+  auto value = [&](const Atom& a) { return a.is_literal() ? literal_array(a) : env[a.var]; };
   // Forward: evaluate equations that do not depend on the linear inputs.
   std::vector<bool> eqn_linear(j.eqns.size(), false);
   for (std::size_t i = 0; i < j.eqns.size(); ++i) {
@@ -73,10 +73,15 @@ std::vector<Array> backward_pass(const Jaxpr& j, const std::vector<Array>& const
   for (std::size_t i = j.eqns.size(); i-- > 0;) {
     if (!eqn_linear[i]) continue;
     const Eqn& e = j.eqns[i];
-    if (e.out.size() != 1) throw NonlinearError(fmt::format("Nonlinear operation in backward pass for {}", prim_name(e.prim)));
-    if (!ct[e.out[0]]) continue;  // zero cotangent
-    Array c = std::move(*ct[e.out[0]]);
-    ct[e.out[0]].reset();
+    std::vector<Array> c(e.out.size());  // empty: zero cotangent
+    bool any = false;
+    for (std::size_t k = 0; k < e.out.size(); ++k)
+      if (ct[e.out[k]]) {
+        c[k] = std::move(*ct[e.out[k]]);
+        ct[e.out[k]].reset();
+        any = true;
+      }
+    if (!any) continue;
     std::vector<LinearIn> in;
     for (const Atom& a : e.in) {
       const bool lin = !a.is_literal() && linear[a.var];

@@ -74,7 +74,10 @@ Array dot_transpose_lhs(const Array& ct, const AVal& x, const Array& y, const st
 
 }  // namespace
 
-std::vector<Opt> transpose_rule(Prim p, const std::vector<LinearIn>& in, const Array& ct, const Params& params) {
+std::vector<Opt> transpose_rule(Prim p, const std::vector<LinearIn>& in, const std::vector<Array>& cts, const Params& params) {
+  if (prim_kind(p) == PrimKind::control) return control_transpose(p, in, cts, params);
+  if (cts.size() != 1) nonlinear(p);
+  const Array& ct = cts[0];
   auto lin = [&](std::size_t i) { return in[i].linear; };
   switch (p) {
     case Prim::neg: return {lax::neg(ct)};

@@ -1,0 +1,109 @@
+#pragma once
+// Control flow: lax.scan, lax.fori_loop, lax.associative_scan over pytrees.
+#include <fmt/format.h>
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <string>
+
+#include "core/trace/autodiff.h"
+#include "core/np/np.h"
+#include "core/trace/pytree.h"
+
+namespace jx {
+
+// How a scan runs: the whole loop without a host round trip per step (fused), every step's
+// dispatches recorded into one submission (preencoded, GPU backends), or a host loop running
+// the body once per step (fallback).
+enum class ScanPath : std::uint8_t { fused = 1, preencoded = 2, fallback = 4 };
+std::string_view scan_path_name(ScanPath p);
+
+using ScanPathCallback = std::function<void(ScanPath path, const std::string& backend, const std::string& details)>;
+void set_scan_path_callback(ScanPathCallback cb);  // nullptr: none
+
+struct ScanOptions {
+  std::optional<std::int64_t> length;  // required when there are no xs
+  bool reverse = false;
+  int unroll = 1;  // accepted for API parity; the planner decides per backend
+  std::vector<ScanPath> require_path;  // empty: any path; otherwise ScanPathError if not met
+};
+
+// Flat scan: body(consts..., carry..., x...) -> (carry..., y...). Returns (carry..., ys...).
+std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const std::vector<Array>& init,
+                             const std::vector<Array>& xs, const ScanOptions& o = {});
+
+// The scan body's jaxpr (from a scan eqn's params), and the host loop that runs it with `body`
+// (reports the path choice and enforces require_path). Used by compiled programs.
+const Jaxpr& scan_body_jaxpr(const Params& p);
+std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std::vector<Array>& ops);
+
+namespace lax {
+
+// scan(f, init, xs): f(carry, x) -> (carry, y); returns (final carry, stacked ys). carry, x and y
+// are pytrees (Array, std::vector, std::map, std::tuple, std::pair, registered structs).
+template <class F, class C, class X>
+  requires(!std::is_integral_v<X>)
+auto scan(F f, const C& init, const X& xs, const ScanOptions& o = {}) {
+  using Out = std::decay_t<std::invoke_result_t<F, const C&, const X&>>;
+  using Y = std::decay_t<decltype(std::declval<Out>().second)>;
+  auto [cl, cd] = flatten(init);
+  auto [xl, xd] = flatten(xs);
+  TreeDef yd;
+  FlatFn body = [&](const std::vector<Array>& in) {
+    std::vector<Array> c(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(cl.size()));
+    std::vector<Array> x(in.begin() + static_cast<std::ptrdiff_t>(cl.size()), in.end());
+    Out r = f(unflatten<C>(cd, c), unflatten<X>(xd, x));
+    auto [nc, ncd] = flatten(r.first);
+    if (ncd != cd) throw ShapeError(fmt::format("scan: the body returns a carry of structure {}, expected {}", ncd.str(), cd.str()));
+    auto [y, ydef] = flatten(r.second);
+    yd = ydef;
+    nc.insert(nc.end(), y.begin(), y.end());
+    return nc;
+  };
+  auto out = scan_flat(body, cl.size(), cl, xl, o);
+  std::vector<Array> c(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(cl.size()));
+  std::vector<Array> y(out.begin() + static_cast<std::ptrdiff_t>(cl.size()), out.end());
+  return std::pair<C, Y>{unflatten<C>(cd, c), unflatten<Y>(yd, y)};
+}
+
+// Scan with no xs: f(carry) -> (carry, y) for `length` steps.
+template <class F, class C>
+auto scan(F f, const C& init, std::int64_t length, const ScanOptions& o = {}) {
+  ScanOptions opts = o;
+  opts.length = length;
+  return scan([&](const C& c, const std::vector<Array>&) { return f(c); }, init, std::vector<Array>{}, opts);
+}
+
+// fori_loop(lower, upper, body, init): carry = body(i, carry) for i in [lower, upper), i int32.
+template <class F, class C>
+C fori_loop(std::int64_t lower, std::int64_t upper, F body, const C& init) {
+  const std::int64_t n = std::max<std::int64_t>(0, upper - lower);
+  auto step = [&](const std::pair<Array, C>& ic) {
+    Array next = np::add(ic.first, np::ones({}, DType::int32));
+    return std::pair<std::pair<Array, C>, std::vector<Array>>{{next, body(ic.first, ic.second)}, {}};
+  };
+  auto [final, ys] = scan(step, std::pair<Array, C>{np::full({}, static_cast<double>(lower), DType::int32), init}, n);
+  (void)ys;
+  return final.second;
+}
+
+// Inclusive prefix combination along `axis` with an associative fn over pytrees of arrays
+// (JAX's odd/even recursion: O(log n) levels of slices, fn applications and interleaving).
+// fn(a, b) combines earlier elements a with later elements b, elementwise over the axis.
+using AssocFn = std::function<std::vector<Array>(const std::vector<Array>&, const std::vector<Array>&)>;
+std::vector<Array> associative_scan_flat(const AssocFn& fn, const std::vector<Array>& elems, bool reverse = false,
+                                         std::int64_t axis = 0);
+
+template <class F, class T>
+T associative_scan(F fn, const T& elems, bool reverse = false, std::int64_t axis = 0) {
+  auto [leaves, def] = flatten(elems);
+  AssocFn flat = [&](const std::vector<Array>& a, const std::vector<Array>& b) {
+    auto [r, rd] = flatten(fn(unflatten<T>(def, a), unflatten<T>(def, b)));
+    if (rd != def) throw ShapeError("associative_scan: fn returns a different tree structure than its operands");
+    return r;
+  };
+  return unflatten<T>(def, associative_scan_flat(flat, leaves, reverse, axis));
+}
+
+}  // namespace lax
+}  // namespace jx

@@ -1,0 +1,444 @@
+// lax.scan as a primitive whose body is a closed-over-nothing jaxpr:
+//   operands  consts (nc) | init carry (nk) | xs (stacked on a leading axis of `length`)
+//   body      (consts..., carry..., x...) -> (carry..., y...)
+//   outputs   final carry | ys (stacked)
+// Evaluation on a concrete backend is the planner's choice of path; this file implements the
+// host loop (fallback) and the rules: jvp, a checkpointed transpose (forward pass keeps only
+// the carry entering each step; the backward scan recomputes each step's linearization) and vmap.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <mutex>
+
+#include "core/backends/backend.h"
+#include "core/instrument/instrument.h"
+#include "core/lax/control.h"
+#include "core/trace/trace.h"
+
+namespace jx {
+namespace {
+
+// A closed jaxpr with no constants, as a scan body.
+struct JaxprBody final : SubProgram {
+  explicit JaxprBody(Jaxpr j) : jaxpr(std::move(j)) {}
+  std::vector<AVal> in_avals() const override {
+    std::vector<AVal> v;
+    for (int i : jaxpr.invars) v.push_back(jaxpr.avals[i]);
+    return v;
+  }
+  std::vector<AVal> out_avals() const override {
+    std::vector<AVal> v;
+    for (const Atom& a : jaxpr.outs) v.push_back(jaxpr.aval_of(a));
+    return v;
+  }
+  std::string str() const override { return jaxpr.str(); }
+  Jaxpr jaxpr;
+};
+
+const Jaxpr& body_of(const Params& p) { return static_cast<const JaxprBody&>(*p.body).jaxpr; }
+
+// Turns a closed jaxpr's constants into leading inputs: returns the jaxpr and the constants.
+std::pair<Jaxpr, std::vector<Array>> hoist(ClosedJaxpr cj) {
+  Jaxpr j = std::move(cj.jaxpr);
+  std::vector<int> in = j.constvars;
+  in.insert(in.end(), j.invars.begin(), j.invars.end());
+  j.invars = std::move(in);
+  j.constvars.clear();
+  typecheck(j);
+  return {std::move(j), std::move(cj.consts)};
+}
+
+// Traces fn on avals and binds a scan of it over operands (leading: the traced constants).
+std::vector<Array> bind_scan(const FlatFn& fn, const std::vector<AVal>& in_avals, std::vector<Array> consts,
+                             const std::vector<Array>& carry, const std::vector<Array>& xs, std::int64_t length, bool reverse,
+                             unsigned require) {
+  auto [j, hoisted] = hoist(make_jaxpr_flat(fn, in_avals));
+  Params p;
+  p.num_consts = static_cast<int>(hoisted.size() + consts.size());
+  p.num_carry = static_cast<int>(carry.size());
+  p.length = length;
+  p.reverse = reverse;
+  p.require_paths = require;
+  p.body = std::make_shared<JaxprBody>(std::move(j));
+  std::vector<Array> ops = hoisted;
+  ops.insert(ops.end(), consts.begin(), consts.end());
+  ops.insert(ops.end(), carry.begin(), carry.end());
+  ops.insert(ops.end(), xs.begin(), xs.end());
+  return bind(Prim::scan, ops, p);
+}
+
+AVal unstacked(AVal a) {
+  a.shape.erase(a.shape.begin());
+  return a;
+}
+
+Array zeros_of(const AVal& a) { return np::zeros(a.shape, a.dtype); }
+
+std::mutex g_cb_mu;
+ScanPathCallback g_cb;
+
+unsigned mask_of(const std::vector<ScanPath>& ps) {
+  unsigned m = 0;
+  for (ScanPath p : ps) m |= static_cast<unsigned>(p);
+  return m;
+}
+
+// Reports a path choice (event + callback) and enforces require_path.
+void report_path(ScanPath path, const std::string& backend, const std::string& why, unsigned require) {
+  const std::string details = fmt::format("{}", why);
+  debug_log(1, fmt::format("scan on {}: path {} ({})", backend, scan_path_name(path), details));
+  trace::emit({trace::EventKind::scan_path, backend, std::string(scan_path_name(path)), 0, false, 0.0, details});
+  ScanPathCallback cb;
+  {
+    std::lock_guard lock(g_cb_mu);
+    cb = g_cb;
+  }
+  if (cb) cb(path, backend, details);
+  if (require && !(require & static_cast<unsigned>(path))) {
+    std::vector<std::string> allowed;
+    for (ScanPath p : {ScanPath::fused, ScanPath::preencoded, ScanPath::fallback})
+      if (require & static_cast<unsigned>(p)) allowed.push_back(std::string(scan_path_name(p)));
+    throw ScanPathError(fmt::format("Scan require_path not satisfied: got \"{}\" but required one of [{}]", scan_path_name(path),
+                                    fmt::join(allowed, ", ")));
+  }
+}
+
+// The host loop: one body evaluation per step.
+std::vector<Array> run_fallback(const FlatFn& body, const Params& p, const std::vector<Array>& ops,
+                                const std::vector<AVal>& y_avals) {
+  const std::size_t nc = p.num_consts, nk = p.num_carry;
+  std::vector<Array> consts(ops.begin(), ops.begin() + nc);
+  std::vector<Array> carry(ops.begin() + nc, ops.begin() + nc + nk);
+  std::vector<Array> xs(ops.begin() + nc + nk, ops.end());
+  std::vector<std::vector<Array>> ys(y_avals.size(), std::vector<Array>(static_cast<std::size_t>(p.length)));
+  for (std::int64_t i = 0; i < p.length; ++i) {
+    const std::int64_t t = p.reverse ? p.length - 1 - i : i;
+    std::vector<Array> in = consts;
+    in.insert(in.end(), carry.begin(), carry.end());
+    for (const Array& x : xs) {
+      std::vector<std::int64_t> lo(x.ndim(), 0), hi = x.shape();
+      lo[0] = t;
+      hi[0] = t + 1;
+      in.push_back(lax::reshape(lax::slice(x, lo, hi), unstacked(x.aval()).shape));
+    }
+    auto out = body(in);
+    for (std::size_t k = 0; k < nk; ++k) carry[k] = out[k];
+    for (std::size_t k = 0; k < y_avals.size(); ++k) {
+      Shape s = y_avals[k].shape;
+      s.insert(s.begin(), 1);
+      ys[k][t] = lax::reshape(out[nk + k], s);
+    }
+  }
+  std::vector<Array> res = carry;
+  for (std::size_t k = 0; k < y_avals.size(); ++k) {
+    if (p.length == 0) {
+      Shape s = y_avals[k].shape;
+      s.insert(s.begin(), 0);
+      res.push_back(np::zeros(s, y_avals[k].dtype));
+    } else {
+      res.push_back(ys[k].size() == 1 ? ys[k][0] : lax::concatenate(ys[k], 0));
+    }
+  }
+  return res;
+}
+
+std::vector<Array> control_eval(Prim prim, const std::vector<Array>& ops, const Params& p) {
+  if (prim != Prim::scan) throw Error(fmt::format("no control implementation for {}", prim_name(prim)));
+  const Jaxpr& j = body_of(p);
+  return scan_host_loop([&](const std::vector<Array>& in) { return eval_jaxpr(j, {}, in); }, p, ops);
+}
+
+const bool g_registered = [] {
+  set_control_impl(&control_eval);
+  return true;
+}();
+
+}  // namespace
+
+const Jaxpr& scan_body_jaxpr(const Params& p) { return body_of(p); }
+
+std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std::vector<Array>& ops) {
+  const Backend& be = ops.empty() ? default_backend() : ops[0].backend();
+  report_path(ScanPath::fallback, be.info().backend,
+              fmt::format("{} steps as a host loop: the {} backend has no compiled-loop scan", p.length, be.info().backend),
+              p.require_paths);
+  auto outs = p.body->out_avals();
+  std::vector<AVal> y_avals(outs.begin() + p.num_carry, outs.end());
+  return run_fallback(body, p, ops, y_avals);
+}
+
+std::string_view scan_path_name(ScanPath p) {
+  switch (p) {
+    case ScanPath::fused: return "fused";
+    case ScanPath::preencoded: return "preencoded";
+    case ScanPath::fallback: return "fallback";
+  }
+  return "?";
+}
+
+void set_scan_path_callback(ScanPathCallback cb) {
+  std::lock_guard lock(g_cb_mu);
+  g_cb = std::move(cb);
+}
+
+std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const std::vector<Array>& init, const std::vector<Array>& xs,
+                             const ScanOptions& o) {
+  (void)g_registered;
+  if (num_carry != init.size()) throw ShapeError(fmt::format("scan: {} carries declared, {} given", num_carry, init.size()));
+  std::optional<std::int64_t> length = o.length;
+  for (const Array& x : xs) {
+    if (x.ndim() == 0) throw ShapeError(fmt::format("scan: xs leaves must have a leading axis to scan over, got {}", x.aval().str()));
+    if (length && *length != x.shape()[0])
+      throw ShapeError(fmt::format("scan: xs leading axis {} does not match length {} ({})", x.shape()[0], *length, x.aval().str()));
+    length = x.shape()[0];
+  }
+  if (!length) throw ShapeError("scan: length must be given when there are no xs");
+  if (*length < 0) throw ShapeError(fmt::format("scan: negative length {}", *length));
+  std::vector<AVal> avals;
+  for (const Array& c : init) avals.push_back(c.aval());
+  for (const Array& x : xs) avals.push_back(unstacked(x.aval()));
+  FlatFn checked = [&](const std::vector<Array>& in) {
+    auto out = body(in);
+    if (out.size() < num_carry) throw ShapeError(fmt::format("scan: the body returns {} values for {} carries", out.size(), num_carry));
+    for (std::size_t k = 0; k < num_carry; ++k)
+      if (!(out[k].aval() == avals[k]))
+        throw ShapeError(fmt::format("scan: the body returns carry {} as {} but it entered as {}", k, out[k].aval().str(), avals[k].str()));
+    return out;
+  };
+  return bind_scan(checked, avals, {}, init, xs, *length, o.reverse, mask_of(o.require_path));
+}
+
+// ---- jvp ----
+std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim prim, const std::vector<Array>& x,
+                                                              const std::vector<std::optional<Array>>& t, const Params& p) {
+  if (prim != Prim::scan) throw Error(fmt::format("jvp: no control rule for {}", prim_name(prim)));
+  const std::size_t nc = p.num_consts, nk = p.num_carry, n = x.size();
+  const Jaxpr& j = body_of(p);
+  const auto bin = p.body->in_avals();
+  const std::size_t ny = j.outs.size() - nk;
+  std::vector<Array> tan;
+  for (std::size_t i = 0; i < n; ++i) tan.push_back(t[i] ? *t[i] : np::zeros_like(x[i]));
+  std::vector<Array> consts(x.begin(), x.begin() + nc), carry(x.begin() + nc, x.begin() + nc + nk), xs(x.begin() + nc + nk, x.end());
+  // 1. primal scan that also stacks the carry entering each step (the only residual kept)
+  FlatFn with_carries = [&](const std::vector<Array>& in) {
+    auto out = eval_jaxpr(j, {}, in);
+    out.insert(out.end(), in.begin() + nc, in.begin() + nc + nk);
+    return out;
+  };
+  auto prim_out = bind_scan(with_carries, bin, consts, carry, xs, p.length, p.reverse, p.require_paths);
+  std::vector<Array> y(prim_out.begin(), prim_out.begin() + nk + ny);
+  std::vector<Array> cs(prim_out.begin() + nk + ny, prim_out.end());
+  // 2. tangent scan: consts (consts, t_consts) | carry t_c | xs (cs, xs, t_xs); the body
+  //    recomputes the primal step and returns only tangents (linear in the t_* inputs)
+  FlatFn tangent_body = [&](const std::vector<Array>& in) {
+    // in: consts | t_consts | t_c | c | x | t_x
+    std::vector<Array> prim_in(in.begin(), in.begin() + nc), tan_in(in.begin() + nc, in.begin() + 2 * nc);
+    prim_in.insert(prim_in.end(), in.begin() + 2 * nc + nk, in.begin() + 2 * nc + 2 * nk);
+    tan_in.insert(tan_in.end(), in.begin() + 2 * nc, in.begin() + 2 * nc + nk);
+    const std::size_t nx = n - nc - nk;
+    prim_in.insert(prim_in.end(), in.begin() + 2 * nc + 2 * nk, in.begin() + 2 * nc + 2 * nk + nx);
+    tan_in.insert(tan_in.end(), in.begin() + 2 * nc + 2 * nk + nx, in.end());
+    return jvp_flat([&](const std::vector<Array>& a) { return eval_jaxpr(j, {}, a); }, prim_in, tan_in).second;
+  };
+  std::vector<Array> tconsts = consts;
+  tconsts.insert(tconsts.end(), tan.begin(), tan.begin() + nc);
+  std::vector<Array> tcarry(tan.begin() + nc, tan.begin() + nc + nk);
+  std::vector<Array> txs = cs;
+  txs.insert(txs.end(), xs.begin(), xs.end());
+  txs.insert(txs.end(), tan.begin() + nc + nk, tan.end());
+  // reorder avals to match (consts | t_consts | t_c | c | x | t_x)
+  std::vector<AVal> order;
+  for (std::size_t i = 0; i < 2 * nc; ++i) order.push_back(bin[i % nc]);
+  for (std::size_t i = 0; i < nk; ++i) order.push_back(bin[nc + i]);
+  for (std::size_t i = 0; i < nk; ++i) order.push_back(bin[nc + i]);
+  for (std::size_t i = nc + nk; i < n; ++i) order.push_back(bin[i]);
+  for (std::size_t i = nc + nk; i < n; ++i) order.push_back(bin[i]);
+  auto ty = bind_scan(tangent_body, order, tconsts, tcarry, txs, p.length, p.reverse, p.require_paths);
+  return {y, ty};
+}
+
+// ---- transpose ----
+std::vector<std::optional<Array>> control_transpose(Prim prim, const std::vector<LinearIn>& in, const std::vector<Array>& cts,
+                                                    const Params& p) {
+  if (prim != Prim::scan) throw NonlinearError(fmt::format("Nonlinear operation in backward pass for {}", prim_name(prim)));
+  const std::size_t nc = p.num_consts, nk = p.num_carry, n = in.size();
+  const Jaxpr& j = body_of(p);
+  const auto bin = p.body->in_avals(), bout = p.body->out_avals();
+  // Carries are always transposed as linear: a tangent scan's carry may be an instantiated
+  // zero (a constant operand), but the body is linear in it all the same.
+  std::vector<std::size_t> lin_c, non_c, lin_x, non_x;
+  for (std::size_t i = 0; i < nc; ++i) (in[i].linear ? lin_c : non_c).push_back(i);
+  for (std::size_t i = nc + nk; i < n; ++i) (in[i].linear ? lin_x : non_x).push_back(i);
+  // The body as a linear jaxpr: nonlinear inputs become constants.
+  Jaxpr lj = j;
+  lj.invars.clear();
+  lj.constvars.clear();
+  for (auto i : lin_c) lj.invars.push_back(j.invars[i]);
+  for (std::size_t k = 0; k < nk; ++k) lj.invars.push_back(j.invars[nc + k]);
+  for (auto i : lin_x) lj.invars.push_back(j.invars[i]);
+  for (auto i : non_c) lj.constvars.push_back(j.invars[i]);
+  for (auto i : non_x) lj.constvars.push_back(j.invars[i]);
+  // transposed scan: consts non_c | carry (ct_c, acc over lin_c) | xs (non_x, ct_y), reversed
+  std::vector<Array> consts, carry, xs;
+  std::vector<AVal> avals;
+  for (auto i : non_c) {
+    consts.push_back(in[i].value);
+    avals.push_back(bin[i]);
+  }
+  for (std::size_t k = 0; k < nk; ++k) {
+    carry.push_back(cts[k].is_empty() ? zeros_of(bout[k]) : cts[k]);
+    avals.push_back(bout[k]);
+  }
+  for (auto i : lin_c) {
+    carry.push_back(zeros_of(bin[i]));
+    avals.push_back(bin[i]);
+  }
+  for (auto i : non_x) {
+    xs.push_back(in[i].value);
+    avals.push_back(bin[i]);
+  }
+  const std::size_t ny = bout.size() - nk;
+  for (std::size_t k = 0; k < ny; ++k) {
+    AVal s = bout[nk + k];
+    s.shape.insert(s.shape.begin(), p.length);
+    xs.push_back(cts[nk + k].is_empty() ? zeros_of(s) : cts[nk + k]);
+    avals.push_back(bout[nk + k]);
+  }
+  FlatFn tbody = [&](const std::vector<Array>& a) {
+    // a: non_c | ct_c | acc | non_x | ct_y
+    std::size_t pos = 0;
+    std::vector<Array> kc(a.begin(), a.begin() + non_c.size());
+    pos += non_c.size();
+    std::vector<Array> ct_out(a.begin() + pos, a.begin() + pos + nk);
+    pos += nk;
+    std::vector<Array> acc(a.begin() + pos, a.begin() + pos + lin_c.size());
+    pos += lin_c.size();
+    kc.insert(kc.end(), a.begin() + pos, a.begin() + pos + non_x.size());
+    pos += non_x.size();
+    ct_out.insert(ct_out.end(), a.begin() + pos, a.end());
+    auto g = backward_pass(lj, kc, ct_out);  // lin_c | carry | lin_x
+    std::vector<Array> out(g.begin() + lin_c.size(), g.begin() + lin_c.size() + nk);  // ct of the previous carry
+    for (std::size_t i = 0; i < lin_c.size(); ++i) out.push_back(lax::add(acc[i], g[i]));
+    out.insert(out.end(), g.begin() + lin_c.size() + nk, g.end());
+    return out;
+  };
+  auto r = bind_scan(tbody, avals, consts, carry, xs, p.length, !p.reverse, 0);
+  std::vector<std::optional<Array>> res(n);
+  for (std::size_t k = 0; k < nk; ++k)
+    if (in[nc + k].linear) res[nc + k] = r[k];
+  for (std::size_t i = 0; i < lin_c.size(); ++i) res[lin_c[i]] = r[nk + i];
+  for (std::size_t i = 0; i < lin_x.size(); ++i) res[lin_x[i]] = r[nk + lin_c.size() + i];
+  return res;
+}
+
+// ---- vmap ----
+std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(Prim prim, const std::vector<Array>& vals,
+                                                                          const std::vector<std::optional<std::int64_t>>& bd,
+                                                                          std::int64_t size, const Params& p) {
+  if (prim != Prim::scan) throw Error(fmt::format("vmap: no control rule for {}", prim_name(prim)));
+  const std::size_t nc = p.num_consts, nk = p.num_carry, n = vals.size();
+  const Jaxpr& j = body_of(p);
+  const auto bin = p.body->in_avals();
+  auto front = [&](const Array& v, std::optional<std::int64_t> b, std::int64_t to) {
+    if (b) return *b == to ? v : np::moveaxis(v, *b, to);
+    Shape s = v.shape();
+    s.insert(s.begin() + to, size);
+    std::vector<std::int64_t> dims;
+    for (std::size_t d = 0; d < v.ndim(); ++d) dims.push_back(static_cast<std::int64_t>(d < static_cast<std::size_t>(to) ? d : d + 1));
+    return lax::broadcast_in_dim(v, s, dims);
+  };
+  std::vector<Array> consts, carry, xs;
+  std::vector<std::optional<std::int64_t>> in_axes;
+  std::vector<AVal> avals;
+  auto batched = [&](AVal a) {
+    a.shape.insert(a.shape.begin(), size);
+    return a;
+  };
+  for (std::size_t i = 0; i < nc; ++i) {
+    consts.push_back(bd[i] ? front(vals[i], bd[i], 0) : vals[i]);
+    in_axes.push_back(bd[i] ? std::optional<std::int64_t>(0) : std::nullopt);
+    avals.push_back(bd[i] ? batched(bin[i]) : bin[i]);
+  }
+  for (std::size_t i = nc; i < nc + nk; ++i) {  // every carry batched (a body may batch an unbatched one)
+    carry.push_back(front(vals[i], bd[i], 0));
+    in_axes.push_back(0);
+    avals.push_back(batched(bin[i]));
+  }
+  for (std::size_t i = nc + nk; i < n; ++i) {  // xs batched on axis 1: the scan axis stays first
+    xs.push_back(bd[i] ? front(vals[i], bd[i], 1) : vals[i]);
+    in_axes.push_back(bd[i] ? std::optional<std::int64_t>(0) : std::nullopt);
+    avals.push_back(bd[i] ? batched(bin[i]) : bin[i]);
+  }
+  FlatFn body = vmap_flat([&](const std::vector<Array>& a) { return eval_jaxpr(j, {}, a); }, in_axes, {0});
+  auto out = bind_scan(body, avals, consts, carry, xs, p.length, p.reverse, p.require_paths);
+  std::vector<std::pair<Array, std::optional<std::int64_t>>> res;
+  for (std::size_t k = 0; k < out.size(); ++k) res.push_back({out[k], k < nk ? 0 : 1});
+  return res;
+}
+
+namespace lax {
+
+// JAX's recursive odd/even scheme, elementwise along `axis`.
+std::vector<Array> associative_scan_flat(const AssocFn& fn, const std::vector<Array>& elems0, bool reverse, std::int64_t axis) {
+  if (elems0.empty()) return {};
+  const int ax = normalize_axis(axis, elems0[0].ndim(), "associative_scan", "axis");
+  const std::int64_t n = elems0[0].shape()[ax];
+  for (const Array& e : elems0)
+    if (e.ndim() != elems0[0].ndim() || e.shape()[ax] != n)
+      throw ShapeError(fmt::format("associative_scan: all elements need the same length {} along axis {}, got {}", n, ax, e.aval().str()));
+  std::vector<Array> elems;
+  for (const Array& e : elems0) elems.push_back(reverse ? np::flip(e, std::vector<std::int64_t>{ax}) : e);
+  auto slice = [&](const Array& x, std::int64_t start, std::int64_t stop, std::int64_t step) {
+    std::vector<std::int64_t> lo(x.ndim(), 0), hi = x.shape(), st(x.ndim(), 1);
+    lo[ax] = start;
+    hi[ax] = std::max(start, stop);
+    st[ax] = step;
+    return jx::lax::slice(x, lo, hi, st);
+  };
+  auto slices = [&](const std::vector<Array>& xs, std::int64_t start, std::int64_t stop, std::int64_t step) {
+    std::vector<Array> r;
+    for (const Array& x : xs) r.push_back(slice(x, start, stop, step));
+    return r;
+  };
+  // interleave a (even positions) and b (odd positions) along ax
+  auto interleave = [&](const Array& a, const Array& b) {
+    const std::int64_t na = a.shape()[ax], nb = b.shape()[ax];
+    Shape sa = a.shape();
+    sa.insert(sa.begin() + ax + 1, 1);
+    Array ea = jx::lax::reshape(a, sa);
+    Shape sb = b.shape();
+    sb.insert(sb.begin() + ax + 1, 1);
+    Array eb = jx::lax::reshape(b, sb);
+    if (nb < na) {  // pad b with one slot
+      std::vector<std::int64_t> lo(eb.ndim(), 0), hi(eb.ndim(), 0);
+      hi[ax] = 1;
+      eb = jx::lax::pad(eb, lo, hi, 0.0);
+    }
+    Array both = jx::lax::concatenate({ea, eb}, ax + 1);
+    Shape flat = a.shape();
+    flat[ax] = 2 * na;
+    Array f = jx::lax::reshape(both, flat);
+    return slice(f, 0, na + nb, 1);
+  };
+  std::function<std::vector<Array>(const std::vector<Array>&)> scan = [&](const std::vector<Array>& xs) -> std::vector<Array> {
+    const std::int64_t m = xs[0].shape()[ax];
+    if (m < 2) return xs;
+    auto reduced = fn(slices(xs, 0, m - 1, 2), slices(xs, 1, m, 2));  // pairs (0,1), (2,3), ...
+    auto odd = scan(reduced);                                           // prefix at positions 1, 3, 5, ...
+    std::vector<Array> even;
+    if (m % 2 == 0) even = fn(slices(odd, 0, static_cast<std::int64_t>(odd[0].shape()[ax]) - 1, 1), slices(xs, 2, m, 2));
+    else even = fn(odd, slices(xs, 2, m, 2));
+    std::vector<Array> first = slices(xs, 0, 1, 1), out;
+    for (std::size_t k = 0; k < xs.size(); ++k) {
+      Array ev = even[k].shape()[ax] > 0 ? jx::lax::concatenate({first[k], even[k]}, ax) : first[k];
+      out.push_back(interleave(ev, odd[k]));
+    }
+    return out;
+  };
+  auto out = scan(elems);
+  if (reverse)
+    for (Array& o : out) o = np::flip(o, std::vector<std::int64_t>{ax});
+  return out;
+}
+
+}  // namespace lax
+}  // namespace jx

@@ -1,0 +1,283 @@
+#include "scanpath/scan_path_tracker.h"
+#include "tests/helpers.h"
+
+using namespace jx;
+using jxt::all_close;
+using jxt::vals;
+
+namespace {
+Array f64(std::initializer_list<np::Nested> v) { return np::array(v, DType::float64); }
+using AP = std::pair<Array, Array>;
+
+// carry' = carry * x + sin(carry) * theta; y = carry'^2
+AP step(const Array& c, const Array& x, const Array& theta) {
+  Array n = c * x + np::sin(c) * theta;
+  return {n, n * n};
+}
+Array scan_loss(const Array& init, const Array& xs, const Array& theta) {
+  auto [c, ys] = lax::scan([&](const Array& cc, const Array& x) { return step(cc, x, theta); }, init, xs);
+  return np::sum(ys) + np::sum(c);
+}
+}  // namespace
+
+TEST(Scan, CumsumAndPathOnCpu) {
+  ScanPathTracker t;
+  Array xs = f64({1.0, 2.0, 3.0, 4.0});
+  auto [c, ys] = lax::scan([](const Array& s, const Array& x) { return AP{s + x, s + x}; }, np::zeros({}, DType::float64), xs);
+  EXPECT_DOUBLE_EQ(c.item<double>(), 10.0);
+  EXPECT_TRUE(all_close(ys, {1, 3, 6, 10}));
+  t.expect_path(ScanPath::fallback);
+  ASSERT_EQ(t.choices().size(), 1u);
+  EXPECT_EQ(t.choices()[0].backend, "cpu");
+  EXPECT_NE(t.choices()[0].details.find("4 steps as a host loop"), std::string::npos);
+  EXPECT_THROW(t.expect_path(ScanPath::fused), ScanPathError);
+}
+
+TEST(Scan, FactorialWithForiLoop) {
+  Array f = lax::fori_loop(1, 6, [](const Array& i, const Array& acc) { return acc * np::astype(i, DType::float64); },
+                           np::ones({}, DType::float64));
+  EXPECT_DOUBLE_EQ(f.item<double>(), 120.0);
+  Array none = lax::fori_loop(3, 3, [](const Array&, const Array& acc) { return acc * 2.0; }, np::ones({}, DType::float64));
+  EXPECT_DOUBLE_EQ(none.item<double>(), 1.0);
+}
+
+TEST(Scan, PytreeCarriesDictXsReverseAndViews) {
+  std::map<std::string, Array> xs{{"a", f64({1.0, 2.0, 3.0})}, {"b", f64({10.0, 20.0, 30.0})}};
+  auto body = [](const std::pair<Array, Array>& c, const std::map<std::string, Array>& x) {
+    std::pair<Array, Array> n{c.first + x.at("a"), c.second * 2.0 + x.at("b")};
+    return std::pair{n, std::vector<Array>{n.first, n.second}};
+  };
+  auto [c, ys] = lax::scan(body, std::pair{np::zeros({}, DType::float64), np::zeros({}, DType::float64)}, xs);
+  EXPECT_DOUBLE_EQ(c.first.item<double>(), 6.0);
+  EXPECT_DOUBLE_EQ(c.second.item<double>(), ((10 * 2 + 20) * 2 + 30));
+  EXPECT_TRUE(all_close(ys[1], {10, 40, 110}));
+  auto [cr, ysr] = lax::scan([](const Array& s, const Array& x) { return AP{s * 10.0 + x, s}; }, np::zeros({}, DType::float64),
+                             f64({1.0, 2.0, 3.0}), {.reverse = true});
+  EXPECT_DOUBLE_EQ(cr.item<double>(), 321.0);
+  EXPECT_TRUE(all_close(ysr, {32, 3, 0}));  // ys[t] is the carry entering step t, steps run t = 2, 1, 0
+  Array m = f64({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
+  auto [cv, yv] = lax::scan([](const Array& s, const Array& col) { return AP{s + col, np::sum(col)}; }, np::zeros({2}, DType::float64),
+                            np::transpose(m));  // scan over the columns: a transposed view
+  EXPECT_TRUE(all_close(cv, {6, 15}));
+  EXPECT_TRUE(all_close(yv, {5, 7, 9}));
+  auto [cs, ysl] = lax::scan([](const Array& s, const Array& x) { return AP{s + x, x}; }, np::zeros({}, DType::float64),
+                             np::index(f64({1.0, 2.0, 3.0, 4.0, 5.0}), {np::Slice{{}, {}, 2}}));
+  EXPECT_DOUBLE_EQ(cs.item<double>(), 9.0);
+}
+
+TEST(Scan, CapturedConstantsAndEdgeLengths) {
+  Array w = f64({2.0, 3.0});
+  auto [c, ys] = lax::scan([&](const Array& s, const Array& x) { return AP{s * w + x, s}; }, np::ones({2}, DType::float64),
+                           f64({{1.0, 1.0}, {0.0, 0.0}}));
+  EXPECT_TRUE(all_close(c, {6, 12}));
+  auto [c0, y0] = lax::scan([](const Array& s, const Array& x) { return AP{s + x, s * 2.0}; }, np::ones({3}, DType::float64),
+                            np::zeros({0, 3}, DType::float64));
+  EXPECT_TRUE(all_close(c0, {1, 1, 1}));
+  EXPECT_EQ(y0.shape(), (Shape{0, 3}));
+  auto [c1, y1] = lax::scan([](const Array& s, const Array& x) { return AP{s + x, s * 2.0}; }, np::ones({3}, DType::float64),
+                            np::ones({1, 3}, DType::float64));
+  EXPECT_TRUE(all_close(c1, {2, 2, 2}));
+  EXPECT_EQ(y1.shape(), (Shape{1, 3}));
+  auto [cn, yn] = lax::scan([](const Array& s) { return AP{s * 2.0, s}; }, np::ones({}, DType::float64), 3);
+  EXPECT_DOUBLE_EQ(cn.item<double>(), 8.0);
+  EXPECT_TRUE(all_close(yn, {1, 2, 4}));
+}
+
+TEST(Scan, Errors) {
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] { lax::scan([](const Array& s, const Array& x) { return AP{np::stack({s, s}), x}; }, np::ones({}), np::ones({3})); },
+      {"scan: the body returns carry 0 as float32[2] but it entered as float32[]"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] { lax::scan([](const Array& s, const std::vector<Array>& x) { return AP{s, x[0] + x[1]}; }, np::ones({}),
+                     std::vector<Array>{np::ones({3}), np::ones({4})}); },
+      {"does not match length 3"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] { scan_flat([](const std::vector<Array>& in) { return in; }, 1, {np::ones({})}, {}); }, {"length must be given"}));
+}
+
+TEST(Scan, RequirePathAndCallback) {
+  std::vector<std::string> seen;
+  set_scan_path_callback([&](ScanPath p, const std::string& backend, const std::string&) {
+    seen.push_back(std::string(scan_path_name(p)) + "@" + backend);
+  });
+  auto body = [](const Array& s, const Array& x) { return AP{s + x, s}; };
+  EXPECT_TRUE(jxt::throws_msg<ScanPathError>(
+      [&] { lax::scan(body, np::zeros({}), np::ones({4}), {.require_path = {ScanPath::fused}}); },
+      "Scan require_path not satisfied: got \"fallback\" but required one of [fused]"));
+  auto [c, ys] = lax::scan(body, np::zeros({}), np::ones({4}), {.require_path = {ScanPath::fused, ScanPath::fallback}});
+  EXPECT_DOUBLE_EQ(c.item<double>(), 4.0);
+  set_scan_path_callback(nullptr);
+  EXPECT_EQ(seen, (std::vector<std::string>{"fallback@cpu", "fallback@cpu"}));
+}
+
+TEST(ScanGrad, MatchesFiniteDifferences) {
+  Array init = f64({0.3, -0.2}), xs = f64({{0.9, 1.1}, {0.5, -0.7}, {1.2, 0.4}, {-0.3, 0.8}}), theta = f64({0.7, 0.2});
+  auto g = grad(scan_loss, argnums<0, 1, 2>)(init, xs, theta);
+  const double h = 1e-6;
+  auto fd = [&](int which, std::size_t k) {
+    std::vector<Array> args{init, xs, theta};
+    auto v = vals(args[which]);
+    auto at = [&](double d) {
+      auto p = v;
+      p[k] += d;
+      auto a = args;
+      a[which] = np::array(p, args[which].shape(), DType::float64);
+      return scan_loss(a[0], a[1], a[2]).item<double>();
+    };
+    return (at(h) - at(-h)) / (2 * h);
+  };
+  auto check = [&](int which, const Array& got) {
+    auto gv = vals(got);
+    for (std::size_t k = 0; k < gv.size(); ++k) EXPECT_NEAR(gv[k], fd(which, k), 1e-6 * (1 + std::abs(gv[k]))) << which << "," << k;
+  };
+  check(0, std::get<0>(g));
+  check(1, std::get<1>(g));
+  check(2, std::get<2>(g));
+  // jvp agrees with the gradient (dot-product test through the scan)
+  Array u = f64({0.5, -1.0});
+  auto [v, t] = jvp([&](const Array& i) { return scan_loss(i, xs, theta); }, std::tuple{init}, std::tuple{u});
+  EXPECT_NEAR(t.item<double>(), np::sum(std::get<0>(g) * u).item<double>(), 1e-12);
+}
+
+TEST(ScanGrad, ReverseScanAndSecondOrder) {
+  auto f = [](const Array& a) {
+    auto [c, ys] = lax::scan([&](const Array& s, const Array& x) { return AP{np::tanh(s * a + x), s}; }, np::zeros({}, DType::float64),
+                             f64({0.1, 0.2, 0.3}), {.reverse = true});
+    return c;
+  };
+  const double a0 = 0.8, h = 1e-5;
+  const double d1 = grad(f)(np::scalar(a0, DType::float64)).item<double>();
+  EXPECT_NEAR(d1, (f(np::scalar(a0 + h, DType::float64)).item<double>() - f(np::scalar(a0 - h, DType::float64)).item<double>()) / (2 * h), 1e-8);
+  auto df = grad(f);
+  const double d2 = grad([&](const Array& a) { return df(a); })(np::scalar(a0, DType::float64)).item<double>();
+  EXPECT_NEAR(d2, (df(np::scalar(a0 + h, DType::float64)).item<double>() - df(np::scalar(a0 - h, DType::float64)).item<double>()) / (2 * h), 1e-7);
+}
+
+TEST(ScanGrad, CheckpointingKeepsOnlyCarries) {
+  // A body with many intermediates per step: the pullback may keep the carries and the xs,
+  // not every intermediate of every step.
+  const int n = 64, k = 8;
+  Array xs = np::ones({n, k}, DType::float64) * 0.01, init = np::ones({k}, DType::float64) * 0.5;
+  auto body = [](const Array& c, const Array& x) {
+    Array t = c;
+    for (int i = 0; i < 10; ++i) t = np::sin(t) * 0.9 + x;
+    return AP{t, np::sum(t)};
+  };
+  auto [out, lin] = vjp_flat(
+      [&](const std::vector<Array>& in) {
+        auto [c, ys] = lax::scan(body, in[0], xs);
+        return std::vector<Array>{np::sum(ys) + np::sum(c)};
+      },
+      {init});
+  std::size_t bytes = 0;
+  for (const Array& c : lin.jaxpr().consts) bytes += c.aval().bytes();
+  const std::size_t carries = static_cast<std::size_t>(n * k) * 8, xs_bytes = carries;
+  EXPECT_LE(bytes, carries + xs_bytes + 4096) << "residual bytes " << bytes;
+  auto g = lin.transpose({np::ones({}, DType::float64)});
+  EXPECT_EQ(g[0].shape(), (Shape{k}));
+}
+
+TEST(ScanTransforms, VmapAndJitCompose) {
+  auto run = [](const Array& init, const Array& xs) {
+    auto [c, ys] = lax::scan([](const Array& s, const Array& x) { return AP{s * 0.5 + x, s * x}; }, init, xs);
+    return std::pair{c, ys};
+  };
+  Array inits = f64({1.0, 2.0, 3.0});
+  Array xs = f64({{1.0, 2.0}, {3.0, 4.0}, {5.0, 6.0}});  // batch of 3 sequences of length 2
+  std::vector<double> wc, wy;
+  for (int b = 0; b < 3; ++b) {
+    auto [c, ys] = run(np::index(inits, {std::int64_t{b}}), np::index(xs, {std::int64_t{b}}));
+    wc.push_back(c.item<double>());
+    for (double y : vals(ys)) wy.push_back(y);
+  }
+  auto [vc, vy] = vmap(run)(inits, xs);
+  EXPECT_TRUE(all_close(vc, wc));
+  EXPECT_TRUE(all_close(vy, wy));
+  auto [jc, jy] = jit(vmap(run))(inits, xs);
+  EXPECT_TRUE(all_close(jc, wc));
+  EXPECT_TRUE(all_close(jy, wy));
+  auto [kc, ky] = vmap(jit(run))(inits, xs);
+  EXPECT_TRUE(all_close(kc, wc));
+  EXPECT_TRUE(all_close(ky, wy));
+  // unbatched xs shared by every batch member
+  auto [sc, sy] = vmap(run, {0, std::nullopt})(inits, f64({1.0, 1.0}));
+  EXPECT_TRUE(all_close(sc, {1.75, 2.0, 2.25}));
+  ScanPathTracker t;
+  Array g = jit(grad([](const Array& i, const Array& x) { return scan_loss(i, x, f64({0.7, 0.2})); }))(f64({0.3, -0.2}), f64({{0.9, 1.1}, {0.5, -0.7}}));
+  Array ge = grad([](const Array& i, const Array& x) { return scan_loss(i, x, f64({0.7, 0.2})); })(f64({0.3, -0.2}), f64({{0.9, 1.1}, {0.5, -0.7}}));
+  EXPECT_TRUE(all_close(g, vals(ge), 1e-13, 1e-13));
+  t.expect_path(ScanPath::fallback);
+}
+
+TEST(Scan, RtsBackwardStepReverse) {
+  // r' = Aᵀ r + b,  N' = Aᵀ N A + S  (m = 2), run backwards over N steps
+  Array A = f64({{1.0, 0.5}, {0.0, 1.0}}), S = f64({{0.1, 0.0}, {0.0, 0.2}});
+  const int n = 6;
+  Array bs = np::reshape(np::arange(0, 2 * n, 1, DType::float64) * 0.1, {n, 2});
+  using RN = std::pair<Array, Array>;
+  auto [fin, hist] = lax::scan(
+      [&](const RN& c, const Array& b) {
+        RN next{np::matmul(np::transpose(A), c.first) + b, np::matmul(np::matmul(np::transpose(A), c.second), A) + S};
+        return std::pair{next, next.first};
+      },
+      RN{np::zeros({2}, DType::float64), np::zeros({2, 2}, DType::float64)}, bs, {.reverse = true});
+  Array r = np::zeros({2}, DType::float64), N = np::zeros({2, 2}, DType::float64);
+  for (int t = n - 1; t >= 0; --t) {
+    r = np::matmul(np::transpose(A), r) + np::index(bs, {std::int64_t{t}});
+    N = np::matmul(np::matmul(np::transpose(A), N), A) + S;
+  }
+  EXPECT_TRUE(all_close(fin.first, vals(r), 1e-14, 1e-14));
+  EXPECT_TRUE(all_close(fin.second, vals(N), 1e-14, 1e-14));
+  EXPECT_TRUE(all_close(np::index(hist, {std::int64_t{0}}), vals(r), 1e-14, 1e-14));
+}
+
+namespace {
+using Triple = std::tuple<Array, Array, Array>;
+Triple compose(const Triple& x, const Triple& y) {  // (a1·a0, a1·b0 + b1, a1·c0 + c1)
+  const auto& [a0, b0, c0] = x;
+  const auto& [a1, b1, c1] = y;
+  return {a1 * a0, a1 * b0 + b1, a1 * c0 + c1};
+}
+Array triple_loss(const Array& theta) {
+  Array e = np::exp(theta) * np::ones({20}, theta.dtype());
+  auto [a, b, c] = lax::associative_scan(compose, Triple{e, e, np::ones({20}, theta.dtype())});
+  return np::sum(a + b + c);
+}
+}  // namespace
+
+TEST(AssociativeScan, PrefixSumsAxesAndReverse) {
+  auto add = [](const Array& a, const Array& b) { return a + b; };
+  for (int n : {1, 2, 3, 7, 8, 16, 17}) {
+    Array x = np::arange(1, n + 1, 1, DType::float64);
+    std::vector<double> want;
+    double s = 0;
+    for (int i = 1; i <= n; ++i) want.push_back(s += i);
+    EXPECT_TRUE(all_close(lax::associative_scan(add, x), want)) << n;
+  }
+  Array m = f64({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
+  EXPECT_TRUE(all_close(lax::associative_scan(add, m, false, 1), {1, 3, 6, 4, 9, 15}));
+  EXPECT_TRUE(all_close(lax::associative_scan(add, m, true, 1), {6, 5, 3, 15, 11, 6}));
+  // non-commutative: 2x2 matrix products keep their order
+  auto mm = [](const Array& a, const Array& b) { return np::matmul(b, a); };
+  Array ms = np::stack({f64({{1.0, 1.0}, {0.0, 1.0}}), f64({{2.0, 0.0}, {0.0, 1.0}}), f64({{1.0, 0.0}, {3.0, 1.0}})});
+  Array p = lax::associative_scan(mm, ms);
+  Array want = np::matmul(np::index(ms, {std::int64_t{2}}), np::matmul(np::index(ms, {std::int64_t{1}}), np::index(ms, {std::int64_t{0}})));
+  EXPECT_TRUE(all_close(np::index(p, {std::int64_t{2}}), vals(want)));
+}
+
+TEST(AssociativeScan, TripleComposeLossAndGradient) {
+  Array th = np::array({0.5}, DType::float64);
+  auto [v, g] = value_and_grad(triple_loss)(th);
+  EXPECT_NEAR(v.item<double>(), 284451.7727106761, 1e-7);
+  EXPECT_NEAR(g.item<double>(), 4813870.5205, 1e-3);
+  auto [jv, jg] = jit(value_and_grad(triple_loss))(th);
+  EXPECT_NEAR(jv.item<double>(), 284451.7727106761, 1e-7);
+  EXPECT_NEAR(jg.item<double>(), 4813870.5205, 1e-3);
+  trace::DispatchTracker t;
+  auto [bv, bg] = jit(value_and_grad(triple_loss), {.name = "webgpu_budget", .max_buffers = 8})(th);
+  EXPECT_LE(t.max_buffers(), 8);
+  EXPECT_NEAR(bg.item<double>(), 4813870.5205, 1e-3);
+  auto [v32, g32] = value_and_grad(triple_loss)(np::array({0.5}));
+  EXPECT_NEAR(v32.item<double>(), 284451.6875, 1.0);
+  EXPECT_NEAR(g32.item<double>(), 4813868.5, 16.0);
+}
