@@ -1,0 +1,77 @@
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/backends/backend.h"
+
+namespace jx {
+
+// Refcounted slots in host memory, shared by the host backends (cpu, native). Slot ids come
+// from one process-wide counter, so ids of different backends never collide.
+//
+// Pooled mode: blocks come in power-of-two size classes (>= 64 bytes, 64-byte aligned); a freed
+// slot's block goes back to its class's free list for reuse. Free blocks are returned to the
+// system when the pool holds more than `pool_budget` bytes (largest classes first, down to half
+// the budget) and all of them on trim().
+class HostMemory {
+ public:
+  HostMemory(std::string owner, bool pooled, std::size_t pool_budget = std::size_t{64} << 20);
+  ~HostMemory();
+  HostMemory(const HostMemory&) = delete;
+  HostMemory& operator=(const HostMemory&) = delete;
+
+  SlotId malloc(const AVal& tag);
+  void incref(SlotId id);
+  void decref(SlotId id);
+  void read(SlotId id, std::span<std::byte> dst);
+  void write(SlotId id, std::span<const std::byte> src);
+  std::byte* data(SlotId id);  // stable while the slot lives
+  std::size_t slot_count() const;
+  std::size_t bytes() const;
+  std::vector<SlotInfo> live_slots() const;
+  BackendMemory stats() const;  // compiled_kernels / pipelines left 0
+  void trim();
+
+ private:
+  struct Block {
+    std::byte* ptr;
+    std::size_t capacity;
+  };
+  struct Slot {
+    Block block;
+    std::size_t bytes;
+    AVal tag;
+    std::int64_t refs;
+  };
+  Slot& get(SlotId id);
+  Block acquire(std::size_t bytes);
+  void release(Block b);
+  void shrink(std::size_t target);
+
+  std::string owner_;
+  bool pooled_;
+  std::size_t budget_;
+  mutable std::mutex mu_;
+  std::unordered_map<SlotId, Slot> slots_;
+  std::map<std::size_t, std::vector<std::byte*>> free_;  // size class -> free blocks
+  std::size_t bytes_ = 0, peak_ = 0, pooled_bytes_ = 0;
+};
+
+// An executable that runs on host pointers (both host backends' dispatch calls run()).
+class HostExecutable : public Executable {
+ public:
+  virtual void run(std::span<const std::byte* const> in, std::span<std::byte* const> out) const = 0;
+};
+
+// Host implementations of single primitives (the cpu interpreter and its routines).
+std::shared_ptr<HostExecutable> make_host_op_executable(const Op& op);
+
+// Resolves slot ids to pointers and runs a HostExecutable.
+void host_dispatch(HostMemory& mem, Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out);
+
+}  // namespace jx
