@@ -73,6 +73,12 @@ class Backend {
   // Compiled kernels are cached by Kernel::key(); the executable stays valid while held.
   virtual std::shared_ptr<Executable> prepare(const Op& op) = 0;
   virtual std::shared_ptr<Executable> prepare_kernel(const Kernel& k) = 0;
+  // Several kernels at once (a program's): backends that compile batch them.
+  virtual std::vector<std::shared_ptr<Executable>> prepare_kernels(const std::vector<Kernel>& ks) {
+    std::vector<std::shared_ptr<Executable>> v;
+    for (const Kernel& k : ks) v.push_back(prepare_kernel(k));
+    return v;
+  }
   virtual void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) = 0;
 };
 
@@ -83,6 +89,17 @@ std::vector<std::string> backend_names();
 std::vector<DeviceInfo> devices();          // every registered backend, usable or not
 Backend& default_backend();
 void default_device(const std::string& name);  // throws BackendError; leaves the default unchanged
+// RAII: makes `name` the default backend for the scope, restoring the previous one after.
+class DefaultDeviceScope {
+ public:
+  explicit DefaultDeviceScope(const std::string& name);
+  ~DefaultDeviceScope();
+  DefaultDeviceScope(const DefaultDeviceScope&) = delete;
+  DefaultDeviceScope& operator=(const DefaultDeviceScope&) = delete;
+
+ private:
+  Backend* prev_;
+};
 std::size_t slot_count();                   // live slots over every instantiated backend
 std::vector<SlotInfo> live_slots();
 

@@ -7,6 +7,7 @@
 
 #include "core/backends/backend.h"
 #include "core/backends/cpu/cpu_backend.h"
+#include "core/backends/native/native_backend.h"
 
 namespace jx {
 namespace {
@@ -17,7 +18,10 @@ struct Registry {
   Backend* dflt = nullptr;
   std::recursive_mutex mu;
 
-  Registry() { factories["cpu"] = [] { return make_cpu_backend(); }; }
+  Registry() {
+    factories["cpu"] = [] { return make_cpu_backend(); };
+    factories["native"] = [] { return make_native_backend(); };
+  }
 
   Backend& get(const std::string& name) {
     std::lock_guard lock(mu);
@@ -81,6 +85,13 @@ void default_device(const std::string& name) {
   Backend& b = backend(name);
   std::lock_guard lock(r.mu);
   r.dflt = &b;
+}
+
+DefaultDeviceScope::DefaultDeviceScope(const std::string& name) : prev_(&default_backend()) { default_device(name); }
+DefaultDeviceScope::~DefaultDeviceScope() {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  r.dflt = prev_;
 }
 
 std::size_t slot_count() {

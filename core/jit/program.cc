@@ -32,7 +32,7 @@ std::string Program::str() const {
 }
 
 CompiledProgram::CompiledProgram(Program p, Backend& be, int budget) : prog_(std::move(p)), be_(be), budget_(budget) {
-  for (const Kernel& k : prog_.kernels) kexe_.push_back(be_.prepare_kernel(k));
+  kexe_ = be_.prepare_kernels(prog_.kernels);
   for (const Op& op : prog_.routines) rexe_.push_back(be_.prepare(op));
   for (const Op& op : prog_.controls)
     sub_.push_back(std::make_shared<const CompiledProgram>(lower(simplify(scan_body_jaxpr(op.params)), {budget}), be, budget));

@@ -71,6 +71,12 @@ Array bind1(Prim p, const std::vector<Array>& args, const Params& params) {
   return std::move(out.front());
 }
 
+Array device_put(const Array& x, const std::string& name) {
+  Backend& to = backend(name);
+  if (&x.backend() == &to) return x;
+  return array_from_bytes(x.raw_bytes(), x.aval(), &to);
+}
+
 Array array_from_bytes(std::span<const std::byte> bytes, const AVal& aval, Backend* on) {
   if (bytes.size() != aval.bytes())
     throw ShapeError(fmt::format("array: {} bytes given for {} ({} bytes)", bytes.size(), aval.str(), aval.bytes()));

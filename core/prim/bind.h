@@ -22,6 +22,9 @@ Array bind1(Prim p, const std::vector<Array>& args, const Params& params = {});
 using ControlImpl = std::vector<Array> (*)(Prim, const std::vector<Array>&, const Params&);
 void set_control_impl(ControlImpl f);
 
+// Copies a concrete array to another backend (or returns it when already there).
+Array device_put(const Array& x, const std::string& backend_name);
+
 // Uploads host bytes (row-major, aval.bytes() long) to a fresh slot.
 Array array_from_bytes(std::span<const std::byte> bytes, const AVal& aval, Backend* on = nullptr);
 

@@ -1,0 +1,218 @@
+#include "core/backends/native/c_renderer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+namespace jx::native {
+
+std::string c_type(DType d) {
+  switch (d) {
+    case DType::float32: return "float";
+    case DType::float64: return "double";
+    case DType::int32: return "int32_t";
+    case DType::bool_: return "uint8_t";
+  }
+  return "void";
+}
+
+std::string c_prelude() {
+  return R"(#include <math.h>
+#include <stdint.h>
+#include <string.h>
+static inline double jx_maxd(double a, double b) { return a != a ? a : b != b ? b : (a > b ? a : b); }
+static inline double jx_mind(double a, double b) { return a != a ? a : b != b ? b : (a < b ? a : b); }
+static inline float jx_maxf(float a, float b) { return a != a ? a : b != b ? b : (a > b ? a : b); }
+static inline float jx_minf(float a, float b) { return a != a ? a : b != b ? b : (a < b ? a : b); }
+static inline int32_t jx_maxi(int32_t a, int32_t b) { return a > b ? a : b; }
+static inline int32_t jx_mini(int32_t a, int32_t b) { return a < b ? a : b; }
+static inline int32_t jx_addi(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+static inline int32_t jx_subi(int32_t a, int32_t b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
+static inline int32_t jx_muli(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
+static inline int32_t jx_f2i(double v) {
+  if (v != v) return 0;
+  if (v >= 2147483647.0) return 2147483647;
+  if (v <= -2147483648.0) return (int32_t)(-2147483647 - 1);
+  return (int32_t)v;
+}
+static inline int32_t jx_d2i_wrap(double v) { return (int32_t)(uint32_t)(int64_t)v; }
+)";
+}
+
+namespace {
+
+std::string literal(DType d, double v) {
+  if (std::isnan(v)) return d == DType::float32 ? "NAN" : "(double)NAN";
+  if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
+  switch (d) {
+    case DType::float32: return fmt::format("((float){:a})", v);  // hex floats are exact
+    case DType::float64: return fmt::format("({:a})", v);
+    case DType::int32: return fmt::format("((int32_t){})", static_cast<long long>(v));
+    case DType::bool_: return v != 0.0 ? "((uint8_t)1)" : "((uint8_t)0)";
+  }
+  return "0";
+}
+
+std::vector<int> needed(const Kernel& k, int root) {
+  std::vector<bool> need(k.nodes.size(), false);
+  if (root < 0) return {};
+  need[root] = true;
+  for (int i = root; i >= 0; --i)
+    if (need[i] && k.nodes[i].kind == KNodeKind::alu)
+      for (int a : {k.nodes[i].a, k.nodes[i].b, k.nodes[i].c})
+        if (a >= 0) need[a] = true;
+  std::vector<int> order;
+  for (std::size_t i = 0; i < need.size(); ++i)
+    if (need[i]) order.push_back(static_cast<int>(i));
+  return order;
+}
+
+std::string alu_expr(const Kernel& k, const KNode& n) {
+  const auto v = [](int i) { return fmt::format("v{}", i); };
+  const DType in = n.prim == Prim::select ? k.nodes[n.b].dtype : k.nodes[n.a].dtype;
+  const bool f32 = in == DType::float32, flt = is_floating(in), i32 = in == DType::int32;
+  const std::string a = v(n.a), b = n.b >= 0 ? v(n.b) : "", c = n.c >= 0 ? v(n.c) : "";
+  const std::string fs = f32 ? "f" : "";
+  switch (n.prim) {
+    case Prim::neg: return i32 ? fmt::format("jx_subi(0, {})", a) : fmt::format("-{}", a);
+    case Prim::abs: return i32 ? fmt::format("({0} < 0 ? jx_subi(0, {0}) : {0})", a) : fmt::format("fabs{}({})", fs, a);
+    case Prim::sign:
+      return flt ? fmt::format("({0} != {0} ? {0} : {0} > 0 ? 1 : {0} < 0 ? -1 : 0)", a) : fmt::format("({0} > 0 ? 1 : {0} < 0 ? -1 : 0)", a);
+    case Prim::exp: return fmt::format("exp{}({})", fs, a);
+    case Prim::log: return fmt::format("log{}({})", fs, a);
+    case Prim::log1p: return fmt::format("log1p{}({})", fs, a);
+    case Prim::sqrt: return fmt::format("sqrt{}({})", fs, a);
+    case Prim::sin: return fmt::format("sin{}({})", fs, a);
+    case Prim::cos: return fmt::format("cos{}({})", fs, a);
+    case Prim::tanh: return fmt::format("tanh{}({})", fs, a);
+    case Prim::logical_not: return fmt::format("({} == 0)", a);
+    case Prim::isnan: return flt ? fmt::format("({0} != {0})", a) : "0";
+    case Prim::isfinite: return flt ? fmt::format("(isfinite({}) != 0)", a) : "1";
+    case Prim::stop_gradient: return a;
+    case Prim::convert:
+      if (n.dtype == DType::int32) return flt ? fmt::format("jx_f2i({})", a) : fmt::format("(int32_t){}", a);
+      if (n.dtype == DType::bool_) return fmt::format("({} != 0)", a);
+      return fmt::format("({}){}", c_type(n.dtype), a);
+    case Prim::add: return i32 ? fmt::format("jx_addi({}, {})", a, b) : fmt::format("{} + {}", a, b);
+    case Prim::sub: return i32 ? fmt::format("jx_subi({}, {})", a, b) : fmt::format("{} - {}", a, b);
+    case Prim::mul: return i32 ? fmt::format("jx_muli({}, {})", a, b) : fmt::format("{} * {}", a, b);
+    case Prim::div: return fmt::format("{} / {}", a, b);
+    case Prim::pow: return fmt::format("pow{}({}, {})", fs, a, b);
+    case Prim::max: return fmt::format("jx_max{}({}, {})", f32 ? "f" : flt ? "d" : "i", a, b);
+    case Prim::min: return fmt::format("jx_min{}({}, {})", f32 ? "f" : flt ? "d" : "i", a, b);
+    case Prim::lt: return fmt::format("({} < {})", a, b);
+    case Prim::le: return fmt::format("({} <= {})", a, b);
+    case Prim::gt: return fmt::format("({} > {})", a, b);
+    case Prim::ge: return fmt::format("({} >= {})", a, b);
+    case Prim::eq: return fmt::format("({} == {})", a, b);
+    case Prim::ne: return fmt::format("({} != {})", a, b);
+    case Prim::logical_and: return fmt::format("({} != 0 && {} != 0)", a, b);
+    case Prim::logical_or: return fmt::format("({} != 0 || {} != 0)", a, b);
+    case Prim::select: return fmt::format("({} ? {} : {})", a, b, c);
+    default: throw Error(fmt::format("native: {} is not an elementwise primitive", prim_name(n.prim)));
+  }
+}
+
+// The statements computing `order`'s nodes; idx(d) names the loop index of space dim d.
+std::string nodes_code(const Kernel& k, const std::vector<int>& order, const std::vector<std::string>& idx, const std::string& ind) {
+  std::string s;
+  for (int i : order) {
+    const KNode& n = k.nodes[i];
+    std::string e;
+    switch (n.kind) {
+      case KNodeKind::load: {
+        const KLoad& l = k.loads[n.load];
+        std::string off = fmt::format("{}", l.offset);
+        for (std::size_t d = 0; d < l.strides.size(); ++d)
+          if (l.strides[d] != 0) off += fmt::format(" + {}*{}", l.strides[d], idx[d]);
+        e = fmt::format("({})in{}[{}]", c_type(n.dtype), l.buffer, off);
+        break;
+      }
+      case KNodeKind::constant: e = literal(n.dtype, n.value); break;
+      case KNodeKind::iota: e = fmt::format("({}){}", c_type(n.dtype), idx[n.dim]); break;
+      case KNodeKind::reduce_result: e = fmt::format("({})acc", c_type(n.dtype)); break;
+      case KNodeKind::alu: e = fmt::format("({})({})", c_type(n.dtype), alu_expr(k, n)); break;
+    }
+    s += fmt::format("{}const {} v{} = {};\n", ind, c_type(n.dtype), i, e);
+  }
+  return s;
+}
+
+std::string store(DType d, const std::string& v) {
+  if (d == DType::bool_) return fmt::format("(uint8_t)({} != 0)", v);
+  return fmt::format("({}){}", c_type(d), v);
+}
+
+}  // namespace
+
+std::string render_kernel(const Kernel& k, const std::string& name) {
+  std::string s = fmt::format("// {}\nvoid {}(const void* const* in_, void* const* out_) {{\n", k.name, name);
+  for (std::size_t i = 0; i < k.inputs.size(); ++i)
+    s += fmt::format("  const {0}* restrict in{1} = (const {0}*)in_[{1}];\n", c_type(k.inputs[i].dtype), i);
+  s += fmt::format("  {0}* restrict out = ({0}*)out_[0];\n  int64_t o = 0;\n", c_type(k.out.dtype));
+  std::vector<std::string> idx;
+  for (std::size_t d = 0; d < k.space.size(); ++d) idx.push_back(fmt::format("i{}", d));
+  auto is_red = [&](std::size_t d) {
+    return std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end();
+  };
+  std::string ind = "  ";
+  auto open = [&](bool reduced) {
+    for (std::size_t d = 0; d < k.space.size(); ++d)
+      if (is_red(d) == reduced) {
+        s += fmt::format("{0}for (int64_t i{1} = 0; i{1} < {2}; ++i{1}) {{\n", ind, d, k.space[d]);
+        ind += "  ";
+      }
+  };
+  auto close = [&](bool reduced) {
+    for (std::size_t d = 0; d < k.space.size(); ++d)
+      if (is_red(d) == reduced) {
+        ind.resize(ind.size() - 2);
+        s += ind + "}\n";
+      }
+  };
+  if (!k.is_reduction()) {
+    open(false);
+    s += nodes_code(k, needed(k, k.body), idx, ind);
+    s += fmt::format("{}out[o++] = {};\n", ind, store(k.out.dtype, fmt::format("v{}", k.body)));
+    close(false);
+    return s + "}\n";
+  }
+  const DType bd = k.nodes[k.body].dtype;
+  const bool flt = is_floating(bd);
+  std::string ident = k.reduce_op == Prim::reduce_sum ? "0.0" : k.reduce_op == Prim::reduce_prod ? "1.0"
+                      : k.reduce_op == Prim::reduce_max ? "-INFINITY" : "INFINITY";
+  open(false);
+  s += fmt::format("{}double acc = {};\n", ind, ident);
+  open(true);
+  s += nodes_code(k, needed(k, k.body), idx, ind);
+  const std::string v = fmt::format("(double)v{}", k.body);
+  switch (k.reduce_op) {
+    case Prim::reduce_sum: s += fmt::format("{}acc += {};\n", ind, v); break;
+    case Prim::reduce_prod:
+      s += flt ? fmt::format("{}acc *= {};\n", ind, v) : fmt::format("{}acc = (double)((int64_t)acc * (int64_t){});\n", ind, v);
+      break;
+    default:  // max/min: NaN propagates, as in the interpreter
+      s += fmt::format("{0}if (acc == acc && ({1} != {1} || {1} {2} acc)) acc = {1};\n", ind, v,
+                       k.reduce_op == Prim::reduce_max ? ">" : "<");
+      break;
+  }
+  close(true);
+  if (!flt && (k.reduce_op == Prim::reduce_max || k.reduce_op == Prim::reduce_min)) s += fmt::format("{}if (isinf(acc)) acc = 0.0;\n", ind);
+  // round the accumulator to the body dtype, as the interpreter does
+  if (bd == DType::float32) s += fmt::format("{}acc = (double)(float)acc;\n", ind);
+  else if (bd == DType::int32) s += fmt::format("{}acc = (double)jx_d2i_wrap(acc);\n", ind);
+  else if (bd == DType::bool_) s += fmt::format("{}acc = acc != 0.0;\n", ind);
+  if (k.epilogue >= 0) {
+    std::vector<std::string> eidx = idx;
+    for (std::size_t d = 0; d < k.space.size(); ++d)
+      if (is_red(d)) eidx[d] = "0";
+    s += nodes_code(k, needed(k, k.epilogue), eidx, ind);
+    s += fmt::format("{}out[o++] = {};\n", ind, store(k.out.dtype, fmt::format("v{}", k.epilogue)));
+  } else {
+    s += fmt::format("{}out[o++] = {};\n", ind, k.out.dtype == DType::int32 ? "jx_d2i_wrap(acc)" : store(k.out.dtype, "acc"));
+  }
+  close(false);
+  return s + "}\n";
+}
+
+}  // namespace jx::native

@@ -1,0 +1,117 @@
+#include "core/backends/native/compiler.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+#include "core/array/errors.h"
+
+namespace fs = std::filesystem;
+
+namespace jx::native {
+
+Library::~Library() {
+  if (handle_) dlclose(handle_);
+}
+
+void* Library::symbol(const std::string& name) const {
+  void* p = dlsym(handle_, name.c_str());
+  if (!p) throw BackendError(fmt::format("native: symbol {} missing from compiled library", name));
+  return p;
+}
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string cache_dir() {
+  if (const char* e = std::getenv("JX_NATIVE_CACHE"); e && *e) return e;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/jxlab/native";
+  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/jxlab/native";
+  return fmt::format("/tmp/jxlab-native-{}", getuid());
+}
+
+std::string compiler_command() {
+  const char* cc = std::getenv("JX_CC");
+  // no -ffast-math: NaN/inf semantics and rounding must match the cpu oracle
+  return fmt::format("{} -std=c11 -O3 -march=native -ffp-contract=off -fno-math-errno -fPIC -shared", cc && *cc ? cc : "cc");
+}
+
+std::string compiler_version() {
+  const char* cc = std::getenv("JX_CC");
+  std::string cmd = fmt::format("{} --version 2>/dev/null", cc && *cc ? cc : "cc");
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return "";
+  char buf[256] = {0};
+  std::string line = fgets(buf, sizeof buf, p) ? buf : "";
+  const int rc = pclose(p);
+  if (rc != 0) return "";
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+  return line;
+}
+
+namespace {
+std::shared_ptr<Library> load(const std::string& path, std::string& error) {
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = dlerror();
+    error = e ? e : "unknown dlopen error";
+    return nullptr;
+  }
+  return std::make_shared<Library>(h);
+}
+}  // namespace
+
+CompileResult compile(const std::string& source) {
+  const std::string cmd = compiler_command();
+  const std::string key = fmt::format("{:016x}", fnv1a(cmd + "\n" + source));
+  const fs::path dir = cache_dir();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw BackendError(fmt::format("native: cannot create the compile cache {}: {}", dir.string(), ec.message()));
+  const fs::path so = dir / (key + ".so"), src = dir / (key + ".c");
+  std::string err;
+  if (fs::exists(so)) {
+    if (auto lib = load(so.string(), err)) return {lib, 0.0, true, so.string()};
+    fs::remove(so, ec);  // corrupted or truncated: rebuild below
+  }
+  const std::string tag = fmt::format("{}.{}", getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
+  const fs::path tmp_src = dir / (key + ".c." + tag), tmp_so = dir / (key + ".so." + tag), log = dir / (key + ".log." + tag);
+  {
+    std::ofstream out(tmp_src);
+    out << source;
+    if (!out) throw BackendError(fmt::format("native: cannot write {}", tmp_src.string()));
+  }
+  fs::rename(tmp_src, src, ec);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string line = fmt::format("{} -o '{}' '{}' -lm > '{}' 2>&1", cmd, tmp_so.string(), src.string(), log.string());
+  const int rc = std::system(line.c_str());
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (rc != 0) {
+    std::ifstream in(log);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    fs::remove(log, ec);
+    fs::remove(tmp_so, ec);
+    throw BackendError(fmt::format("native: the C compiler failed ({}), source {}:\n{}", cmd, src.string(), ss.str().substr(0, 4000)));
+  }
+  fs::remove(log, ec);
+  fs::rename(tmp_so, so, ec);  // atomic: another process sees the whole file or none
+  if (ec) throw BackendError(fmt::format("native: cannot install {}: {}", so.string(), ec.message()));
+  auto lib = load(so.string(), err);
+  if (!lib) throw BackendError(fmt::format("native: cannot load {}: {}", so.string(), err));
+  return {lib, ms, false, so.string()};
+}
+
+}  // namespace jx::native

@@ -1,0 +1,40 @@
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace jx::native {
+
+// A loaded shared object; unloaded when the last executable using it is released.
+class Library {
+ public:
+  explicit Library(void* handle) : handle_(handle) {}
+  ~Library();
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  void* symbol(const std::string& name) const;  // throws BackendError
+
+ private:
+  void* handle_;
+};
+
+struct CompileResult {
+  std::shared_ptr<Library> lib;
+  double ms = 0.0;      // compiler wall time (0 when loaded from the disk cache)
+  bool from_disk = false;
+  std::string path;     // the .so
+};
+
+std::uint64_t fnv1a(const std::string& s);
+// JX_NATIVE_CACHE, else $XDG_CACHE_HOME/jxlab/native, else $HOME/.cache/jxlab/native.
+std::string cache_dir();
+// JX_CC (default "cc") with the fixed flags; part of the cache key.
+std::string compiler_command();
+// The compiler's first --version line, or empty when it cannot run.
+std::string compiler_version();
+
+// Compiles C source to a shared object cached on disk by the hash of (command, source): a
+// second process reuses it. A cached file that fails to load is deleted and rebuilt.
+CompileResult compile(const std::string& source);
+
+}  // namespace jx::native

@@ -1,0 +1,111 @@
+// The native backend: host memory from a size-class pool; every kernel of a jitted program is
+// rendered to C, the program's uncached kernels compiled together into one shared object
+// (cached in memory by kernel key and on disk by source hash) and called directly. Eager
+// primitives run on the host implementations (compiling one shared object per eager op would
+// cost far more than it saves).
+#include <fmt/format.h>
+#include <mutex>
+#include <unordered_map>
+
+#include "core/backends/host_memory.h"
+#include "core/backends/native/c_renderer.h"
+#include "core/backends/native/compiler.h"
+#include "core/backends/native/native_backend.h"
+#include "core/instrument/instrument.h"
+
+namespace jx {
+namespace {
+
+using KernelFn = void (*)(const void* const*, void* const*);
+
+struct NativeKernel final : HostExecutable {
+  std::shared_ptr<native::Library> lib;
+  KernelFn fn;
+  NativeKernel(std::shared_ptr<native::Library> l, KernelFn f) : lib(std::move(l)), fn(f) {}
+  void run(std::span<const std::byte* const> in, std::span<std::byte* const> out) const override {
+    fn(reinterpret_cast<const void* const*>(in.data()), reinterpret_cast<void* const*>(out.data()));
+  }
+};
+
+class NativeBackend final : public Backend {
+ public:
+  NativeBackend() : mem_("native", true) {
+    info_.backend = "native";
+    const std::string v = native::compiler_version();
+    info_.available = !v.empty();
+    info_.device = v.empty() ? "generated C" : fmt::format("generated C compiled by {}", v);
+    info_.reason = v.empty() ? "no working C compiler (install gcc or set JX_CC)" : "";
+    info_.limits = {0, true};
+  }
+
+  const DeviceInfo& info() const override { return info_; }
+  SlotId malloc(const AVal& tag) override { return mem_.malloc(tag); }
+  void incref(SlotId id) override { mem_.incref(id); }
+  void decref(SlotId id) override { mem_.decref(id); }
+  void read(SlotId id, std::span<std::byte> dst) override { mem_.read(id, dst); }
+  void write(SlotId id, std::span<const std::byte> src) override { mem_.write(id, src); }
+  std::size_t slot_count() const override { return mem_.slot_count(); }
+  std::size_t bytes() const override { return mem_.bytes(); }
+  std::vector<SlotInfo> live_slots() const override { return mem_.live_slots(); }
+
+  BackendMemory memory() const override {
+    BackendMemory m = mem_.stats();
+    std::lock_guard lock(kmu_);
+    m.compiled_kernels = kernels_.size();
+    return m;
+  }
+
+  void clear_caches() override {
+    {
+      std::lock_guard lock(kmu_);
+      kernels_.clear();
+    }
+    mem_.trim();
+  }
+
+  std::shared_ptr<Executable> prepare(const Op& op) override { return make_host_op_executable(op); }
+
+  std::shared_ptr<Executable> prepare_kernel(const Kernel& k) override { return prepare_kernels({k})[0]; }
+
+  std::vector<std::shared_ptr<Executable>> prepare_kernels(const std::vector<Kernel>& ks) override {
+    std::lock_guard lock(kmu_);
+    std::vector<std::string> keys;
+    std::string source;
+    std::vector<std::pair<std::string, std::string>> todo;  // key, symbol
+    for (const Kernel& k : ks) {
+      keys.push_back(k.key());
+      if (kernels_.count(keys.back()) || std::any_of(todo.begin(), todo.end(), [&](auto& t) { return t.first == keys.back(); })) continue;
+      const std::string sym = fmt::format("jx_k{:016x}", native::fnv1a(keys.back()));
+      source += native::render_kernel(k, sym) + "\n";
+      todo.emplace_back(keys.back(), sym);
+    }
+    if (!todo.empty()) {
+      source = native::c_prelude() + "\n" + source;
+      debug_log(2, "native source:\n" + source);
+      auto r = native::compile(source);
+      trace::emit({trace::EventKind::compile, "native", "cc", 0, false, r.ms, r.from_disk ? "disk cache" : r.path});
+      debug_log(1, fmt::format("native: {} kernels {} in {:.1f} ms ({})", todo.size(), r.from_disk ? "loaded" : "compiled", r.ms, r.path));
+      for (auto& [key, sym] : todo)
+        kernels_[key] = std::make_shared<NativeKernel>(r.lib, reinterpret_cast<KernelFn>(r.lib->symbol(sym)));
+    }
+    std::vector<std::shared_ptr<Executable>> out;
+    for (auto& k : keys) out.push_back(kernels_.at(k));
+    return out;
+  }
+
+  void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) override {
+    host_dispatch(mem_, exe, in, out);
+  }
+
+ private:
+  DeviceInfo info_;
+  HostMemory mem_;
+  mutable std::mutex kmu_;
+  std::unordered_map<std::string, std::shared_ptr<NativeKernel>> kernels_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_native_backend() { return std::make_unique<NativeBackend>(); }
+
+}  // namespace jx

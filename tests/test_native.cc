@@ -1,0 +1,121 @@
+// Differential tests (ggml test-backend-ops style): jitted programs on `native` against the
+// cpu interpreter on random inputs, float64 and float32, plus the compiler, caches and pool.
+#include <filesystem>
+#include <fstream>
+
+#include "core/backends/native/c_renderer.h"
+#include "core/backends/native/compiler.h"
+#include "core/instrument/instrument.h"
+#include "tests/prim_cases.h"
+
+using namespace jx;
+using jxt::all_close;
+using jxt::vals;
+
+namespace {
+std::vector<Array> on(const std::vector<Array>& xs, const std::string& be) {
+  std::vector<Array> r;
+  for (const Array& x : xs) r.push_back(device_put(x, be));
+  return r;
+}
+}  // namespace
+
+class NativeEveryCase : public ::testing::TestWithParam<jxt::Case> {};
+
+TEST_P(NativeEveryCase, JitMatchesCpu) {
+  const auto& c = GetParam();
+  auto f = jit([fn = c.f](const std::vector<Array>& in) { return fn(in); });
+  for (DType d : {DType::float64, DType::float32}) {
+    std::vector<Array> x;
+    for (auto& a : jxt::random_inputs(c, 31)) x.push_back(np::astype(a, d));
+    Array want = f(x);  // cpu program
+    DefaultDeviceScope native("native");
+    Array got = f(on(x, "native"));
+    EXPECT_EQ(got.backend().info().backend, "native");
+    EXPECT_EQ(got.aval(), want.aval());
+    const double tol = d == DType::float64 ? 1e-13 : 2e-6;
+    EXPECT_TRUE(all_close(got, vals(want), tol, tol)) << c.name << " " << dtype_name(d);
+  }
+}
+
+TEST_P(NativeEveryCase, JitOfVjpMatchesCpu) {
+  const auto& c = GetParam();
+  auto pull = jit([fn = c.f](const std::vector<Array>& in) {
+    auto [y, lin] = vjp_flat([&](const std::vector<Array>& a) { return std::vector<Array>{fn(a)}; }, in);
+    return lin.transpose({np::ones_like(y[0])});
+  });
+  auto x = jxt::random_inputs(c, 32);
+  auto want = pull(x);
+  DefaultDeviceScope native("native");
+  auto got = pull(on(x, "native"));
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(all_close(got[i], vals(want[i]), 1e-12, 1e-12)) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, NativeEveryCase, ::testing::ValuesIn(jxt::cases()), [](const auto& info) { return info.param.name; });
+
+TEST(Native, DeviceAndEagerOps) {
+  auto devs = devices();
+  auto it = std::find_if(devs.begin(), devs.end(), [](auto& d) { return d.backend == "native"; });
+  ASSERT_NE(it, devs.end());
+  EXPECT_TRUE(it->available) << it->reason;
+  DefaultDeviceScope native("native");
+  Array a = np::array({{1.0, 2.0}, {3.0, 4.0}}, DType::float64);
+  EXPECT_EQ(a.backend().info().backend, "native");
+  EXPECT_TRUE(all_close(np::linalg::inv(a), {-2, 1, 1.5, -0.5}, 1e-14, 1e-14));
+  EXPECT_TRUE(jxt::throws_with<BackendError>([&] { np::add(a, device_put(a, "cpu")); }, {"different backends"}));
+}
+
+TEST(Native, DiskCacheIsReusedAndCorruptEntriesRebuilt) {
+  const std::string src = native::c_prelude() + "double jx_probe_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                          "(double x) { return x * 2.0; }\n";
+  std::string path;
+  {
+    auto first = native::compile(src);
+    auto again = native::compile(src);
+    EXPECT_TRUE(again.from_disk);
+    EXPECT_EQ(first.path, again.path);
+    path = first.path;
+  }  // both handles released: the library is unloaded
+  {  // replace the cached object with a truncated one (new inode; a mapped file is never modified)
+    std::ofstream f(path + ".bad", std::ios::trunc);
+    f << "garbage";
+  }
+  std::filesystem::rename(path + ".bad", path);
+  auto rebuilt = native::compile(src);
+  EXPECT_FALSE(rebuilt.from_disk);
+  EXPECT_GT(std::filesystem::file_size(rebuilt.path), 100u);
+  EXPECT_TRUE(jxt::throws_with<BackendError>([] { native::compile("this is not C"); }, {"the C compiler failed"}));
+}
+
+TEST(Native, ProgramsCompileOnceAndLoadFromDiskAfterClearingCaches) {
+  DefaultDeviceScope native("native");
+  auto f = jit([](const Array& x) { return np::tanh(x) * 3.0 + np::sum(x); });
+  Array x = np::array({0.5, 1.5}, DType::float64);
+  std::vector<std::string> compiles;
+  trace::Subscription sub([&](const trace::Event& e) {
+    if (e.kind == trace::EventKind::compile && e.backend == "native" && e.name == "cc") compiles.push_back(e.detail);
+  });
+  (void)f(x);
+  (void)f(x);
+  clear_caches();
+  Array y = f(x);
+  ASSERT_GE(compiles.size(), 1u);
+  EXPECT_EQ(compiles.back(), "disk cache");
+  EXPECT_TRUE(all_close(y, {std::tanh(0.5) * 3 + 2, std::tanh(1.5) * 3 + 2}, 1e-14, 1e-14));
+}
+
+TEST(Native, PoolReusesAndReturnsMemory) {
+  DefaultDeviceScope native("native");
+  clear_caches();
+  const auto base = backend("native").memory();
+  {
+    Array a = np::zeros({1000}, DType::float64);
+    Array b = np::ones({1000}, DType::float64);
+  }
+  const auto pooled = backend("native").memory();
+  EXPECT_EQ(pooled.live_slots, base.live_slots);
+  EXPECT_GE(pooled.pooled_bytes, 8192u);  // two 8000-byte slots rounded up to their class
+  EXPECT_GE(memory_stats().pooled_bytes, pooled.pooled_bytes);
+  clear_caches();  // trims the pool
+  EXPECT_EQ(backend("native").memory().pooled_bytes, 0u);
+}
