@@ -1,12 +1,13 @@
 #pragma once
 #include <cstddef>
+#include <fmt/format.h>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "core/kernel/kernel.h"
+#include "core/kernel/program.h"
 #include "core/prim/prim.h"
 
 namespace jx {
@@ -33,12 +34,6 @@ struct DeviceInfo {
   BackendLimits limits;
 };
 
-// One primitive application with everything resolved: the unit a backend prepares.
-struct Op {
-  Prim prim;
-  Params params;
-  std::vector<AVal> in, out;
-};
 
 class Executable {
  public:
@@ -78,6 +73,14 @@ class Backend {
     std::vector<std::shared_ptr<Executable>> v;
     for (const Kernel& k : ks) v.push_back(prepare_kernel(k));
     return v;
+  }
+  // A whole scan as one executable (operands in, results out), or nullptr when this backend
+  // cannot run the loop without the host (the runtime then falls back to a host loop).
+  // `why` receives the reason either way.
+  virtual std::shared_ptr<Executable> prepare_scan(const ScanProgram& s, std::string& why) {
+    (void)s;
+    why = fmt::format("the {} backend has no compiled-loop scan", info().backend);
+    return nullptr;
   }
   virtual void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) = 0;
 };

@@ -7,6 +7,8 @@
 
 #include "core/instrument/instrument.h"
 #include "core/ir/passes.h"
+#include "core/lax/control.h"
+#include "core/prim/abstract_eval.h"
 #include "core/trace/trace.h"
 
 namespace jx {
@@ -80,6 +82,45 @@ int effective_budget(const JitOptions& o, const Backend& be) {
   if (o.max_buffers <= 0) return b;
   return b <= 0 ? o.max_buffers : std::min(b, o.max_buffers);
 }
+
+// Eager scans: a one-equation program around the scan, compiled and cached like any jit program,
+// when the backend has a compiled-loop scan.
+std::optional<std::vector<Array>> run_scan_compiled(const Params& p, const std::vector<Array>& ops, std::string& why) {
+  Backend& be = ops.empty() ? default_backend() : ops[0].backend();
+  Jaxpr j;
+  Eqn e{Prim::scan, p, {}, {}};
+  for (const Array& a : ops) {
+    const int v = j.new_var(a.aval());
+    j.invars.push_back(v);
+    e.in.push_back({v});
+  }
+  std::vector<AVal> in;
+  for (const Array& a : ops) in.push_back(a.aval());
+  for (const AVal& av : abstract_eval(Prim::scan, in, p)) {
+    e.out.push_back(j.new_var(av));
+    j.outs.push_back({e.out.back()});
+  }
+  j.eqns.push_back(std::move(e));
+  const std::string key = fmt::format("eager-scan|{}|{}", j.str(), be.info().backend);
+  auto prog = cache().get(key);
+  if (!prog) {
+    std::string probe;
+    ScanProgram sp{lower(simplify(scan_body_jaxpr(p)), {}), p.num_consts, p.num_carry, p.length, p.reverse, in, {}};
+    for (const Atom& a : j.outs) sp.results.push_back(j.aval_of(a));
+    if (!be.prepare_scan(sp, probe)) {
+      why = probe;
+      return std::nullopt;
+    }
+    prog = std::make_shared<const CompiledProgram>(lower(j, {}), be, 0);
+    cache().put(key, prog);
+  }
+  return prog->run(ops);
+}
+
+const bool g_scan_compiler_registered = [] {
+  set_scan_compiler(&run_scan_compiled);
+  return true;
+}();
 
 }  // namespace
 

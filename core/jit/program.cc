@@ -9,33 +9,17 @@
 
 namespace jx {
 
-std::string Program::str() const {
-  std::string s = fmt::format("program: {} inputs, {} buffers, {} kernels, {} routines\n", num_inputs, buffers.size(),
-                              kernels.size(), routines.size());
-  for (const Step& st : steps) {
-    switch (st.kind) {
-      case Step::Kind::kernel:
-        s += fmt::format("  execute {} ({} buffers) in {} -> {}\n", kernels[st.index].name, kernels[st.index].buffers(),
-                         fmt::join(st.in, ","), fmt::join(st.out, ","));
-        break;
-      case Step::Kind::routine:
-        s += fmt::format("  routine {} in {} -> {}\n", prim_name(routines[st.index].prim), fmt::join(st.in, ","), fmt::join(st.out, ","));
-        break;
-      case Step::Kind::control:
-        s += fmt::format("  {} length={} in {} -> {}\n", prim_name(controls[st.index].prim), controls[st.index].params.length,
-                         fmt::join(st.in, ","), fmt::join(st.out, ","));
-        break;
-      case Step::Kind::free: s += fmt::format("  free {}\n", fmt::join(st.in, ",")); break;
-    }
-  }
-  return s + fmt::format("  outputs {}", fmt::join(outputs, ","));
-}
-
 CompiledProgram::CompiledProgram(Program p, Backend& be, int budget) : prog_(std::move(p)), be_(be), budget_(budget) {
   kexe_ = be_.prepare_kernels(prog_.kernels);
   for (const Op& op : prog_.routines) rexe_.push_back(be_.prepare(op));
-  for (const Op& op : prog_.controls)
-    sub_.push_back(std::make_shared<const CompiledProgram>(lower(simplify(scan_body_jaxpr(op.params)), {budget}), be, budget));
+  for (const Op& op : prog_.controls) {
+    Program body = lower(simplify(scan_body_jaxpr(op.params)), {budget});
+    ScanStep s;
+    ScanProgram sp{body, op.params.num_consts, op.params.num_carry, op.params.length, op.params.reverse, op.in, op.out};
+    s.fused = be_.prepare_scan(sp, s.why);
+    if (!s.fused) s.body = std::make_shared<const CompiledProgram>(std::move(body), be, budget);
+    scans_.push_back(std::move(s));
+  }
 }
 
 std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const {
@@ -70,14 +54,32 @@ std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const 
       }
       continue;
     }
+    if (st.kind == Step::Kind::control && scans_[st.index].fused) {
+      const Params& sp = p.controls[st.index].params;
+      report_scan_path(ScanPath::fused, be_.info().backend, fmt::format("{} steps in one call: {}", sp.length, scans_[st.index].why),
+                       sp.require_paths);
+      in.clear();
+      out.clear();
+      for (int b : st.in) in.push_back(slot[b]);
+      for (int b : st.out) {
+        slot[b] = be_.malloc(p.buffers[b]);
+        owned[b] = true;
+        out.push_back(slot[b]);
+      }
+      be_.dispatch(*scans_[st.index].fused, in, out);
+      if (tracing)
+        trace::emit({trace::EventKind::dispatch, be_.info().backend, "scan", static_cast<int>(in.size() + out.size()), true, 0.0, {}});
+      continue;
+    }
     if (st.kind == Step::Kind::control) {
       std::vector<Array> args;
       for (int b : st.in) {
         be_.incref(slot[b]);
         args.emplace_back(&be_, slot[b], p.buffers[b]);
       }
-      const CompiledProgram& body = *sub_[st.index];
-      auto res = scan_host_loop([&](const std::vector<Array>& a) { return body.run(a); }, p.controls[st.index].params, args);
+      const CompiledProgram& body = *scans_[st.index].body;
+      auto res = scan_host_loop([&](const std::vector<Array>& a) { return body.run(a); }, p.controls[st.index].params, args,
+                                scans_[st.index].why);
       for (std::size_t k = 0; k < st.out.size(); ++k) {
         slot[st.out[k]] = res[k].slot();
         be_.incref(slot[st.out[k]]);

@@ -12,6 +12,13 @@ namespace jx {
 // nodes in topological order. With reduce_axes, `body` is accumulated over those axes with
 // `reduce_op` and `epilogue` (which may read the accumulator through a ReduceResult node, and
 // loads whose strides on the reduced axes are 0) maps it to the output element.
+// One primitive application with everything resolved: the unit a backend prepares.
+struct Op {
+  Prim prim;
+  Params params;
+  std::vector<AVal> in, out;
+};
+
 enum class KNodeKind : std::uint8_t { load, constant, iota, alu, reduce_result };
 
 struct KNode {

@@ -35,7 +35,13 @@ std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const st
 // The scan body's jaxpr (from a scan eqn's params), and the host loop that runs it with `body`
 // (reports the path choice and enforces require_path). Used by compiled programs.
 const Jaxpr& scan_body_jaxpr(const Params& p);
-std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std::vector<Array>& ops);
+std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std::vector<Array>& ops, const std::string& why);
+// Emits the scan-path event and callback, logs at debug level 1, enforces require_path.
+void report_scan_path(ScanPath path, const std::string& backend, const std::string& details, unsigned require);
+// The JIT layer registers how to run a scan compiled on a backend (nullopt: not possible, with
+// the reason in `why`); eager scans try it before falling back to the host loop.
+using ScanCompiler = std::optional<std::vector<Array>> (*)(const Params& p, const std::vector<Array>& ops, std::string& why);
+void set_scan_compiler(ScanCompiler c);
 
 namespace lax {
 

@@ -82,8 +82,14 @@ unsigned mask_of(const std::vector<ScanPath>& ps) {
   return m;
 }
 
+ScanCompiler g_compiler = nullptr;
+
+}  // namespace
+
+void set_scan_compiler(ScanCompiler c) { g_compiler = c; }
+
 // Reports a path choice (event + callback) and enforces require_path.
-void report_path(ScanPath path, const std::string& backend, const std::string& why, unsigned require) {
+void report_scan_path(ScanPath path, const std::string& backend, const std::string& why, unsigned require) {
   const std::string details = fmt::format("{}", why);
   debug_log(1, fmt::format("scan on {}: path {} ({})", backend, scan_path_name(path), details));
   trace::emit({trace::EventKind::scan_path, backend, std::string(scan_path_name(path)), 0, false, 0.0, details});
@@ -101,6 +107,8 @@ void report_path(ScanPath path, const std::string& backend, const std::string& w
                                     fmt::join(allowed, ", ")));
   }
 }
+
+namespace {
 
 // The host loop: one body evaluation per step.
 std::vector<Array> run_fallback(const FlatFn& body, const Params& p, const std::vector<Array>& ops,
@@ -143,8 +151,11 @@ std::vector<Array> run_fallback(const FlatFn& body, const Params& p, const std::
 
 std::vector<Array> control_eval(Prim prim, const std::vector<Array>& ops, const Params& p) {
   if (prim != Prim::scan) throw Error(fmt::format("no control implementation for {}", prim_name(prim)));
+  std::string why = "no scan compiler is linked";
+  if (g_compiler)
+    if (auto r = g_compiler(p, ops, why)) return *r;
   const Jaxpr& j = body_of(p);
-  return scan_host_loop([&](const std::vector<Array>& in) { return eval_jaxpr(j, {}, in); }, p, ops);
+  return scan_host_loop([&](const std::vector<Array>& in) { return eval_jaxpr(j, {}, in); }, p, ops, why);
 }
 
 const bool g_registered = [] {
@@ -156,11 +167,9 @@ const bool g_registered = [] {
 
 const Jaxpr& scan_body_jaxpr(const Params& p) { return body_of(p); }
 
-std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std::vector<Array>& ops) {
+std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std::vector<Array>& ops, const std::string& why) {
   const Backend& be = ops.empty() ? default_backend() : ops[0].backend();
-  report_path(ScanPath::fallback, be.info().backend,
-              fmt::format("{} steps as a host loop: the {} backend has no compiled-loop scan", p.length, be.info().backend),
-              p.require_paths);
+  report_scan_path(ScanPath::fallback, be.info().backend, fmt::format("{} steps as a host loop: {}", p.length, why), p.require_paths);
   auto outs = p.body->out_avals();
   std::vector<AVal> y_avals(outs.begin() + p.num_carry, outs.end());
   return run_fallback(body, p, ops, y_avals);

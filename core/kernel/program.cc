@@ -1,0 +1,39 @@
+#include "core/kernel/program.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace jx {
+
+std::string Program::str() const {
+  std::string s = fmt::format("program: {} inputs, {} buffers, {} kernels, {} routines\n", num_inputs, buffers.size(),
+                              kernels.size(), routines.size());
+  for (const Step& st : steps) {
+    switch (st.kind) {
+      case Step::Kind::kernel:
+        s += fmt::format("  execute {} ({} buffers) in {} -> {}\n", kernels[st.index].name, kernels[st.index].buffers(),
+                         fmt::join(st.in, ","), fmt::join(st.out, ","));
+        break;
+      case Step::Kind::routine:
+        s += fmt::format("  routine {} in {} -> {}\n", prim_name(routines[st.index].prim), fmt::join(st.in, ","), fmt::join(st.out, ","));
+        break;
+      case Step::Kind::control:
+        s += fmt::format("  {} length={} in {} -> {}\n", prim_name(controls[st.index].prim), controls[st.index].params.length,
+                         fmt::join(st.in, ","), fmt::join(st.out, ","));
+        break;
+      case Step::Kind::free: s += fmt::format("  free {}\n", fmt::join(st.in, ",")); break;
+    }
+  }
+  return s + fmt::format("  outputs {}", fmt::join(outputs, ","));
+}
+
+std::string ScanProgram::key() const {
+  std::string k = fmt::format("scan|{}|{}|{}|{}|", num_consts, num_carry, length, reverse);
+  for (const auto& a : operands) k += a.str() + ",";
+  k += body.str();
+  for (const auto& kern : body.kernels) k += "|" + kern.key();
+  for (const auto& op : body.routines) k += "|" + std::string(prim_name(op.prim)) + op.params.str(op.prim);
+  return k;
+}
+
+}  // namespace jx

@@ -1,0 +1,41 @@
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/kernel/kernel.h"
+
+namespace jx {
+
+// A compiled jaxpr: buffers (program-level ids) and steps in execution order. Buffers
+// [0, num_inputs) are the jaxpr's arguments then its constants; every other buffer is written
+// by exactly one kernel or routine step and freed right after its last use unless it is an output.
+struct Step {
+  enum class Kind : std::uint8_t { kernel, routine, control, free } kind;
+  int index = -1;  // into kernels / routines / controls
+  std::vector<int> in, out;
+};
+
+struct Program {
+  std::vector<AVal> buffers;
+  int num_inputs = 0;
+  std::vector<int> outputs;  // may repeat, may name inputs
+  std::vector<Kernel> kernels;
+  std::vector<Op> routines;
+  std::vector<Op> controls;  // scans: their bodies are compiled as sub-programs
+  std::vector<Step> steps;
+  std::string str() const;  // set_debug(4)
+};
+
+// A scan whose body is a program: what a backend needs to compile the whole loop.
+//   body inputs  consts (num_consts) | carry (num_carry) | x slices; outputs carry | y
+//   operands     consts | init | xs (stacked on a leading axis of `length`); results carry | ys
+struct ScanProgram {
+  Program body;
+  int num_consts = 0, num_carry = 0;
+  std::int64_t length = 0;
+  bool reverse = false;
+  std::vector<AVal> operands, results;
+  std::string key() const;  // structural identity: body program + signature
+};
+
+}  // namespace jx
