@@ -141,6 +141,7 @@ std::vector<Array> JitCore::call(const std::string& signature, const std::vector
     for (const Array& a : args) avals.push_back(a.aval());
     ClosedJaxpr cj = make_jaxpr_flat(fn, avals);
     cj.jaxpr = simplify(cj.jaxpr);
+    for (Array& c : cj.consts) c = device_put(c, be.info().backend);  // captured constants follow the program
     std::string key = fmt::format("{}|{}|{}|consts:", cj.jaxpr.str(), be.info().backend, budget);
     for (const Array& c : cj.consts) key += c.aval().str() + ",";
     entry = std::make_shared<Entry>(Entry{std::move(cj), std::move(key), budget});

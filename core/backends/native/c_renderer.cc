@@ -4,6 +4,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "core/array/errors.h"
+
 namespace jx::native {
 
 std::string c_type(DType d) {
@@ -19,6 +21,7 @@ std::string c_type(DType d) {
 std::string c_prelude() {
   return R"(#include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 static inline double jx_maxd(double a, double b) { return a != a ? a : b != b ? b : (a > b ? a : b); }
 static inline double jx_mind(double a, double b) { return a != a ? a : b != b ? b : (a < b ? a : b); }
@@ -145,8 +148,9 @@ std::string store(DType d, const std::string& v) {
 
 }  // namespace
 
-std::string render_kernel(const Kernel& k, const std::string& name) {
-  std::string s = fmt::format("// {}\nvoid {}(const void* const* in_, void* const* out_) {{\n", k.name, name);
+std::string render_kernel(const Kernel& k, const std::string& name, bool is_static) {
+  std::string s = fmt::format("// {}\n{}void {}(const void* const* in_, void* const* out_) {{\n", k.name,
+                              is_static ? "static inline " : "", name);
   for (std::size_t i = 0; i < k.inputs.size(); ++i)
     s += fmt::format("  const {0}* restrict in{1} = (const {0}*)in_[{1}];\n", c_type(k.inputs[i].dtype), i);
   s += fmt::format("  {0}* restrict out = ({0}*)out_[0];\n  int64_t o = 0;\n", c_type(k.out.dtype));
@@ -212,6 +216,168 @@ std::string render_kernel(const Kernel& k, const std::string& name) {
     s += fmt::format("{}out[o++] = {};\n", ind, k.out.dtype == DType::int32 ? "jx_d2i_wrap(acc)" : store(k.out.dtype, "acc"));
   }
   close(false);
+  return s + "}\n";
+}
+
+
+namespace {
+
+// Dense routines on row-major batches, matching core/backends/cpu/cpu_linalg.cc (double
+// accumulation). In a compiled loop there is no host to throw to: a matrix that is not positive
+// definite gives NaNs (as in JAX), a zero pivot gives inf/NaN.
+const char* kRoutines = R"(
+#define JX_ROUTINES(T, S) \
+static void jx_chol_##S(const T* a, T* l, int64_t n, int64_t batch) { \
+  for (int64_t b = 0; b < batch; ++b, a += n * n, l += n * n) { \
+    for (int64_t i = 0; i < n * n; ++i) l[i] = 0; \
+    int bad = 0; \
+    for (int64_t j = 0; j < n && !bad; ++j) { \
+      double s = a[j * n + j]; \
+      for (int64_t k = 0; k < j; ++k) s -= (double)l[j * n + k] * l[j * n + k]; \
+      if (!(s > 0.0)) { bad = 1; break; } \
+      double d = sqrt(s); \
+      l[j * n + j] = (T)d; \
+      for (int64_t i = j + 1; i < n; ++i) { \
+        double t = a[i * n + j]; \
+        for (int64_t k = 0; k < j; ++k) t -= (double)l[i * n + k] * l[j * n + k]; \
+        l[i * n + j] = (T)(t / d); \
+      } \
+    } \
+    if (bad) for (int64_t i = 0; i < n * n; ++i) l[i] = (T)NAN; \
+  } \
+} \
+static void jx_trsm_##S(const T* a, const T* b, T* x, int64_t n, int64_t k, int64_t batch, int left, int lower, int trans, int unit) { \
+  const int tr = trans != !left; \
+  const int low = lower != tr; \
+  for (int64_t bi = 0; bi < batch; ++bi, a += n * n, b += n * k, x += n * k) \
+    for (int64_t c = 0; c < k; ++c) \
+      for (int64_t s = 0; s < n; ++s) { \
+        const int64_t i = low ? s : n - 1 - s; \
+        double v = b[left ? i * k + c : c * n + i]; \
+        if (low) { for (int64_t j = 0; j < i; ++j) v -= (double)(tr ? a[j * n + i] : a[i * n + j]) * x[left ? j * k + c : c * n + j]; } \
+        else { for (int64_t j = i + 1; j < n; ++j) v -= (double)(tr ? a[j * n + i] : a[i * n + j]) * x[left ? j * k + c : c * n + j]; } \
+        if (!unit) v /= (double)a[i * n + i]; \
+        x[left ? i * k + c : c * n + i] = (T)v; \
+      } \
+} \
+static void jx_lu_##S(const T* a, T* f, T* pm, T* sign, int64_t n, int64_t batch) { \
+  int64_t perm[64]; \
+  for (int64_t b = 0; b < batch; ++b, a += n * n, f += n * n, pm += n * n) { \
+    memcpy(f, a, sizeof(T) * n * n); \
+    for (int64_t i = 0; i < n; ++i) perm[i] = i; \
+    T det = 1; \
+    for (int64_t c = 0; c < n; ++c) { \
+      int64_t piv = c; \
+      for (int64_t r = c + 1; r < n; ++r) if (fabs((double)f[r * n + c]) > fabs((double)f[piv * n + c])) piv = r; \
+      if (piv != c) { \
+        for (int64_t j = 0; j < n; ++j) { T t = f[c * n + j]; f[c * n + j] = f[piv * n + j]; f[piv * n + j] = t; } \
+        int64_t t = perm[c]; perm[c] = perm[piv]; perm[piv] = t; det = -det; \
+      } \
+      const T d = f[c * n + c]; \
+      if (d == 0) continue; \
+      for (int64_t r = c + 1; r < n; ++r) { \
+        const T m = f[r * n + c] / d; \
+        f[r * n + c] = m; \
+        for (int64_t j = c + 1; j < n; ++j) f[r * n + j] -= m * f[c * n + j]; \
+      } \
+    } \
+    for (int64_t i = 0; i < n * n; ++i) pm[i] = 0; \
+    for (int64_t i = 0; i < n; ++i) pm[perm[i] * n + i] = 1; \
+    sign[b] = det; \
+  } \
+}
+JX_ROUTINES(float, f)
+JX_ROUTINES(double, d)
+)";
+
+std::string routine_call(const Op& op, const std::vector<std::string>& in, const std::vector<std::string>& out) {
+  const AVal& a = op.in[0];
+  const std::int64_t n = a.shape.back();
+  const std::int64_t batch = numel(Shape(a.shape.begin(), a.shape.end() - 2));
+  const std::string S = a.dtype == DType::float32 ? "f" : "d", T = c_type(a.dtype);
+  switch (op.prim) {
+    case Prim::cholesky: return fmt::format("jx_chol_{}((const {}*){}, ({}*){}, {}, {});", S, T, in[0], T, out[0], n, batch);
+    case Prim::lu:
+      return fmt::format("jx_lu_{}((const {}*){}, ({}*){}, ({}*){}, ({}*){}, {}, {});", S, T, in[0], T, out[0], T, out[1], T, out[2], n,
+                         batch);
+    case Prim::triangular_solve: {
+      const auto& p = op.params;
+      const AVal& b = op.in[1];
+      const std::int64_t k = p.left_side ? b.shape.back() : b.shape[b.ndim() - 2];
+      return fmt::format("jx_trsm_{}((const {}*){}, (const {}*){}, ({}*){}, {}, {}, {}, {}, {}, {}, {});", S, T, in[0], T, in[1], T,
+                         out[0], n, k, batch, int(p.left_side), int(p.lower), int(p.transpose_a), int(p.unit_diagonal));
+    }
+    default: throw BackendError(fmt::format("native: no compiled-loop rendering for routine {}", prim_name(op.prim)));
+  }
+}
+
+}  // namespace
+
+std::string render_scan(const ScanProgram& sp, const std::string& name) {
+  const Program& b = sp.body;
+  for (const Step& st : b.steps)
+    if (st.kind == Step::Kind::control) throw BackendError("native: nested scans in a scan body run as host loops");
+  for (const Op& op : b.routines)
+    if (op.prim == Prim::lu && op.in[0].shape.back() > 64)
+      throw BackendError("native: lu of matrices larger than 64 in a scan body runs as a host loop");
+  const std::size_t nc = sp.num_consts, nk = sp.num_carry, nin = b.num_inputs, nx = nin - nc - nk;
+  const std::size_t ny = b.outputs.size() - nk;
+  std::string s = kRoutines;
+  for (std::size_t i = 0; i < b.kernels.size(); ++i) s += render_kernel(b.kernels[i], fmt::format("{}_k{}", name, i), true) + "\n";
+  s += fmt::format("void {}(const void* const* in_, void* const* out_) {{\n", name);
+  // storage: carries, carry staging, temporaries (stack when small, else one heap block)
+  std::size_t local = 0;
+  for (std::size_t k = 0; k < nk; ++k) local += 2 * ((b.buffers[nc + k].bytes() + 63) / 64 * 64);
+  for (std::size_t t = nin; t < b.buffers.size(); ++t) local += (b.buffers[t].bytes() + 63) / 64 * 64;
+  const bool heap = local > (std::size_t{128} << 10);
+  if (heap) s += fmt::format("  unsigned char* heap = (unsigned char*)aligned_alloc(64, {});\n  if (!heap) return;\n", std::max<std::size_t>(local, 64));
+  else s += fmt::format("  unsigned char heap[{}] __attribute__((aligned(64)));\n", std::max<std::size_t>(local, 64));
+  std::size_t off = 0;
+  auto region = [&](const std::string& var, std::size_t bytes) {
+    s += fmt::format("  unsigned char* {} = heap + {};\n", var, off);
+    off += (bytes + 63) / 64 * 64;
+  };
+  for (std::size_t k = 0; k < nk; ++k) {
+    region(fmt::format("c{}", k), b.buffers[nc + k].bytes());
+    region(fmt::format("st{}", k), b.buffers[nc + k].bytes());
+    s += fmt::format("  memcpy(c{0}, in_[{1}], {2});\n", k, nc + k, b.buffers[nc + k].bytes());
+  }
+  for (std::size_t t = nin; t < b.buffers.size(); ++t) region(fmt::format("t{}", t), b.buffers[t].bytes());
+  auto ptr = [&](int buf) -> std::string {
+    const std::size_t u = static_cast<std::size_t>(buf);
+    if (u < nc) return fmt::format("(const void*)in_[{}]", u);
+    if (u < nc + nk) return fmt::format("(void*)c{}", u - nc);
+    if (u < nin) return fmt::format("(void*)x{}", u - nc - nk);
+    return fmt::format("(void*)t{}", u);
+  };
+  s += fmt::format("  for (int64_t it = 0; it < {}; ++it) {{\n", sp.length);
+  s += fmt::format("    const int64_t t = {};\n", sp.reverse ? fmt::format("{} - 1 - it", sp.length) : "it");
+  for (std::size_t j = 0; j < nx; ++j)
+    s += fmt::format("    const unsigned char* x{0} = (const unsigned char*)in_[{1}] + t * {2};\n", j, nc + nk + j, b.buffers[nc + nk + j].bytes());
+  for (const Step& st : b.steps) {
+    if (st.kind == Step::Kind::free) continue;
+    std::vector<std::string> in, out;
+    for (int x : st.in) in.push_back(ptr(x));
+    for (int x : st.out) out.push_back(ptr(x));
+    if (st.kind == Step::Kind::kernel) {
+      s += "    {\n      const void* a[] = {";
+      for (auto& p : in) s += p + ", ";
+      s += "0};\n      void* o[] = {" + out[0] + "};\n";
+      s += fmt::format("      {}_k{}(a, o);\n    }}\n", name, st.index);
+    } else {
+      s += "    " + routine_call(b.routines[st.index], in, out) + "\n";
+    }
+  }
+  for (std::size_t j = 0; j < ny; ++j) {  // ys[t] before the carries change
+    const int buf = b.outputs[nk + j];
+    s += fmt::format("    memcpy((unsigned char*)out_[{}] + t * {}, {}, {});\n", nk + j, b.buffers[buf].bytes(), ptr(buf), b.buffers[buf].bytes());
+  }
+  for (std::size_t k = 0; k < nk; ++k)
+    s += fmt::format("    memcpy(st{}, {}, {});\n", k, ptr(b.outputs[k]), b.buffers[nc + k].bytes());
+  for (std::size_t k = 0; k < nk; ++k) s += fmt::format("    memcpy(c{0}, st{0}, {1});\n", k, b.buffers[nc + k].bytes());
+  s += "  }\n";
+  for (std::size_t k = 0; k < nk; ++k) s += fmt::format("  memcpy(out_[{0}], c{0}, {1});\n", k, b.buffers[nc + k].bytes());
+  if (heap) s += "  free(heap);\n";
   return s + "}\n";
 }
 

@@ -51,7 +51,7 @@ class NativeBackend final : public Backend {
   BackendMemory memory() const override {
     BackendMemory m = mem_.stats();
     std::lock_guard lock(kmu_);
-    m.compiled_kernels = kernels_.size();
+    m.compiled_kernels = kernels_.size() + scans_.size();
     return m;
   }
 
@@ -59,6 +59,7 @@ class NativeBackend final : public Backend {
     {
       std::lock_guard lock(kmu_);
       kernels_.clear();
+      scans_.clear();
     }
     mem_.trim();
   }
@@ -93,6 +94,30 @@ class NativeBackend final : public Backend {
     return out;
   }
 
+  std::shared_ptr<Executable> prepare_scan(const ScanProgram& sp, std::string& why) override {
+    const std::string key = sp.key();
+    std::lock_guard lock(kmu_);
+    if (auto it = scans_.find(key); it != scans_.end()) {
+      why = "native compiles the whole loop into one function";
+      return it->second;
+    }
+    const std::string sym = fmt::format("jx_s{:016x}", native::fnv1a(key));
+    std::string source;
+    try {
+      source = native::c_prelude() + native::render_scan(sp, sym);
+    } catch (const BackendError& e) {
+      why = e.what();
+      return nullptr;
+    }
+    debug_log(2, "native scan source:\n" + source);
+    auto r = native::compile(source);
+    trace::emit({trace::EventKind::compile, "native", "cc", 0, false, r.ms, r.from_disk ? "disk cache" : r.path});
+    auto exe = std::make_shared<NativeKernel>(r.lib, reinterpret_cast<KernelFn>(r.lib->symbol(sym)));
+    scans_[key] = exe;
+    why = "native compiles the whole loop into one function";
+    return exe;
+  }
+
   void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) override {
     host_dispatch(mem_, exe, in, out);
   }
@@ -101,7 +126,7 @@ class NativeBackend final : public Backend {
   DeviceInfo info_;
   HostMemory mem_;
   mutable std::mutex kmu_;
-  std::unordered_map<std::string, std::shared_ptr<NativeKernel>> kernels_;
+  std::unordered_map<std::string, std::shared_ptr<NativeKernel>> kernels_, scans_;
 };
 
 }  // namespace

@@ -1,0 +1,156 @@
+// Compiled-loop scans (path "fused") on native against the cpu host loop.
+#include "core/instrument/instrument.h"
+#include "scanpath/scan_path_tracker.h"
+#include "tests/helpers.h"
+
+using namespace jx;
+using jxt::all_close;
+using jxt::vals;
+
+namespace {
+using AP = std::pair<Array, Array>;
+Array f64(std::initializer_list<np::Nested> v) { return np::array(v, DType::float64); }
+
+// Local linear trend Kalman filter (m = 2): returns -2 log L up to a constant, and the states.
+struct KF {
+  Array G = f64({{1.0, 1.0}, {0.0, 1.0}}), F = f64({{1.0, 0.0}});
+  std::pair<Array, Array> operator()(const Array& logstd, const Array& ys) const {
+    Array sd = np::exp(logstd);  // [3]: obs, level, slope
+    Array V = np::reshape(np::index(sd, {std::int64_t{0}}) * np::index(sd, {std::int64_t{0}}), {1, 1});
+    Array w = np::index(sd, {np::Slice{1, 3}});
+    Array W = np::eye(2, {}, 0, DType::float64) * (w * w);
+    using C = std::tuple<Array, Array, Array>;  // x, P, -2 log L
+    auto step = [&](const C& c, const Array& y) {
+      const auto& [x, P, ll] = c;
+      Array xp = np::matmul(G, x);
+      Array Pp = np::matmul(np::matmul(G, P), np::transpose(G)) + W;
+      Array S = np::matmul(np::matmul(F, Pp), np::transpose(F)) + V;  // [1,1]
+      Array Si = np::linalg::inv(S);
+      Array K = np::matmul(np::matmul(Pp, np::transpose(F)), Si);  // [2,1]
+      Array v = np::reshape(y, {1}) - np::matmul(F, xp);           // [1]
+      Array xn = xp + np::reshape(np::matmul(K, v), {2});
+      Array Pn = Pp - np::matmul(np::matmul(K, S), np::transpose(K));
+      Array lln = ll + np::sum(np::log(S)) + np::sum(v * v * np::reshape(Si, {1}));
+      return std::pair{C{xn, Pn, lln}, xn};
+    };
+    auto [c, xs] = lax::scan(step, C{f64({1000.0, 0.0}), np::eye(2, {}, 0, DType::float64) * 1e5, np::zeros({}, DType::float64)}, ys);
+    return {std::get<2>(c), xs};
+  }
+};
+
+Array nile_head() {
+  return f64({1120.0, 1160.0, 963.0, 1210.0, 1160.0, 1160.0, 813.0, 1230.0, 1370.0, 1140.0, 995.0, 935.0, 1110.0, 994.0, 1020.0, 960.0});
+}
+}  // namespace
+
+TEST(NativeScan, CumsumIsOneFusedCall) {
+  auto cumsum = [](const Array& xs) {
+    return lax::scan([](const Array& s, const Array& x) { return AP{s + x, s + x}; }, np::zeros({}, xs.dtype()), xs);
+  };
+  Array x = np::arange(1, 101, 1, DType::float64);
+  auto [wc, wy] = cumsum(x);
+  DefaultDeviceScope native("native");
+  Array xn = device_put(x, "native");
+  {
+    ScanPathTracker t;
+    auto [c, y] = cumsum(xn);  // eager scan: compiled too
+    t.expect_path(ScanPath::fused);
+    EXPECT_DOUBLE_EQ(c.item<double>(), 5050.0);
+    EXPECT_TRUE(all_close(y, vals(wy)));
+  }
+  auto jc = jit(cumsum);
+  (void)jc(xn);
+  ScanPathTracker t;
+  trace::DispatchTracker d;
+  auto [c, y] = jc(xn);
+  t.expect_path(ScanPath::fused);
+  EXPECT_EQ(std::count(d.names().begin(), d.names().end(), "scan"), 1);  // the whole 100-step scan is one call
+  EXPECT_LE(d.dispatches(), 2u);  // plus the kernel that fills the initial carry
+  EXPECT_DOUBLE_EQ(c.item<double>(), 5050.0);
+  EXPECT_TRUE(all_close(y, vals(wy)));
+}
+
+TEST(NativeScan, BodiesOfEveryShapeMatchCpu) {
+  auto run = [](const Array& m) {
+    // pytree carry, a dict of xs with a transposed view, a captured constant, reverse
+    Array w = np::ones({3}, DType::float64) * 0.5;
+    std::map<std::string, Array> xs{{"cols", np::transpose(m)}, {"k", np::arange(0, 4, 1, DType::float64)}};
+    auto body = [&](const std::pair<Array, Array>& c, const std::map<std::string, Array>& x) {
+      Array a = c.first * w + x.at("cols");
+      Array b = c.second + np::sum(a) * x.at("k");
+      return std::pair{std::pair{a, b}, std::vector<Array>{a, np::exp(b * 0.01)}};
+    };
+    auto [c, ys] = lax::scan(body, std::pair{np::zeros({3}, DType::float64), np::zeros({}, DType::float64)}, xs, {.reverse = true});
+    auto [c0, y0] = lax::scan([](const Array& s, const Array& x) { return AP{s + x, s}; }, np::ones({2}, DType::float64),
+                              np::zeros({0, 2}, DType::float64));
+    auto [c1, y1] = lax::scan([](const Array& s, const Array& x) { return AP{s * x, s}; }, np::ones({2}, DType::float64),
+                              np::ones({1, 2}, DType::float64) * 3.0);
+    return std::vector<Array>{c.first, c.second, ys[0], ys[1], c0, y0, c1, y1};
+  };
+  Array m = np::reshape(np::arange(0, 12, 1, DType::float64), {3, 4});
+  auto want = run(m);
+  DefaultDeviceScope native("native");
+  ScanPathTracker t;
+  auto got = jit(run)(device_put(m, "native"));
+  t.expect_path(ScanPath::fused);
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].shape(), want[i].shape()) << i;
+    EXPECT_TRUE(all_close(got[i], vals(want[i]), 1e-13, 1e-13)) << i;
+  }
+}
+
+TEST(NativeScan, KalmanFilterWithRoutinesAndItsGradient) {
+  KF kf;
+  Array theta = f64({4.8, 3.3, 0.5});
+  Array ys = nile_head();
+  auto [ll, xs] = kf(theta, ys);
+  Array g = grad([&](const Array& t) { return kf(t, ys).first; })(theta);
+  DefaultDeviceScope native("native");
+  Array tn = device_put(theta, "native"), yn = device_put(ys, "native");
+  ScanPathTracker t;
+  auto [lln, xsn] = jit(kf)(tn, yn);
+  t.expect_path(ScanPath::fused);
+  EXPECT_NEAR(lln.item<double>(), ll.item<double>(), 1e-9 * std::abs(ll.item<double>()));
+  EXPECT_TRUE(all_close(xsn, vals(xs), 1e-10, 1e-8));
+  ScanPathTracker tg;
+  Array gn = jit(grad([&](const Array& th, const Array& y) { return kf(th, y).first; }))(tn, yn);
+  tg.expect_path(ScanPath::fused);  // forward, tangent and transposed scans are all compiled loops
+  EXPECT_GE(tg.choices().size(), 2u);
+  EXPECT_TRUE(all_close(gn, vals(g), 1e-8, 1e-8));
+}
+
+TEST(NativeScan, RtsBackwardStepIsFusedWithConstantDispatches) {
+  Array A = f64({{1.0, 0.5}, {0.0, 1.0}}), S = f64({{0.1, 0.0}, {0.0, 0.2}});
+  using RN = std::pair<Array, Array>;
+  auto rts = [&](const Array& bs) {
+    return lax::scan(
+               [&](const RN& c, const Array& b) {
+                 RN next{np::matmul(np::transpose(A), c.first) + b, np::matmul(np::matmul(np::transpose(A), c.second), A) + S};
+                 return std::pair{next, next.first};
+               },
+               RN{np::zeros({2}, DType::float64), np::zeros({2, 2}, DType::float64)}, bs, {.reverse = true, .require_path = {ScanPath::fused}})
+        .first;
+  };
+  DefaultDeviceScope native("native");
+  auto jr = jit(rts);
+  for (int n : {10, 100, 1000}) {
+    Array bs = device_put(np::ones({n, 2}, DType::float64) * 0.01, "native");
+    (void)jr(bs);
+    trace::DispatchTracker d;
+    RN out = jr(bs);
+    EXPECT_EQ(std::count(d.names().begin(), d.names().end(), "scan"), 1) << n;
+    EXPECT_LE(d.dispatches(), 3u) << n;  // the scan and the fills of the initial carries: independent of n
+    EXPECT_TRUE(std::isfinite(out.second.to_vector<double>()[0]));
+  }
+}
+
+TEST(NativeScan, RequirePathOnNative) {
+  DefaultDeviceScope native("native");
+  auto body = [](const Array& s, const Array& x) { return AP{s + x, s}; };
+  EXPECT_TRUE(jxt::throws_msg<ScanPathError>(
+      [&] { lax::scan(body, np::zeros({}), np::ones({4}), {.require_path = {ScanPath::fallback}}); },
+      "Scan require_path not satisfied: got \"fused\" but required one of [fallback]"));
+  auto [c, ys] = lax::scan(body, np::zeros({}), np::ones({4}), {.require_path = {ScanPath::fused}});
+  EXPECT_DOUBLE_EQ(c.item<double>(), 4.0);
+}
