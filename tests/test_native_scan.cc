@@ -2,6 +2,7 @@
 #include "core/instrument/instrument.h"
 #include "scanpath/scan_path_tracker.h"
 #include "tests/helpers.h"
+#include "workloads/kalman/local_linear_trend.h"
 
 using namespace jx;
 using jxt::all_close;
@@ -153,4 +154,32 @@ TEST(NativeScan, RequirePathOnNative) {
       "Scan require_path not satisfied: got \"fused\" but required one of [fallback]"));
   auto [c, ys] = lax::scan(body, np::zeros({}), np::ones({4}), {.require_path = {ScanPath::fused}});
   EXPECT_DOUBLE_EQ(c.item<double>(), 4.0);
+}
+
+TEST(NativeScan, SlicingBodiesAndTheirTransposesMatchCpu) {
+  // The workload filter indexes and stacks inside its body; its gradient's transposed body
+  // pads (the transpose of slicing) and concatenates: all rendered inside the C loop.
+  Array ys = workloads::simulate_local_linear_trend(40, 3);
+  Array theta = np::log(f64({100.0, 30.0, 1.0}));
+  auto vg = value_and_grad([](const Array& t, const Array& y) { return workloads::local_linear_trend_filter(t, y).first; });
+  auto [v, g] = vg(theta, ys);
+  DefaultDeviceScope native("native");
+  ScanPathTracker t;
+  auto [vn, gn] = jit(vg)(device_put(theta, "native"), device_put(ys, "native"));
+  t.expect_path(ScanPath::fused);
+  EXPECT_NEAR(vn.item<double>(), v.item<double>(), 1e-9 * std::abs(v.item<double>()));
+  EXPECT_TRUE(all_close(gn, vals(g), 1e-8, 1e-8));
+  auto concat_body = [](const Array& xs) {
+    return lax::scan([](const Array& c, const Array& x) {
+      Array n = np::concatenate({np::index(c, {np::Slice{1, {}}}), np::reshape(x, {1})});  // shift in x
+      return AP{n, np::sum(np::pad(n, {{1, 2}}, 0.5))};
+    }, np::zeros({3}, xs.dtype()), xs);
+  };
+  Array xs = np::arange(0, 10, 1, DType::float64);
+  auto [wc, wy] = concat_body(xs);
+  ScanPathTracker t2;
+  auto [c, y] = jit(concat_body)(device_put(xs, "native"));
+  t2.expect_path(ScanPath::fused);
+  EXPECT_TRUE(all_close(c, vals(wc)));
+  EXPECT_TRUE(all_close(y, vals(wy)));
 }

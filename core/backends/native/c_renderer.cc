@@ -290,7 +290,39 @@ JX_ROUTINES(float, f)
 JX_ROUTINES(double, d)
 )";
 
+// pad: fill, then copy the operand into its window; concatenate: per outer index, each
+// operand's contiguous chunk in turn.
+std::string movement_call(const Op& op, const std::vector<std::string>& in, const std::string& out) {
+  const AVal& a = op.in[0];
+  const std::string T = c_type(a.dtype);
+  if (op.prim == Prim::pad) {
+    const auto ost = row_major_strides(op.out[0].shape);
+    std::string s = fmt::format("{{ {0}* o = ({0}*){1}; const {0}* x = (const {0}*){2}; int64_t k = 0;\n", T, out, in[0]);
+    s += fmt::format("      for (int64_t i = 0; i < {}; ++i) o[i] = {};\n", op.out[0].size(), literal(a.dtype, op.params.value));
+    std::string idx = "0";
+    for (std::size_t d = 0; d < a.ndim(); ++d) {
+      s += fmt::format("      for (int64_t i{0} = 0; i{0} < {1}; ++i{0})\n", d, a.shape[d]);
+      idx += fmt::format(" + ({} + i{}) * {}", op.params.lo[d], d, ost[d]);
+    }
+    return s + fmt::format("        o[{}] = x[k++];\n    }}", idx);
+  }
+  // concatenate
+  const std::int64_t axis = op.params.axis;
+  std::int64_t outer = 1, inner = 1;
+  for (std::int64_t i = 0; i < axis; ++i) outer *= a.shape[i];
+  for (std::size_t i = axis + 1; i < a.ndim(); ++i) inner *= a.shape[i];
+  std::string s = fmt::format("{{ unsigned char* o = (unsigned char*){};\n      for (int64_t q = 0; q < {}; ++q) {{\n", out, outer);
+  for (std::size_t k = 0; k < op.in.size(); ++k) {
+    const std::size_t chunk = static_cast<std::size_t>(op.in[k].shape[axis] * inner) * dtype_size(a.dtype);
+    if (chunk) s += fmt::format("        memcpy(o, (const unsigned char*){} + q * {}, {}); o += {};\n", in[k], chunk, chunk, chunk);
+  }
+  return s + "      }\n    }";
+}
+
 std::string routine_call(const Op& op, const std::vector<std::string>& in, const std::vector<std::string>& out) {
+  if (op.prim == Prim::pad || op.prim == Prim::concatenate) return movement_call(op, in, out[0]);
+  if (op.prim != Prim::cholesky && op.prim != Prim::lu && op.prim != Prim::triangular_solve)
+    throw BackendError(fmt::format("native: {} in a scan body runs as a host loop", prim_name(op.prim)));
   const AVal& a = op.in[0];
   const std::int64_t n = a.shape.back();
   const std::int64_t batch = numel(Shape(a.shape.begin(), a.shape.end() - 2));

@@ -1,0 +1,78 @@
+// Native backend benchmarks (Google Benchmark). Run: build/bench/bench_native
+//   --benchmark_out=bench/results/<date>-<machine>.json --benchmark_out_format=json
+// Ratios that matter are computed from one run: elementwise GB/s against the memcpy GB/s of
+// the same run, Kalman steps/s against the target (20 M/s on one core).
+#include <benchmark/benchmark.h>
+
+#include <cstring>
+
+#include "core/jx.h"
+#include "workloads/kalman/local_linear_trend.h"
+
+using namespace jx;
+
+namespace {
+
+void BM_Memcpy(benchmark::State& st) {  // the machine's copy bandwidth, same buffer sizes
+  const std::size_t n = static_cast<std::size_t>(st.range(0)) * 4;
+  std::vector<char> a(n, 1), b(n);
+  for (auto _ : st) {
+    std::memcpy(b.data(), a.data(), n);
+    benchmark::DoNotOptimize(b.data());
+  }
+  st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * 2 * n));
+}
+BENCHMARK(BM_Memcpy)->Arg(1 << 22);
+
+void BM_Elementwise(benchmark::State& st, const char* be) {  // y = exp(x) * 2 + 1, float32
+  DefaultDeviceScope scope(be);
+  const std::int64_t n = st.range(0);
+  Array x = np::ones({n}) * 0.5;
+  auto f = jit([](const Array& a) { return a * 2.0 + 1.0; });
+  (void)f(x);
+  for (auto _ : st) benchmark::DoNotOptimize(f(x).slot());
+  st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * 2 * n * 4));
+}
+BENCHMARK_CAPTURE(BM_Elementwise, native, "native")->Arg(1 << 22)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Elementwise, cpu, "cpu")->Arg(1 << 18)->Unit(benchmark::kMicrosecond);
+
+void BM_Sum(benchmark::State& st, const char* be) {
+  DefaultDeviceScope scope(be);
+  const std::int64_t n = st.range(0);
+  Array x = np::ones({n}, DType::float64);
+  auto f = jit([](const Array& a) { return np::sum(a); });
+  (void)f(x);
+  for (auto _ : st) benchmark::DoNotOptimize(f(x).slot());
+  st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * n * 8));
+}
+BENCHMARK_CAPTURE(BM_Sum, native, "native")->Arg(1 << 22)->Unit(benchmark::kMicrosecond);
+
+void BM_KalmanFilter(benchmark::State& st, const char* be) {  // jit(lax.scan), m = 2, float64
+  DefaultDeviceScope scope(be);
+  const std::int64_t n = st.range(0);
+  Array ys = workloads::simulate_local_linear_trend(n, 7);
+  Array theta = np::log(np::array({100.0, 30.0, 1.0}, DType::float64));
+  auto f = jit(workloads::local_linear_trend_filter);
+  (void)f(theta, ys);
+  for (auto _ : st) benchmark::DoNotOptimize(f(theta, ys).first.slot());
+  st.SetItemsProcessed(st.iterations() * n);  // items = filter steps
+  st.counters["steps_per_s"] = benchmark::Counter(static_cast<double>(st.iterations() * n), benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_KalmanFilter, native, "native")->RangeMultiplier(4)->Range(100, 102400)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KalmanFilter, cpu, "cpu")->Arg(100)->Arg(1600)->Unit(benchmark::kMicrosecond);
+
+void BM_KalmanGrad(benchmark::State& st, const char* be) {  // jit(value_and_grad) of the log-likelihood
+  DefaultDeviceScope scope(be);
+  const std::int64_t n = st.range(0);
+  Array ys = workloads::simulate_local_linear_trend(n, 7);
+  Array theta = np::log(np::array({100.0, 30.0, 1.0}, DType::float64));
+  auto f = jit(value_and_grad([](const Array& t, const Array& y) { return workloads::local_linear_trend_filter(t, y).first; }));
+  (void)f(theta, ys);
+  for (auto _ : st) benchmark::DoNotOptimize(f(theta, ys).second.slot());
+  st.SetItemsProcessed(st.iterations() * n);
+}
+BENCHMARK_CAPTURE(BM_KalmanGrad, native, "native")->Arg(100)->Arg(1600)->Arg(25600)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
