@@ -1,3 +1,5 @@
+#include <cstdlib>
+
 #include "tests/helpers.h"
 
 using namespace jx;
@@ -97,10 +99,16 @@ TEST(Array, ReadBackAndItem) {
 }
 
 TEST(Backend, RegistryAndDefaultDevice) {
-  EXPECT_EQ(default_backend().info().backend, "cpu");
+  const char* env = std::getenv("JX_DEVICE");
+  const std::string want = env && *env ? env : "cpu";  // the suite also runs with JX_DEVICE=native
+  EXPECT_EQ(default_backend().info().backend, want);
   EXPECT_TRUE(jxt::throws_with<BackendError>([] { default_device("nosuch"); }, {"unknown backend 'nosuch'", "cpu"}));
-  EXPECT_EQ(default_backend().info().backend, "cpu");  // unchanged after the failure
-  default_device("cpu");
+  EXPECT_EQ(default_backend().info().backend, want);  // unchanged after the failure
+  {
+    DefaultDeviceScope scope("cpu");
+    EXPECT_EQ(default_backend().info().backend, "cpu");
+  }
+  EXPECT_EQ(default_backend().info().backend, want);
   auto devs = devices();
   ASSERT_FALSE(devs.empty());
   EXPECT_EQ(devs[0].backend, "cpu");
