@@ -119,3 +119,34 @@ TEST(Native, PoolReusesAndReturnsMemory) {
   clear_caches();  // trims the pool
   EXPECT_EQ(backend("native").memory().pooled_bytes, 0u);
 }
+
+TEST(Native, ShapeSweepIncludingEmptyAndIntegerPrograms) {
+  auto prog = [](const Array& a, const Array& b, const Array& i) {
+    Array f = np::where(np::greater(a, b), np::exp(a) - b, np::maximum(a, b) * 0.5);
+    Array r = np::sum(f * f, std::vector<std::int64_t>{-1}, true) + np::mean(np::transpose(f), std::vector<std::int64_t>{0});
+    Array ints = np::sum(i * 3.0 - np::astype(np::less(a, 0.0), DType::int32), std::vector<std::int64_t>{0});
+    Array bools = np::logical_or(np::isnan(a), np::greater(i, 2.0));
+    return std::tuple{r, ints, bools};
+  };
+  auto jf = jit(prog);
+  std::mt19937 g(5);
+  for (Shape s : {Shape{1, 1}, Shape{3, 1}, Shape{1, 5}, Shape{4, 7}, Shape{0, 3}, Shape{2, 0}, Shape{17, 33}}) {
+    for (DType d : {DType::float64, DType::float32}) {
+      auto rnd = [&](unsigned seed) {
+        std::vector<double> v(static_cast<std::size_t>(numel(s)));
+        std::mt19937 gg(seed);
+        std::normal_distribution<double> z;
+        for (auto& x : v) x = z(gg);
+        return np::array(v, s, d);
+      };
+      Array a = rnd(g()), b = rnd(g()), i = np::astype(rnd(g()) * 3.0, DType::int32);
+      auto [r, ints, bools] = jf(a, b, i);
+      DefaultDeviceScope native("native");
+      auto [rn, in, bn] = jf(device_put(a, "native"), device_put(b, "native"), device_put(i, "native"));
+      const double tol = d == DType::float64 ? 1e-12 : 1e-5;
+      EXPECT_TRUE(all_close(rn, vals(r), tol, tol)) << shape_str(s) << dtype_name(d);
+      EXPECT_EQ(in.to_vector<int>(), ints.to_vector<int>()) << shape_str(s);
+      EXPECT_EQ(bn.to_vector<int>(), bools.to_vector<int>()) << shape_str(s);
+    }
+  }
+}

@@ -30,8 +30,8 @@ struct HostOpExecutable final : HostExecutable {
 
 std::shared_ptr<HostExecutable> make_host_op_executable(const Op& op) { return std::make_shared<HostOpExecutable>(op); }
 
-HostMemory::HostMemory(std::string owner, bool pooled, std::size_t pool_budget)
-    : owner_(std::move(owner)), pooled_(pooled), budget_(pool_budget) {}
+HostMemory::HostMemory(std::string owner, bool pooled, std::size_t pool_budget, int idle_ms)
+    : owner_(std::move(owner)), pooled_(pooled), budget_(pool_budget), idle_ms_(idle_ms) {}
 
 HostMemory::~HostMemory() {
   for (auto& [_, s] : slots_) std::free(s.block.ptr);
@@ -44,6 +44,7 @@ HostMemory::Block HostMemory::acquire(std::size_t n) {
     const std::size_t cap = std::max<std::size_t>(64, (n + 63) / 64 * 64);
     return {static_cast<std::byte*>(std::aligned_alloc(64, cap)), cap};
   }
+  last_acquire_ = std::chrono::steady_clock::now();
   const std::size_t c = size_class(n);
   auto& list = free_[c];
   if (!list.empty()) {
@@ -62,7 +63,9 @@ void HostMemory::release(Block b) {
   }
   free_[b.capacity].push_back(b.ptr);
   pooled_bytes_ += b.capacity;
-  if (pooled_bytes_ > budget_) shrink(budget_ / 2);
+  const auto idle = std::chrono::steady_clock::now() - last_acquire_;
+  if (idle > std::chrono::milliseconds(idle_ms_)) shrink(0);
+  else if (pooled_bytes_ > budget_) shrink(budget_ / 2);
 }
 
 void HostMemory::shrink(std::size_t target) {

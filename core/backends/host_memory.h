@@ -1,4 +1,5 @@
 #pragma once
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,10 +18,11 @@ namespace jx {
 // Pooled mode: blocks come in power-of-two size classes (>= 64 bytes, 64-byte aligned); a freed
 // slot's block goes back to its class's free list for reuse. Free blocks are returned to the
 // system when the pool holds more than `pool_budget` bytes (largest classes first, down to half
-// the budget) and all of them on trim().
+// the budget), when a block is freed after the pool has been idle (no allocation for
+// `idle_ms`), and all of them on trim().
 class HostMemory {
  public:
-  HostMemory(std::string owner, bool pooled, std::size_t pool_budget = std::size_t{64} << 20);
+  HostMemory(std::string owner, bool pooled, std::size_t pool_budget = std::size_t{64} << 20, int idle_ms = 1000);
   ~HostMemory();
   HostMemory(const HostMemory&) = delete;
   HostMemory& operator=(const HostMemory&) = delete;
@@ -60,6 +62,8 @@ class HostMemory {
   std::unordered_map<SlotId, Slot> slots_;
   std::map<std::size_t, std::vector<std::byte*>> free_;  // size class -> free blocks
   std::size_t bytes_ = 0, peak_ = 0, pooled_bytes_ = 0;
+  int idle_ms_;
+  std::chrono::steady_clock::time_point last_acquire_ = std::chrono::steady_clock::now();
 };
 
 // An executable that runs on host pointers (both host backends' dispatch calls run()).
