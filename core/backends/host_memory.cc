@@ -159,11 +159,11 @@ BackendMemory HostMemory::stats() const {
   return {slots_.size(), bytes_, peak_, pooled_bytes_, 0, 0};
 }
 
-void host_dispatch(HostMemory& mem, Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) {
+void HostBackend::dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) {
   std::vector<const std::byte*> ip;
   std::vector<std::byte*> op;
-  for (auto id : in) ip.push_back(mem.data(id));
-  for (auto id : out) op.push_back(mem.data(id));
+  for (auto id : in) ip.push_back(mem_.data(id));
+  for (auto id : out) op.push_back(mem_.data(id));
   static_cast<const HostExecutable&>(exe).run(ip, op);
 }
 

@@ -72,10 +72,25 @@ class HostExecutable : public Executable {
   virtual void run(std::span<const std::byte* const> in, std::span<std::byte* const> out) const = 0;
 };
 
+// The slot half of a backend living in host memory; cpu and native add execution.
+class HostBackend : public Backend {
+ public:
+  HostBackend(const std::string& name, bool pooled) : mem_(name, pooled) {}
+  SlotId malloc(const AVal& tag) override { return mem_.malloc(tag); }
+  void incref(SlotId id) override { mem_.incref(id); }
+  void decref(SlotId id) override { mem_.decref(id); }
+  void read(SlotId id, std::span<std::byte> dst) override { mem_.read(id, dst); }
+  void write(SlotId id, std::span<const std::byte> src) override { mem_.write(id, src); }
+  std::size_t slot_count() const override { return mem_.slot_count(); }
+  std::size_t bytes() const override { return mem_.bytes(); }
+  std::vector<SlotInfo> live_slots() const override { return mem_.live_slots(); }
+  void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) override;
+
+ protected:
+  HostMemory mem_;
+};
+
 // Host implementations of single primitives (the cpu interpreter and its routines).
 std::shared_ptr<HostExecutable> make_host_op_executable(const Op& op);
-
-// Resolves slot ids to pointers and runs a HostExecutable.
-void host_dispatch(HostMemory& mem, Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out);
 
 }  // namespace jx

@@ -301,8 +301,8 @@ class Lowering {
           }
         return {view(args[0], [&](const EP& a, Memo& m) { return restride(a, out.shape, start, step, m); })};
       }
-      case Prim::scan: return control(e, args);
-      default: return routine(e, args);
+      case Prim::scan: return opaque(Step::Kind::control, p_.controls, e, args);
+      default: return opaque(Step::Kind::routine, p_.routines, e, args);
     }
   }
 
@@ -369,8 +369,9 @@ class Lowering {
     return make(std::move(red));
   }
 
-  std::vector<EP> routine(const Eqn& e, const std::vector<EP>& args) {
-    Step st{Step::Kind::routine, static_cast<int>(p_.routines.size()), {}, {}};
+  // An opaque step (routine, or a control primitive such as scan) over materialized operands.
+  std::vector<EP> opaque(Step::Kind kind, std::vector<Op>& list, const Eqn& e, const std::vector<EP>& args) {
+    Step st{kind, static_cast<int>(list.size()), {}, {}};
     Op op{e.prim, e.params, {}, {}};
     for (const EP& a : args) {
       st.in.push_back(materialize(a));
@@ -382,25 +383,7 @@ class Lowering {
       op.out.push_back(j_.avals[o]);
       outs.push_back(load_of(st.out.back(), j_.avals[o]));
     }
-    p_.routines.push_back(std::move(op));
-    p_.steps.push_back(std::move(st));
-    return outs;
-  }
-
-  std::vector<EP> control(const Eqn& e, const std::vector<EP>& args) {
-    Step st{Step::Kind::control, static_cast<int>(p_.controls.size()), {}, {}};
-    Op op{e.prim, e.params, {}, {}};
-    for (const EP& a : args) {
-      st.in.push_back(materialize(a));
-      op.in.push_back({a->dtype, a->shape});
-    }
-    std::vector<EP> outs;
-    for (int o : e.out) {
-      st.out.push_back(new_buffer(j_.avals[o]));
-      op.out.push_back(j_.avals[o]);
-      outs.push_back(load_of(st.out.back(), j_.avals[o]));
-    }
-    p_.controls.push_back(std::move(op));
+    list.push_back(std::move(op));
     p_.steps.push_back(std::move(st));
     return outs;
   }

@@ -46,6 +46,16 @@ std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const 
   }
   const bool tracing = trace::has_subscribers();
   std::vector<SlotId> in, out;
+  auto bind_slots = [&](const Step& st) {  // operands' slots, fresh slots for the outputs
+    in.clear();
+    out.clear();
+    for (int b : st.in) in.push_back(slot[b]);
+    for (int b : st.out) {
+      slot[b] = be_.malloc(p.buffers[b]);
+      owned[b] = true;
+      out.push_back(slot[b]);
+    }
+  };
   for (const Step& st : p.steps) {
     if (st.kind == Step::Kind::free) {
       for (int b : st.in) {
@@ -58,14 +68,7 @@ std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const 
       const Params& sp = p.controls[st.index].params;
       report_scan_path(ScanPath::fused, be_.info().backend, fmt::format("{} steps in one call: {}", sp.length, scans_[st.index].why),
                        sp.require_paths);
-      in.clear();
-      out.clear();
-      for (int b : st.in) in.push_back(slot[b]);
-      for (int b : st.out) {
-        slot[b] = be_.malloc(p.buffers[b]);
-        owned[b] = true;
-        out.push_back(slot[b]);
-      }
+      bind_slots(st);
       be_.dispatch(*scans_[st.index].fused, in, out);
       if (tracing)
         trace::emit({trace::EventKind::dispatch, be_.info().backend, "scan", static_cast<int>(in.size() + out.size()), true, 0.0, {}});
@@ -87,14 +90,7 @@ std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const 
       }
       continue;
     }
-    in.clear();
-    out.clear();
-    for (int b : st.in) in.push_back(slot[b]);
-    for (int b : st.out) {
-      slot[b] = be_.malloc(p.buffers[b]);
-      owned[b] = true;
-      out.push_back(slot[b]);
-    }
+    bind_slots(st);
     const bool kernel = st.kind == Step::Kind::kernel;
     be_.dispatch(kernel ? *kexe_[st.index] : *rexe_[st.index], in, out);
     if (tracing)

@@ -34,6 +34,20 @@ std::string Kernel::str() const {
   return s;
 }
 
+std::vector<int> Kernel::reachable(int root) const {
+  if (root < 0) return {};
+  std::vector<bool> need(nodes.size(), false);
+  need[root] = true;
+  for (int i = root; i >= 0; --i)
+    if (need[i] && nodes[i].kind == KNodeKind::alu)
+      for (int a : {nodes[i].a, nodes[i].b, nodes[i].c})
+        if (a >= 0) need[a] = true;
+  std::vector<int> order;
+  for (std::size_t i = 0; i < need.size(); ++i)
+    if (need[i]) order.push_back(static_cast<int>(i));
+  return order;
+}
+
 std::string Kernel::key() const {
   std::string k = fmt::format("{}|{}|{}|{}|{}|{}|", out.str(), shape_str(space), shape_str(reduce_axes),
                               static_cast<int>(reduce_op), body, epilogue);

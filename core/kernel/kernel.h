@@ -52,6 +52,8 @@ struct Kernel {
   AVal out;
 
   int buffers() const { return static_cast<int>(inputs.size()) + 1; }
+  // Nodes `root` depends on (itself included), in topological (index) order.
+  std::vector<int> reachable(int root) const;
   bool is_reduction() const { return !reduce_axes.empty(); }
   std::string str() const;  // readable form (set_debug(3))
   std::string key() const;  // structural identity (cache key of compiled kernels)

@@ -15,9 +15,9 @@ struct CpuKernelExecutable final : HostExecutable {
 };
 
 // The oracle: plain host memory (no pool), every op interpreted.
-class CpuBackend final : public Backend {
+class CpuBackend final : public HostBackend {
  public:
-  CpuBackend() : mem_("cpu", false) {
+  CpuBackend() : HostBackend("cpu", false) {
     info_.backend = "cpu";
     info_.device = fmt::format("host reference interpreter ({} hardware threads)", std::thread::hardware_concurrency());
     info_.available = true;
@@ -25,14 +25,6 @@ class CpuBackend final : public Backend {
   }
 
   const DeviceInfo& info() const override { return info_; }
-  SlotId malloc(const AVal& tag) override { return mem_.malloc(tag); }
-  void incref(SlotId id) override { mem_.incref(id); }
-  void decref(SlotId id) override { mem_.decref(id); }
-  void read(SlotId id, std::span<std::byte> dst) override { mem_.read(id, dst); }
-  void write(SlotId id, std::span<const std::byte> src) override { mem_.write(id, src); }
-  std::size_t slot_count() const override { return mem_.slot_count(); }
-  std::size_t bytes() const override { return mem_.bytes(); }
-  std::vector<SlotInfo> live_slots() const override { return mem_.live_slots(); }
 
   BackendMemory memory() const override {
     BackendMemory m = mem_.stats();
@@ -58,13 +50,9 @@ class CpuBackend final : public Backend {
     return exe;
   }
 
-  void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) override {
-    host_dispatch(mem_, exe, in, out);
-  }
 
  private:
   DeviceInfo info_;
-  HostMemory mem_;
   mutable std::mutex kmu_;
   std::unordered_map<std::string, std::shared_ptr<CpuKernelExecutable>> kernels_;
 };

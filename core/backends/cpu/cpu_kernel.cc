@@ -108,20 +108,6 @@ void write(DType d, std::byte* base, std::int64_t i, double v) {
   });
 }
 
-// Nodes reachable from root, in topological (index) order.
-std::vector<int> needed(const Kernel& k, int root) {
-  std::vector<bool> need(k.nodes.size(), false);
-  if (root < 0) return {};
-  need[root] = true;
-  for (int i = root; i >= 0; --i)
-    if (need[i] && k.nodes[i].kind == KNodeKind::alu)
-      for (int a : {k.nodes[i].a, k.nodes[i].b, k.nodes[i].c})
-        if (a >= 0) need[a] = true;
-  std::vector<int> order;
-  for (std::size_t i = 0; i < need.size(); ++i)
-    if (need[i]) order.push_back(static_cast<int>(i));
-  return order;
-}
 
 // Odometer over a subset of the space dims.
 struct Walker {
@@ -202,7 +188,7 @@ void cpu_run_kernel(const Kernel& k, std::span<const std::byte* const> in, std::
   std::vector<std::int64_t> idx(kChunk * nd, 0);  // space index of each element of a chunk
   auto idx_of = [&](std::int64_t e, std::size_t d) { return idx[static_cast<std::size_t>(e) * nd + d]; };
   if (!k.is_reduction()) {
-    const auto order = needed(k, k.body);
+    const auto order = k.reachable(k.body);
     for (std::int64_t base = 0; base < n_out; base += kChunk) {
       const std::int64_t n = std::min(kChunk, n_out - base);
       for (std::int64_t e = 0; e < n; ++e, outer.next())
@@ -213,7 +199,7 @@ void cpu_run_kernel(const Kernel& k, std::span<const std::byte* const> in, std::
     }
     return;
   }
-  const auto body = needed(k, k.body), epi = needed(k, k.epilogue);
+  const auto body = k.reachable(k.body), epi = k.reachable(k.epilogue);
   const Prim op = k.reduce_op;
   const bool flt = is_floating(k.nodes[k.body].dtype);
   const double ident = op == Prim::reduce_sum ? 0.0 : op == Prim::reduce_prod ? 1.0

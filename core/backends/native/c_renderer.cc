@@ -56,19 +56,6 @@ std::string literal(DType d, double v) {
   return "0";
 }
 
-std::vector<int> needed(const Kernel& k, int root) {
-  std::vector<bool> need(k.nodes.size(), false);
-  if (root < 0) return {};
-  need[root] = true;
-  for (int i = root; i >= 0; --i)
-    if (need[i] && k.nodes[i].kind == KNodeKind::alu)
-      for (int a : {k.nodes[i].a, k.nodes[i].b, k.nodes[i].c})
-        if (a >= 0) need[a] = true;
-  std::vector<int> order;
-  for (std::size_t i = 0; i < need.size(); ++i)
-    if (need[i]) order.push_back(static_cast<int>(i));
-  return order;
-}
 
 std::string alu_expr(const Kernel& k, const KNode& n) {
   const auto v = [](int i) { return fmt::format("v{}", i); };
@@ -176,7 +163,7 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
   };
   if (!k.is_reduction()) {
     open(false);
-    s += nodes_code(k, needed(k, k.body), idx, ind);
+    s += nodes_code(k, k.reachable(k.body), idx, ind);
     s += fmt::format("{}out[o++] = {};\n", ind, store(k.out.dtype, fmt::format("v{}", k.body)));
     close(false);
     return s + "}\n";
@@ -188,7 +175,7 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
   open(false);
   s += fmt::format("{}double acc = {};\n", ind, ident);
   open(true);
-  s += nodes_code(k, needed(k, k.body), idx, ind);
+  s += nodes_code(k, k.reachable(k.body), idx, ind);
   const std::string v = fmt::format("(double)v{}", k.body);
   switch (k.reduce_op) {
     case Prim::reduce_sum: s += fmt::format("{}acc += {};\n", ind, v); break;
@@ -210,7 +197,7 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
     std::vector<std::string> eidx = idx;
     for (std::size_t d = 0; d < k.space.size(); ++d)
       if (is_red(d)) eidx[d] = "0";
-    s += nodes_code(k, needed(k, k.epilogue), eidx, ind);
+    s += nodes_code(k, k.reachable(k.epilogue), eidx, ind);
     s += fmt::format("{}out[o++] = {};\n", ind, store(k.out.dtype, fmt::format("v{}", k.epilogue)));
   } else {
     s += fmt::format("{}out[o++] = {};\n", ind, k.out.dtype == DType::int32 ? "jx_d2i_wrap(acc)" : store(k.out.dtype, "acc"));

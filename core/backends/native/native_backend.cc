@@ -27,9 +27,9 @@ struct NativeKernel final : HostExecutable {
   }
 };
 
-class NativeBackend final : public Backend {
+class NativeBackend final : public HostBackend {
  public:
-  NativeBackend() : mem_("native", true) {
+  NativeBackend() : HostBackend("native", true) {
     info_.backend = "native";
     const std::string v = native::compiler_version();
     info_.available = !v.empty();
@@ -39,14 +39,6 @@ class NativeBackend final : public Backend {
   }
 
   const DeviceInfo& info() const override { return info_; }
-  SlotId malloc(const AVal& tag) override { return mem_.malloc(tag); }
-  void incref(SlotId id) override { mem_.incref(id); }
-  void decref(SlotId id) override { mem_.decref(id); }
-  void read(SlotId id, std::span<std::byte> dst) override { mem_.read(id, dst); }
-  void write(SlotId id, std::span<const std::byte> src) override { mem_.write(id, src); }
-  std::size_t slot_count() const override { return mem_.slot_count(); }
-  std::size_t bytes() const override { return mem_.bytes(); }
-  std::vector<SlotInfo> live_slots() const override { return mem_.live_slots(); }
 
   BackendMemory memory() const override {
     BackendMemory m = mem_.stats();
@@ -118,13 +110,9 @@ class NativeBackend final : public Backend {
     return exe;
   }
 
-  void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) override {
-    host_dispatch(mem_, exe, in, out);
-  }
 
  private:
   DeviceInfo info_;
-  HostMemory mem_;
   mutable std::mutex kmu_;
   std::unordered_map<std::string, std::shared_ptr<NativeKernel>> kernels_, scans_;
 };
