@@ -22,7 +22,7 @@ void BM_Memcpy(benchmark::State& st) {  // the machine's copy bandwidth, same bu
   }
   st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * 2 * n));
 }
-BENCHMARK(BM_Memcpy)->Arg(1 << 22);
+BENCHMARK(BM_Memcpy)->Arg(1 << 22)->UseRealTime();
 
 void BM_Elementwise(benchmark::State& st, const char* be) {  // y = exp(x) * 2 + 1, float32
   DefaultDeviceScope scope(be);
@@ -33,8 +33,8 @@ void BM_Elementwise(benchmark::State& st, const char* be) {  // y = exp(x) * 2 +
   for (auto _ : st) benchmark::DoNotOptimize(f(x).slot());
   st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * 2 * n * 4));
 }
-BENCHMARK_CAPTURE(BM_Elementwise, native, "native")->Arg(1 << 22)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_Elementwise, cpu, "cpu")->Arg(1 << 18)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Elementwise, native, "native")->Arg(1 << 22)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Elementwise, cpu, "cpu")->Arg(1 << 18)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_Sum(benchmark::State& st, const char* be) {
   DefaultDeviceScope scope(be);
@@ -45,7 +45,7 @@ void BM_Sum(benchmark::State& st, const char* be) {
   for (auto _ : st) benchmark::DoNotOptimize(f(x).slot());
   st.SetBytesProcessed(static_cast<std::int64_t>(st.iterations() * n * 8));
 }
-BENCHMARK_CAPTURE(BM_Sum, native, "native")->Arg(1 << 22)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Sum, native, "native")->Arg(1 << 22)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_KalmanFilter(benchmark::State& st, const char* be) {  // jit(lax.scan), m = 2, float64
   DefaultDeviceScope scope(be);
@@ -58,8 +58,8 @@ void BM_KalmanFilter(benchmark::State& st, const char* be) {  // jit(lax.scan), 
   st.SetItemsProcessed(st.iterations() * n);  // items = filter steps
   st.counters["steps_per_s"] = benchmark::Counter(static_cast<double>(st.iterations() * n), benchmark::Counter::kIsRate);
 }
-BENCHMARK_CAPTURE(BM_KalmanFilter, native, "native")->RangeMultiplier(4)->Range(100, 102400)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_KalmanFilter, cpu, "cpu")->Arg(100)->Arg(1600)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KalmanFilter, native, "native")->RangeMultiplier(4)->Range(100, 102400)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_KalmanFilter, cpu, "cpu")->Arg(100)->Arg(1600)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_KalmanGrad(benchmark::State& st, const char* be) {  // jit(value_and_grad) of the log-likelihood
   DefaultDeviceScope scope(be);
@@ -71,7 +71,7 @@ void BM_KalmanGrad(benchmark::State& st, const char* be) {  // jit(value_and_gra
   for (auto _ : st) benchmark::DoNotOptimize(f(theta, ys).second.slot());
   st.SetItemsProcessed(st.iterations() * n);
 }
-BENCHMARK_CAPTURE(BM_KalmanGrad, native, "native")->Arg(100)->Arg(1600)->Arg(25600)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_KalmanGrad, native, "native")->Arg(100)->Arg(1600)->Arg(25600)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 
