@@ -1,0 +1,186 @@
+// dlm::fit against the reference MATLAB/Octave DLM toolbox outputs in shared/data/dlm.
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "tests/helpers.h"
+#include "workloads/dlm/dlm.h"
+
+using namespace jx;
+using json = nlohmann::json;
+
+namespace {
+
+json load(const std::string& name) {
+  for (const std::string dir : {std::string(JX_SOURCE_DIR) + "/../shared/data/dlm/", std::string(JX_SOURCE_DIR) + "/tests/data/dlm/"}) {
+    std::ifstream f(dir + name);
+    if (f) return json::parse(f);
+  }
+  throw std::runtime_error("fixture " + name + " not found beside the project (../shared/data/dlm)");
+}
+
+// Flattens nested JSON numbers (null = NaN) in row-major order.
+void flat(const json& j, std::vector<double>& out) {
+  if (j.is_array())
+    for (const auto& e : j) flat(e, out);
+  else out.push_back(j.is_null() ? NAN : j.get<double>());
+}
+std::vector<double> flat(const json& j) {
+  std::vector<double> v;
+  flat(j, v);
+  return v;
+}
+
+// |got - want| <= rtol * max|want| element by element (states and covariances span scales).
+::testing::AssertionResult close_scaled(const Array& got, const json& want, double rtol, const std::string& what) {
+  auto g = got.to_vector<double>();
+  auto w = flat(want);
+  if (g.size() != w.size()) return ::testing::AssertionFailure() << what << ": size " << g.size() << " vs " << w.size();
+  double scale = 0;
+  for (double x : w)
+    if (std::isfinite(x)) scale = std::max(scale, std::abs(x));
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    if (std::isnan(w[i]) && std::isnan(g[i])) continue;
+    if (!(std::abs(g[i] - w[i]) <= rtol * scale))
+      return ::testing::AssertionFailure() << what << "[" << i << "]: got " << g[i] << ", want " << w[i] << " (scale " << scale << ")";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+dlm::Options options_of(const json& o) {
+  dlm::Options opt;
+  opt.order = o.value("order", 1);
+  opt.fullseas = o.value("fullseas", 0) != 0;
+  opt.trig = o.value("trig", 0);
+  opt.ns = o.value("ns", 12);
+  return opt;
+}
+
+struct FixtureCase {
+  std::string name;
+  DType dtype;
+};
+void PrintTo(const FixtureCase& c, std::ostream* os) { *os << c.name << "_" << dtype_name(c.dtype); }
+
+}  // namespace
+
+class DlmFixture : public ::testing::TestWithParam<FixtureCase> {};
+
+TEST_P(DlmFixture, MatchesReferenceToolbox) {
+  const auto& c = GetParam();
+  json in = load(c.name + "-in.json"), out = load(c.name + "-out-m.json");
+  std::vector<double> y = flat(in["y"]);
+  Array ya = np::array(y, std::nullopt, c.dtype);
+  Array s = in["s"].is_array() ? np::array(flat(in["s"]), std::nullopt, c.dtype) : np::scalar(in["s"].get<double>(), c.dtype);
+  std::vector<double> w = in["w"].is_array() ? flat(in["w"]) : std::vector<double>{in["w"].get<double>()};
+  dlm::Fit f = dlm::fit(ya, s, w, options_of(out["options"]));
+  const bool f64 = c.dtype == DType::float64;
+  const double lik_tol = f64 ? 1e-9 : 1e-3, tol = f64 ? 1e-6 : 1e-3;
+  EXPECT_NEAR(f.lik, out["lik"].get<double>(), lik_tol * std::abs(out["lik"].get<double>()));
+  EXPECT_NEAR(f.s2, out["s2"].get<double>(), tol * std::abs(out["s2"].get<double>()));
+  EXPECT_NEAR(f.mse, out["mse"].get<double>(), tol * std::abs(out["mse"].get<double>()));
+  EXPECT_NEAR(f.mape, out["mape"].get<double>(), tol * std::abs(out["mape"].get<double>()));
+  EXPECT_NEAR(f.ssy, out["ssy"].get<double>(), tol * std::abs(out["ssy"].get<double>()));
+  EXPECT_EQ(f.nobs, out["nobs"].get<int>());
+  EXPECT_TRUE(close_scaled(f.x0, out["x0"], tol, "x0"));
+  EXPECT_TRUE(close_scaled(f.C0, out["C0"], tol, "C0"));
+  EXPECT_TRUE(close_scaled(f.G, out["G"], 0, "G"));
+  EXPECT_TRUE(close_scaled(f.W, out["W"], tol, "W"));
+  EXPECT_TRUE(close_scaled(f.xf, out["xf"], tol, "xf"));
+  EXPECT_TRUE(close_scaled(f.Cf, out["Cf"], tol, "Cf"));
+  EXPECT_TRUE(close_scaled(f.x, out["x"], tol, "x"));
+  EXPECT_TRUE(close_scaled(f.C, out["C"], tol, "C"));
+  EXPECT_TRUE(close_scaled(f.xstd, out["xstd"], tol, "xstd"));
+  EXPECT_TRUE(close_scaled(f.yhat, out["yhat"], tol, "yhat"));
+  EXPECT_TRUE(close_scaled(f.ystd, out["ystd"], tol, "ystd"));
+  EXPECT_TRUE(close_scaled(f.v, out["v"], tol, "v"));
+  EXPECT_TRUE(close_scaled(f.Cp, out["Cp"], tol, "Cp"));
+  EXPECT_TRUE(close_scaled(f.resid, out["resid"], tol, "resid"));
+  EXPECT_TRUE(close_scaled(f.resid2, out["resid2"], tol, "resid2"));
+  EXPECT_TRUE(close_scaled(f.resid0, out["resid0"], tol, "resid0"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Nile, DlmFixture,
+                         ::testing::Values(FixtureCase{"niledemo", DType::float64}, FixtureCase{"order0", DType::float64},
+                                           FixtureCase{"level", DType::float64}, FixtureCase{"niledemo", DType::float32},
+                                           FixtureCase{"order0", DType::float32}, FixtureCase{"level", DType::float32}),
+                         [](const auto& info) { return info.param.name + "_" + std::string(dtype_name(info.param.dtype)); });
+
+TEST(Dlm, MissingObservationsMatchAScalarReference) {
+  // Local level (order 0) with gaps, against a plain scalar implementation of the same
+  // prediction-form filter and r/N smoother (missing steps: no update, K = 0).
+  json in = load("order0-in.json");
+  std::vector<double> y = flat(in["y"]);
+  for (int k : {0, 5, 6, 7, 40, 99}) y[k] = NAN;
+  const double s = in["s"].get<double>(), w = in["w"].get<double>();
+  const std::size_t n = y.size();
+  dlm::Options o;
+  o.order = 0;
+  dlm::Fit f = dlm::fit(np::array(y, std::nullopt, DType::float64), np::scalar(s, DType::float64), {w}, o);
+  // reference, started from the fit's own (second-pass) x0 and C0
+  const double V = s * s, W = w * w;
+  double x = f.x0.to_vector<double>()[0], C = f.C0.to_vector<double>()[0], lik = 0;
+  std::vector<double> xf(n), Cf(n), v(n), Cp(n), K(n);
+  int nobs = 0;
+  for (std::size_t t = 0; t < n; ++t) {
+    xf[t] = x;
+    Cf[t] = C;
+    const bool ok = !std::isnan(y[t]);
+    v[t] = ok ? y[t] - x : 0.0;
+    Cp[t] = C + (ok ? V : 0.0);
+    K[t] = ok ? C / Cp[t] : 0.0;
+    if (ok) {
+      lik += v[t] * v[t] / Cp[t] + std::log(Cp[t]);
+      ++nobs;
+    }
+    x = x + K[t] * v[t];
+    C = C * (1 - K[t]) + W;
+  }
+  std::vector<double> xs(n), Cs(n);
+  double r = 0, N = 0;
+  for (std::size_t t = n; t-- > 0;) {
+    const bool ok = !std::isnan(y[t]);
+    const double L = 1 - K[t];
+    r = L * r + (ok ? v[t] / Cp[t] : 0.0);
+    N = L * N * L + (ok ? 1.0 / Cp[t] : 0.0);
+    xs[t] = xf[t] + Cf[t] * r;
+    Cs[t] = Cf[t] - Cf[t] * N * Cf[t];
+  }
+  EXPECT_EQ(f.nobs, nobs);
+  EXPECT_NEAR(f.lik, lik, 1e-10 * std::abs(lik));
+  EXPECT_TRUE(jxt::all_close(f.xf, xf, 1e-12, 1e-9));
+  EXPECT_TRUE(jxt::all_close(f.x, xs, 1e-12, 1e-9));
+  EXPECT_TRUE(jxt::all_close(f.C, Cs, 1e-10, 1e-6));
+  auto rv = f.resid2.to_vector<double>();
+  EXPECT_TRUE(std::isnan(rv[5]) && std::isnan(f.v.to_vector<double>()[40]));
+  EXPECT_FALSE(std::isnan(rv[1]));
+}
+
+TEST(Dlm, SystemMatricesAndBadInput) {
+  dlm::Options o;
+  o.order = 1;
+  o.trig = 2;
+  o.ns = 4;  // harmonics 1 and 2 (Nyquist: its sine state dropped): m = 2 + 2 + 1
+  auto [G, F] = dlm::system_matrices(o);
+  EXPECT_EQ(G.shape(), (Shape{5, 5}));
+  EXPECT_TRUE(jxt::all_close(F, {1, 0, 1, 0, 1}));
+  EXPECT_TRUE(jxt::all_close(np::index(G, {std::int64_t{4}, std::int64_t{4}}), {-1}, 1e-15, 1e-15));
+  dlm::Options seas;
+  seas.order = 0;
+  seas.fullseas = true;
+  seas.ns = 4;
+  auto [Gs, Fs] = dlm::system_matrices(seas);
+  EXPECT_TRUE(jxt::all_close(Gs, {1, 0, 0, 0, 0, -1, -1, -1, 0, 1, 0, 0, 0, 0, 1, 0}));
+  dlm::Options ar;
+  ar.order = 0;
+  ar.arphi = {0.5, 0.2};
+  auto [Ga, Fa] = dlm::system_matrices(ar);
+  EXPECT_TRUE(jxt::all_close(Ga, {1, 0, 0, 0, 0.5, 1, 0, 0.2, 0}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::fit(np::ones({3, 2}, DType::float64), np::scalar(1.0), {1.0}); }, {"vector"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] { dlm::fit(np::ones({5}, DType::float64), np::ones({3}, DType::float64), {1.0}); }, {"s must be a scalar or one std per observation"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::fit(np::ones({5}, DType::float64), np::scalar(1.0), {1.0, 1.0, 1.0}); },
+                                           {"3 process stds given for a model with 2 states"}));
+  dlm::Options badtrig;
+  badtrig.trig = 7;
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { dlm::system_matrices(badtrig); }, {"trig = 7"}));
+}

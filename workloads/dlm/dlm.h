@@ -1,0 +1,46 @@
+#pragma once
+// Dynamic linear models on the public jx API, following the conventions of the MATLAB/Octave
+// DLM toolbox that produced the fixtures in shared/data/dlm:
+//   y_t = F x_t + v_t,  v_t ~ N(0, V_t²)        (V: observation std, scalar or per step)
+//   x_t = G x_{t-1} + w_t,  w_t ~ N(0, W)        (W = diag(w²))
+// Prediction-form Kalman filter (x_t, C_t are one-step predictions; K = G C Fᵀ / Cp,
+// C' = G C (G - K F)ᵀ + W), r/N backward smoother, NaN observations treated as missing, and
+// the toolbox's two-pass initialisation (x0 from the first season's mean, C0 = diag((|x0₁|/2)²);
+// then x0 := smoothed x₁, C0 := 100·smoothed C₁ and run again).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/jx.h"
+
+namespace jx::dlm {
+
+struct Options {
+  int order = 1;        // polynomial trend order (0 level, 1 level+slope, 2 ...)
+  bool fullseas = false;  // full dummy seasonal with ns-1 states
+  int trig = 0;         // number of trigonometric harmonics
+  int ns = 12;          // season length
+  std::vector<double> arphi;  // AR coefficients
+};
+
+// G [m,m] and F [m] of the model (the toolbox's dlmgensys).
+std::pair<Array, Array> system_matrices(const Options& o, DType d = DType::float64);
+
+struct Fit {
+  Array xf, Cf;       // one-step predictions: [m,n], [m,m,n]
+  Array x, C;         // smoothed: [m,n], [m,m,n]
+  Array xstd;         // [n,m]
+  Array yhat, ystd;   // [n]
+  Array resid0, resid, resid2, v, Cp;  // [n]
+  Array G, F, W, V, x0, C0;
+  double lik = 0, s2 = 0, mse = 0, mape = 0, ssy = 0;
+  int nobs = 0;
+};
+
+// One filter + smoother pass with given x0 [m], C0 [m,m] (the toolbox's dlmsmo).
+Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0);
+
+// The toolbox's dlmfit: s scalar or [n] observation std, w the stds of W's leading diagonal.
+Fit fit(const Array& y, const Array& s, const std::vector<double>& w, const Options& o = {});
+
+}  // namespace jx::dlm
