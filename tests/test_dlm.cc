@@ -1,4 +1,5 @@
 // dlm::fit against the reference MATLAB/Octave DLM toolbox outputs in shared/data/dlm.
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -183,4 +184,59 @@ TEST(Dlm, SystemMatricesAndBadInput) {
   dlm::Options badtrig;
   badtrig.trig = 7;
   EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { dlm::system_matrices(badtrig); }, {"trig = 7"}));
+}
+
+namespace {
+dlm::Mle nile_mle(int order, dlm::MleOptions mo) {
+  json in = load(order == 0 ? "order0-in.json" : "niledemo-in.json");
+  std::vector<double> w = in["w"].is_array() ? flat(in["w"]) : std::vector<double>{in["w"].get<double>()};
+  dlm::Options o;
+  o.order = order;
+  return dlm::mle(np::array(flat(in["y"]), std::nullopt, DType::float64), np::scalar(in["s"].get<double>(), DType::float64), w, o, mo);
+}
+}  // namespace
+
+TEST(DlmMle, NileNewtonWithExactHessianReachesTheToolboxOptimum) {
+  auto r1 = nile_mle(1, {});
+  std::printf("Nile order 1 on %s: -2logL %.6f, %d iterations, %.1f ms (compile %.1f ms), w = [%g, %g], V factor %g\n",
+              default_backend().info().backend.c_str(), r1.lik, r1.iterations, r1.elapsed_ms, r1.compile_ms, r1.w[0], r1.w[1],
+              r1.obs_std_factor);
+  EXPECT_LE(r1.lik, 1104.7) << "iterations " << r1.iterations;
+  EXPECT_LT(r1.iterations, 60);
+  EXPECT_EQ(r1.w.size(), 2u);
+  EXPECT_NEAR(r1.fit.lik, r1.lik, 1e-8 * r1.lik);  // the smoother pass at the optimum agrees
+  for (std::size_t i = 1; i < r1.history.size(); ++i) EXPECT_LE(r1.history[i], r1.history[i - 1] + 1e-9);
+  auto r0 = nile_mle(0, {});
+  std::printf("Nile order 0 on %s: -2logL %.6f, %d iterations, %.1f ms (compile %.1f ms)\n", default_backend().info().backend.c_str(),
+              r0.lik, r0.iterations, r0.elapsed_ms, r0.compile_ms);
+  EXPECT_LE(r0.lik, 1095.8) << "iterations " << r0.iterations;
+}
+
+TEST(DlmMle, FiniteDifferenceHessianAndAdamAgree) {
+  dlm::MleOptions fd;
+  fd.exact_hessian = false;
+  auto a = nile_mle(0, fd);
+  EXPECT_LE(a.lik, 1095.8);
+  dlm::MleOptions adam;
+  adam.optimizer = dlm::MleOptions::Optimizer::adam;
+  adam.max_iter = 2000;
+  adam.learning_rate = 0.05;
+  adam.rtol = 1e-12;
+  auto b = nile_mle(0, adam);
+  EXPECT_LE(b.lik, 1095.8) << "adam iterations " << b.iterations;
+  EXPECT_NEAR(a.w[0], b.w[0], 0.05 * a.w[0]);
+}
+
+TEST(DlmForecast, LocalLinearTrendExtrapolates) {
+  json in = load("niledemo-in.json");
+  dlm::Fit f = dlm::fit(np::array(flat(in["y"]), std::nullopt, DType::float64), np::scalar(in["s"].get<double>(), DType::float64),
+                        flat(in["w"]));
+  auto fc = dlm::forecast(f, 4);
+  EXPECT_EQ(fc.x.shape(), (Shape{4, 2}));
+  auto x = fc.x.to_vector<double>();
+  for (int k = 1; k < 4; ++k) EXPECT_NEAR(x[2 * k], x[2 * (k - 1)] + x[2 * (k - 1) + 1], 1e-9);  // level += slope
+  auto sd = fc.ystd.to_vector<double>();
+  for (int k = 1; k < 4; ++k) EXPECT_GT(sd[k], sd[k - 1]);  // uncertainty grows with the horizon
+  EXPECT_EQ(dlm::forecast(f, 0).yhat.size(), 0);
+  EXPECT_THROW(dlm::forecast(f, -1), ShapeError);
 }

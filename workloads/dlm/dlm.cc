@@ -1,5 +1,6 @@
 #include "workloads/dlm/dlm.h"
 
+#include <chrono>
 #include <cmath>
 
 namespace jx::dlm {
@@ -52,13 +53,12 @@ std::pair<Array, Array> system_matrices(const Options& o, DType d) {
   return {G, np::array(f, Shape{static_cast<std::int64_t>(f.size())}, d)};
 }
 
-Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0) {
+std::vector<Array> filter(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
+                          const Array& C0) {
   const DType d = y.dtype();
-  const std::int64_t n = y.shape()[0];
   Array obs = np::logical_not(np::isnan(y));
   Array obsf = np::astype(obs, d);
   Array yz = np::where(obs, y, 0.0);
-  // ---- forward: prediction-form filter ----
   using FC = std::pair<Array, Array>;  // x, C (predictions for the current step)
   auto fstep = [&](const FC& c, const std::vector<Array>& in) {
     const auto& [x, C] = c;
@@ -71,8 +71,26 @@ Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, cons
     FC next{np::matmul(G, x) + K * v, np::matmul(np::matmul(G, C), np::transpose(L)) + W};
     return std::pair{next, std::vector<Array>{x, C, v, Cp, K}};
   };
-  auto [last, fo] = lax::scan(fstep, FC{x0, C0}, std::vector<Array>{yz, V, obsf});
-  (void)last;
+  auto [last, ys] = lax::scan(fstep, FC{x0, C0}, std::vector<Array>{yz, V, obsf});
+  ys.push_back(last.first);  // the prediction one step past the data
+  ys.push_back(last.second);
+  return ys;
+}
+
+Array minus2_log_lik(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0) {
+  auto fo = filter(y, V, x0, G, F, W, C0);
+  Array obs = np::logical_not(np::isnan(y));
+  const Array &v = fo[2], &Cp = fo[3];
+  return np::sum(np::where(obs, v * v / Cp + np::log(Cp), 0.0));
+}
+
+Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0) {
+  const DType d = y.dtype();
+  const std::int64_t n = y.shape()[0];
+  Array obs = np::logical_not(np::isnan(y));
+  Array obsf = np::astype(obs, d);
+  using FC = std::pair<Array, Array>;
+  auto fo = filter(y, V, x0, G, F, W, C0);
   const Array &xf = fo[0], &Cf = fo[1], &v = fo[2], &Cp = fo[3], &K = fo[4];  // [n,m], [n,m,m], [n], [n], [n,m]
   // ---- backward: r/N smoother ----
   auto bstep = [&](const FC& rn, const std::vector<Array>& in) {
@@ -118,6 +136,7 @@ Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, cons
   out.V = V;
   out.x0 = x0;
   out.C0 = C0;
+  out.y = y;
   return out;
 }
 
@@ -151,6 +170,124 @@ Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
   Array x1 = np::index(first.x, {np::Slice{}, std::int64_t{0}});
   Array C1 = np::index(first.C, {np::Slice{}, np::Slice{}, std::int64_t{0}}) * 100.0;
   return smooth(y, V, x1, G, F, W, C1);
+}
+
+Forecast forecast(const Fit& f, std::int64_t h) {
+  if (h < 0) throw ShapeError(fmt::format("dlm: forecast horizon {} must be >= 0", h));
+  auto fo = filter(f.y, f.V, f.x0, f.G, f.F, f.W, f.C0);
+  const Array &xn = fo[5], &Cn = fo[6];
+  const std::int64_t n = f.V.shape()[0];
+  Array v_last = np::index(f.V, {std::int64_t{n - 1}});
+  using XC = std::pair<Array, Array>;
+  auto step = [&](const XC& c) {
+    const auto& [x, C] = c;
+    XC next{np::matmul(f.G, x), np::matmul(np::matmul(f.G, C), np::transpose(f.G)) + f.W};
+    return std::pair{next, std::vector<Array>{x, C}};
+  };
+  auto [last, ys] = lax::scan(step, XC{xn, Cn}, h);
+  (void)last;
+  Forecast r{ys[0], ys[1], {}, {}};
+  r.yhat = np::matmul(ys[0], f.F);
+  r.ystd = np::sqrt(np::einsum("i,nij,j->n", f.F, ys[1], f.F) + v_last * v_last);
+  return r;
+}
+
+Mle mle(const Array& y0, const Array& s, const std::vector<double>& w, const Options& o, const MleOptions& mo) {
+  const auto t0 = std::chrono::steady_clock::now();
+  double compile_ms = 0;
+  trace::Subscription sub([&](const trace::Event& e) {
+    if (e.kind == trace::EventKind::compile && e.name != "cc") compile_ms += e.ms;  // jit compiles include cc time
+  });
+  Fit init = fit(y0, s, w, o);
+  const std::int64_t m = init.G.shape()[0], k = static_cast<std::int64_t>(w.size());
+  const DType d = init.V.dtype();
+  Array y = np::astype(y0, d);
+  // θ = (log V factor, log w_1..w_k)
+  auto loss = [y, V = init.V, x0 = init.x0, C0 = init.C0, G = init.G, F = init.F, m, k](const Array& th) {
+    Array sd = np::exp(th);
+    Array wv = np::square(np::index(sd, {np::Slice{1, {}}}));
+    if (m > k) wv = np::concatenate({wv, np::zeros({m - k}, wv.dtype())});
+    Array W = np::eye(m, {}, 0, wv.dtype()) * wv;
+    return minus2_log_lik(y, V * np::index(sd, {std::int64_t{0}}), x0, G, F, W, C0);
+  };
+  auto vg = jit(value_and_grad(loss));
+  auto hess = jit(hessian(loss));
+  std::vector<double> th0{0.0};
+  for (double wi : w) th0.push_back(std::log(std::max(wi, 1e-8)));
+  Array th = np::array(th0, std::nullopt, d);
+  Mle r;
+  auto [v0, g0] = vg(th);
+  double cur = v0.item<double>();
+  Array g = g0;
+  r.history.push_back(cur);
+  if (mo.optimizer == MleOptions::Optimizer::adam) {
+    Array mom = np::zeros_like(th), vel = np::zeros_like(th);
+    const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    for (int it = 1; it <= mo.max_iter; ++it) {
+      mom = mom * b1 + g * (1 - b1);
+      vel = vel * b2 + g * g * (1 - b2);
+      Array mh = mom / (1 - std::pow(b1, it)), vh = vel / (1 - std::pow(b2, it));
+      th = th - mh / (np::sqrt(vh) + eps) * mo.learning_rate;
+      auto [v, gn] = vg(th);
+      const double next = v.item<double>();
+      g = gn;
+      r.history.push_back(next);
+      r.iterations = it;
+      const bool done = std::abs(next - cur) <= mo.rtol * std::abs(cur);
+      cur = next;
+      if (done) break;
+    }
+  } else {
+    double lambda = 1e-3;
+    const std::int64_t np_ = th.size();
+    auto fd_hessian = [&](const Array& t) {
+      std::vector<Array> cols;
+      const double h = 1e-5;
+      for (std::int64_t i = 0; i < np_; ++i) {
+        std::vector<double> e(static_cast<std::size_t>(np_), 0.0);
+        e[i] = h;
+        Array de = np::array(e, std::nullopt, d);
+        cols.push_back((vg(t + de).second - vg(t - de).second) / (2 * h));
+      }
+      Array H = np::stack(cols, 1);
+      return (H + np::transpose(H)) * 0.5;
+    };
+    for (int it = 1; it <= mo.max_iter; ++it) {
+      Array H = mo.exact_hessian ? hess(th) : fd_hessian(th);
+      bool accepted = false;
+      double next = cur;
+      for (int tries = 0; tries < 30 && !accepted; ++tries) {
+        Array step = np::linalg::solve(H + np::eye(np_, {}, 0, d) * lambda, g);
+        Array cand = th - step;
+        auto [v, gn] = vg(cand);
+        next = v.item<double>();
+        if (std::isfinite(next) && next <= cur) {
+          th = cand;
+          g = gn;
+          accepted = true;
+          lambda = std::max(lambda * 0.1, 1e-12);
+        } else {
+          lambda *= 10;
+        }
+      }
+      r.iterations = it;
+      if (!accepted) break;  // no descent step left: at the optimum to working precision
+      r.history.push_back(next);
+      const bool done = std::abs(next - cur) <= mo.rtol * std::abs(cur);
+      cur = next;
+      if (done) break;
+    }
+  }
+  auto tv = th.to_vector<double>();
+  r.obs_std_factor = std::exp(tv[0]);
+  for (std::size_t i = 1; i < tv.size(); ++i) r.w.push_back(std::exp(tv[i]));
+  r.lik = cur;
+  std::vector<double> wd(static_cast<std::size_t>(m), 0.0);
+  for (std::size_t i = 0; i < r.w.size(); ++i) wd[i] = r.w[i] * r.w[i];
+  r.fit = smooth(y, init.V * r.obs_std_factor, init.x0, init.G, init.F, np::eye(m, {}, 0, d) * np::array(wd, Shape{m}, d), init.C0);
+  r.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  r.compile_ms = compile_ms;
+  return r;
 }
 
 }  // namespace jx::dlm

@@ -32,15 +32,51 @@ struct Fit {
   Array xstd;         // [n,m]
   Array yhat, ystd;   // [n]
   Array resid0, resid, resid2, v, Cp;  // [n]
-  Array G, F, W, V, x0, C0;
+  Array G, F, W, V, x0, C0, y;
   double lik = 0, s2 = 0, mse = 0, mape = 0, ssy = 0;
   int nobs = 0;
 };
+
+// The forward filter alone: per step (x [n,m], C [n,m,m], v [n], Cp [n], K [n,m]), then the
+// prediction one step past the data (x [m], C [m,m]).
+std::vector<Array> filter(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
+                          const Array& C0);
+// -2 log L without the 2π constant (the toolbox's `lik`): differentiable in V, W, G, x0, C0.
+Array minus2_log_lik(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0);
 
 // One filter + smoother pass with given x0 [m], C0 [m,m] (the toolbox's dlmsmo).
 Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0);
 
 // The toolbox's dlmfit: s scalar or [n] observation std, w the stds of W's leading diagonal.
 Fit fit(const Array& y, const Array& s, const std::vector<double>& w, const Options& o = {});
+
+// h-step forecasts from the end of the data: state means [h,m], covariances [h,m,m], and the
+// observation mean and std [h] (the last observation std is used for V).
+struct Forecast {
+  Array x, C, yhat, ystd;
+};
+Forecast forecast(const Fit& f, std::int64_t h);
+
+// Maximum likelihood for θ = (log V factor, log w...): -2 log L through jit(value_and_grad)
+// with x0, C0 fixed by the initial fit (as the toolbox does). Optimizers: Adam with early stop
+// on the relative change of the loss, or a damped Newton / Levenberg-Marquardt step with the
+// exact Hessian (jx::hessian) or central differences of the gradient.
+struct MleOptions {
+  enum class Optimizer { adam, newton } optimizer = Optimizer::newton;
+  bool exact_hessian = true;
+  int max_iter = 200;
+  double rtol = 1e-10;          // stop when |Δloss| <= rtol·|loss|
+  double learning_rate = 0.05;  // Adam
+};
+struct Mle {
+  double obs_std_factor = 1;  // fitted V = factor · s
+  std::vector<double> w;      // fitted process stds
+  double lik = 0;             // -2 log L at the optimum
+  int iterations = 0;
+  std::vector<double> history;  // loss per iteration
+  double elapsed_ms = 0, compile_ms = 0;
+  Fit fit;  // the smoother pass at the optimum
+};
+Mle mle(const Array& y, const Array& s, const std::vector<double>& w, const Options& o = {}, const MleOptions& mo = {});
 
 }  // namespace jx::dlm
