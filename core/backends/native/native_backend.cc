@@ -64,21 +64,21 @@ class NativeBackend final : public HostBackend {
     std::lock_guard lock(kmu_);
     std::vector<std::string> keys;
     std::string source;
-    std::vector<std::pair<std::string, std::string>> todo;  // key, symbol
+    std::vector<std::pair<std::string, std::string>> pending;  // key, symbol
     for (const Kernel& k : ks) {
       keys.push_back(k.key());
-      if (kernels_.count(keys.back()) || std::any_of(todo.begin(), todo.end(), [&](auto& t) { return t.first == keys.back(); })) continue;
+      if (kernels_.count(keys.back()) || std::any_of(pending.begin(), pending.end(), [&](auto& t) { return t.first == keys.back(); })) continue;
       const std::string sym = fmt::format("jx_k{:016x}", native::fnv1a(keys.back()));
       source += native::render_kernel(k, sym) + "\n";
-      todo.emplace_back(keys.back(), sym);
+      pending.emplace_back(keys.back(), sym);
     }
-    if (!todo.empty()) {
+    if (!pending.empty()) {
       source = native::c_prelude() + "\n" + source;
       debug_log(2, "native source:\n" + source);
       auto r = native::compile(source);
       trace::emit({trace::EventKind::compile, "native", "cc", 0, false, r.ms, r.from_disk ? "disk cache" : r.path});
-      debug_log(1, fmt::format("native: {} kernels {} in {:.1f} ms ({})", todo.size(), r.from_disk ? "loaded" : "compiled", r.ms, r.path));
-      for (auto& [key, sym] : todo)
+      debug_log(1, fmt::format("native: {} kernels {} in {:.1f} ms ({})", pending.size(), r.from_disk ? "loaded" : "compiled", r.ms, r.path));
+      for (auto& [key, sym] : pending)
         kernels_[key] = std::make_shared<NativeKernel>(r.lib, reinterpret_cast<KernelFn>(r.lib->symbol(sym)));
     }
     std::vector<std::shared_ptr<Executable>> out;
