@@ -2,7 +2,12 @@
 #include <cstdio>
 #include <fmt/format.h>
 
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
 #include "core/jx.h"
+#include "workloads/dlm/dlm_io.h"
 
 namespace {
 
@@ -15,6 +20,56 @@ int cmd_devices() {
     fmt::print("{:<8} {:<10} {:<24} {}\n", d.backend, d.available ? "yes" : "no", limits,
                d.available ? d.device : fmt::format("{} ({})", d.device, d.reason));
   }
+  return 0;
+}
+
+struct DlmArgs {
+  std::string in, out, algorithm = "scan", dtype = "f64", backend, optimizer = "newton";
+  std::vector<double> s, w;
+  std::int64_t horizon = 12;
+};
+
+// Writes next to the destination, then renames: a reader never sees half a file.
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    if (!f) throw jx::Error(fmt::format("{}: cannot write the output file", path));
+    f << text;
+    if (!f) throw jx::Error(fmt::format("{}: write failed", path));
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+int cmd_dlm(const std::string& verb, const DlmArgs& a) {
+  using namespace jx;
+  dlm::Input in = dlm::read_input(a.in);
+  if (!a.s.empty()) in.s = a.s;
+  if (!a.w.empty()) in.w = a.w;
+  dlm::validate(in, a.in);
+  std::optional<DefaultDeviceScope> scope;
+  if (!a.backend.empty()) scope.emplace(a.backend);
+  const DType d = a.dtype == "f32" ? DType::float32 : DType::float64;
+  Array y = np::array(in.y, std::nullopt, d);
+  Array s = in.s.size() == 1 ? np::scalar(in.s[0], d) : np::array(in.s, std::nullopt, d);
+  nlohmann::json out;
+  if (verb == "mle") {
+    dlm::MleOptions mo;
+    mo.optimizer = a.optimizer == "adam" ? dlm::MleOptions::Optimizer::adam : dlm::MleOptions::Optimizer::newton;
+    if (a.optimizer == "adam") mo.max_iter = 2000;
+    mo.exact_hessian = a.optimizer != "newton-fd";
+    dlm::Mle r = dlm::mle(y, s, in.w, in.options, mo);
+    out = dlm::to_json(r.fit);
+    out["mle"] = {{"obs_std_factor", r.obs_std_factor}, {"w", r.w}, {"lik", r.lik}, {"iterations", r.iterations},
+                  {"history", r.history}, {"elapsed_ms", r.elapsed_ms}, {"compile_ms", r.compile_ms}};
+    fmt::print("-2 log L {:.6f} after {} iterations ({:.1f} ms, compile {:.1f} ms)\n", r.lik, r.iterations, r.elapsed_ms, r.compile_ms);
+  } else {
+    dlm::Fit f = dlm::fit(y, s, in.w, in.options);
+    if (verb == "forecast") out = dlm::to_json(dlm::forecast(f, a.horizon));
+    else out = dlm::to_json(f);
+    if (verb == "fit") fmt::print("-2 log L {:.6f}, s2 {:.6f}, nobs {}\n", f.lik, f.s2, f.nobs);
+  }
+  write_atomically(a.out, out.dump(1));
   return 0;
 }
 
@@ -31,6 +86,24 @@ int main(int argc, char** argv) {
   auto* devices = app.add_subcommand("devices", "list backends: device, usability and key limits");
   int rc = 0;
   devices->callback([&] { rc = cmd_devices(); });
+  auto* dlm = app.add_subcommand("dlm", "dynamic linear models: fit (filter + smoother), mle, forecast");
+  dlm->require_subcommand(1);
+  DlmArgs da;
+  for (const char* verb : {"fit", "mle", "forecast"}) {
+    auto* c = dlm->add_subcommand(verb, std::string("dlm ") + verb);
+    c->add_option("--in", da.in, "input: JSON {y, s, w, options} or CSV with one column of y")->required()->check(CLI::ExistingFile);
+    c->add_option("--out", da.out, "output JSON (the toolbox's *-out-m.json layout)")->required();
+    c->add_option("--algorithm", da.algorithm, "filter/smoother algorithm")->check(CLI::IsMember({"scan"}));
+    c->add_option("--dtype", da.dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}));
+    c->add_option("--backend", da.backend, "backend (default: JX_DEVICE or cpu)");
+    c->add_option("--s", da.s, "observation std (overrides the file; required for CSV input)");
+    c->add_option("--w", da.w, "process stds (overrides the file; required for CSV input)");
+    if (std::string(verb) == "forecast") c->add_option("--h", da.horizon, "forecast horizon")->check(CLI::NonNegativeNumber);
+    if (std::string(verb) == "mle")
+      c->add_option("--optimizer", da.optimizer, "newton (exact Hessian), newton-fd, adam")
+          ->check(CLI::IsMember({"newton", "newton-fd", "adam"}));
+    c->callback([&, verb] { rc = cmd_dlm(verb, da); });
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,26 @@
+#pragma once
+// Reading DLM inputs (the fixtures' JSON form, or CSV with one column) and writing results in
+// the layout of the toolbox's *-out-m.json files. Every problem is a jx::ShapeError naming the
+// field (or CSV line) and the reason.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "workloads/dlm/dlm.h"
+
+namespace jx::dlm {
+
+struct Input {
+  std::vector<double> y;  // NaN = missing
+  std::vector<double> s;  // one value (scalar) or one per observation
+  std::vector<double> w;
+  Options options;
+};
+
+// JSON (validated), or CSV of y alone when the text is not JSON (validate after adding s, w).
+Input parse_input(const std::string& text, const std::string& name);
+void validate(const Input& in, const std::string& name);
+Input read_input(const std::string& path);
+nlohmann::json to_json(const Fit& f);
+nlohmann::json to_json(const Forecast& f);
+
+}  // namespace jx::dlm
