@@ -27,6 +27,7 @@ struct DlmArgs {
   std::string in, out, algorithm = "scan", dtype = "f64", backend, optimizer = "newton";
   std::vector<double> s, w;
   std::int64_t horizon = 12;
+  int order = -1;  // -1: from the file (default 1)
 };
 
 // Writes next to the destination, then renames: a reader never sees half a file.
@@ -46,6 +47,7 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
   dlm::Input in = dlm::read_input(a.in);
   if (!a.s.empty()) in.s = a.s;
   if (!a.w.empty()) in.w = a.w;
+  if (a.order >= 0) in.options.order = a.order;
   dlm::validate(in, a.in);
   std::optional<DefaultDeviceScope> scope;
   if (!a.backend.empty()) scope.emplace(a.backend);
@@ -98,6 +100,7 @@ int main(int argc, char** argv) {
     c->add_option("--backend", da.backend, "backend (default: JX_DEVICE or cpu)");
     c->add_option("--s", da.s, "observation std (overrides the file; required for CSV input)");
     c->add_option("--w", da.w, "process stds (overrides the file; required for CSV input)");
+    c->add_option("--order", da.order, "polynomial trend order (overrides options.order)")->check(CLI::Range(0, 10));
     if (std::string(verb) == "forecast") c->add_option("--h", da.horizon, "forecast horizon")->check(CLI::NonNegativeNumber);
     if (std::string(verb) == "mle")
       c->add_option("--optimizer", da.optimizer, "newton (exact Hessian), newton-fd, adam")
