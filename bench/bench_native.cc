@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/jx.h"
+#include "workloads/dlm/dlm_io.h"
 #include "workloads/kalman/local_linear_trend.h"
 
 using namespace jx;
@@ -72,6 +73,34 @@ void BM_KalmanGrad(benchmark::State& st, const char* be) {  // jit(value_and_gra
   st.SetItemsProcessed(st.iterations() * n);
 }
 BENCHMARK_CAPTURE(BM_KalmanGrad, native, "native")->Arg(100)->Arg(1600)->Arg(25600)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+dlm::Input nile() { return dlm::read_input(std::string(JX_SOURCE_DIR) + "/../shared/data/dlm/niledemo-in.json"); }
+
+void BM_DlmFit(benchmark::State& st, const char* be) {  // Nile, order 1, tiled to N; two-pass fit
+  DefaultDeviceScope scope(be);
+  auto in = nile();
+  std::vector<double> y;
+  while (static_cast<std::int64_t>(y.size()) < st.range(0)) y.insert(y.end(), in.y.begin(), in.y.end());
+  y.resize(static_cast<std::size_t>(st.range(0)));
+  Array ya = np::array(y, std::nullopt, DType::float64), s = np::scalar(in.s[0], DType::float64);
+  (void)dlm::fit(ya, s, in.w);
+  for (auto _ : st) benchmark::DoNotOptimize(dlm::fit(ya, s, in.w).lik);
+  st.SetItemsProcessed(st.iterations() * st.range(0));
+}
+BENCHMARK_CAPTURE(BM_DlmFit, native, "native")->RangeMultiplier(4)->Range(100, 102400)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmFit, cpu, "cpu")->Arg(100)->Arg(3200)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_DlmMle(benchmark::State& st, const char* be) {  // Nile, order 1, Newton with the exact Hessian
+  DefaultDeviceScope scope(be);
+  auto in = nile();
+  Array ya = np::array(in.y, std::nullopt, DType::float64), s = np::scalar(in.s[0], DType::float64);
+  (void)dlm::mle(ya, s, in.w);  // compile (or load from the disk cache) once
+  double lik = 0;
+  for (auto _ : st) lik = dlm::mle(ya, s, in.w).lik;
+  st.counters["minus2logL"] = lik;
+}
+BENCHMARK_CAPTURE(BM_DlmMle, native, "native")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmMle, cpu, "cpu")->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 
