@@ -24,8 +24,6 @@ inline Array stop_gradient(const Array& x) { return lax::stop_gradient(x); }
 
 namespace detail {
 
-template <class T> using Leaves = std::vector<Array>;
-
 inline std::span<const Array> take(const std::vector<Array>& v, std::size_t& pos, std::size_t n) {
   std::span<const Array> s(v.data() + pos, n);
   pos += n;

@@ -104,15 +104,13 @@ std::optional<std::vector<Array>> run_scan_compiled(const Params& p, const std::
   const std::string key = fmt::format("eager-scan|{}|{}", j.str(), be.info().backend);
   auto prog = cache().get(key);
   if (!prog) {
-    std::string probe;
-    ScanProgram sp{lower(simplify(scan_body_jaxpr(p)), {}), p.num_consts, p.num_carry, p.length, p.reverse, in, {}};
-    for (const Atom& a : j.outs) sp.results.push_back(j.aval_of(a));
-    if (!be.prepare_scan(sp, probe)) {
-      why = probe;
-      return std::nullopt;
-    }
     prog = std::make_shared<const CompiledProgram>(lower(j, {}), be, 0);
     cache().put(key, prog);
+  }
+  // The scan's own host loop is the eager fallback: use the program only for a compiled loop.
+  if (std::string reason = prog->host_loop_reason(); !reason.empty()) {
+    why = reason;
+    return std::nullopt;
   }
   return prog->run(ops);
 }

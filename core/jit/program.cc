@@ -22,6 +22,12 @@ CompiledProgram::CompiledProgram(Program p, Backend& be, int budget) : prog_(std
   }
 }
 
+std::string CompiledProgram::host_loop_reason() const {
+  for (const ScanStep& s : scans_)
+    if (!s.fused) return s.why;
+  return "";
+}
+
 std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const {
   const Program& p = prog_;
   if (static_cast<int>(inputs.size()) != p.num_inputs)

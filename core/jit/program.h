@@ -19,15 +19,15 @@ struct LowerOptions {
 struct Jaxpr;
 Program lower(const Jaxpr& j, const LowerOptions& o);
 
-// Plans a scan eqn on a backend: the compiled loop when the backend offers one, else the body
-// compiled for a host loop.
-
 // A program prepared on one backend.
 class CompiledProgram {
  public:
   CompiledProgram(Program p, Backend& be, int budget = 0);
   std::vector<Array> run(const std::vector<Array>& inputs) const;
   const Program& program() const { return prog_; }
+  // Empty when every scan step runs as a compiled loop; else the planner's reason for the first
+  // that runs as a host loop.
+  std::string host_loop_reason() const;
   Backend& backend() const { return be_; }
 
  private:
