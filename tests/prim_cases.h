@@ -14,7 +14,7 @@ struct Case {
   Fn f;
   std::vector<Shape> shapes;
   double lo = -2.0, hi = 2.0;
-  bool differentiable = true;
+  bool differentiable = true;  // false: piecewise constant, its tangent must be exactly zero
 };
 inline void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
@@ -55,7 +55,7 @@ inline std::vector<Case> cases() {
       {"sqrt", [](V x) { return lax::sqrt(x[0]); }, {m23}, 0.5, 3.0},
       {"abs", [](V x) { return lax::abs(x[0]); }, {m23}, 0.5, 2.0},
       {"abs_negative", [](V x) { return lax::abs(x[0]); }, {m23}, -2.0, -0.5},
-      {"sign", [](V x) { return lax::sign(x[0]); }, {m23}, 0.5, 2.0},
+      {"sign", [](V x) { return lax::sign(x[0]); }, {m23}, 0.5, 2.0, false},
       {"sin", [](V x) { return lax::sin(x[0]); }, {m23}},
       {"cos", [](V x) { return lax::cos(x[0]); }, {m23}},
       {"tanh", [](V x) { return lax::tanh(x[0]); }, {m23}},
@@ -68,14 +68,14 @@ inline std::vector<Case> cases() {
       {"max", [](V x) { return lax::max(x[0], x[1]); }, {m23, m23}},
       {"min", [](V x) { return lax::min(x[0], x[1]); }, {m23, m23}},
       {"select", [](V x) { return lax::select(mask23(), x[0], x[1]); }, {m23, m23}},
-      {"lt", [](V x) { return lax::convert_element_type(lax::lt(x[0], x[1]), DType::float64); }, {m23, m23}},
-      {"isnan", [](V x) { return lax::convert_element_type(lax::isnan(x[0]), DType::float64); }, {m23}},
+      {"lt", [](V x) { return lax::convert_element_type(lax::lt(x[0], x[1]), DType::float64); }, {m23, m23}, -2.0, 2.0, false},
+      {"isnan", [](V x) { return lax::convert_element_type(lax::isnan(x[0]), DType::float64); }, {m23}, -2.0, 2.0, false},
       {"reduce_sum", [](V x) { return lax::reduce_sum(x[0], {1}); }, {m23}},
       {"reduce_sum_all", [](V x) { return lax::reduce_sum(x[0], {0, 1}); }, {m23}},
       {"reduce_max", [](V x) { return lax::reduce_max(x[0], {0}); }, {m23}},
       {"reduce_min", [](V x) { return lax::reduce_min(x[0], {1}); }, {m23}},
       {"reduce_prod", [](V x) { return lax::reduce_prod(x[0], {1}); }, {m23}},
-      {"argmax", [](V x) { return lax::convert_element_type(lax::argmax(x[0], 1), DType::float64); }, {m23}},
+      {"argmax", [](V x) { return lax::convert_element_type(lax::argmax(x[0], 1), DType::float64); }, {m23}, -2.0, 2.0, false},
       {"dot_general_matmul", [](V x) { return lax::dot_general(x[0], x[1], {{1}, {0}, {}, {}}); }, {{2, 4}, {4, 3}}},
       {"dot_general_batched", [](V x) { return lax::dot_general(x[0], x[1], {{2}, {1}, {0}, {0}}); }, {{2, 3, 4}, {2, 4, 2}}},
       {"dot_general_odd_dims", [](V x) { return lax::dot_general(x[0], x[1], {{0, 2}, {2, 1}, {1}, {0}}); }, {{3, 2, 4}, {2, 4, 3}}},

@@ -59,7 +59,7 @@ TEST_P(PrimRules, JvpMatchesCentralDifferences) {
     xm.push_back(x[i] - u[i] * h);
   }
   Array fd = (c.f(xp) - c.f(xm)) / (2 * h);
-  if (!c.differentiable || c.name == "sign" || c.name == "lt" || c.name == "isnan" || c.name == "argmax") {
+  if (!c.differentiable) {
     EXPECT_DOUBLE_EQ(norm(t[0]), 0.0);
     return;
   }
