@@ -101,6 +101,23 @@ inline std::vector<Case> cases() {
       {"triu_diag_trace", [](V x) { return np::triu(x[0]) + np::trace(x[0]); }, {m33}},
       {"where_square_recip", [](V x) { return np::where(mask23(), np::square(x[0]), np::reciprocal(x[1])); }, {m23, m23}, 0.5, 2.0},
       {"index_steps", [](V x) { return np::index(x[0], {np::Slice{{}, {}, -1}, np::Slice{1, {}, 2}}); }, {{3, 5}}},
+      {"compare_logic",
+       [](V x) {
+         Array a = x[0], b = x[1];
+         Array l = lax::logical_or(lax::logical_and(lax::le(a, b), lax::ne(a, b)), lax::logical_and(lax::logical_not(lax::gt(a, b)), lax::eq(a, a)));
+         return lax::add(lax::convert_element_type(l, a.dtype()), lax::mul(lax::convert_element_type(lax::ge(a, b), a.dtype()), a));
+       },
+       {m23, m23}},
+      {"argmin", [](V x) { return lax::convert_element_type(lax::argmin(x[0], 0), x[0].dtype()); }, {m23}, -2.0, 2.0, false},
+      {"isfinite", [](V x) { return lax::convert_element_type(lax::isfinite(lax::log(x[0])), x[0].dtype()); }, {m23}, -2.0, 2.0, false},
+      {"convert_int32", [](V x) { return lax::convert_element_type(lax::convert_element_type(x[0] * 3.0, DType::int32), x[0].dtype()); },
+       {m23}, -2.0, 2.0, false},
+      {"iota_prod_minimum",
+       [](V x) {
+         Array i = lax::convert_element_type(lax::iota(DType::int32, {3}, 0), x[0].dtype());
+         return np::minimum(np::prod(x[0], std::vector<std::int64_t>{1}) + i, np::ravel(np::index(x[0], {np::Slice{}, std::int64_t{0}})));
+       },
+       {m33}},
       {"np_max_keepdims", [](V x) { return np::max(x[0], std::vector<std::int64_t>{1}, true) * x[0]; }, {m23}},
       {"np_min_all", [](V x) { return np::min(x[0]) + np::sum(x[0]); }, {m23}},
       {"moveaxis_swapaxes", [](V x) { return np::swapaxes(np::moveaxis(x[0], 0, -1), 0, 1); }, {{2, 3, 2}}},
