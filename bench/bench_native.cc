@@ -76,31 +76,37 @@ BENCHMARK_CAPTURE(BM_KalmanGrad, native, "native")->Arg(100)->Arg(1600)->Arg(256
 
 dlm::Input nile() { return dlm::read_input(std::string(JX_SOURCE_DIR) + "/../shared/data/dlm/niledemo-in.json"); }
 
-void BM_DlmFit(benchmark::State& st, const char* be) {  // Nile, order 1, tiled to N; two-pass fit
+void BM_DlmFit(benchmark::State& st, const char* be, const char* alg) {  // Nile, order 1, tiled to N; two-pass fit
   DefaultDeviceScope scope(be);
   auto in = nile();
+  in.options.algorithm = dlm::parse_algorithm(alg);
   std::vector<double> y;
   while (static_cast<std::int64_t>(y.size()) < st.range(0)) y.insert(y.end(), in.y.begin(), in.y.end());
   y.resize(static_cast<std::size_t>(st.range(0)));
   Array ya = np::array(y, std::nullopt, DType::float64), s = np::scalar(in.s[0], DType::float64);
-  (void)dlm::fit(ya, s, in.w);
-  for (auto _ : st) benchmark::DoNotOptimize(dlm::fit(ya, s, in.w).lik);
+  (void)dlm::fit(ya, s, in.w, in.options);
+  for (auto _ : st) benchmark::DoNotOptimize(dlm::fit(ya, s, in.w, in.options).lik);
   st.SetItemsProcessed(st.iterations() * st.range(0));
 }
-BENCHMARK_CAPTURE(BM_DlmFit, native, "native")->RangeMultiplier(4)->Range(100, 102400)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_DlmFit, cpu, "cpu")->Arg(100)->Arg(3200)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmFit, native_scan, "native", "scan")->RangeMultiplier(4)->Range(100, 102400)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmFit, native_assoc, "native", "assoc")->RangeMultiplier(4)->Range(100, 102400)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmFit, cpu_scan, "cpu", "scan")->Arg(100)->Arg(3200)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmFit, cpu_assoc, "cpu", "assoc")->Arg(100)->Arg(3200)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-void BM_DlmMle(benchmark::State& st, const char* be) {  // Nile, order 1, Newton with the exact Hessian
+void BM_DlmMle(benchmark::State& st, const char* be, const char* alg) {  // Nile, order 1, Newton with the exact Hessian
   DefaultDeviceScope scope(be);
   auto in = nile();
+  in.options.algorithm = dlm::parse_algorithm(alg);
   Array ya = np::array(in.y, std::nullopt, DType::float64), s = np::scalar(in.s[0], DType::float64);
-  (void)dlm::mle(ya, s, in.w);  // compile (or load from the disk cache) once
+  (void)dlm::mle(ya, s, in.w, in.options);  // compile (or load from the disk cache) once
   double lik = 0;
-  for (auto _ : st) lik = dlm::mle(ya, s, in.w).lik;
+  for (auto _ : st) lik = dlm::mle(ya, s, in.w, in.options).lik;
   st.counters["minus2logL"] = lik;
 }
-BENCHMARK_CAPTURE(BM_DlmMle, native, "native")->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_DlmMle, cpu, "cpu")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmMle, native_scan, "native", "scan")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmMle, native_assoc, "native", "assoc")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmMle, cpu_scan, "cpu", "scan")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmMle, cpu_assoc, "cpu", "assoc")->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

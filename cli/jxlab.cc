@@ -48,6 +48,7 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
   if (!a.s.empty()) in.s = a.s;
   if (!a.w.empty()) in.w = a.w;
   if (a.order >= 0) in.options.order = a.order;
+  in.options.algorithm = dlm::parse_algorithm(a.algorithm);
   dlm::validate(in, a.in);
   std::optional<DefaultDeviceScope> scope;
   if (!a.backend.empty()) scope.emplace(a.backend);
@@ -95,7 +96,7 @@ int main(int argc, char** argv) {
     auto* c = dlm->add_subcommand(verb, std::string("dlm ") + verb);
     c->add_option("--in", da.in, "input: JSON {y, s, w, options} or CSV with one column of y")->required()->check(CLI::ExistingFile);
     c->add_option("--out", da.out, "output JSON (the toolbox's *-out-m.json layout)")->required();
-    c->add_option("--algorithm", da.algorithm, "filter/smoother algorithm")->check(CLI::IsMember({"scan"}));
+    c->add_option("--algorithm", da.algorithm, "filter/smoother: scan (sequential) or assoc (parallel, associative scans)")->check(CLI::IsMember({"scan", "assoc"}));
     c->add_option("--dtype", da.dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}));
     c->add_option("--backend", da.backend, "backend (default: JX_DEVICE or cpu)");
     c->add_option("--s", da.s, "observation std (overrides the file; required for CSV input)");

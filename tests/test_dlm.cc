@@ -59,8 +59,17 @@ dlm::Options options_of(const json& o) {
 struct FixtureCase {
   std::string name;
   DType dtype;
+  dlm::Algorithm algorithm = dlm::Algorithm::scan;
+  std::string str() const { return name + "_" + std::string(dtype_name(dtype)) + (algorithm == dlm::Algorithm::assoc ? "_assoc" : "_scan"); }
 };
-void PrintTo(const FixtureCase& c, std::ostream* os) { *os << c.name << "_" << dtype_name(c.dtype); }
+void PrintTo(const FixtureCase& c, std::ostream* os) { *os << c.str(); }
+std::vector<FixtureCase> fixture_cases() {
+  std::vector<FixtureCase> r;
+  for (auto a : {dlm::Algorithm::scan, dlm::Algorithm::assoc})
+    for (DType d : {DType::float64, DType::float32})
+      for (const char* name : {"niledemo", "order0", "level"}) r.push_back({name, d, a});
+  return r;
+}
 
 }  // namespace
 
@@ -73,7 +82,9 @@ TEST_P(DlmFixture, MatchesReferenceToolbox) {
   Array ya = np::array(y, std::nullopt, c.dtype);
   Array s = in["s"].is_array() ? np::array(flat(in["s"]), std::nullopt, c.dtype) : np::scalar(in["s"].get<double>(), c.dtype);
   std::vector<double> w = in["w"].is_array() ? flat(in["w"]) : std::vector<double>{in["w"].get<double>()};
-  dlm::Fit f = dlm::fit(ya, s, w, options_of(out["options"]));
+  dlm::Options opt = options_of(out["options"]);
+  opt.algorithm = c.algorithm;
+  dlm::Fit f = dlm::fit(ya, s, w, opt);
   const bool f64 = c.dtype == DType::float64;
   const double lik_tol = f64 ? 1e-9 : 1e-3, tol = f64 ? 1e-6 : 1e-3;
   EXPECT_NEAR(f.lik, out["lik"].get<double>(), lik_tol * std::abs(out["lik"].get<double>()));
@@ -100,13 +111,11 @@ TEST_P(DlmFixture, MatchesReferenceToolbox) {
   EXPECT_TRUE(close_scaled(f.resid0, out["resid0"], tol, "resid0"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Nile, DlmFixture,
-                         ::testing::Values(FixtureCase{"niledemo", DType::float64}, FixtureCase{"order0", DType::float64},
-                                           FixtureCase{"level", DType::float64}, FixtureCase{"niledemo", DType::float32},
-                                           FixtureCase{"order0", DType::float32}, FixtureCase{"level", DType::float32}),
-                         [](const auto& info) { return info.param.name + "_" + std::string(dtype_name(info.param.dtype)); });
+INSTANTIATE_TEST_SUITE_P(Nile, DlmFixture, ::testing::ValuesIn(fixture_cases()), [](const auto& info) { return info.param.str(); });
 
-TEST(Dlm, MissingObservationsMatchAScalarReference) {
+class DlmGaps : public ::testing::TestWithParam<dlm::Algorithm> {};
+
+TEST_P(DlmGaps, MissingObservationsMatchAScalarReference) {
   // Local level (order 0) with gaps, against a plain scalar implementation of the same
   // prediction-form filter and r/N smoother (missing steps: no update, K = 0).
   json in = load("order0-in.json");
@@ -116,6 +125,7 @@ TEST(Dlm, MissingObservationsMatchAScalarReference) {
   const std::size_t n = y.size();
   dlm::Options o;
   o.order = 0;
+  o.algorithm = GetParam();
   dlm::Fit f = dlm::fit(np::array(y, std::nullopt, DType::float64), np::scalar(s, DType::float64), {w}, o);
   // reference, started from the fit's own (second-pass) x0 and C0
   const double V = s * s, W = w * w;
@@ -156,6 +166,52 @@ TEST(Dlm, MissingObservationsMatchAScalarReference) {
   EXPECT_FALSE(std::isnan(rv[1]));
 }
 
+INSTANTIATE_TEST_SUITE_P(Algorithms, DlmGaps, ::testing::Values(dlm::Algorithm::scan, dlm::Algorithm::assoc),
+                         [](const auto& info) { return std::string(info.param == dlm::Algorithm::scan ? "scan" : "assoc"); });
+
+// The parallel filter/smoother equals the sequential one on richer models (trend + seasonal,
+// harmonics, AR; gaps; per-step observation stds): every output within rounding.
+TEST(Dlm, AssocEqualsScanOnSeasonalHarmonicAndArModels) {
+  json in = load("niledemo-in.json");
+  std::vector<double> y = flat(in["y"]);
+  for (int k : {0, 3, 17, 18, 60, 99}) y[k] = NAN;
+  std::vector<double> s(y.size());
+  for (std::size_t t = 0; t < s.size(); ++t) s[t] = 100.0 + 40.0 * std::sin(0.3 * static_cast<double>(t));
+  dlm::Options seas;
+  seas.order = 1;
+  seas.fullseas = true;
+  seas.ns = 4;
+  dlm::Options trig;
+  trig.order = 0;
+  trig.trig = 2;
+  trig.ns = 6;
+  dlm::Options ar;
+  ar.order = 1;
+  ar.arphi = {0.6, -0.2};
+  for (const auto& [name, o, w] : {std::tuple{"seasonal", seas, std::vector<double>{30, 2, 5}},
+                                   std::tuple{"harmonics", trig, std::vector<double>{40, 3, 3, 1}},
+                                   std::tuple{"ar", ar, std::vector<double>{20, 1, 30}}}) {
+    SCOPED_TRACE(name);
+    dlm::Options a = o;
+    a.algorithm = dlm::Algorithm::assoc;
+    Array ya = np::array(y, std::nullopt, DType::float64), sa = np::array(s, std::nullopt, DType::float64);
+    dlm::Fit fs = dlm::fit(ya, sa, w, o), fa = dlm::fit(ya, sa, w, a);
+    EXPECT_NEAR(fa.lik, fs.lik, 1e-9 * std::abs(fs.lik));
+    EXPECT_EQ(fa.nobs, fs.nobs);
+    for (const auto& [what, got, want] : {std::tuple{"xf", fa.xf, fs.xf}, std::tuple{"Cf", fa.Cf, fs.Cf}, std::tuple{"x", fa.x, fs.x},
+                                          std::tuple{"C", fa.C, fs.C}, std::tuple{"v", fa.v, fs.v}, std::tuple{"Cp", fa.Cp, fs.Cp}}) {
+      auto g = got.to_vector<double>(), w2 = want.to_vector<double>();
+      double scale = 0;
+      for (double x : w2)
+        if (std::isfinite(x)) scale = std::max(scale, std::abs(x));
+      ASSERT_EQ(g.size(), w2.size()) << what;
+      for (std::size_t i = 0; i < g.size(); ++i)
+        if (!(std::isnan(g[i]) && std::isnan(w2[i]))) ASSERT_NEAR(g[i], w2[i], 1e-7 * scale) << what << "[" << i << "]";
+    }
+  }
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_algorithm("kalman"); }, {"unknown algorithm \"kalman\""}));
+}
+
 TEST(Dlm, SystemMatricesAndBadInput) {
   dlm::Options o;
   o.order = 1;
@@ -187,11 +243,12 @@ TEST(Dlm, SystemMatricesAndBadInput) {
 }
 
 namespace {
-dlm::Mle nile_mle(int order, dlm::MleOptions mo) {
+dlm::Mle nile_mle(int order, dlm::MleOptions mo, dlm::Algorithm alg = dlm::Algorithm::scan) {
   json in = load(order == 0 ? "order0-in.json" : "niledemo-in.json");
   std::vector<double> w = in["w"].is_array() ? flat(in["w"]) : std::vector<double>{in["w"].get<double>()};
   dlm::Options o;
   o.order = order;
+  o.algorithm = alg;
   return dlm::mle(np::array(flat(in["y"]), std::nullopt, DType::float64), np::scalar(in["s"].get<double>(), DType::float64), w, o, mo);
 }
 }  // namespace
@@ -210,6 +267,15 @@ TEST(DlmMle, NileNewtonWithExactHessianReachesTheToolboxOptimum) {
   std::printf("Nile order 0 on %s: -2logL %.6f, %d iterations, %.1f ms (compile %.1f ms)\n", default_backend().info().backend.c_str(),
               r0.lik, r0.iterations, r0.elapsed_ms, r0.compile_ms);
   EXPECT_LE(r0.lik, 1095.8) << "iterations " << r0.iterations;
+}
+
+TEST(DlmMle, ParallelAlgorithmReachesTheSameOptimum) {
+  auto s = nile_mle(1, {}), a = nile_mle(1, {}, dlm::Algorithm::assoc);
+  std::printf("Nile order 1 (assoc) on %s: -2logL %.6f, %d iterations, %.1f ms (compile %.1f ms)\n",
+              default_backend().info().backend.c_str(), a.lik, a.iterations, a.elapsed_ms, a.compile_ms);
+  EXPECT_LE(a.lik, 1104.7);
+  EXPECT_NEAR(a.lik, s.lik, 1e-6 * s.lik);
+  EXPECT_NEAR(a.w[0], s.w[0], 1e-3 * s.w[0]);
 }
 
 TEST(DlmMle, FiniteDifferenceHessianAndAdamAgree) {

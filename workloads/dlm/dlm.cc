@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cmath>
 
+#include "workloads/dlm/dlm_assoc.h"
+
 namespace jx::dlm {
 namespace {
 
@@ -16,7 +18,49 @@ Array stack_blocks(const Array& a, const Array& b) {
   return np::concatenate({np::pad(a, {{0, 0}, {0, nb}}), np::pad(b, {{0, 0}, {na, 0}})}, 0);
 }
 
+// The filter's per-step outputs from the parallel filter: predictions x0 for step 0, then
+// G x_{t-1|t-1}; innovations, their variances and the gains from those.
+std::vector<Array> assoc_outputs(const detail::AssocFilter& af, const Array& y, const Array& V, const Array& x0, const Array& G,
+                                 const Array& F, const Array& C0) {
+  const std::int64_t n = y.shape()[0];
+  Array of = np::astype(np::logical_not(np::isnan(y)), y.dtype());
+  Array xf = np::concatenate({np::expand_dims(x0, 0), np::index(af.xp, {np::Slice{0, n - 1}})}, 0);
+  Array Cf = np::concatenate({np::expand_dims(C0, 0), np::index(af.Pp, {np::Slice{0, n - 1}})}, 0);
+  Array v = of * (np::where(np::isnan(y), 0.0, y) - np::matmul(xf, F));
+  Array Cp = np::einsum("i,nij,j->n", F, Cf, F) + of * V * V;
+  Array K = np::einsum("ij,njk,k->ni", G, Cf, F) * np::expand_dims(of / Cp, -1);
+  return {xf, Cf, v, Cp, K, np::index(af.xp, {std::int64_t{n - 1}}), np::index(af.Pp, {std::int64_t{n - 1}})};
+}
+
+// r/N backward smoother over the filter's outputs: smoothed means [n,m] and covariances [n,m,m].
+std::pair<Array, Array> rn_smoother(const std::vector<Array>& fo, const Array& obsf, const Array& G, const Array& F) {
+  const DType d = G.dtype();
+  const Array &xf = fo[0], &Cf = fo[1], &v = fo[2], &Cp = fo[3], &K = fo[4];
+  using FC = std::pair<Array, Array>;
+  auto bstep = [&](const FC& rn, const std::vector<Array>& in) {
+    const auto& [r, N] = rn;
+    const Array &xt = in[0], &Ct = in[1], &vt = in[2], &cpt = in[3], &kt = in[4], &ot = in[5];
+    Array L = G - outer(kt, F);
+    Array r2 = np::matmul(np::transpose(L), r) + F * (ot * vt / cpt);
+    Array N2 = np::matmul(np::matmul(np::transpose(L), N), L) + outer(F, F) * (ot / cpt);
+    Array xs = xt + np::matmul(Ct, r2);
+    Array Cs = Ct - np::matmul(np::matmul(Ct, N2), Ct);
+    return std::pair{FC{r2, N2}, std::vector<Array>{xs, Cs}};
+  };
+  const std::int64_t m = G.shape()[0];
+  auto [rn, so] = lax::scan(bstep, FC{np::zeros({m}, d), np::zeros({m, m}, d)}, std::vector<Array>{xf, Cf, v, Cp, K, obsf},
+                            {.reverse = true});
+  (void)rn;
+  return {so[0], so[1]};
+}
+
 }  // namespace
+
+Algorithm parse_algorithm(const std::string& name) {
+  if (name == "scan") return Algorithm::scan;
+  if (name == "assoc") return Algorithm::assoc;
+  throw ShapeError(fmt::format("dlm: unknown algorithm \"{}\" (expected scan or assoc)", name));
+}
 
 std::pair<Array, Array> system_matrices(const Options& o, DType d) {
   if (o.order < 0) throw ShapeError(fmt::format("dlm: trend order {} must be >= 0", o.order));
@@ -54,8 +98,9 @@ std::pair<Array, Array> system_matrices(const Options& o, DType d) {
 }
 
 std::vector<Array> filter(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
-                          const Array& C0) {
+                          const Array& C0, Algorithm alg) {
   const DType d = y.dtype();
+  if (alg == Algorithm::assoc) return assoc_outputs(detail::assoc_filter(y, V, x0, G, F, W, C0), y, V, x0, G, F, C0);
   Array obs = np::logical_not(np::isnan(y));
   Array obsf = np::astype(obs, d);
   Array yz = np::where(obs, y, 0.0);
@@ -77,37 +122,31 @@ std::vector<Array> filter(const Array& y, const Array& V, const Array& x0, const
   return ys;
 }
 
-Array minus2_log_lik(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0) {
-  auto fo = filter(y, V, x0, G, F, W, C0);
+Array minus2_log_lik(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0,
+                     Algorithm alg) {
+  auto fo = filter(y, V, x0, G, F, W, C0, alg);
   Array obs = np::logical_not(np::isnan(y));
   const Array &v = fo[2], &Cp = fo[3];
   return np::sum(np::where(obs, v * v / Cp + np::log(Cp), 0.0));
 }
 
-Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0) {
+Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0,
+           Algorithm alg) {
   const DType d = y.dtype();
   const std::int64_t n = y.shape()[0];
   Array obs = np::logical_not(np::isnan(y));
   Array obsf = np::astype(obs, d);
-  using FC = std::pair<Array, Array>;
-  auto fo = filter(y, V, x0, G, F, W, C0);
-  const Array &xf = fo[0], &Cf = fo[1], &v = fo[2], &Cp = fo[3], &K = fo[4];  // [n,m], [n,m,m], [n], [n], [n,m]
-  // ---- backward: r/N smoother ----
-  auto bstep = [&](const FC& rn, const std::vector<Array>& in) {
-    const auto& [r, N] = rn;
-    const Array &xt = in[0], &Ct = in[1], &vt = in[2], &cpt = in[3], &kt = in[4], &ot = in[5];
-    Array L = G - outer(kt, F);
-    Array r2 = np::matmul(np::transpose(L), r) + F * (ot * vt / cpt);
-    Array N2 = np::matmul(np::matmul(np::transpose(L), N), L) + outer(F, F) * (ot / cpt);
-    Array xs = xt + np::matmul(Ct, r2);
-    Array Cs = Ct - np::matmul(np::matmul(Ct, N2), Ct);
-    return std::pair{FC{r2, N2}, std::vector<Array>{xs, Cs}};
-  };
-  const std::int64_t m = G.shape()[0];
-  auto [rn, so] = lax::scan(bstep, FC{np::zeros({m}, d), np::zeros({m, m}, d)}, std::vector<Array>{xf, Cf, v, Cp, K, obsf},
-                            {.reverse = true});
-  (void)rn;
-  const Array &xs = so[0], &Cs = so[1];
+  std::vector<Array> fo;
+  Array xs, Cs;
+  if (alg == Algorithm::assoc) {
+    auto af = detail::assoc_filter(y, V, x0, G, F, W, C0);
+    fo = assoc_outputs(af, y, V, x0, G, F, C0);
+    std::tie(xs, Cs) = detail::assoc_smoother(af, G);
+  } else {
+    fo = filter(y, V, x0, G, F, W, C0);
+    std::tie(xs, Cs) = rn_smoother(fo, obsf, G, F);
+  }
+  const Array &xf = fo[0], &Cf = fo[1], &v = fo[2], &Cp = fo[3];  // [n,m], [n,m,m], [n], [n]
   // ---- outputs, with the toolbox's layouts ----
   Fit out;
   out.xf = np::transpose(xf);
@@ -166,10 +205,10 @@ Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
   const double c = std::pow(std::abs(level) * 0.5, 2);
   Array x0 = np::array(x0v, Shape{m}, d);
   Array C0 = np::eye(m, {}, 0, d) * (c == 0.0 ? 1e7 : c);
-  Fit first = smooth(y, V, x0, G, F, W, C0);
+  Fit first = smooth(y, V, x0, G, F, W, C0, o.algorithm);
   Array x1 = np::index(first.x, {np::Slice{}, std::int64_t{0}});
   Array C1 = np::index(first.C, {np::Slice{}, np::Slice{}, std::int64_t{0}}) * 100.0;
-  return smooth(y, V, x1, G, F, W, C1);
+  return smooth(y, V, x1, G, F, W, C1, o.algorithm);
 }
 
 Forecast forecast(const Fit& f, std::int64_t h) {
@@ -203,12 +242,12 @@ Mle mle(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
   const DType d = init.V.dtype();
   Array y = np::astype(y0, d);
   // θ = (log V factor, log w_1..w_k)
-  auto loss = [y, V = init.V, x0 = init.x0, C0 = init.C0, G = init.G, F = init.F, m, k](const Array& th) {
+  auto loss = [y, V = init.V, x0 = init.x0, C0 = init.C0, G = init.G, F = init.F, m, k, alg = o.algorithm](const Array& th) {
     Array sd = np::exp(th);
     Array wv = np::square(np::index(sd, {np::Slice{1, {}}}));
     if (m > k) wv = np::concatenate({wv, np::zeros({m - k}, wv.dtype())});
     Array W = np::eye(m, {}, 0, wv.dtype()) * wv;
-    return minus2_log_lik(y, V * np::index(sd, {std::int64_t{0}}), x0, G, F, W, C0);
+    return minus2_log_lik(y, V * np::index(sd, {std::int64_t{0}}), x0, G, F, W, C0, alg);
   };
   auto vg = jit(value_and_grad(loss));
   auto hess = jit(hessian(loss));
@@ -284,7 +323,8 @@ Mle mle(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
   r.lik = cur;
   std::vector<double> wd(static_cast<std::size_t>(m), 0.0);
   for (std::size_t i = 0; i < r.w.size(); ++i) wd[i] = r.w[i] * r.w[i];
-  r.fit = smooth(y, init.V * r.obs_std_factor, init.x0, init.G, init.F, np::eye(m, {}, 0, d) * np::array(wd, Shape{m}, d), init.C0);
+  r.fit = smooth(y, init.V * r.obs_std_factor, init.x0, init.G, init.F, np::eye(m, {}, 0, d) * np::array(wd, Shape{m}, d), init.C0,
+                 o.algorithm);
   r.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   r.compile_ms = compile_ms;
   return r;

@@ -15,12 +15,18 @@
 
 namespace jx::dlm {
 
+// scan: sequential lax.scans (O(n) depth); assoc: the parallel filter and smoother of Särkkä &
+// García-Fernández (2021) as associative scans (O(log n) depth). Equal within rounding.
+enum class Algorithm { scan, assoc };
+Algorithm parse_algorithm(const std::string& name);  // "scan" | "assoc", else ShapeError naming it
+
 struct Options {
   int order = 1;        // polynomial trend order (0 level, 1 level+slope, 2 ...)
   bool fullseas = false;  // full dummy seasonal with ns-1 states
   int trig = 0;         // number of trigonometric harmonics
   int ns = 12;          // season length
   std::vector<double> arphi;  // AR coefficients
+  Algorithm algorithm = Algorithm::scan;
 };
 
 // G [m,m] and F [m] of the model (the toolbox's dlmgensys).
@@ -40,12 +46,14 @@ struct Fit {
 // The forward filter alone: per step (x [n,m], C [n,m,m], v [n], Cp [n], K [n,m]), then the
 // prediction one step past the data (x [m], C [m,m]).
 std::vector<Array> filter(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
-                          const Array& C0);
+                          const Array& C0, Algorithm a = Algorithm::scan);
 // -2 log L without the 2π constant (the toolbox's `lik`): differentiable in V, W, G, x0, C0.
-Array minus2_log_lik(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0);
+Array minus2_log_lik(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0,
+                     Algorithm a = Algorithm::scan);
 
 // One filter + smoother pass with given x0 [m], C0 [m,m] (the toolbox's dlmsmo).
-Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0);
+Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0,
+           Algorithm a = Algorithm::scan);
 
 // The toolbox's dlmfit: s scalar or [n] observation std, w the stds of W's leading diagonal.
 Fit fit(const Array& y, const Array& s, const std::vector<double>& w, const Options& o = {});

@@ -28,8 +28,10 @@ struct CompileResult {
 std::uint64_t fnv1a(const std::string& s);
 // JX_NATIVE_CACHE, else $XDG_CACHE_HOME/jxlab/native, else $HOME/.cache/jxlab/native.
 std::string cache_dir();
-// JX_CC (default "cc") with the fixed flags; part of the cache key.
-std::string compiler_command();
+// JX_CC (default "cc") with the fixed flags (-O3, or -O1 above kLargeSource bytes of C); part
+// of the cache key.
+inline constexpr std::size_t kLargeSource = 256 * 1024;
+std::string compiler_command(std::size_t source_bytes = 0);
 // The compiler's first --version line, or empty when it cannot run.
 std::string compiler_version();
 
