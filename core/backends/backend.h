@@ -14,6 +14,7 @@ namespace jx {
 
 // Slot ids are never reused within a process: a leak check can compare id sets across time.
 using SlotId = std::uint64_t;
+SlotId new_slot_id();  // process-wide, shared by every backend
 
 struct SlotInfo {
   SlotId id;
@@ -103,6 +104,11 @@ class DefaultDeviceScope {
  private:
   Backend* prev_;
 };
+// The JIT registers how to drop every cached program: a backend shutting down at process exit
+// calls it first, so compiled programs release its pipelines before its device goes.
+using ProgramCacheClearer = void (*)();
+void set_program_cache_clearer(ProgramCacheClearer f);
+void clear_program_caches_for_shutdown();
 std::size_t slot_count();                   // live slots over every instantiated backend
 std::vector<SlotInfo> live_slots();
 

@@ -77,6 +77,8 @@ void HostMemory::shrink(std::size_t target) {
     }
 }
 
+SlotId new_slot_id() { return g_next_slot++; }
+
 void HostMemory::trim() {
   std::lock_guard lock(mu_);
   shrink(0);
@@ -87,7 +89,7 @@ SlotId HostMemory::malloc(const AVal& tag) {
   std::lock_guard lock(mu_);
   Block b = acquire(n);
   if (!b.ptr) throw BackendError(fmt::format("{}: out of host memory allocating {} ({} bytes)", owner_, tag.str(), n));
-  const SlotId id = g_next_slot++;
+  const SlotId id = new_slot_id();
   slots_.emplace(id, Slot{b, n, tag, 1});
   bytes_ += n;
   peak_ = std::max(peak_, bytes_);

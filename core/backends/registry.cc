@@ -8,6 +8,7 @@
 #include "core/backends/backend.h"
 #include "core/backends/cpu/cpu_backend.h"
 #include "core/backends/native/native_backend.h"
+#include "core/backends/vulkan/vulkan.h"
 
 namespace jx {
 namespace {
@@ -21,6 +22,7 @@ struct Registry {
   Registry() {
     factories["cpu"] = [] { return make_cpu_backend(); };
     factories["native"] = [] { return make_native_backend(); };
+    factories["vulkan"] = [] { return make_vulkan_backend(); };
   }
 
   Backend& get(const std::string& name) {
@@ -92,6 +94,14 @@ DefaultDeviceScope::~DefaultDeviceScope() {
   auto& r = registry();
   std::lock_guard lock(r.mu);
   r.dflt = prev_;
+}
+
+namespace {
+ProgramCacheClearer g_clearer = nullptr;
+}
+void set_program_cache_clearer(ProgramCacheClearer f) { g_clearer = f; }
+void clear_program_caches_for_shutdown() {
+  if (g_clearer) g_clearer();
 }
 
 std::size_t slot_count() {

@@ -120,6 +120,61 @@ const bool g_scan_compiler_registered = [] {
   return true;
 }();
 
+struct OpPrograms {
+  std::mutex mu;
+  std::unordered_map<std::string, std::shared_ptr<const CompiledProgram>> progs;
+};
+OpPrograms& op_programs() {
+  static OpPrograms* p = new OpPrograms();  // immortal, like the program cache
+  return *p;
+}
+
+// Eager primitives on kernel-only backends (vulkan): a one-equation program, lowered under the
+// backend's buffer budget and kept in a small cache of its own (eager ops never evict jit
+// programs from the LRU).
+std::vector<Array> run_op_program(const Op& op, const std::vector<Array>& args, Backend& be) {
+  Jaxpr j;
+  Eqn e{op.prim, op.params, {}, {}};
+  for (const AVal& a : op.in) {
+    const int v = j.new_var(a);
+    j.invars.push_back(v);
+    e.in.push_back({v});
+  }
+  for (const AVal& a : op.out) {
+    e.out.push_back(j.new_var(a));
+    j.outs.push_back({e.out.back()});
+  }
+  j.eqns.push_back(std::move(e));
+  const int budget = be.info().limits.max_buffers_per_kernel;
+  const std::string key = fmt::format("{}|{}|{}", j.str(), be.info().backend, budget);
+  OpPrograms& ops = op_programs();
+  std::shared_ptr<const CompiledProgram> prog;
+  {
+    std::lock_guard lock(ops.mu);
+    if (auto it = ops.progs.find(key); it != ops.progs.end()) prog = it->second;
+  }
+  if (!prog) {
+    prog = std::make_shared<const CompiledProgram>(lower(j, {budget}), be, budget);
+    std::lock_guard lock(ops.mu);
+    if (ops.progs.size() >= 4096) ops.progs.clear();
+    ops.progs.emplace(key, prog);
+  }
+  return prog->run(args);
+}
+
+void clear_program_caches() {
+  cache().clear();
+  OpPrograms& ops = op_programs();
+  std::lock_guard lock(ops.mu);
+  ops.progs.clear();
+}
+
+const bool g_op_runner_registered = [] {
+  set_op_runner(&run_op_program);
+  set_program_cache_clearer(&clear_program_caches);
+  return true;
+}();
+
 }  // namespace
 
 std::vector<Array> JitCore::call(const std::string& signature, const std::vector<Array>& args, const FlatFn& fn) {
@@ -197,7 +252,7 @@ void set_cache_capacity(std::size_t n) { cache().set_capacity(n); }
 std::size_t cache_capacity() { return cache().capacity(); }
 
 void clear_caches() {
-  cache().clear();
+  clear_program_caches();
   for (const auto& name : backend_names()) {
     try {
       backend(name).clear_caches();

@@ -11,8 +11,10 @@ namespace jx {
 
 namespace {
 ControlImpl g_control = nullptr;
+OpRunner g_op_runner = nullptr;
 }
 void set_control_impl(ControlImpl f) { g_control = f; }
+void set_op_runner(OpRunner f) { g_op_runner = f; }
 
 std::vector<Array> eval_bind(Prim p, const std::vector<Array>& args, const Params& params) {
   if (prim_kind(p) == PrimKind::control) {
@@ -35,6 +37,10 @@ std::vector<Array> eval_bind(Prim p, const std::vector<Array>& args, const Param
   if (!be) be = &default_backend();
   Op op{p, params, in, abstract_eval(p, in, params)};
   auto exe = be->prepare(op);
+  if (!exe) {
+    if (!g_op_runner) throw BackendError(fmt::format("{}: the {} backend runs only compiled programs and no JIT is linked", prim_name(p), be->info().backend));
+    return g_op_runner(op, args, *be);
+  }
   std::vector<Array> out;
   std::vector<SlotId> out_slots;
   for (const AVal& av : op.out) {

@@ -21,6 +21,12 @@ Array bind1(Prim p, const std::vector<Array>& args, const Params& params = {});
 // implementation here so that this layer does not depend on it.
 using ControlImpl = std::vector<Array> (*)(Prim, const std::vector<Array>&, const Params&);
 void set_control_impl(ControlImpl f);
+// Backends that run only kernels (vulkan) return no executable for an elementwise, reduction or
+// view primitive: the JIT layer registers how to run it as a one-equation program.
+class Backend;
+struct Op;
+using OpRunner = std::vector<Array> (*)(const Op& op, const std::vector<Array>& args, Backend& be);
+void set_op_runner(OpRunner f);
 
 // Copies a concrete array to another backend (or returns it when already there).
 Array device_put(const Array& x, const std::string& backend_name);

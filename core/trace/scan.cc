@@ -392,7 +392,7 @@ std::vector<Array> associative_scan_flat(const AssocFn& fn, const std::vector<Ar
   const int ax = normalize_axis(axis, elems0[0].ndim(), "associative_scan", "axis");
   const std::int64_t n = elems0[0].shape()[ax];
   for (const Array& e : elems0)
-    if (e.ndim() <= ax || e.shape()[ax] != n)
+    if (static_cast<int>(e.ndim()) <= ax || e.shape()[ax] != n)
       throw ShapeError(fmt::format("associative_scan: all elements need the same length {} along axis {}, got {}", n, ax, e.aval().str()));
   std::vector<Array> elems;
   for (const Array& e : elems0) elems.push_back(reverse ? np::flip(e, std::vector<std::int64_t>{ax}) : e);

@@ -1,0 +1,457 @@
+#include "core/backends/vulkan/glsl_renderer.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+
+#include "core/array/errors.h"
+
+namespace jx::vk {
+namespace {
+
+std::string gtype(DType d) {
+  switch (d) {
+    case DType::float32: return "float";
+    case DType::float64: return "double";
+    case DType::int32: return "int";
+    case DType::bool_: return "bool";
+  }
+  return "void";
+}
+// element type of a storage buffer (bool: bytes packed four to a uint)
+std::string btype(DType d) { return d == DType::bool_ ? "uint" : gtype(d); }
+
+// Double-precision exp/log/sin/cos/tanh/log1p/pow: GLSL has these for float only. Range
+// reduction + polynomials; within a few ulp of libm on normal inputs.
+const char* kF64Math = R"(
+#define JX_INF packDouble2x32(uvec2(0u, 0x7ff00000u))
+#define JX_NAN packDouble2x32(uvec2(0u, 0x7ff80000u))
+double jx_exp_d(double x) {
+  if (isnan(x)) return x;
+  if (x > 709.782712893384LF) return JX_INF;
+  if (x < -745.1332191019412LF) return 0.0LF;
+  double n = floor(x * 1.4426950408889634LF + 0.5LF);
+  precise double r = (x - n * 0.6931471803691238LF) - n * 1.9082149292705877e-10LF;
+  double p = 1.0LF / 6227020800.0LF;
+  p = p * r + 1.0LF / 479001600.0LF; p = p * r + 1.0LF / 39916800.0LF; p = p * r + 1.0LF / 3628800.0LF;
+  p = p * r + 1.0LF / 362880.0LF; p = p * r + 1.0LF / 40320.0LF; p = p * r + 1.0LF / 5040.0LF;
+  p = p * r + 1.0LF / 720.0LF; p = p * r + 1.0LF / 120.0LF; p = p * r + 1.0LF / 24.0LF;
+  p = p * r + 1.0LF / 6.0LF; p = p * r + 0.5LF; p = p * r + 1.0LF; p = p * r + 1.0LF;
+  int ni = int(n);
+  return ldexp(ldexp(p, ni / 2), ni - ni / 2);
+}
+double jx_log_d(double x) {
+  if (isnan(x) || x < 0.0LF) return JX_NAN;
+  if (x == 0.0LF) return -JX_INF;
+  if (isinf(x)) return x;
+  int e;
+  double m = frexp(x, e);
+  if (m < 0.7071067811865476LF) { m *= 2.0LF; e -= 1; }
+  double s = (m - 1.0LF) / (m + 1.0LF), s2 = s * s;
+  double p = 1.0LF / 25.0LF;
+  for (int k = 23; k >= 3; k -= 2) p = p * s2 + 1.0LF / double(k);
+  p = p * s2 + 1.0LF;
+  double de = double(e);
+  return de * 0.6931471803691238LF + (de * 1.9082149292705877e-10LF + 2.0LF * s * p);
+}
+double jx_log1p_d(double x) {
+  if (abs(x) < 1e-4LF) return x * (1.0LF - x * (0.5LF - x * (1.0LF / 3.0LF - x * 0.25LF)));
+  precise double u = 1.0LF + x;
+  if (isinf(u)) return u;
+  precise double c = (u - 1.0LF) - x;  // rounding error of u; `precise` forbids reassociating it away
+  return jx_log_d(u) - c / u;
+}
+// sin and cos of r in [-pi/4, pi/4]
+double jx_sinp(double r) {  // r + r^3 * sum_k (-1)^k r^(2k-2) / (2k+1)!, k = 1..10
+  double r2 = r * r, p = 1.0LF / 51090942171709440000.0LF;
+  p = p * r2 - 1.0LF / 121645100408832000.0LF; p = p * r2 + 1.0LF / 355687428096000.0LF;
+  p = p * r2 - 1.0LF / 1307674368000.0LF; p = p * r2 + 1.0LF / 6227020800.0LF; p = p * r2 - 1.0LF / 39916800.0LF;
+  p = p * r2 + 1.0LF / 362880.0LF; p = p * r2 - 1.0LF / 5040.0LF; p = p * r2 + 1.0LF / 120.0LF;
+  p = p * r2 - 1.0LF / 6.0LF;
+  return r + r * r2 * p;
+}
+double jx_cosp(double r) {
+  double r2 = r * r, p = 1.0LF / 2432902008176640000.0LF;
+  p = p * r2 - 1.0LF / 6402373705728000.0LF; p = p * r2 + 1.0LF / 20922789888000.0LF;
+  p = p * r2 - 1.0LF / 87178291200.0LF; p = p * r2 + 1.0LF / 479001600.0LF; p = p * r2 - 1.0LF / 3628800.0LF;
+  p = p * r2 + 1.0LF / 40320.0LF; p = p * r2 - 1.0LF / 720.0LF; p = p * r2 + 1.0LF / 24.0LF; p = p * r2 - 0.5LF;
+  return 1.0LF + r2 * p;
+}
+double jx_sincos_d(double x, int want_cos) {
+  if (isnan(x) || isinf(x)) return JX_NAN;
+  double k = floor(x * 0.6366197723675814LF + 0.5LF);
+  precise double r = ((x - k * 1.57079632673412561417LF) - k * 6.07710050630396597660e-11LF) - k * 2.02226624871116645580e-21LF;
+  int q = (int(mod(k, 4.0LF)) + want_cos) & 3;
+  if (q == 0) return jx_sinp(r);
+  if (q == 1) return jx_cosp(r);
+  if (q == 2) return -jx_sinp(r);
+  return -jx_cosp(r);
+}
+double jx_tanh_d(double x) {
+  double a = abs(x);
+  if (isnan(x)) return x;
+  if (a > 22.0LF) return sign(x);
+  if (a < 0.1LF) {
+    double x2 = x * x;
+    return x * (1.0LF + x2 * (-1.0LF / 3.0LF + x2 * (2.0LF / 15.0LF + x2 * (-17.0LF / 315.0LF + x2 * (62.0LF / 2835.0LF + x2 * (-1382.0LF / 155925.0LF))))));
+  }
+  double e = jx_exp_d(-2.0LF * a);
+  return sign(x) * (1.0LF - e) / (1.0LF + e);
+}
+double jx_pow_d(double a, double b) {
+  if (b == 0.0LF || a == 1.0LF) return 1.0LF;
+  if (isnan(a) || isnan(b)) return JX_NAN;
+  bool bint = floor(b) == b;
+  bool odd = bint && abs(b) < 9007199254740992.0LF && mod(b, 2.0LF) == 1.0LF;
+  if (a == 0.0LF) return b > 0.0LF ? (odd ? a : 0.0LF) : (odd && sign(1.0LF / a) < 0.0LF ? -JX_INF : JX_INF);
+  if (a < 0.0LF) {
+    if (!bint) return JX_NAN;
+    double r = jx_exp_d(b * jx_log_d(-a));
+    return odd ? -r : r;
+  }
+  return jx_exp_d(b * jx_log_d(a));
+}
+)";
+
+const char* kCommon = R"(
+float jx_max(float a, float b) { return isnan(a) ? a : isnan(b) ? b : max(a, b); }
+float jx_min(float a, float b) { return isnan(a) ? a : isnan(b) ? b : min(a, b); }
+int jx_max(int a, int b) { return max(a, b); }
+int jx_min(int a, int b) { return min(a, b); }
+int jx_f2i(float v) { return isnan(v) ? 0 : v >= 2147483647.0 ? 2147483647 : v <= -2147483648.0 ? int(0x80000000u) : int(v); }
+float jx_powf(float a, float b) {
+  if (b == 0.0 || a == 1.0) return 1.0;
+  if (isnan(a) || isnan(b)) return uintBitsToFloat(0x7fc00000u);
+  if (a > 0.0) return pow(a, b);
+  bool bint = floor(b) == b;
+  bool odd = bint && abs(b) < 16777216.0 && mod(b, 2.0) == 1.0;
+  if (a == 0.0) return b > 0.0 ? 0.0 : uintBitsToFloat(0x7f800000u);
+  if (!bint) return uintBitsToFloat(0x7fc00000u);
+  float r = pow(-a, b);
+  return odd ? -r : r;
+}
+float jx_log1pf(float x) { precise float u = 1.0 + x; precise float d = u - 1.0; return u == 1.0 ? x : log(u) * (x / d); }
+)";
+
+const char* kCommonF64 = R"(
+double jx_max(double a, double b) { return isnan(a) ? a : isnan(b) ? b : max(a, b); }
+double jx_min(double a, double b) { return isnan(a) ? a : isnan(b) ? b : min(a, b); }
+int jx_f2i(double v) { return isnan(v) ? 0 : v >= 2147483647.0LF ? 2147483647 : v <= -2147483648.0LF ? int(0x80000000u) : int(v); }
+)";
+
+std::string literal(DType d, double v) {
+  switch (d) {
+    case DType::float32: return fmt::format("uintBitsToFloat({}u)", std::bit_cast<std::uint32_t>(static_cast<float>(v)));
+    case DType::float64: {
+      const auto u = std::bit_cast<std::uint64_t>(v);
+      return fmt::format("packDouble2x32(uvec2({}u, {}u))", static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(u >> 32));
+    }
+    case DType::int32: return fmt::format("int({}u)", static_cast<std::uint32_t>(static_cast<std::int32_t>(v)));
+    case DType::bool_: return v != 0.0 ? "true" : "false";
+  }
+  return "0";
+}
+
+struct Ctx {
+  const Kernel& k;
+  bool f64;
+};
+
+std::string truthy(const Ctx& c, int i) {
+  const DType d = c.k.nodes[i].dtype;
+  if (d == DType::bool_) return fmt::format("v{}", i);
+  return fmt::format("(v{} != {}(0))", i, gtype(d));
+}
+
+// f32 transcendentals through the double helpers when the device has doubles (accuracy close
+// to the oracle's libm); otherwise the GLSL built-ins.
+std::string transcendental(const Ctx& c, const char* fn_d, const char* fn_f, DType in, const std::string& a) {
+  if (in == DType::float64) return fmt::format("{}({})", fn_d, a);
+  if (c.f64) return fmt::format("float({}(double({})))", fn_d, a);
+  return fmt::format("{}({})", fn_f, a);
+}
+
+std::string alu_expr(const Ctx& c, const KNode& n) {
+  const Kernel& k = c.k;
+  const DType in = n.prim == Prim::select ? k.nodes[n.b].dtype : k.nodes[n.a].dtype;
+  const bool flt = is_floating(in);
+  const std::string a = fmt::format("v{}", n.a), b = n.b >= 0 ? fmt::format("v{}", n.b) : "", cc = n.c >= 0 ? fmt::format("v{}", n.c) : "";
+  switch (n.prim) {
+    case Prim::neg: return fmt::format("-{}", a);
+    case Prim::abs: return fmt::format("abs({})", a);
+    case Prim::sign: return flt ? fmt::format("(isnan({0}) ? {0} : sign({0}))", a) : fmt::format("sign({})", a);
+    case Prim::exp: return transcendental(c, "jx_exp_d", "exp", in, a);
+    case Prim::log: return transcendental(c, "jx_log_d", "log", in, a);
+    case Prim::log1p: return transcendental(c, "jx_log1p_d", "jx_log1pf", in, a);
+    case Prim::sqrt: return fmt::format("sqrt({})", a);
+    case Prim::sin:
+      if (in == DType::float64) return fmt::format("jx_sincos_d({}, 0)", a);
+      return c.f64 ? fmt::format("float(jx_sincos_d(double({}), 0))", a) : fmt::format("sin({})", a);
+    case Prim::cos:
+      if (in == DType::float64) return fmt::format("jx_sincos_d({}, 1)", a);
+      return c.f64 ? fmt::format("float(jx_sincos_d(double({}), 1))", a) : fmt::format("cos({})", a);
+    case Prim::tanh: return transcendental(c, "jx_tanh_d", "tanh", in, a);
+    case Prim::logical_not: return fmt::format("!{}", truthy(c, n.a));
+    case Prim::isnan: return flt ? fmt::format("isnan({})", a) : "false";
+    case Prim::isfinite: return flt ? fmt::format("!(isnan({0}) || isinf({0}))", a) : "true";
+    case Prim::stop_gradient: return a;
+    case Prim::convert:
+      if (n.dtype == DType::int32) return flt ? fmt::format("jx_f2i({})", a) : fmt::format("int({})", a);
+      if (n.dtype == DType::bool_) return truthy(c, n.a);
+      return fmt::format("{}({})", gtype(n.dtype), a);
+    case Prim::add: return fmt::format("{} + {}", a, b);
+    case Prim::sub: return fmt::format("{} - {}", a, b);
+    case Prim::mul: return fmt::format("{} * {}", a, b);
+    case Prim::div: return fmt::format("{} / {}", a, b);
+    case Prim::pow:
+      if (in == DType::float64) return fmt::format("jx_pow_d({}, {})", a, b);
+      return c.f64 ? fmt::format("float(jx_pow_d(double({}), double({})))", a, b) : fmt::format("jx_powf({}, {})", a, b);
+    case Prim::max: return fmt::format("jx_max({}, {})", a, b);
+    case Prim::min: return fmt::format("jx_min({}, {})", a, b);
+    case Prim::lt: return fmt::format("({} < {})", a, b);
+    case Prim::le: return fmt::format("({} <= {})", a, b);
+    case Prim::gt: return fmt::format("({} > {})", a, b);
+    case Prim::ge: return fmt::format("({} >= {})", a, b);
+    case Prim::eq: return fmt::format("({} == {})", a, b);
+    case Prim::ne: return fmt::format("({} != {})", a, b);
+    case Prim::logical_and: return fmt::format("({} && {})", truthy(c, n.a), truthy(c, n.b));
+    case Prim::logical_or: return fmt::format("({} || {})", truthy(c, n.a), truthy(c, n.b));
+    case Prim::select: return fmt::format("({} ? {} : {})", truthy(c, n.a), b, cc);
+    default: throw Error(fmt::format("vulkan: {} is not an elementwise primitive", prim_name(n.prim)));
+  }
+}
+
+// A typed read of element `idx` (an int expression) of input buffer b.
+std::string load_expr(DType d, int b, const std::string& idx) {
+  if (d == DType::bool_) return fmt::format("(((in{0}.d[({1}) >> 2] >> ((({1}) & 3) * 8)) & 0xffu) != 0u)", b, idx);
+  return fmt::format("in{}.d[{}]", b, idx);
+}
+
+std::string nodes_code(const Ctx& c, const std::vector<int>& order, const std::vector<std::string>& idx, const std::string& ind) {
+  const Kernel& k = c.k;
+  std::string s;
+  for (int i : order) {
+    const KNode& n = k.nodes[i];
+    std::string e;
+    switch (n.kind) {
+      case KNodeKind::load: {
+        const KLoad& l = k.loads[n.load];
+        std::string off = fmt::format("{}", l.offset);
+        for (std::size_t d = 0; d < l.strides.size(); ++d)
+          if (l.strides[d] != 0) off += fmt::format(" + {}*{}", l.strides[d], idx[d]);
+        e = load_expr(k.inputs[l.buffer].dtype, l.buffer, off);
+        if (k.inputs[l.buffer].dtype != n.dtype) e = fmt::format("{}({})", gtype(n.dtype), e);
+        break;
+      }
+      case KNodeKind::constant: e = literal(n.dtype, n.value); break;
+      case KNodeKind::iota: e = fmt::format("{}({})", gtype(n.dtype), idx[n.dim]); break;
+      case KNodeKind::reduce_result: e = fmt::format("{}(acc)", gtype(n.dtype)); break;
+      case KNodeKind::alu: e = fmt::format("{}({})", gtype(n.dtype), alu_expr(c, n)); break;
+    }
+    s += fmt::format("{}const {} v{} = {};\n", ind, gtype(n.dtype), i, e);
+  }
+  return s;
+}
+
+std::string store_code(DType d, const std::string& o, const std::string& v) {
+  if (d == DType::bool_)  // bytes packed in uints: clear then set this invocation's byte
+    return fmt::format("  atomicAnd(outb.d[({0}) >> 2], ~(0xffu << ((({0}) & 3) * 8)));\n"
+                       "  atomicOr(outb.d[({0}) >> 2], uint({1}) << ((({0}) & 3) * 8));\n", o, v);
+  return fmt::format("  outb.d[{}] = {};\n", o, v);
+}
+
+bool uses_double(const std::vector<AVal>& ins, DType out, const std::vector<KNode>& nodes) {
+  if (out == DType::float64) return true;
+  for (const AVal& a : ins)
+    if (a.dtype == DType::float64) return true;
+  for (const KNode& n : nodes)
+    if (n.dtype == DType::float64) return true;
+  return false;
+}
+
+// Header: version, workgroup size, buffer declarations, helpers; then main's prologue that
+// computes the flat output index `gi` and returns past the end.
+std::string header(const std::vector<AVal>& ins, DType out, bool doubles, bool f64_math, std::int64_t n) {
+  std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
+  for (std::size_t i = 0; i < ins.size(); ++i)
+    s += fmt::format("layout(std430, set = 0, binding = {0}) readonly buffer B{0} {{ {1} d[]; }} in{0};\n", i, btype(ins[i].dtype));
+  s += fmt::format("layout(std430, set = 0, binding = {}) {}buffer BO {{ {} d[]; }} outb;\n", ins.size(),
+                   out == DType::bool_ ? "" : "writeonly ", btype(out));
+  s += kCommon;
+  if (doubles) s += kCommonF64;
+  if (f64_math) s += kF64Math;
+  s += fmt::format("void main() {{\n  const int gi = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + gl_LocalInvocationIndex);\n"
+                   "  if (gi >= {}) return;\n", kWorkgroup, n);
+  return s;
+}
+
+// Row-major decomposition of `flat` over dims (named by idx) into int locals.
+std::string decompose(const Shape& dims, const std::vector<std::string>& names, const std::string& flat) {
+  std::string s = fmt::format("  int r_ = {};\n", flat);
+  for (std::size_t j = dims.size(); j-- > 0;) {
+    s += fmt::format("  const int {} = r_ % {};\n", names[j], std::max<std::int64_t>(dims[j], 1));
+    if (j) s += fmt::format("  r_ /= {};\n", std::max<std::int64_t>(dims[j], 1));
+  }
+  return s;
+}
+
+}  // namespace
+
+std::pair<std::uint32_t, std::uint32_t> workgroups(std::int64_t n) {
+  const std::int64_t g = (n + kWorkgroup - 1) / kWorkgroup;
+  const std::int64_t gx = std::min<std::int64_t>(g, 65535);
+  const std::int64_t gy = gx ? (g + gx - 1) / gx : 0;
+  return {static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy)};
+}
+
+Shader render_kernel(const Kernel& k, bool f64_math) {
+  Ctx c{k, f64_math};
+  Shader sh;
+  sh.name = k.name;
+  sh.buffers = k.buffers();
+  sh.float64 = uses_double(k.inputs, k.out.dtype, k.nodes);
+  const bool math = f64_math;  // the helpers are only emitted where doubles exist
+  auto is_red = [&](std::size_t d) { return std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end(); };
+  std::vector<std::string> idx;
+  Shape outer;
+  std::vector<std::string> outer_names;
+  for (std::size_t d = 0; d < k.space.size(); ++d) {
+    idx.push_back(fmt::format("i{}", d));
+    if (!is_red(d)) {
+      outer.push_back(k.space[d]);
+      outer_names.push_back(idx.back());
+    }
+  }
+  sh.invocations = 1;
+  for (auto e : outer) sh.invocations *= e;
+  std::string s = header(k.inputs, k.out.dtype, sh.float64 || math, math, sh.invocations) + decompose(outer, outer_names, "gi");
+  if (!k.is_reduction()) {
+    s += nodes_code(c, k.reachable(k.body), idx, "  ");
+    s += store_code(k.out.dtype, "gi", fmt::format("v{}", k.body));
+    sh.glsl = s + "}\n";
+    return sh;
+  }
+  // Reduction: one invocation per output element loops over the reduced dims, accumulating in
+  // double (as the oracle does) when the device has doubles, in the int type for int32.
+  const DType bd = k.nodes[k.body].dtype;
+  const bool flt = is_floating(bd);
+  const std::string at = !flt ? "int" : (f64_math ? "double" : "float");
+  std::int64_t reduced = 1;
+  for (auto ax : k.reduce_axes) reduced *= k.space[ax];
+  std::string ident;
+  switch (k.reduce_op) {
+    case Prim::reduce_sum: ident = flt ? at + "(0)" : "0"; break;
+    case Prim::reduce_prod: ident = flt ? at + "(1)" : "1"; break;
+    case Prim::reduce_max:
+      ident = flt ? (at == "double" ? literal(DType::float64, -INFINITY) : literal(DType::float32, -INFINITY)) : "int(0x80000000u)";
+      break;
+    default: ident = flt ? (at == "double" ? literal(DType::float64, INFINITY) : literal(DType::float32, INFINITY)) : "0x7fffffff"; break;
+  }
+  if (k.reduce_op != Prim::reduce_sum && k.reduce_op != Prim::reduce_prod && k.reduce_op != Prim::reduce_max && k.reduce_op != Prim::reduce_min)
+    throw Error("vulkan: unknown reduction");
+  if (!flt && reduced == 0) ident = "0";  // empty int32 max/min: 0, as the oracle
+  s += fmt::format("  {} acc = {};\n", at, ident);
+  std::string ind = "  ";
+  int count = 0;
+  for (std::size_t d = 0; d < k.space.size(); ++d)
+    if (is_red(d)) {
+      s += fmt::format("{0}for (int i{1} = 0; i{1} < {2}; ++i{1}) {{\n", ind, d, k.space[d]);
+      ind += "  ";
+      ++count;
+    }
+  s += nodes_code(c, k.reachable(k.body), idx, ind);
+  const std::string v = fmt::format("{}(v{})", at, k.body);
+  switch (k.reduce_op) {
+    case Prim::reduce_sum: s += fmt::format("{}acc += {};\n", ind, v); break;
+    case Prim::reduce_prod: s += fmt::format("{}acc *= {};\n", ind, v); break;
+    default:
+      if (flt) s += fmt::format("{0}if (!isnan(acc) && (isnan({1}) || {1} {2} acc)) acc = {1};\n", ind, v, k.reduce_op == Prim::reduce_max ? ">" : "<");
+      else s += fmt::format("{}acc = {}(acc, {});\n", ind, k.reduce_op == Prim::reduce_max ? "max" : "min", v);
+      break;
+  }
+  for (int i = 0; i < count; ++i) {
+    ind.resize(ind.size() - 2);
+    s += ind + "}\n";
+  }
+  if (bd == DType::float32 && at == "double") s += "  acc = double(float(acc));\n";
+  if (k.epilogue >= 0) {
+    std::vector<std::string> eidx = idx;
+    for (std::size_t d = 0; d < k.space.size(); ++d)
+      if (is_red(d)) eidx[d] = "0";
+    s += nodes_code(c, k.reachable(k.epilogue), eidx, "  ");
+    s += store_code(k.out.dtype, "gi", fmt::format("v{}", k.epilogue));
+  } else {
+    s += store_code(k.out.dtype, "gi", k.out.dtype == DType::bool_ ? "acc != 0" : fmt::format("{}(acc)", gtype(k.out.dtype)));
+  }
+  sh.glsl = s + "}\n";
+  return sh;
+}
+
+std::optional<Shader> render_routine(const Op& op) {
+  if (op.prim != Prim::pad && op.prim != Prim::concatenate && op.prim != Prim::argmax && op.prim != Prim::argmin) return std::nullopt;
+  Shader sh;
+  sh.name = std::string(prim_name(op.prim));
+  sh.buffers = static_cast<int>(op.in.size()) + 1;
+  const AVal& out = op.out[0];
+  sh.float64 = uses_double(op.in, out.dtype, {});
+  sh.invocations = out.size();
+  const Params& p = op.params;
+  std::string s = header(op.in, out.dtype, sh.float64, false, sh.invocations);
+  auto rm_offset = [](const Shape& sh_, const std::vector<std::string>& names) {  // row-major offset expression
+    std::string e = "0";
+    std::int64_t st = 1;
+    for (std::size_t d = sh_.size(); d-- > 0;) {
+      e += fmt::format(" + {}*{}", st, names[d]);
+      st *= sh_[d];
+    }
+    return e;
+  };
+  std::vector<std::string> names;
+  for (std::size_t d = 0; d < out.shape.size(); ++d) names.push_back(fmt::format("o{}", d));
+  const std::string t = gtype(out.dtype);
+  if (op.prim == Prim::pad) {
+    s += decompose(out.shape, names, "gi");
+    std::string inside = "true";
+    std::vector<std::string> src;
+    for (std::size_t d = 0; d < out.shape.size(); ++d) {
+      src.push_back(fmt::format("({} - {})", names[d], p.lo[d]));
+      inside += fmt::format(" && {0} >= 0 && {0} < {1}", src.back(), op.in[0].shape[d]);
+    }
+    s += fmt::format("  {} v = {};\n  if ({}) v = {};\n", t, literal(out.dtype, p.value), inside,
+                     load_expr(op.in[0].dtype, 0, rm_offset(op.in[0].shape, src)));
+    s += store_code(out.dtype, "gi", "v");
+  } else if (op.prim == Prim::concatenate) {
+    s += decompose(out.shape, names, "gi");
+    s += fmt::format("  {} v;\n", t);
+    std::int64_t start = 0;
+    for (std::size_t i = 0; i < op.in.size(); ++i) {
+      const std::int64_t len = op.in[i].shape[p.axis];
+      std::vector<std::string> src = names;
+      src[p.axis] = fmt::format("({} - {})", names[p.axis], start);
+      s += fmt::format("  {}if ({} < {}) v = {};\n", i ? "else " : "", names[p.axis], start + len,
+                       load_expr(op.in[i].dtype, static_cast<int>(i), rm_offset(op.in[i].shape, src)));
+      start += len;
+    }
+    s += store_code(out.dtype, "gi", "v");
+  } else {  // argmax / argmin over p.axis: first extreme, NaN wins (as the oracle)
+    const Shape& is = op.in[0].shape;
+    std::int64_t inner = 1;
+    for (std::size_t d = p.axis + 1; d < is.size(); ++d) inner *= is[d];
+    const std::int64_t n = is[p.axis];
+    const bool flt = is_floating(op.in[0].dtype);
+    s += fmt::format("  const int base = (gi / {0}) * {1} * {0} + gi % {0};\n  int best = 0;\n", inner, n);
+    s += fmt::format("  for (int k = 1; k < {}; ++k) {{\n", n);
+    const std::string bv = load_expr(op.in[0].dtype, 0, fmt::format("base + best * {}", inner));
+    const std::string kv = load_expr(op.in[0].dtype, 0, fmt::format("base + k * {}", inner));
+    if (flt) s += fmt::format("    if (isnan({0})) break;\n    if (isnan({1}) || {1} {2} {0}) best = k;\n", bv, kv, op.prim == Prim::argmax ? ">" : "<");
+    else s += fmt::format("    if ({1} {2} {0}) best = k;\n", bv, kv, op.prim == Prim::argmax ? ">" : "<");
+    s += "  }\n";
+    s += store_code(out.dtype, "gi", "best");
+  }
+  sh.glsl = s + "}\n";
+  return sh;
+}
+
+}  // namespace jx::vk

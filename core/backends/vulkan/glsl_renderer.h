@@ -1,0 +1,31 @@
+#pragma once
+// Kernels of the kernel IR (and the movement routines pad, concatenate, argmax/argmin) rendered
+// as GLSL compute shaders: storage buffers at set 0, inputs at bindings 0..k-1, the output at k;
+// one invocation per output element, shapes baked in (the kernel key includes them).
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/kernel/kernel.h"
+
+namespace jx::vk {
+
+constexpr std::uint32_t kWorkgroup = 256;  // invocations per workgroup (WebGPU's default limit)
+
+struct Shader {
+  std::string name, glsl;
+  int buffers = 0;             // storage buffers bound (inputs + output)
+  std::int64_t invocations = 0;  // output elements
+  bool float64 = false;        // uses doubles (needs shaderFloat64)
+};
+
+// `f64_math`: the device has shaderFloat64, so float64 transcendentals (and float32 ones, for
+// accuracy) use the double-precision helpers; reductions accumulate in double as the oracle does.
+Shader render_kernel(const Kernel& k, bool f64_math);
+// pad, concatenate, argmax, argmin; nullopt for primitives without a shader (linear algebra).
+std::optional<Shader> render_routine(const Op& op);
+
+// Workgroup counts for n invocations (x at most 65535, the rest in y).
+std::pair<std::uint32_t, std::uint32_t> workgroups(std::int64_t n);
+
+}  // namespace jx::vk

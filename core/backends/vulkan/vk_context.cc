@@ -1,0 +1,229 @@
+#include "core/backends/vulkan/vk_context.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <mutex>
+
+#include "core/array/errors.h"
+
+namespace jx::vk {
+namespace {
+
+std::mutex g_msg_mu;
+std::vector<std::string> g_msgs;
+std::atomic<std::size_t> g_msg_count{0};
+
+VKAPI_ATTR VkBool32 VKAPI_CALL on_message(VkDebugUtilsMessageSeverityFlagBitsEXT sev, VkDebugUtilsMessageTypeFlagsEXT,
+                                          const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
+  if (sev < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) return VK_FALSE;
+  std::string m = data && data->pMessage ? data->pMessage : "(no message)";
+  fmt::print(stderr, "vulkan validation: {}\n", m);
+  std::lock_guard lock(g_msg_mu);
+  if (g_msgs.size() < 1000) g_msgs.push_back(std::move(m));
+  ++g_msg_count;
+  return VK_FALSE;
+}
+
+const char* type_name(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete";
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated";
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual";
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+    default: return "other";
+  }
+}
+
+bool has_layer(const char* name) {
+  std::uint32_t n = 0;
+  vkEnumerateInstanceLayerProperties(&n, nullptr);
+  std::vector<VkLayerProperties> v(n);
+  vkEnumerateInstanceLayerProperties(&n, v.data());
+  for (auto& l : v)
+    if (std::strcmp(l.layerName, name) == 0) return true;
+  return false;
+}
+
+VkInstance make_instance(bool validation) {
+  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  app.pApplicationName = "jxlab";
+  app.apiVersion = VK_API_VERSION_1_1;
+  VkInstanceCreateInfo ci{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  ci.pApplicationInfo = &app;
+  const char* layer = "VK_LAYER_KHRONOS_validation";
+  const char* ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+  if (validation) {
+    if (!has_layer(layer))
+      throw BackendError("vulkan: validation requested (JX_VULKAN_VALIDATION) but VK_LAYER_KHRONOS_validation is not installed "
+                         "(package vulkan-validationlayers)");
+    ci.enabledLayerCount = 1;
+    ci.ppEnabledLayerNames = &layer;
+    ci.enabledExtensionCount = 1;
+    ci.ppEnabledExtensionNames = &ext;
+  }
+  VkInstance inst = VK_NULL_HANDLE;
+  check(vkCreateInstance(&ci, nullptr, &inst), "vkCreateInstance (is a Vulkan driver installed?)");
+  return inst;
+}
+
+std::vector<VkPhysicalDevice> physical_devices(VkInstance inst) {
+  std::uint32_t n = 0;
+  check(vkEnumeratePhysicalDevices(inst, &n, nullptr), "vkEnumeratePhysicalDevices");
+  std::vector<VkPhysicalDevice> v(n);
+  check(vkEnumeratePhysicalDevices(inst, &n, v.data()), "vkEnumeratePhysicalDevices");
+  return v;
+}
+
+DeviceDesc describe(VkPhysicalDevice p) {
+  VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &drv;
+  vkGetPhysicalDeviceProperties2(p, &props);
+  VkPhysicalDeviceFeatures f{};
+  vkGetPhysicalDeviceFeatures(p, &f);
+  const auto& pr = props.properties;
+  DeviceDesc d;
+  d.name = pr.deviceName;
+  d.type = type_name(pr.deviceType);
+  d.driver = fmt::format("{} {}", drv.driverName, drv.driverInfo);
+  d.api = pr.apiVersion;
+  d.float64 = f.shaderFloat64 == VK_TRUE;
+  d.max_storage_buffers = pr.limits.maxPerStageDescriptorStorageBuffers;
+  d.max_invocations = pr.limits.maxComputeWorkGroupInvocations;
+  d.max_shared_bytes = pr.limits.maxComputeSharedMemorySize;
+  return d;
+}
+
+}  // namespace
+
+std::string result_name(VkResult r) {
+  switch (r) {
+    case VK_SUCCESS: return "VK_SUCCESS";
+    case VK_NOT_READY: return "VK_NOT_READY";
+    case VK_TIMEOUT: return "VK_TIMEOUT";
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST: return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_LAYER_NOT_PRESENT: return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT: return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_FEATURE_NOT_PRESENT: return "VK_ERROR_FEATURE_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER: return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_TOO_MANY_OBJECTS: return "VK_ERROR_TOO_MANY_OBJECTS";
+    case VK_ERROR_OUT_OF_POOL_MEMORY: return "VK_ERROR_OUT_OF_POOL_MEMORY";
+    default: return fmt::format("VkResult({})", static_cast<int>(r));
+  }
+}
+
+void check(VkResult r, const char* what) {
+  if (r != VK_SUCCESS) throw BackendError(fmt::format("vulkan: {} failed: {}", what, result_name(r)));
+}
+
+std::size_t validation_message_count() { return g_msg_count.load(); }
+std::vector<std::string> validation_messages() {
+  std::lock_guard lock(g_msg_mu);
+  return g_msgs;
+}
+
+Context::Context(bool validation) : validation_(validation) {
+  instance_ = make_instance(validation);
+  try {
+    if (validation) {
+      VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+      mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+      mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+      mi.pfnUserCallback = on_message;
+      auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+      if (!create) throw BackendError("vulkan: VK_EXT_debug_utils is not available for validation messages");
+      check(create(instance_, &mi, nullptr, &messenger_), "vkCreateDebugUtilsMessengerEXT");
+    }
+    auto devs = physical_devices(instance_);
+    if (devs.empty()) throw BackendError("vulkan: no Vulkan physical device (install a driver, e.g. mesa-vulkan-drivers for lavapipe)");
+    if (const char* e = std::getenv("JX_VULKAN_DEVICE"); e && *e) {
+      char* end = nullptr;
+      const long i = std::strtol(e, &end, 10);
+      if (*end != '\0' || i < 0 || i >= static_cast<long>(devs.size()))
+        throw BackendError(fmt::format("vulkan: JX_VULKAN_DEVICE={} is not a device index (0..{})", e, devs.size() - 1));
+      index_ = static_cast<std::uint32_t>(i);
+    } else {
+      for (std::uint32_t i = 0; i < devs.size(); ++i) {
+        VkPhysicalDeviceProperties p;
+        vkGetPhysicalDeviceProperties(devs[i], &p);
+        if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
+          index_ = i;
+          break;
+        }
+      }
+    }
+    phys_ = devs[index_];
+    desc_ = describe(phys_);
+    if (VK_API_VERSION_MAJOR(desc_.api) == 1 && VK_API_VERSION_MINOR(desc_.api) < 1)
+      throw BackendError(fmt::format("vulkan: {} supports Vulkan {}.{} only (1.1 needed)", desc_.name, VK_API_VERSION_MAJOR(desc_.api),
+                                     VK_API_VERSION_MINOR(desc_.api)));
+    vkGetPhysicalDeviceMemoryProperties(phys_, &mem_);
+    std::uint32_t nq = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(phys_, &nq, nullptr);
+    std::vector<VkQueueFamilyProperties> qs(nq);
+    vkGetPhysicalDeviceQueueFamilyProperties(phys_, &nq, qs.data());
+    bool found = false;
+    for (std::uint32_t i = 0; i < nq && !found; ++i)
+      if (qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+        family_ = i;
+        found = true;
+      }
+    if (!found) throw BackendError(fmt::format("vulkan: {} has no compute queue", desc_.name));
+    const float prio = 1.0f;
+    VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    qi.queueFamilyIndex = family_;
+    qi.queueCount = 1;
+    qi.pQueuePriorities = &prio;
+    VkPhysicalDeviceFeatures feats{};
+    feats.shaderFloat64 = desc_.float64 ? VK_TRUE : VK_FALSE;
+    VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    di.queueCreateInfoCount = 1;
+    di.pQueueCreateInfos = &qi;
+    di.pEnabledFeatures = &feats;
+    check(vkCreateDevice(phys_, &di, nullptr, &device_), "vkCreateDevice");
+    vkGetDeviceQueue(device_, family_, 0, &queue_);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+Context::~Context() { release(); }
+
+void Context::release() noexcept {
+  if (device_) {
+    vkDeviceWaitIdle(device_);
+    vkDestroyDevice(device_, nullptr);
+    device_ = VK_NULL_HANDLE;
+  }
+  if (messenger_) {
+    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+    if (destroy) destroy(instance_, messenger_, nullptr);
+    messenger_ = VK_NULL_HANDLE;
+  }
+  if (instance_) {
+    vkDestroyInstance(instance_, nullptr);
+    instance_ = VK_NULL_HANDLE;
+  }
+}
+
+std::vector<DeviceDesc> enumerate_devices(std::string& why) {
+  std::vector<DeviceDesc> out;
+  VkInstance inst = VK_NULL_HANDLE;
+  try {
+    inst = make_instance(false);
+    for (VkPhysicalDevice p : physical_devices(inst)) out.push_back(describe(p));
+    if (out.empty()) why = "no Vulkan physical device";
+  } catch (const BackendError& e) {
+    why = e.what();
+  }
+  if (inst) vkDestroyInstance(inst, nullptr);
+  return out;
+}
+
+}  // namespace jx::vk

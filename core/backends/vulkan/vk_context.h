@@ -1,0 +1,104 @@
+#pragma once
+// The Vulkan instance, physical and logical device, compute queue, and RAII handles that own
+// one Vulkan object each (destroyed with their parent device when they go out of scope).
+#include <vulkan/vulkan.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace jx::vk {
+
+std::string result_name(VkResult r);
+// Throws BackendError "vulkan: <what> failed: VK_ERROR_..." unless r is VK_SUCCESS.
+void check(VkResult r, const char* what);
+
+template <class T, auto Destroy>
+class Owned {
+ public:
+  Owned() = default;
+  Owned(VkDevice d, T h) : dev_(d), h_(h) {}
+  Owned(Owned&& o) noexcept : dev_(o.dev_), h_(std::exchange(o.h_, VK_NULL_HANDLE)) {}
+  Owned& operator=(Owned&& o) noexcept {
+    if (this != &o) {
+      reset();
+      dev_ = o.dev_;
+      h_ = std::exchange(o.h_, VK_NULL_HANDLE);
+    }
+    return *this;
+  }
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  ~Owned() { reset(); }
+  void reset() {
+    if (h_ != VK_NULL_HANDLE) Destroy(dev_, h_, nullptr);
+    h_ = VK_NULL_HANDLE;
+  }
+  T get() const { return h_; }
+  explicit operator bool() const { return h_ != VK_NULL_HANDLE; }
+
+ private:
+  VkDevice dev_ = VK_NULL_HANDLE;
+  T h_ = VK_NULL_HANDLE;
+};
+
+using BufferH = Owned<VkBuffer, vkDestroyBuffer>;
+using MemoryH = Owned<VkDeviceMemory, vkFreeMemory>;
+using ShaderH = Owned<VkShaderModule, vkDestroyShaderModule>;
+using SetLayoutH = Owned<VkDescriptorSetLayout, vkDestroyDescriptorSetLayout>;
+using PipelineLayoutH = Owned<VkPipelineLayout, vkDestroyPipelineLayout>;
+using PipelineH = Owned<VkPipeline, vkDestroyPipeline>;
+using PipelineCacheH = Owned<VkPipelineCache, vkDestroyPipelineCache>;
+using DescriptorPoolH = Owned<VkDescriptorPool, vkDestroyDescriptorPool>;
+using CommandPoolH = Owned<VkCommandPool, vkDestroyCommandPool>;
+using FenceH = Owned<VkFence, vkDestroyFence>;
+
+struct DeviceDesc {
+  std::string name, type, driver;
+  std::uint32_t api = 0;
+  bool float64 = false;
+  std::uint32_t max_storage_buffers = 0, max_invocations = 0, max_shared_bytes = 0;
+};
+
+// Validation messages (warnings and errors) seen since start, when validation is on.
+std::size_t validation_message_count();
+std::vector<std::string> validation_messages();
+
+class Context {
+ public:
+  // Picks JX_VULKAN_DEVICE=<index> if set, else the first discrete GPU, else device 0.
+  // Validation: VK_LAYER_KHRONOS_validation + a debug messenger collecting messages.
+  // Throws BackendError with the reason when no usable device exists.
+  explicit Context(bool validation);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  VkDevice device() const { return device_; }
+  VkPhysicalDevice physical() const { return phys_; }
+  VkQueue queue() const { return queue_; }
+  std::uint32_t family() const { return family_; }
+  const DeviceDesc& desc() const { return desc_; }
+  const VkPhysicalDeviceMemoryProperties& memory_properties() const { return mem_; }
+  bool validation() const { return validation_; }
+  std::uint32_t device_index() const { return index_; }
+
+ private:
+  void release() noexcept;
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
+  VkPhysicalDevice phys_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  std::uint32_t family_ = 0, index_ = 0;
+  DeviceDesc desc_;
+  VkPhysicalDeviceMemoryProperties mem_{};
+  bool validation_ = false;
+};
+
+// Every physical device (for `jxlab devices`); empty with `why` set when there is no loader/ICD.
+std::vector<DeviceDesc> enumerate_devices(std::string& why);
+
+}  // namespace jx::vk

@@ -1,0 +1,107 @@
+#include "core/backends/vulkan/vk_pipeline.h"
+
+#include <fmt/format.h>
+#include <glslang/Public/ResourceLimits.h>
+#include <glslang/Public/ShaderLang.h>
+#include <glslang/SPIRV/GlslangToSpv.h>
+
+#include "core/array/errors.h"
+
+namespace jx::vk {
+namespace {
+
+std::once_flag g_glslang_once;
+std::mutex g_glslang_mu;  // glslang's front end is not reentrant across threads in this version
+
+std::uint64_t hash_words(const std::vector<std::uint32_t>& w) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (std::uint32_t x : w) {
+    h ^= x;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> compile_glsl(const std::string& glsl, const std::string& name) {
+  std::call_once(g_glslang_once, [] { glslang::InitializeProcess(); });
+  std::lock_guard lock(g_glslang_mu);
+  glslang::TShader sh(EShLangCompute);
+  const char* src = glsl.c_str();
+  sh.setStrings(&src, 1);
+  sh.setEnvInput(glslang::EShSourceGlsl, EShLangCompute, glslang::EShClientVulkan, 100);
+  sh.setEnvClient(glslang::EShClientVulkan, glslang::EShTargetVulkan_1_1);
+  sh.setEnvTarget(glslang::EShTargetSpv, glslang::EShTargetSpv_1_3);
+  const auto msgs = static_cast<EShMessages>(EShMsgSpvRules | EShMsgVulkanRules);
+  if (!sh.parse(GetDefaultResources(), 450, false, msgs))
+    throw BackendError(fmt::format("vulkan: GLSL for {} does not compile:\n{}\n{}", name, sh.getInfoLog(), glsl));
+  glslang::TProgram prog;
+  prog.addShader(&sh);
+  if (!prog.link(msgs)) throw BackendError(fmt::format("vulkan: GLSL for {} does not link:\n{}", name, prog.getInfoLog()));
+  std::vector<std::uint32_t> spirv;
+  glslang::SpvOptions opt;
+  opt.disableOptimizer = false;
+  glslang::GlslangToSpv(*prog.getIntermediate(EShLangCompute), spirv, &opt);
+  return spirv;
+}
+
+Pipelines::Pipelines(std::shared_ptr<const Context> c) : c_(std::move(c)) {
+  VkPipelineCacheCreateInfo ci{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  VkPipelineCache pc = VK_NULL_HANDLE;
+  check(vkCreatePipelineCache(c_->device(), &ci, nullptr, &pc), "vkCreatePipelineCache");
+  cache_ = PipelineCacheH(c_->device(), pc);
+}
+
+std::shared_ptr<Pipeline> Pipelines::get(const std::vector<std::uint32_t>& spirv, int buffers, const std::string& name) {
+  const std::uint64_t h = hash_words(spirv) ^ static_cast<std::uint64_t>(buffers);
+  std::lock_guard lock(mu_);
+  if (auto it = by_hash_.find(h); it != by_hash_.end()) return it->second;
+  VkDevice d = c_->device();
+  auto p = std::make_shared<Pipeline>();
+  p->keep = c_;
+  p->buffers = buffers;
+  p->name = name;
+  std::vector<VkDescriptorSetLayoutBinding> b(static_cast<std::size_t>(buffers));
+  for (int i = 0; i < buffers; ++i) b[i] = {static_cast<std::uint32_t>(i), VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  li.bindingCount = static_cast<std::uint32_t>(b.size());
+  li.pBindings = b.data();
+  VkDescriptorSetLayout sl = VK_NULL_HANDLE;
+  check(vkCreateDescriptorSetLayout(d, &li, nullptr, &sl), "vkCreateDescriptorSetLayout");
+  p->set_layout = SetLayoutH(d, sl);
+  VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pli.setLayoutCount = 1;
+  pli.pSetLayouts = &sl;
+  VkPipelineLayout pl = VK_NULL_HANDLE;
+  check(vkCreatePipelineLayout(d, &pli, nullptr, &pl), "vkCreatePipelineLayout");
+  p->layout = PipelineLayoutH(d, pl);
+  VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  mi.codeSize = spirv.size() * sizeof(std::uint32_t);
+  mi.pCode = spirv.data();
+  VkShaderModule sm = VK_NULL_HANDLE;
+  check(vkCreateShaderModule(d, &mi, nullptr, &sm), "vkCreateShaderModule");
+  p->module = ShaderH(d, sm);
+  VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, nullptr, 0, VK_SHADER_STAGE_COMPUTE_BIT, sm, "main", nullptr};
+  ci.layout = pl;
+  VkPipeline pipe = VK_NULL_HANDLE;
+  check(vkCreateComputePipelines(d, cache_.get(), 1, &ci, nullptr, &pipe), "vkCreateComputePipelines");
+  p->pipeline = PipelineH(d, pipe);
+  ++creations_;
+  by_hash_[h] = p;
+  return p;
+}
+
+std::size_t Pipelines::size() const {
+  std::lock_guard lock(mu_);
+  return by_hash_.size();
+}
+
+void Pipelines::clear() {
+  std::lock_guard lock(mu_);
+  for (auto it = by_hash_.begin(); it != by_hash_.end();)
+    it = it->second.use_count() == 1 ? by_hash_.erase(it) : std::next(it);
+}
+
+}  // namespace jx::vk

@@ -1,0 +1,45 @@
+#pragma once
+// GLSL -> SPIR-V through the glslang C++ API, and compute pipelines cached by SPIR-V hash (plus
+// a VkPipelineCache for the driver's own compilation).
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/backends/vulkan/vk_context.h"
+
+namespace jx::vk {
+
+// Throws BackendError naming the shader with glslang's log when the GLSL does not compile.
+std::vector<std::uint32_t> compile_glsl(const std::string& glsl, const std::string& name);
+
+struct Pipeline {
+  std::shared_ptr<const Context> keep;  // first member: destroyed last, after the handles below
+  SetLayoutH set_layout;
+  PipelineLayoutH layout;
+  ShaderH module;
+  PipelineH pipeline;
+  int buffers = 0;
+  std::string name;
+};
+
+class Pipelines {
+ public:
+  explicit Pipelines(std::shared_ptr<const Context> c);
+  // The pipeline for this SPIR-V (created once); `buffers` storage buffers at bindings 0..n-1.
+  std::shared_ptr<Pipeline> get(const std::vector<std::uint32_t>& spirv, int buffers, const std::string& name);
+  std::size_t size() const;
+  std::size_t creations() const { return creations_; }
+  void clear();  // pipelines not held elsewhere
+
+ private:
+  std::shared_ptr<const Context> c_;
+  PipelineCacheH cache_;
+  mutable std::mutex mu_;
+  std::map<std::uint64_t, std::shared_ptr<Pipeline>> by_hash_;
+  std::size_t creations_ = 0;
+};
+
+}  // namespace jx::vk

@@ -1,0 +1,41 @@
+#pragma once
+// The vulkan backend's public controls and counters (the backend itself is reached through the
+// registry as "vulkan").
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/backends/backend.h"
+
+namespace jx {
+
+std::unique_ptr<Backend> make_vulkan_backend();
+
+namespace vulkan {
+
+struct Counters {
+  std::uint64_t dispatches = 0, submits = 0, host_waits = 0, barriers = 0, pipeline_creations = 0;
+  std::uint64_t bytes_uploaded = 0, bytes_downloaded = 0, host_routines = 0;
+  std::uint64_t max_buffers_per_dispatch = 0;
+};
+Counters counters();
+void reset_counters();
+
+// Limits profiles: "webgpu" (default; WebGPU's defaults: 8 storage buffers per stage, 256
+// invocations per workgroup, 16384 bytes of workgroup storage) or "device" (the device's own).
+// JX_LIMITS sets the initial profile. Throws BackendError for another name.
+void set_limits(const std::string& profile);
+std::string limits();
+
+// Submits recorded work and waits for it (the host normally waits only when it reads data).
+void synchronize();
+// Validation messages (JX_VULKAN_VALIDATION=1 enables VK_LAYER_KHRONOS_validation).
+std::size_t validation_message_count();
+std::vector<std::string> validation_messages();
+
+// Every physical device: "index name (type, driver) limits" lines for `jxlab devices`.
+std::vector<std::string> describe_devices();
+
+}  // namespace vulkan
+}  // namespace jx
