@@ -93,8 +93,13 @@ TEST(BufferBudget, TwelveInputsUnderBudgetEight) {
   Array want = f(xs);
   trace::DispatchTracker unlimited;
   Array a = jit(f)(xs);
-  EXPECT_EQ(unlimited.dispatches(), 1u);
-  EXPECT_EQ(unlimited.max_buffers(), 13);
+  if (const int limit = default_backend().info().limits.max_buffers_per_kernel; limit > 0 && limit < 13) {
+    EXPECT_LE(unlimited.max_buffers(), limit);  // the backend's own limit (vulkan/webgpu: 8) is the budget
+    EXPECT_GT(unlimited.dispatches(), 1u);
+  } else {
+    EXPECT_EQ(unlimited.dispatches(), 1u);
+    EXPECT_EQ(unlimited.max_buffers(), 13);
+  }
   trace::DispatchTracker t;
   Array b = jit(f, {.name = "budget8", .max_buffers = 8})(xs);
   EXPECT_LE(t.max_buffers(), 8);

@@ -101,10 +101,11 @@ std::optional<std::vector<Array>> run_scan_compiled(const Params& p, const std::
     j.outs.push_back({e.out.back()});
   }
   j.eqns.push_back(std::move(e));
-  const std::string key = fmt::format("eager-scan|{}|{}", j.str(), be.info().backend);
+  const int budget = be.info().limits.max_buffers_per_kernel;
+  const std::string key = fmt::format("eager-scan|{}|{}|{}", j.str(), be.info().backend, budget);
   auto prog = cache().get(key);
   if (!prog) {
-    prog = std::make_shared<const CompiledProgram>(lower(j, {}), be, 0);
+    prog = std::make_shared<const CompiledProgram>(lower(j, {budget}), be, budget);
     cache().put(key, prog);
   }
   // The scan's own host loop is the eager fallback: use the program only for a compiled loop.

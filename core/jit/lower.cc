@@ -302,6 +302,7 @@ class Lowering {
         return {view(args[0], [&](const EP& a, Memo& m) { return restride(a, out.shape, start, step, m); })};
       }
       case Prim::scan: return opaque(Step::Kind::control, p_.controls, e, args);
+      case Prim::concatenate: return concatenate(e, std::move(args));
       default: return opaque(Step::Kind::routine, p_.routines, e, args);
     }
   }
@@ -371,21 +372,51 @@ class Lowering {
 
   // An opaque step (routine, or a control primitive such as scan) over materialized operands.
   std::vector<EP> opaque(Step::Kind kind, std::vector<Op>& list, const Eqn& e, const std::vector<EP>& args) {
+    std::vector<AVal> outs;
+    for (int o : e.out) outs.push_back(j_.avals[o]);
+    return opaque(kind, list, e.prim, e.params, args, outs);
+  }
+  std::vector<EP> opaque(Step::Kind kind, std::vector<Op>& list, Prim prim, const Params& params, const std::vector<EP>& args,
+                         const std::vector<AVal>& out_avals) {
     Step st{kind, static_cast<int>(list.size()), {}, {}};
-    Op op{e.prim, e.params, {}, {}};
+    Op op{prim, params, {}, {}};
     for (const EP& a : args) {
       st.in.push_back(materialize(a));
       op.in.push_back({a->dtype, a->shape});
     }
     std::vector<EP> outs;
-    for (int o : e.out) {
-      st.out.push_back(new_buffer(j_.avals[o]));
-      op.out.push_back(j_.avals[o]);
-      outs.push_back(load_of(st.out.back(), j_.avals[o]));
+    for (const AVal& av : out_avals) {
+      st.out.push_back(new_buffer(av));
+      op.out.push_back(av);
+      outs.push_back(load_of(st.out.back(), av));
     }
     list.push_back(std::move(op));
     p_.steps.push_back(std::move(st));
     return outs;
+  }
+
+  // A concatenate binding more buffers than the budget becomes a tree of concatenates of at
+  // most budget-1 operands each.
+  std::vector<EP> concatenate(const Eqn& e, std::vector<EP> level) {
+    const int per = o_.max_buffers > 2 ? o_.max_buffers - 1 : 0;
+    const auto ax = static_cast<std::size_t>(e.params.axis);
+    while (per > 0 && static_cast<int>(level.size()) > per) {
+      std::vector<EP> next;
+      for (std::size_t i = 0; i < level.size(); i += static_cast<std::size_t>(per)) {
+        std::vector<EP> chunk(level.begin() + static_cast<std::ptrdiff_t>(i),
+                              level.begin() + static_cast<std::ptrdiff_t>(std::min(level.size(), i + static_cast<std::size_t>(per))));
+        if (chunk.size() == 1) {
+          next.push_back(chunk[0]);
+          continue;
+        }
+        Shape sh = chunk[0]->shape;
+        sh[ax] = 0;
+        for (const EP& c : chunk) sh[ax] += c->shape[ax];
+        next.push_back(opaque(Step::Kind::routine, p_.routines, Prim::concatenate, e.params, chunk, {AVal{chunk[0]->dtype, sh}})[0]);
+      }
+      level = std::move(next);
+    }
+    return opaque(Step::Kind::routine, p_.routines, e, level);
   }
 
   // ---- kernel emission ----

@@ -297,6 +297,11 @@ std::string decompose(const Shape& dims, const std::vector<std::string>& names, 
   return s;
 }
 
+std::string loop_open(const std::string& var, std::int64_t n, const std::string& ind, Shader& sh) {
+  sh.max_loop = std::max(sh.max_loop, n);
+  return fmt::format("{0}for (int {1} = 0; {1} < {2}; ++{1}) {{\n", ind, var, n);
+}
+
 }  // namespace
 
 std::pair<std::uint32_t, std::uint32_t> workgroups(std::int64_t n) {
@@ -357,7 +362,7 @@ Shader render_kernel(const Kernel& k, bool f64_math) {
   int count = 0;
   for (std::size_t d = 0; d < k.space.size(); ++d)
     if (is_red(d)) {
-      s += fmt::format("{0}for (int i{1} = 0; i{1} < {2}; ++i{1}) {{\n", ind, d, k.space[d]);
+      s += loop_open(fmt::format("i{}", d), k.space[d], ind, sh);
       ind += "  ";
       ++count;
     }
@@ -442,7 +447,7 @@ std::optional<Shader> render_routine(const Op& op) {
     const std::int64_t n = is[p.axis];
     const bool flt = is_floating(op.in[0].dtype);
     s += fmt::format("  const int base = (gi / {0}) * {1} * {0} + gi % {0};\n  int best = 0;\n", inner, n);
-    s += fmt::format("  for (int k = 1; k < {}; ++k) {{\n", n);
+    s += loop_open("k", n, "  ", sh);
     const std::string bv = load_expr(op.in[0].dtype, 0, fmt::format("base + best * {}", inner));
     const std::string kv = load_expr(op.in[0].dtype, 0, fmt::format("base + k * {}", inner));
     if (flt) s += fmt::format("    if (isnan({0})) break;\n    if (isnan({1}) || {1} {2} {0}) best = k;\n", bv, kv, op.prim == Prim::argmax ? ">" : "<");

@@ -17,6 +17,7 @@ struct Shader {
   int buffers = 0;             // storage buffers bound (inputs + output)
   std::int64_t invocations = 0;  // output elements
   bool float64 = false;        // uses doubles (needs shaderFloat64)
+  std::int64_t max_loop = 0;   // trip count of the longest loop (a reduction's extent)
 };
 
 // `f64_math`: the device has shaderFloat64, so float64 transcendentals (and float32 ones, for

@@ -238,6 +238,8 @@ class VulkanBackend final : public Backend {
       e->host = make_host_op_executable(op);
       return e;
     }
+    // a concatenate over the budget goes through the lowering, which splits it into a tree
+    if (op.prim == Prim::concatenate && static_cast<int>(op.in.size()) + 1 > max_buffers_) return nullptr;
     auto sh = render_routine(op);
     if (!sh) return nullptr;  // lowered to kernels by the runtime
     return make_kernel_exe(*sh, fmt::format("{}|{}", prim_name(op.prim), sh->glsl));
@@ -427,6 +429,12 @@ class VulkanBackend final : public Backend {
     if (sh.buffers > max_buffers_)
       throw BackendError(profile_ == "webgpu" ? fmt::format("Too many buffers ({}) for WebGPU pipeline (max: {})", sh.buffers, max_buffers_)
                                               : fmt::format("Too many buffers ({}) for the device's pipeline (max: {})", sh.buffers, max_buffers_));
+    // llvmpipe ends every shader loop after 65535 iterations in total (its loop limiter): refuse
+    // rather than return a truncated reduction.
+    if (sh.max_loop > 65535 && ctx_->desc().name.find("llvmpipe") != std::string::npos)
+      throw BackendError(fmt::format("vulkan: {} loops {} times per invocation, but {} stops shader loops after 65535 iterations "
+                                     "(reductions over more than 65535 elements per output need a GPU driver)",
+                                     sh.name, sh.max_loop, ctx_->desc().name));
     if (sh.float64 && !ctx_->desc().float64)
       throw BackendError(fmt::format("vulkan: {} needs float64 but {} has no shaderFloat64", sh.name, ctx_->desc().name));
     auto exe = std::make_shared<KernelExe>();

@@ -1,0 +1,207 @@
+// The vulkan backend against the cpu oracle (ggml test-backend-ops style) on random inputs, plus
+// the WebGPU limits profile, counters, memory and the documented 3-tuple associative-scan loss.
+// Registered twice in ctest: plain and with JX_VULKAN_VALIDATION=1, where any validation
+// message fails the test that produced it.
+#include "core/backends/vulkan/vulkan.h"
+#include "core/instrument/instrument.h"
+#include "core/jit/program.h"
+#include "tests/prim_cases.h"
+
+using namespace jx;
+using jxt::all_close;
+using jxt::vals;
+
+namespace {
+
+std::vector<Array> on(const std::vector<Array>& xs, const std::string& be) {
+  std::vector<Array> r;
+  for (const Array& x : xs) r.push_back(device_put(x, be));
+  return r;
+}
+
+// Fails the running test when it produced validation messages (JX_VULKAN_VALIDATION=1).
+class ValidationListener : public ::testing::EmptyTestEventListener {
+  std::size_t before_ = 0;
+  void OnTestStart(const ::testing::TestInfo&) override { before_ = vulkan::validation_message_count(); }
+  void OnTestEnd(const ::testing::TestInfo&) override {
+    vulkan::synchronize();
+    const std::size_t now = vulkan::validation_message_count();
+    if (now != before_) {
+      auto msgs = vulkan::validation_messages();
+      ADD_FAILURE() << (now - before_) << " Vulkan validation message(s); last: " << (msgs.empty() ? "" : msgs.back());
+    }
+  }
+};
+
+const bool g_listener = [] {
+  ::testing::UnitTest::GetInstance()->listeners().Append(new ValidationListener);
+  return true;
+}();
+
+double tol_of(DType d) { return d == DType::float64 ? 1e-12 : 2e-5; }
+
+using Triple = std::tuple<Array, Array, Array>;
+Triple compose(const Triple& x, const Triple& y) {  // (a1·a0, a1·b0 + b1, a1·c0 + c1)
+  const auto& [a0, b0, c0] = x;
+  const auto& [a1, b1, c1] = y;
+  return {a1 * a0, a1 * b0 + b1, a1 * c0 + c1};
+}
+Array triple_loss(const Array& theta) {
+  Array e = np::exp(theta) * np::ones({20}, theta.dtype());
+  auto [a, b, c] = lax::associative_scan(compose, Triple{e, e, np::ones({20}, theta.dtype())});
+  return np::sum(a + b + c);
+}
+
+}  // namespace
+
+class VulkanEveryCase : public ::testing::TestWithParam<jxt::Case> {};
+
+TEST_P(VulkanEveryCase, EagerAndJitMatchCpu) {
+  const auto& c = GetParam();
+  auto f = jit([fn = c.f](const std::vector<Array>& in) { return fn(in); });
+  for (DType d : {DType::float64, DType::float32}) {
+    std::vector<Array> x;
+    for (auto& a : jxt::random_inputs(c, 41)) x.push_back(np::astype(a, d));
+    Array want = c.f(x);  // eager on cpu
+    DefaultDeviceScope vk("vulkan");
+    Array eager = c.f(on(x, "vulkan"));
+    Array jitted = f(on(x, "vulkan"));
+    EXPECT_EQ(eager.backend().info().backend, "vulkan");
+    EXPECT_EQ(jitted.aval(), want.aval());
+    EXPECT_TRUE(all_close(eager, vals(want), tol_of(d), tol_of(d))) << c.name << " eager " << dtype_name(d);
+    EXPECT_TRUE(all_close(jitted, vals(want), tol_of(d), tol_of(d))) << c.name << " jit " << dtype_name(d);
+  }
+}
+
+class VulkanDifferentiable : public ::testing::TestWithParam<jxt::Case> {};
+
+TEST_P(VulkanDifferentiable, JitOfVjpMatchesCpu) {
+  const auto& c = GetParam();
+  auto pull = jit([fn = c.f](const std::vector<Array>& in) {
+    auto [y, lin] = vjp_flat([&](const std::vector<Array>& a) { return std::vector<Array>{fn(a)}; }, in);
+    return lin.transpose({np::ones_like(y[0])});
+  });
+  auto x = jxt::random_inputs(c, 42);
+  auto want = pull(x);
+  DefaultDeviceScope vk("vulkan");
+  auto got = pull(on(x, "vulkan"));
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(all_close(got[i], vals(want[i]), 1e-11, 1e-11)) << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, VulkanEveryCase, ::testing::ValuesIn(jxt::cases()), [](const auto& info) { return info.param.name; });
+std::vector<jxt::Case> differentiable_cases() {
+  std::vector<jxt::Case> r;
+  for (const auto& c : jxt::cases())
+    if (c.differentiable) r.push_back(c);
+  return r;
+}
+INSTANTIATE_TEST_SUITE_P(All, VulkanDifferentiable, ::testing::ValuesIn(differentiable_cases()), [](const auto& info) { return info.param.name; });
+
+TEST(Vulkan, DeviceLimitsProfileAndErrors) {
+  const auto& info = backend("vulkan").info();
+  ASSERT_TRUE(info.available) << info.reason;
+  EXPECT_EQ(vulkan::limits(), "webgpu");
+  EXPECT_EQ(info.limits.max_buffers_per_kernel, 8);
+  EXPECT_FALSE(vulkan::describe_devices().empty());
+  // a kernel binding 13 buffers, lowered without a budget, cannot become a WebGPU pipeline
+  auto f = [](const std::vector<Array>& xs) {
+    Array acc = xs[0] * xs[1];
+    for (std::size_t i = 2; i < xs.size(); ++i) acc = acc * 0.5 + xs[i];
+    return std::vector<Array>{acc};
+  };
+  std::vector<AVal> avals(12, AVal{DType::float32, {4}});
+  Program p = lower(make_jaxpr_flat(f, avals).jaxpr, {0});
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_TRUE(jxt::throws_with<BackendError>([&] { backend("vulkan").prepare_kernel(p.kernels[0]); },
+                                             {"Too many buffers (13) for WebGPU pipeline (max: 8)"}));
+  vulkan::set_limits("device");
+  EXPECT_GT(backend("vulkan").info().limits.max_buffers_per_kernel, 8);
+  EXPECT_NO_THROW(backend("vulkan").prepare_kernel(p.kernels[0]));
+  vulkan::set_limits("webgpu");
+  EXPECT_TRUE(jxt::throws_with<BackendError>([] { vulkan::set_limits("webgl"); }, {"unknown limits profile 'webgl'"}));
+  // operands on different backends are named
+  EXPECT_TRUE(jxt::throws_with<BackendError>([] { (void)(device_put(np::ones({2}), "vulkan") + np::ones({2})); }, {"different backends"}));
+}
+
+TEST(Vulkan, DispatchesAreBatchedIntoOneSubmitAndTheHostWaitsOnlyToRead) {
+  DefaultDeviceScope vk("vulkan");
+  Array x = np::ones({1000}, DType::float32);
+  vulkan::synchronize();
+  vulkan::reset_counters();
+  Array y = x;
+  for (int i = 0; i < 10; ++i) y = y * 1.5 + 1.0;  // 20 eager ops, each reading the last (+ scalar operands)
+  auto c0 = vulkan::counters();
+  EXPECT_GE(c0.dispatches, 20u);
+  EXPECT_EQ(c0.submits, 0u);
+  EXPECT_EQ(c0.host_waits, 0u);
+  double want = 1.0;
+  for (int i = 0; i < 10; ++i) want = want * 1.5 + 1.0;
+  EXPECT_NEAR(y.to_vector<double>()[999], want, 1e-3 * want);
+  auto c1 = vulkan::counters();
+  EXPECT_EQ(c1.submits, 1u);
+  EXPECT_EQ(c1.host_waits, 1u);
+  EXPECT_GE(c1.barriers, 19u);  // every op reads the previous one's output
+  EXPECT_LT(c1.barriers, c1.dispatches);
+  EXPECT_EQ(c1.bytes_downloaded, 4000u);
+  EXPECT_LE(c1.max_buffers_per_dispatch, 8u);
+}
+
+TEST(Vulkan, JitProgramsStayWithinTheWebGpuBudget) {
+  DefaultDeviceScope vk("vulkan");
+  std::vector<Array> xs;
+  for (int i = 0; i < 12; ++i) xs.push_back(np::full({64}, i + 1.0, DType::float32));
+  auto f = jit([](const std::vector<Array>& a) {
+    Array acc = a[0] * a[1];
+    for (std::size_t i = 2; i < a.size(); ++i) acc = acc * 0.5 + a[i];
+    return acc;
+  });
+  trace::DispatchTracker t;
+  Array got = f(xs);
+  EXPECT_LE(t.max_buffers(), 8);
+  EXPECT_GT(t.dispatches(), 1u);
+  double want = 1.0 * 2.0;
+  for (int i = 2; i < 12; ++i) want = want * 0.5 + (i + 1.0);
+  EXPECT_TRUE(all_close(got, std::vector<double>(64, want), 1e-6, 1e-6));
+}
+
+TEST(Vulkan, TripleComposeAssociativeScanUnderJitValueAndGrad) {
+  DefaultDeviceScope vk("vulkan");
+  trace::DispatchTracker t;
+  auto [v, g] = jit(value_and_grad(triple_loss))(np::array({0.5}, DType::float64));
+  EXPECT_EQ(v.backend().info().backend, "vulkan");
+  EXPECT_NEAR(v.item<double>(), 284451.7727106761, 1e-7);
+  EXPECT_NEAR(g.item<double>(), 4813870.5205, 1e-3);
+  EXPECT_LE(t.max_buffers(), 8);
+  auto [v32, g32] = jit(value_and_grad(triple_loss))(np::array({0.5}, DType::float32));
+  EXPECT_NEAR(v32.item<double>(), 284451.6875, 1.0);
+  EXPECT_NEAR(g32.item<double>(), 4813868.5, 16.0);
+}
+
+TEST(Vulkan, BoolAndIntegerBuffersAndIsnanOnAColumn) {
+  DefaultDeviceScope vk("vulkan");
+  // the documented report: isnan on a [4,1] array on the GPU gives [0,1,0,1]
+  Array x = np::reshape(np::array({1.0, NAN, 2.0, NAN}, DType::float32), {4, 1});
+  EXPECT_TRUE(all_close(np::astype(np::isnan(x), DType::int32), {0, 1, 0, 1}));
+  Array b = np::array({1.0, 0.0, 1.0, 1.0, 0.0}, DType::bool_);  // five bytes: packed into two words
+  EXPECT_TRUE(all_close(np::astype(np::logical_not(b), DType::int32), {0, 1, 0, 0, 1}));
+  Array i = np::array({2147483647.0, -5.0, 7.0}, DType::int32);
+  EXPECT_TRUE(all_close(i + np::array({1.0, 2.0, 3.0}, DType::int32), {-2147483648.0, -3, 10}));
+  EXPECT_TRUE(all_close(np::argmax(np::array({{1.0, 5.0, 5.0}, {NAN, 0.0, 9.0}}), 1), {1, 0}));
+}
+
+TEST(Vulkan, MemoryIsPooledAndReported) {
+  DefaultDeviceScope vk("vulkan");
+  const auto before = backend("vulkan").memory();
+  {
+    Array a = np::ones({1 << 15}, DType::float32) * 2.0;
+    EXPECT_NEAR(np::sum(a).item<double>(), 65536.0, 1e-3);
+    EXPECT_GT(backend("vulkan").memory().live_bytes, before.live_bytes);
+  }
+  vulkan::synchronize();
+  const auto after = backend("vulkan").memory();
+  EXPECT_EQ(after.live_slots, before.live_slots);
+  EXPECT_GT(after.pooled_bytes, 0u);
+  EXPECT_GT(after.pipelines, 0u);
+  const auto ms = memory_stats();
+  EXPECT_GE(ms.pipelines, after.pipelines);
+}
