@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/backends/vulkan/vulkan.h"
 #include "core/jx.h"
 #include "workloads/dlm/dlm_io.h"
 
@@ -20,6 +21,8 @@ int cmd_devices() {
     fmt::print("{:<8} {:<10} {:<24} {}\n", d.backend, d.available ? "yes" : "no", limits,
                d.available ? d.device : fmt::format("{} ({})", d.device, d.reason));
   }
+  fmt::print("\nVulkan physical devices (JX_VULKAN_DEVICE=<index> selects; JX_LIMITS=webgpu|device):\n");
+  for (const auto& line : jx::vulkan::describe_devices()) fmt::print("  {}\n", line);
   return 0;
 }
 
