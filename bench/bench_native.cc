@@ -90,6 +90,9 @@ void BM_DlmFit(benchmark::State& st, const char* be, const char* alg) {  // Nile
 }
 BENCHMARK_CAPTURE(BM_DlmFit, native_scan, "native", "scan")->RangeMultiplier(4)->Range(100, 102400)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_DlmFit, native_assoc, "native", "assoc")->RangeMultiplier(4)->Range(100, 102400)->Unit(benchmark::kMillisecond)->UseRealTime();
+// vulkan (lavapipe here): N <= 16384 (llvmpipe refuses reduction loops over 65535 elements)
+BENCHMARK_CAPTURE(BM_DlmFit, vulkan_scan, "vulkan", "scan")->Arg(100)->Arg(1600)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmFit, vulkan_assoc, "vulkan", "assoc")->Arg(100)->Arg(1600)->Arg(16384)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_DlmFit, cpu_scan, "cpu", "scan")->Arg(100)->Arg(3200)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_DlmFit, cpu_assoc, "cpu", "assoc")->Arg(100)->Arg(3200)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -105,6 +108,8 @@ void BM_DlmMle(benchmark::State& st, const char* be, const char* alg) {  // Nile
 }
 BENCHMARK_CAPTURE(BM_DlmMle, native_scan, "native", "scan")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_DlmMle, native_assoc, "native", "assoc")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmMle, vulkan_scan, "vulkan", "scan")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmMle, vulkan_assoc, "vulkan", "assoc")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_DlmMle, cpu_scan, "cpu", "scan")->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_DlmMle, cpu_assoc, "cpu", "assoc")->Unit(benchmark::kMillisecond)->UseRealTime();
 
