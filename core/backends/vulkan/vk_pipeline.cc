@@ -98,6 +98,19 @@ std::size_t Pipelines::size() const {
   return by_hash_.size();
 }
 
+void Pipelines::release_all() {
+  std::lock_guard lock(mu_);
+  for (auto& [h, p] : by_hash_) {
+    p->pipeline.reset();
+    p->module.reset();
+    p->layout.reset();
+    p->set_layout.reset();
+    p->keep.reset();
+  }
+  by_hash_.clear();
+  cache_.reset();
+}
+
 void Pipelines::clear() {
   std::lock_guard lock(mu_);
   for (auto it = by_hash_.begin(); it != by_hash_.end();)

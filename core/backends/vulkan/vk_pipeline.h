@@ -33,6 +33,9 @@ class Pipelines {
   std::size_t size() const;
   std::size_t creations() const { return creations_; }
   void clear();  // pipelines not held elsewhere
+  // Shutdown: destroys every pipeline's Vulkan objects now, even those still referenced (their
+  // later destruction is then a no-op), so the device can go while the driver is still intact.
+  void release_all();
 
  private:
   std::shared_ptr<const Context> c_;

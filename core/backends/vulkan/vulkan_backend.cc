@@ -332,8 +332,10 @@ class VulkanBackend final : public Backend {
     slots_.clear();
     free_.clear();
     kernels_.clear();
+    spirv_.clear();
+    pipes_->release_all();
     pipes_.reset();
-    ctx_.reset();
+    ctx_.reset();  // the last reference: the device and instance go now
     info_.available = false;
     info_.reason = "the vulkan backend was shut down (process exit)";
     g_instance = nullptr;
