@@ -206,10 +206,13 @@ void Context::release() noexcept {
     if (destroy) destroy(instance_, messenger_, nullptr);
     messenger_ = VK_NULL_HANDLE;
   }
-  if (instance_) {
-    vkDestroyInstance(instance_, nullptr);
-    instance_ = VK_NULL_HANDLE;
-  }
+  if (instance_ && !at_exit_) vkDestroyInstance(instance_, nullptr);
+  instance_ = VK_NULL_HANDLE;
+}
+
+void Context::release_at_exit() noexcept {
+  at_exit_ = true;
+  release();
 }
 
 std::vector<DeviceDesc> enumerate_devices(std::string& why) {

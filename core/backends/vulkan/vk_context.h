@@ -75,6 +75,10 @@ class Context {
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
+  // Process exit: destroys the device (and so every object the validation layer tracks) but not
+  // the instance: destroying it lets the loader dlclose the driver during the exit handlers, and
+  // lavapipe's libLLVM then frees its PassRegistry twice.
+  void release_at_exit() noexcept;
 
   VkDevice device() const { return device_; }
   VkPhysicalDevice physical() const { return phys_; }
@@ -96,6 +100,7 @@ class Context {
   DeviceDesc desc_;
   VkPhysicalDeviceMemoryProperties mem_{};
   bool validation_ = false;
+  bool at_exit_ = false;
 };
 
 // Every physical device (for `jxlab devices`); empty with `why` set when there is no loader/ICD.

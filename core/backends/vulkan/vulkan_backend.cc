@@ -335,7 +335,8 @@ class VulkanBackend final : public Backend {
     spirv_.clear();
     pipes_->release_all();
     pipes_.reset();
-    ctx_.reset();  // the last reference: the device and instance go now
+    ctx_->release_at_exit();
+    ctx_.reset();
     info_.available = false;
     info_.reason = "the vulkan backend was shut down (process exit)";
     g_instance = nullptr;
