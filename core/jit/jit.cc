@@ -83,24 +83,30 @@ int effective_budget(const JitOptions& o, const Backend& be) {
   return b <= 0 ? o.max_buffers : std::min(b, o.max_buffers);
 }
 
+// { lambda in...; let out... = prim[params] in... in (out...) }
+Jaxpr one_equation(Prim prim, const Params& params, const std::vector<AVal>& in, const std::vector<AVal>& out) {
+  Jaxpr j;
+  Eqn e{prim, params, {}, {}};
+  for (const AVal& a : in) {
+    const int v = j.new_var(a);
+    j.invars.push_back(v);
+    e.in.push_back({v});
+  }
+  for (const AVal& a : out) {
+    e.out.push_back(j.new_var(a));
+    j.outs.push_back({e.out.back()});
+  }
+  j.eqns.push_back(std::move(e));
+  return j;
+}
+
 // Eager scans: a one-equation program around the scan, compiled and cached like any jit program,
 // when the backend has a compiled-loop scan.
 std::optional<std::vector<Array>> run_scan_compiled(const Params& p, const std::vector<Array>& ops, std::string& why) {
   Backend& be = ops.empty() ? default_backend() : ops[0].backend();
-  Jaxpr j;
-  Eqn e{Prim::scan, p, {}, {}};
-  for (const Array& a : ops) {
-    const int v = j.new_var(a.aval());
-    j.invars.push_back(v);
-    e.in.push_back({v});
-  }
   std::vector<AVal> in;
   for (const Array& a : ops) in.push_back(a.aval());
-  for (const AVal& av : abstract_eval(Prim::scan, in, p)) {
-    e.out.push_back(j.new_var(av));
-    j.outs.push_back({e.out.back()});
-  }
-  j.eqns.push_back(std::move(e));
+  const Jaxpr j = one_equation(Prim::scan, p, in, abstract_eval(Prim::scan, in, p));
   const int budget = be.info().limits.max_buffers_per_kernel;
   const std::string key = fmt::format("eager-scan|{}|{}|{}", j.str(), be.info().backend, budget);
   auto prog = cache().get(key);
@@ -134,18 +140,7 @@ OpPrograms& op_programs() {
 // backend's buffer budget and kept in a small cache of its own (eager ops never evict jit
 // programs from the LRU).
 std::vector<Array> run_op_program(const Op& op, const std::vector<Array>& args, Backend& be) {
-  Jaxpr j;
-  Eqn e{op.prim, op.params, {}, {}};
-  for (const AVal& a : op.in) {
-    const int v = j.new_var(a);
-    j.invars.push_back(v);
-    e.in.push_back({v});
-  }
-  for (const AVal& a : op.out) {
-    e.out.push_back(j.new_var(a));
-    j.outs.push_back({e.out.back()});
-  }
-  j.eqns.push_back(std::move(e));
+  const Jaxpr j = one_equation(op.prim, op.params, op.in, op.out);
   const int budget = be.info().limits.max_buffers_per_kernel;
   const std::string key = fmt::format("{}|{}|{}", j.str(), be.info().backend, budget);
   OpPrograms& ops = op_programs();

@@ -218,6 +218,7 @@ class VulkanBackend final : public Backend {
     if (!ctx_) return;
     finish();
     kernels_.clear();
+    spirv_.clear();
     pipes_->clear();
     for (auto& [cls, v] : free_) v.clear();
     free_.clear();
