@@ -120,7 +120,7 @@ TEST(Vulkan, DeviceLimitsProfileAndErrors) {
   vulkan::set_limits("webgpu");
   EXPECT_TRUE(jxt::throws_with<BackendError>([] { vulkan::set_limits("webgl"); }, {"unknown limits profile 'webgl'"}));
   // operands on different backends are named
-  EXPECT_TRUE(jxt::throws_with<BackendError>([] { (void)(device_put(np::ones({2}), "vulkan") + np::ones({2})); }, {"different backends"}));
+  EXPECT_TRUE(jxt::throws_with<BackendError>([] { (void)(device_put(np::ones({2}), "vulkan") + device_put(np::ones({2}), "cpu")); }, {"different backends"}));
 }
 
 TEST(Vulkan, DispatchesAreBatchedIntoOneSubmitAndTheHostWaitsOnlyToRead) {
