@@ -6,37 +6,14 @@
 #include "core/instrument/instrument.h"
 #include "core/jit/program.h"
 #include "tests/prim_cases.h"
+#include "tests/vulkan_helpers.h"
 
 using namespace jx;
 using jxt::all_close;
 using jxt::vals;
+using jxt::on;
 
 namespace {
-
-std::vector<Array> on(const std::vector<Array>& xs, const std::string& be) {
-  std::vector<Array> r;
-  for (const Array& x : xs) r.push_back(device_put(x, be));
-  return r;
-}
-
-// Fails the running test when it produced validation messages (JX_VULKAN_VALIDATION=1).
-class ValidationListener : public ::testing::EmptyTestEventListener {
-  std::size_t before_ = 0;
-  void OnTestStart(const ::testing::TestInfo&) override { before_ = vulkan::validation_message_count(); }
-  void OnTestEnd(const ::testing::TestInfo&) override {
-    vulkan::synchronize();
-    const std::size_t now = vulkan::validation_message_count();
-    if (now != before_) {
-      auto msgs = vulkan::validation_messages();
-      ADD_FAILURE() << (now - before_) << " Vulkan validation message(s); last: " << (msgs.empty() ? "" : msgs.back());
-    }
-  }
-};
-
-const bool g_listener = [] {
-  ::testing::UnitTest::GetInstance()->listeners().Append(new ValidationListener);
-  return true;
-}();
 
 double tol_of(DType d) { return d == DType::float64 ? 1e-12 : 2e-5; }
 

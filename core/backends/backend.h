@@ -39,6 +39,11 @@ struct DeviceInfo {
 class Executable {
  public:
   virtual ~Executable() = default;
+  // A prepared scan: true when its steps are recorded dispatches (path preencoded) rather than
+  // one compiled loop (fused).
+  virtual bool preencoded() const { return false; }
+  // Storage buffers one dispatch of it binds, when that is not its operand count (packed scans).
+  virtual int bound_buffers(int operands) const { return operands; }
 };
 
 struct BackendMemory {

@@ -72,12 +72,18 @@ std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const 
     }
     if (st.kind == Step::Kind::control && scans_[st.index].fused) {
       const Params& sp = p.controls[st.index].params;
-      report_scan_path(ScanPath::fused, be_.info().backend, fmt::format("{} steps in one call: {}", sp.length, scans_[st.index].why),
-                       sp.require_paths);
+      const Executable& exe = *scans_[st.index].fused;
+      if (exe.preencoded())
+        report_scan_path(ScanPath::preencoded, be_.info().backend,
+                         fmt::format("{} steps recorded into one submission: {}", sp.length, scans_[st.index].why), sp.require_paths);
+      else
+        report_scan_path(ScanPath::fused, be_.info().backend, fmt::format("{} steps in one call: {}", sp.length, scans_[st.index].why),
+                         sp.require_paths);
       bind_slots(st);
       be_.dispatch(*scans_[st.index].fused, in, out);
       if (tracing)
-        trace::emit({trace::EventKind::dispatch, be_.info().backend, "scan", static_cast<int>(in.size() + out.size()), true, 0.0, {}});
+        trace::emit({trace::EventKind::dispatch, be_.info().backend, "scan", exe.bound_buffers(static_cast<int>(in.size() + out.size())), true,
+                     0.0, {}});
       continue;
     }
     if (st.kind == Step::Kind::control) {

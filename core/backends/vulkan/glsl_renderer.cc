@@ -9,7 +9,6 @@
 #include "core/array/errors.h"
 
 namespace jx::vk {
-namespace {
 
 std::string gtype(DType d) {
   switch (d) {
@@ -20,6 +19,9 @@ std::string gtype(DType d) {
   }
   return "void";
 }
+
+namespace {
+
 // element type of a storage buffer (bool: bytes packed four to a uint)
 std::string btype(DType d) { return d == DType::bool_ ? "uint" : gtype(d); }
 
@@ -141,6 +143,10 @@ double jx_min(double a, double b) { return isnan(a) ? a : isnan(b) ? b : min(a, 
 int jx_f2i(double v) { return isnan(v) ? 0 : v >= 2147483647.0LF ? 2147483647 : v <= -2147483648.0LF ? int(0x80000000u) : int(v); }
 )";
 
+
+
+}  // namespace
+
 std::string literal(DType d, double v) {
   switch (d) {
     case DType::float32: return fmt::format("uintBitsToFloat({}u)", std::bit_cast<std::uint32_t>(static_cast<float>(v)));
@@ -154,12 +160,25 @@ std::string literal(DType d, double v) {
   return "0";
 }
 
-struct Ctx {
-  const Kernel& k;
-  bool f64;
-};
+bool uses_double(const std::vector<AVal>& ins, DType out, const std::vector<KNode>& nodes) {
+  if (out == DType::float64) return true;
+  for (const AVal& a : ins)
+    if (a.dtype == DType::float64) return true;
+  for (const KNode& n : nodes)
+    if (n.dtype == DType::float64) return true;
+  return false;
+}
 
-std::string truthy(const Ctx& c, int i) {
+std::string prelude(bool doubles, bool f64_math) {
+  std::string s = kCommon;
+  if (doubles) s += kCommonF64;
+  if (f64_math) s += kF64Math;
+  return s;
+}
+
+namespace {
+
+std::string truthy(const KernelCtx& c, int i) {
   const DType d = c.k.nodes[i].dtype;
   if (d == DType::bool_) return fmt::format("v{}", i);
   return fmt::format("(v{} != {}(0))", i, gtype(d));
@@ -167,13 +186,13 @@ std::string truthy(const Ctx& c, int i) {
 
 // f32 transcendentals through the double helpers when the device has doubles (accuracy close
 // to the oracle's libm); otherwise the GLSL built-ins.
-std::string transcendental(const Ctx& c, const char* fn_d, const char* fn_f, DType in, const std::string& a) {
+std::string transcendental(const KernelCtx& c, const char* fn_d, const char* fn_f, DType in, const std::string& a) {
   if (in == DType::float64) return fmt::format("{}({})", fn_d, a);
   if (c.f64) return fmt::format("float({}(double({})))", fn_d, a);
   return fmt::format("{}({})", fn_f, a);
 }
 
-std::string alu_expr(const Ctx& c, const KNode& n) {
+std::string alu_expr(const KernelCtx& c, const KNode& n) {
   const Kernel& k = c.k;
   const DType in = n.prim == Prim::select ? k.nodes[n.b].dtype : k.nodes[n.a].dtype;
   const bool flt = is_floating(in);
@@ -229,7 +248,7 @@ std::string load_expr(DType d, int b, const std::string& idx) {
   return fmt::format("in{}.d[{}]", b, idx);
 }
 
-std::string nodes_code(const Ctx& c, const std::vector<int>& order, const std::vector<std::string>& idx, const std::string& ind) {
+std::string nodes_code(const KernelCtx& c, const std::vector<int>& order, const std::vector<std::string>& idx, const std::string& ind) {
   const Kernel& k = c.k;
   std::string s;
   for (int i : order) {
@@ -241,7 +260,7 @@ std::string nodes_code(const Ctx& c, const std::vector<int>& order, const std::v
         std::string off = fmt::format("{}", l.offset);
         for (std::size_t d = 0; d < l.strides.size(); ++d)
           if (l.strides[d] != 0) off += fmt::format(" + {}*{}", l.strides[d], idx[d]);
-        e = load_expr(k.inputs[l.buffer].dtype, l.buffer, off);
+        e = c.load ? c.load(l.buffer, off) : load_expr(k.inputs[l.buffer].dtype, l.buffer, off);
         if (k.inputs[l.buffer].dtype != n.dtype) e = fmt::format("{}({})", gtype(n.dtype), e);
         break;
       }
@@ -262,14 +281,6 @@ std::string store_code(DType d, const std::string& o, const std::string& v) {
   return fmt::format("  outb.d[{}] = {};\n", o, v);
 }
 
-bool uses_double(const std::vector<AVal>& ins, DType out, const std::vector<KNode>& nodes) {
-  if (out == DType::float64) return true;
-  for (const AVal& a : ins)
-    if (a.dtype == DType::float64) return true;
-  for (const KNode& n : nodes)
-    if (n.dtype == DType::float64) return true;
-  return false;
-}
 
 // Header: version, workgroup size, buffer declarations, helpers; then main's prologue that
 // computes the flat output index `gi` and returns past the end.
@@ -279,9 +290,7 @@ std::string header(const std::vector<AVal>& ins, DType out, bool doubles, bool f
     s += fmt::format("layout(std430, set = 0, binding = {0}) readonly buffer B{0} {{ {1} d[]; }} in{0};\n", i, btype(ins[i].dtype));
   s += fmt::format("layout(std430, set = 0, binding = {}) {}buffer BO {{ {} d[]; }} outb;\n", ins.size(),
                    out == DType::bool_ ? "" : "writeonly ", btype(out));
-  s += kCommon;
-  if (doubles) s += kCommonF64;
-  if (f64_math) s += kF64Math;
+  s += prelude(doubles, f64_math);
   s += fmt::format("void main() {{\n  const int gi = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + gl_LocalInvocationIndex);\n"
                    "  if (gi >= {}) return;\n", kWorkgroup, n);
   return s;
@@ -311,13 +320,8 @@ std::pair<std::uint32_t, std::uint32_t> workgroups(std::int64_t n) {
   return {static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy)};
 }
 
-Shader render_kernel(const Kernel& k, bool f64_math) {
-  Ctx c{k, f64_math};
-  Shader sh;
-  sh.name = k.name;
-  sh.buffers = k.buffers();
-  sh.float64 = uses_double(k.inputs, k.out.dtype, k.nodes);
-  const bool math = f64_math;  // the helpers are only emitted where doubles exist
+std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Shader& sh, const StoreFn& store) {
+  const Kernel& k = c.k;
   auto is_red = [&](std::size_t d) { return std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end(); };
   std::vector<std::string> idx;
   Shape outer;
@@ -329,20 +333,16 @@ Shader render_kernel(const Kernel& k, bool f64_math) {
       outer_names.push_back(idx.back());
     }
   }
-  sh.invocations = 1;
-  for (auto e : outer) sh.invocations *= e;
-  std::string s = header(k.inputs, k.out.dtype, sh.float64 || math, math, sh.invocations) + decompose(outer, outer_names, "gi");
+  std::string s = decompose(outer, outer_names, elem);
   if (!k.is_reduction()) {
     s += nodes_code(c, k.reachable(k.body), idx, "  ");
-    s += store_code(k.out.dtype, "gi", fmt::format("v{}", k.body));
-    sh.glsl = s + "}\n";
-    return sh;
+    return s + store(fmt::format("v{}", k.body));
   }
-  // Reduction: one invocation per output element loops over the reduced dims, accumulating in
-  // double (as the oracle does) when the device has doubles, in the int type for int32.
+  // Reduction: the invocation loops over the reduced dims, accumulating in double (as the
+  // oracle does) when the device has doubles, in the int type for int32.
   const DType bd = k.nodes[k.body].dtype;
   const bool flt = is_floating(bd);
-  const std::string at = !flt ? "int" : (f64_math ? "double" : "float");
+  const std::string at = !flt ? "int" : (c.f64 ? "double" : "float");
   std::int64_t reduced = 1;
   for (auto ax : k.reduce_axes) reduced *= k.space[ax];
   std::string ident;
@@ -363,6 +363,7 @@ Shader render_kernel(const Kernel& k, bool f64_math) {
   for (std::size_t d = 0; d < k.space.size(); ++d)
     if (is_red(d)) {
       s += loop_open(fmt::format("i{}", d), k.space[d], ind, sh);
+      sh.loop_iterations = std::max<std::int64_t>(sh.loop_iterations, 1) * k.space[d];
       ind += "  ";
       ++count;
     }
@@ -386,10 +387,20 @@ Shader render_kernel(const Kernel& k, bool f64_math) {
     for (std::size_t d = 0; d < k.space.size(); ++d)
       if (is_red(d)) eidx[d] = "0";
     s += nodes_code(c, k.reachable(k.epilogue), eidx, "  ");
-    s += store_code(k.out.dtype, "gi", fmt::format("v{}", k.epilogue));
-  } else {
-    s += store_code(k.out.dtype, "gi", k.out.dtype == DType::bool_ ? "acc != 0" : fmt::format("{}(acc)", gtype(k.out.dtype)));
+    return s + store(fmt::format("v{}", k.epilogue));
   }
+  return s + store(k.out.dtype == DType::bool_ ? "acc != 0" : fmt::format("{}(acc)", gtype(k.out.dtype)));
+}
+
+Shader render_kernel(const Kernel& k, bool f64_math) {
+  KernelCtx c{k, f64_math, nullptr};
+  Shader sh;
+  sh.name = k.name;
+  sh.buffers = k.buffers();
+  sh.float64 = uses_double(k.inputs, k.out.dtype, k.nodes);
+  sh.invocations = k.out.size();
+  std::string s = header(k.inputs, k.out.dtype, sh.float64 || f64_math, f64_math, sh.invocations);
+  s += kernel_element_code(c, "gi", sh, [&](const std::string& v) { return store_code(k.out.dtype, "gi", v); });
   sh.glsl = s + "}\n";
   return sh;
 }

@@ -3,6 +3,7 @@
 // as GLSL compute shaders: storage buffers at set 0, inputs at bindings 0..k-1, the output at k;
 // one invocation per output element, shapes baked in (the kernel key includes them).
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -18,7 +19,24 @@ struct Shader {
   std::int64_t invocations = 0;  // output elements
   bool float64 = false;        // uses doubles (needs shaderFloat64)
   std::int64_t max_loop = 0;   // trip count of the longest loop (a reduction's extent)
+  std::int64_t loop_iterations = 0;  // loop iterations one invocation runs in total (0: none)
 };
+
+std::string gtype(DType d);                  // GLSL scalar type of a dtype
+std::string literal(DType d, double v);      // exact GLSL literal
+bool uses_double(const std::vector<AVal>& ins, DType out, const std::vector<KNode>& nodes);
+std::string prelude(bool doubles, bool f64_math);  // helper functions every shader may call
+
+// One kernel's element computation, for shaders that inline kernels (fused scans): `load(b,
+// off)` reads element `off` (an int expression) of the kernel's input b as its dtype (nullptr:
+// the kernel's own bindings in0..), `store(v)` writes the value.
+struct KernelCtx {
+  const Kernel& k;
+  bool f64;
+  std::function<std::string(int b, const std::string& off)> load;
+};
+using StoreFn = std::function<std::string(const std::string& value)>;
+std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Shader& sh, const StoreFn& store);
 
 // `f64_math`: the device has shaderFloat64, so float64 transcendentals (and float32 ones, for
 // accuracy) use the double-precision helpers; reductions accumulate in double as the oracle does.

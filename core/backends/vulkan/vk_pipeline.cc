@@ -53,8 +53,8 @@ Pipelines::Pipelines(std::shared_ptr<const Context> c) : c_(std::move(c)) {
   cache_ = PipelineCacheH(c_->device(), pc);
 }
 
-std::shared_ptr<Pipeline> Pipelines::get(const std::vector<std::uint32_t>& spirv, int buffers, const std::string& name) {
-  const std::uint64_t h = hash_words(spirv) ^ static_cast<std::uint64_t>(buffers);
+std::shared_ptr<Pipeline> Pipelines::get(const std::vector<std::uint32_t>& spirv, int buffers, const std::string& name, std::uint32_t push_bytes) {
+  const std::uint64_t h = hash_words(spirv) ^ static_cast<std::uint64_t>(buffers) ^ (static_cast<std::uint64_t>(push_bytes) << 32);
   std::lock_guard lock(mu_);
   if (auto it = by_hash_.find(h); it != by_hash_.end()) return it->second;
   VkDevice d = c_->device();
@@ -73,6 +73,11 @@ std::shared_ptr<Pipeline> Pipelines::get(const std::vector<std::uint32_t>& spirv
   VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
   pli.setLayoutCount = 1;
   pli.pSetLayouts = &sl;
+  VkPushConstantRange pr{VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes};
+  if (push_bytes) {
+    pli.pushConstantRangeCount = 1;
+    pli.pPushConstantRanges = &pr;
+  }
   VkPipelineLayout pl = VK_NULL_HANDLE;
   check(vkCreatePipelineLayout(d, &pli, nullptr, &pl), "vkCreatePipelineLayout");
   p->layout = PipelineLayoutH(d, pl);

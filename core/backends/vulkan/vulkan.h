@@ -18,6 +18,7 @@ struct Counters {
   std::uint64_t dispatches = 0, submits = 0, host_waits = 0, barriers = 0, pipeline_creations = 0;
   std::uint64_t bytes_uploaded = 0, bytes_downloaded = 0, host_routines = 0;
   std::uint64_t max_buffers_per_dispatch = 0;
+  std::uint64_t copies = 0;  // buffer-to-buffer copies recorded (scan operands packed, x slices)
 };
 Counters counters();
 void reset_counters();

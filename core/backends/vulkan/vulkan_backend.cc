@@ -14,6 +14,7 @@
 
 #include "core/backends/host_memory.h"
 #include "core/backends/vulkan/glsl_renderer.h"
+#include "core/backends/vulkan/glsl_scan.h"
 #include "core/backends/vulkan/vk_context.h"
 #include "core/backends/vulkan/vk_pipeline.h"
 #include "core/backends/vulkan/vulkan.h"
@@ -38,6 +39,23 @@ struct KernelExe final : Executable {
   std::shared_ptr<Pipeline> pipe;
   std::int64_t invocations = 0;
   int buffers = 0;
+};
+
+// A scan as one shader over packed operands (path fused).
+struct ScanExe final : Executable {
+  std::shared_ptr<Pipeline> pipe;
+  ScanShader plan;
+  std::vector<AVal> operands, results;
+  std::int64_t length = 0;
+  int bound_buffers(int) const override { return 2; }
+};
+
+// A scan whose every step's dispatches are recorded into the command buffer (path preencoded):
+// buffers and descriptor sets are made once per run and reused by every step.
+struct PreencodedExe final : Executable {
+  ScanProgram sp;
+  std::vector<std::shared_ptr<Executable>> steps;  // per body step (kernel or routine shader)
+  bool preencoded() const override { return true; }
 };
 
 struct HostRoutineExe final : Executable {
@@ -115,15 +133,7 @@ class VulkanBackend final : public Backend {
     std::lock_guard lock(mu_);
     alive();
     const std::size_t n = tag.bytes();
-    const std::size_t cls = size_class(n);
-    std::unique_ptr<Buf> b;
-    if (auto it = free_.find(cls); it != free_.end() && !it->second.empty()) {
-      b = std::move(it->second.back());
-      it->second.pop_back();
-      pooled_bytes_ -= cls;
-    } else {
-      b = create_buffer(cls, mem_type_);
-    }
+    std::unique_ptr<Buf> b = acquire(n);
     const SlotId id = new_slot_id();
     slots_.emplace(id, Slot{std::move(b), n, tag, 1});
     bytes_ += n;
@@ -209,7 +219,7 @@ class VulkanBackend final : public Backend {
   BackendMemory memory() const override {
     std::lock_guard lock(mu_);
     BackendMemory m{slots_.size(), bytes_, peak_, pooled_bytes_, 0, 0};
-    m.compiled_kernels = kernels_.size();
+    m.compiled_kernels = kernels_.size() + scans_.size();
     m.pipelines = pipes_ ? pipes_->size() : 0;
     return m;
   }
@@ -218,6 +228,7 @@ class VulkanBackend final : public Backend {
     if (!ctx_) return;
     finish();
     kernels_.clear();
+    scans_.clear();
     spirv_.clear();
     pipes_->clear();
     for (auto& [cls, v] : free_) v.clear();
@@ -255,10 +266,63 @@ class VulkanBackend final : public Backend {
     return exe;
   }
 
+  std::shared_ptr<Executable> prepare_scan(const ScanProgram& sp, std::string& why) override {
+    std::lock_guard lock(mu_);
+    alive();
+    const std::string key = fmt::format("{}|{}", sp.key(), profile_);
+    if (auto it = scans_.find(key); it != scans_.end()) {
+      why = it->second.second;
+      return it->second.first;
+    }
+    const auto& d = ctx_->desc();
+    ScanLimits lim{d.float64, profile_ == "webgpu" ? std::int64_t{16384} : static_cast<std::int64_t>(d.max_shared_bytes),
+                   llvmpipe() ? std::int64_t{65535} : std::int64_t{0}};
+    std::string not_fused;
+    std::shared_ptr<Executable> exe;
+    if (auto plan = render_fused_scan(sp, lim, not_fused)) {
+      auto x = std::make_shared<ScanExe>();
+      x->pipe = make_kernel_exe(plan->sh, "scan|" + plan->sh.glsl, 8)->pipe;
+      x->operands = sp.operands;
+      x->results = sp.results;
+      x->length = sp.length;
+      why = plan->steps_per_dispatch < sp.length
+                ? fmt::format("{}; {} steps per dispatch ({} stops shader loops after 65535 iterations)", plan->mode, plan->steps_per_dispatch, d.name)
+                : plan->mode;
+      x->plan = std::move(*plan);
+      exe = x;
+    } else {
+      auto x = std::make_shared<PreencodedExe>();
+      x->sp = sp;
+      for (const Step& st : sp.body.steps) {
+        if (st.kind == Step::Kind::free) continue;
+        if (st.kind == Step::Kind::control) {
+          why = fmt::format("not fused: {}; not preencoded: a nested scan needs its own loop", not_fused);
+          return nullptr;
+        }
+        std::shared_ptr<Executable> e = st.kind == Step::Kind::kernel ? prepare_kernel(sp.body.kernels[st.index]) : prepare(sp.body.routines[st.index]);
+        if (!e || dynamic_cast<HostRoutineExe*>(e.get())) {
+          why = fmt::format("not fused: {}; not preencoded: {} runs on the host", not_fused, prim_name(sp.body.routines[st.index].prim));
+          return nullptr;
+        }
+        x->steps.push_back(std::move(e));
+      }
+      if (x->steps.size() + 8 > kSetsPerBatch) {
+        why = fmt::format("not fused: {}; not preencoded: {} dispatches per step", not_fused, x->steps.size());
+        return nullptr;
+      }
+      why = fmt::format("not fused: {}; {} dispatches per step", not_fused, x->steps.size());
+      exe = x;
+    }
+    scans_[key] = {exe, why};
+    return exe;
+  }
+
   void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) override {
     std::lock_guard lock(mu_);
     alive();
     if (auto* hr = dynamic_cast<HostRoutineExe*>(&exe)) return host_routine(*hr, in, out);
+    if (auto* sc = dynamic_cast<ScanExe*>(&exe)) return run_scan(*sc, in, out);
+    if (auto* pe = dynamic_cast<PreencodedExe*>(&exe)) return run_preencoded(*pe, in, out);
     auto& k = static_cast<KernelExe&>(exe);
     if (k.invocations == 0) return;
     std::vector<VkBuffer> bufs;
@@ -333,6 +397,7 @@ class VulkanBackend final : public Backend {
     slots_.clear();
     free_.clear();
     kernels_.clear();
+    scans_.clear();
     spirv_.clear();
     pipes_->release_all();
     pipes_.reset();
@@ -429,13 +494,15 @@ class VulkanBackend final : public Backend {
     pooled_bytes_ = 0;
   }
 
-  std::shared_ptr<KernelExe> make_kernel_exe(const Shader& sh, const std::string& key) {
+  bool llvmpipe() const { return ctx_->desc().name.find("llvmpipe") != std::string::npos; }
+
+  std::shared_ptr<KernelExe> make_kernel_exe(const Shader& sh, const std::string& key, std::uint32_t push_bytes = 0) {
     if (sh.buffers > max_buffers_)
       throw BackendError(profile_ == "webgpu" ? fmt::format("Too many buffers ({}) for WebGPU pipeline (max: {})", sh.buffers, max_buffers_)
                                               : fmt::format("Too many buffers ({}) for the device's pipeline (max: {})", sh.buffers, max_buffers_));
     // llvmpipe ends every shader loop after 65535 iterations in total (its loop limiter): refuse
     // rather than return a truncated reduction.
-    if (sh.max_loop > 65535 && ctx_->desc().name.find("llvmpipe") != std::string::npos)
+    if (sh.max_loop > 65535 && llvmpipe())
       throw BackendError(fmt::format("vulkan: {} loops {} times per invocation, but {} stops shader loops after 65535 iterations "
                                      "(reductions over more than 65535 elements per output need a GPU driver)",
                                      sh.name, sh.max_loop, ctx_->desc().name));
@@ -451,10 +518,169 @@ class VulkanBackend final : public Backend {
       debug_log(2, fmt::format("vulkan GLSL for {}:\n{}", sh.name, sh.glsl));
       it = spirv_.emplace(key, std::move(spirv)).first;
     }
-    exe->pipe = pipes_->get(it->second, sh.buffers, sh.name);
+    exe->pipe = pipes_->get(it->second, sh.buffers, sh.name, push_bytes);
     exe->invocations = sh.invocations;
     exe->buffers = sh.buffers;
     return exe;
+  }
+
+  std::unique_ptr<Buf> acquire(std::size_t n) {
+    const std::size_t cls = size_class(n);
+    if (auto it = free_.find(cls); it != free_.end() && !it->second.empty()) {
+      std::unique_ptr<Buf> b = std::move(it->second.back());
+      it->second.pop_back();
+      pooled_bytes_ -= cls;
+      return b;
+    }
+    return create_buffer(cls, mem_type_);
+  }
+
+  // A barrier before a command that reads `reads` and writes `writes` when it would see a write
+  // not yet made visible (RAW, WAW) or overwrite what an earlier command may still read (WAR).
+  void barrier_for(const std::vector<VkBuffer>& reads, const std::vector<VkBuffer>& writes, Batch& b) {
+    bool need = false;
+    for (VkBuffer x : reads) need = need || written_.count(x);
+    for (VkBuffer x : writes) need = need || written_.count(x) || read_.count(x);
+    if (need) {
+      written_.clear();  // barrier_if records the barrier and clears read_
+      written_.insert(reads.empty() ? writes[0] : reads[0]);
+      barrier_if({reads.empty() ? writes[0] : reads[0]}, b);
+    }
+    read_.insert(reads.begin(), reads.end());
+    written_.insert(writes.begin(), writes.end());
+  }
+  void copy(Batch& b, VkBuffer src, std::size_t src_off, VkBuffer dst, std::size_t dst_off, std::size_t bytes) {
+    if (!bytes) return;
+    barrier_for({src}, {dst}, b);
+    VkBufferCopy c{src_off, dst_off, bytes};
+    vkCmdCopyBuffer(b.cmd, src, dst, 1, &c);
+    b.commands++;
+    counters_.copies++;
+  }
+  VkDescriptorSet bind_set(Batch& b, const Pipeline& pipe, const std::vector<VkBuffer>& bufs) {
+    VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    ai.descriptorPool = b.dpool.get();
+    ai.descriptorSetCount = 1;
+    VkDescriptorSetLayout sl = pipe.set_layout.get();
+    ai.pSetLayouts = &sl;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    check(vkAllocateDescriptorSets(ctx_->device(), &ai, &set), "vkAllocateDescriptorSets");
+    b.sets++;
+    b.descriptors += static_cast<std::uint32_t>(bufs.size());
+    std::vector<VkDescriptorBufferInfo> infos(bufs.size());
+    std::vector<VkWriteDescriptorSet> writes(bufs.size());
+    for (std::size_t i = 0; i < bufs.size(); ++i) {
+      infos[i] = {bufs[i], 0, VK_WHOLE_SIZE};
+      writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, set, static_cast<std::uint32_t>(i), 0, 1,
+                   VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nullptr, &infos[i], nullptr};
+    }
+    vkUpdateDescriptorSets(ctx_->device(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
+    return set;
+  }
+  void record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptorSet set, std::int64_t invocations, int buffers) {
+    vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.pipeline.get());
+    vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.layout.get(), 0, 1, &set, 0, nullptr);
+    auto [gx, gy] = workgroups(invocations);
+    vkCmdDispatch(b.cmd, gx, gy, 1);
+    b.commands++;
+    counters_.dispatches++;
+    counters_.max_buffers_per_dispatch = std::max<std::uint64_t>(counters_.max_buffers_per_dispatch, static_cast<std::uint64_t>(buffers));
+  }
+  Batch& batch_with_room(std::uint32_t sets, std::uint32_t descriptors) {
+    Batch* b = &recording();
+    if (b->sets + sets > kSetsPerBatch || b->descriptors + descriptors > kDescriptorsPerBatch) {
+      submit();
+      b = &recording();
+    }
+    return *b;
+  }
+  void touch(std::span<const SlotId> in, std::span<const SlotId> out) {
+    for (auto id : in) used_.insert(id);
+    for (auto id : out) used_.insert(id);
+  }
+
+  // Fused scan: operand slots copied into one packed buffer, the loop shader (one dispatch, or
+  // one per chunk of steps where the driver limits loop iterations), results copied out.
+  void run_scan(ScanExe& x, std::span<const SlotId> in, std::span<const SlotId> out) {
+    const ScanShader& p = x.plan;
+    Batch& b = batch_with_room(1, 2);
+    std::unique_ptr<Buf> gin = acquire(static_cast<std::size_t>(p.in_size) * 4), gout = acquire(static_cast<std::size_t>(p.out_size) * 4);
+    for (std::size_t i = 0; i < in.size(); ++i)
+      copy(b, get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.in_words[i]) * 4, x.operands[i].bytes());
+    VkDescriptorSet set = bind_set(b, *x.pipe, {gin->buf.get(), gout->buf.get()});
+    // a length-0 scan still runs once over no steps: it moves the init carries to the results
+    for (std::int64_t it0 = 0; it0 < std::max<std::int64_t>(x.length, 1); it0 += p.steps_per_dispatch) {
+      barrier_for({gin->buf.get(), gout->buf.get()}, {gout->buf.get()}, b);
+      const std::int32_t range[2] = {static_cast<std::int32_t>(it0), static_cast<std::int32_t>(std::min(x.length, it0 + p.steps_per_dispatch))};
+      vkCmdPushConstants(b.cmd, x.pipe->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(range), range);
+      record_dispatch(b, *x.pipe, set, p.sh.invocations, 2);
+    }
+    for (std::size_t r = 0; r < out.size(); ++r)
+      copy(b, gout->buf.get(), static_cast<std::size_t>(p.out_words[r]) * 4, get(out[r]).buf->buf.get(), 0, x.results[r].bytes());
+    b.released.push_back(std::move(gin));
+    b.released.push_back(std::move(gout));
+    touch(in, out);
+  }
+
+  // Preencoded scan: the body's dispatches for every step recorded in order, x slices and ys
+  // moved by buffer copies, carries in buffers of their own (staged when a carry output is
+  // another carry). One descriptor set per body step serves every step.
+  void run_preencoded(PreencodedExe& x, std::span<const SlotId> in, std::span<const SlotId> out) {
+    const ScanProgram& sp = x.sp;
+    const Program& body = sp.body;
+    const int nc = sp.num_consts, nk = sp.num_carry, nin = body.num_inputs;
+    const std::size_t ny = body.outputs.size() - nk;
+    Batch* bp = &batch_with_room(static_cast<std::uint32_t>(x.steps.size()), static_cast<std::uint32_t>(x.steps.size()) * 9);
+    Batch& b = *bp;
+    std::vector<VkBuffer> buf(body.buffers.size(), VK_NULL_HANDLE);
+    std::vector<std::unique_ptr<Buf>> own;
+    auto fresh = [&](std::size_t bytes) {
+      own.push_back(acquire(bytes));
+      return own.back()->buf.get();
+    };
+    for (int i = 0; i < nc; ++i) buf[i] = get(in[i]).buf->buf.get();
+    for (std::size_t i = nc; i < body.buffers.size(); ++i) buf[i] = fresh(body.buffers[i].bytes());
+    std::vector<VkBuffer> stage(nk, VK_NULL_HANDLE);
+    for (int k = 0; k < nk; ++k) stage[k] = fresh(body.buffers[nc + k].bytes());
+    std::vector<VkDescriptorSet> sets;
+    std::vector<const Step*> steps;
+    for (const Step& st : body.steps)
+      if (st.kind != Step::Kind::free) steps.push_back(&st);
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      std::vector<VkBuffer> bs;
+      for (int v : steps[i]->in) bs.push_back(buf[v]);
+      for (int v : steps[i]->out) bs.push_back(buf[v]);
+      sets.push_back(bind_set(b, *static_cast<KernelExe&>(*x.steps[i]).pipe, bs));
+    }
+    for (int k = 0; k < nk; ++k) copy(b, get(in[nc + k]).buf->buf.get(), 0, buf[nc + k], 0, body.buffers[nc + k].bytes());
+    for (std::int64_t it = 0; it < sp.length; ++it) {
+      const std::int64_t t = sp.reverse ? sp.length - 1 - it : it;
+      for (int j = nc + nk; j < nin; ++j) {
+        const std::size_t bytes = body.buffers[j].bytes();
+        copy(b, get(in[j]).buf->buf.get(), static_cast<std::size_t>(t) * bytes, buf[j], 0, bytes);
+      }
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        auto& k = static_cast<KernelExe&>(*x.steps[i]);
+        if (k.invocations == 0) continue;
+        std::vector<VkBuffer> reads, writes;
+        for (int v : steps[i]->in) reads.push_back(buf[v]);
+        for (int v : steps[i]->out) writes.push_back(buf[v]);
+        barrier_for(reads, writes, b);
+        record_dispatch(b, *k.pipe, sets[i], k.invocations, k.buffers);
+      }
+      for (std::size_t j = 0; j < ny; ++j) {
+        const int o = body.outputs[nk + j];
+        const std::size_t bytes = body.buffers[o].bytes();
+        copy(b, buf[o], 0, get(out[nk + j]).buf->buf.get(), static_cast<std::size_t>(t) * bytes, bytes);
+      }
+      for (int k = 0; k < nk; ++k)
+        if (body.outputs[k] != nc + k) copy(b, buf[body.outputs[k]], 0, stage[k], 0, body.buffers[nc + k].bytes());
+      for (int k = 0; k < nk; ++k)
+        if (body.outputs[k] != nc + k) copy(b, stage[k], 0, buf[nc + k], 0, body.buffers[nc + k].bytes());
+    }
+    for (int k = 0; k < nk; ++k) copy(b, buf[nc + k], 0, get(out[k]).buf->buf.get(), 0, body.buffers[nc + k].bytes());
+    for (auto& o : own) b.released.push_back(std::move(o));
+    touch(in, out);
   }
 
   void host_routine(HostRoutineExe& r, std::span<const SlotId> in, std::span<const SlotId> out) {
@@ -487,6 +713,7 @@ class VulkanBackend final : public Backend {
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     check(vkBeginCommandBuffer(b->cmd, &bi), "vkBeginCommandBuffer");
     written_.clear();
+    read_.clear();
     current_ = std::move(b);
     return *current_;
   }
@@ -528,6 +755,7 @@ class VulkanBackend final : public Backend {
     const VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
     vkCmdPipelineBarrier(b.cmd, st, st, 0, 1, &mb, 0, nullptr, 0, nullptr);
     written_.clear();
+    read_.clear();
     counters_.barriers++;
   }
   // Ends and submits the recording batch (no wait).
@@ -554,6 +782,7 @@ class VulkanBackend final : public Backend {
     counters_.submits++;
     inflight_.push_back(std::move(current_));
     written_.clear();
+    read_.clear();
   }
   // Submits what is recorded and waits for everything in flight; recycles the batches.
   void finish() {
@@ -599,11 +828,13 @@ class VulkanBackend final : public Backend {
   std::map<std::size_t, std::vector<std::unique_ptr<Buf>>> free_;
   std::size_t bytes_ = 0, peak_ = 0, pooled_bytes_ = 0, pool_budget_ = std::size_t{256} << 20;
   std::unordered_map<std::string, std::shared_ptr<KernelExe>> kernels_;
+  std::unordered_map<std::string, std::pair<std::shared_ptr<Executable>, std::string>> scans_;  // with the planner's reason
   std::unordered_map<std::string, std::vector<std::uint32_t>> spirv_;
   std::unique_ptr<Batch> current_;
   std::deque<std::unique_ptr<Batch>> inflight_;
   std::vector<std::unique_ptr<Batch>> spare_;
   std::unordered_set<VkBuffer> written_;
+  std::unordered_set<VkBuffer> read_;  // read since the last barrier (scans rewrite buffers they read)
   std::unordered_set<SlotId> used_;  // slots touched by work not yet known complete
   vulkan::Counters counters_;
   std::size_t creations_base_ = 0;

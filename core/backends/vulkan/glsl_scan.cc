@@ -1,0 +1,289 @@
+#include "core/backends/vulkan/glsl_scan.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <set>
+
+namespace jx::vk {
+namespace {
+
+// Packed buffers hold raw words: float32/int32 one word per element, float64 two, bool one byte
+// (the slot layout, so slots copy in and out unchanged). Shared memory holds bools one per word.
+std::int64_t align4(std::int64_t w) { return (w + 3) / 4 * 4; }
+
+std::string gread(const char* buf, DType d, std::int64_t base, const std::string& i) {
+  switch (d) {
+    case DType::float32: return fmt::format("uintBitsToFloat({}.d[{} + ({})])", buf, base, i);
+    case DType::int32: return fmt::format("int({}.d[{} + ({})])", buf, base, i);
+    case DType::float64: return fmt::format("packDouble2x32(uvec2({0}.d[{1} + 2 * ({2})], {0}.d[{1} + 2 * ({2}) + 1]))", buf, base, i);
+    case DType::bool_: return fmt::format("((({0}.d[({1} + ({2})) >> 2] >> ((({1} + ({2})) & 3) * 8)) & 0xffu) != 0u)", buf, base * 4, i);
+  }
+  return "0";
+}
+std::string gwrite(DType d, std::int64_t base, const std::string& i, const std::string& v) {
+  switch (d) {
+    case DType::float32: return fmt::format("gout.d[{} + ({})] = floatBitsToUint({});\n", base, i, v);
+    case DType::int32: return fmt::format("gout.d[{} + ({})] = uint({});\n", base, i, v);
+    case DType::float64: return fmt::format("{{ uvec2 u_ = unpackDouble2x32({2}); gout.d[{0} + 2 * ({1})] = u_.x; gout.d[{0} + 2 * ({1}) + 1] = u_.y; }}\n", base, i, v);
+    case DType::bool_:
+      return fmt::format("{{ int b_ = {0} + ({1}); atomicAnd(gout.d[b_ >> 2], ~(0xffu << ((b_ & 3) * 8))); atomicOr(gout.d[b_ >> 2], uint({2}) << ((b_ & 3) * 8)); }}\n",
+                         base * 4, i, v);
+  }
+  return "";
+}
+std::int64_t shared_words(const AVal& a) { return a.size() * (a.dtype == DType::float64 ? 2 : 1); }
+std::string sread(DType d, std::int64_t base, const std::string& i) {
+  switch (d) {
+    case DType::float32: return fmt::format("uintBitsToFloat(sm[{} + ({})])", base, i);
+    case DType::int32: return fmt::format("int(sm[{} + ({})])", base, i);
+    case DType::float64: return fmt::format("packDouble2x32(uvec2(sm[{0} + 2 * ({1})], sm[{0} + 2 * ({1}) + 1]))", base, i);
+    case DType::bool_: return fmt::format("(sm[{} + ({})] != 0u)", base, i);
+  }
+  return "0";
+}
+std::string swrite(DType d, std::int64_t base, const std::string& i, const std::string& v) {
+  switch (d) {
+    case DType::float32: return fmt::format("sm[{} + ({})] = floatBitsToUint({});\n", base, i, v);
+    case DType::int32: case DType::bool_: return fmt::format("sm[{} + ({})] = uint({});\n", base, i, v);
+    case DType::float64: return fmt::format("{{ uvec2 u_ = unpackDouble2x32({2}); sm[{0} + 2 * ({1})] = u_.x; sm[{0} + 2 * ({1}) + 1] = u_.y; }}\n", base, i, v);
+  }
+  return "";
+}
+
+enum class Home : std::uint8_t { global_in, global_x, shared, reg };
+struct Loc {
+  Home home;
+  std::int64_t base = 0;  // words (packed buffer or shared memory)
+  AVal aval;
+};
+
+// Reads element `i` of a body buffer wherever it lives (t: the step's x index).
+std::string read_loc(const Loc& l, int buffer, const std::string& i) {
+  switch (l.home) {
+    case Home::global_in: return gread("gin", l.aval.dtype, l.base, i);
+    case Home::global_x: return gread("gin", l.aval.dtype, l.base, fmt::format("t * {} + ({})", l.aval.size(), i));
+    case Home::shared: return sread(l.aval.dtype, l.base, i);
+    case Home::reg: return fmt::format("r{}", buffer);
+  }
+  return "0";
+}
+
+// Invocations of one workgroup striding over n elements (no loop when one pass suffices).
+std::string strided(std::int64_t n, const std::string& body) {
+  if (n == 0) return "";
+  if (n <= kWorkgroup) return fmt::format("if (lid < {}) {{\nconst int e = lid;\n{}}}\n", n, body);
+  return fmt::format("for (int e = lid; e < {}; e += {}) {{\n{}}}\n", n, kWorkgroup, body);
+}
+std::int64_t strided_iterations(std::int64_t n) { return n <= kWorkgroup ? 0 : (n + kWorkgroup - 1) / kWorkgroup; }
+
+std::int64_t reduce_iterations(const Kernel& k) {
+  std::int64_t r = 0, p = 1;
+  for (auto ax : k.reduce_axes) r += (p *= k.space[ax]);  // every nesting level's iterations
+  return r;
+}
+
+bool identity_view(const Kernel& k, const KLoad& l, std::int64_t n) {
+  return numel(k.space) == n && l.offset == 0 && l.strides == row_major_strides(k.space);
+}
+
+}  // namespace
+
+std::int64_t packed_words(const AVal& a) {
+  if (a.dtype == DType::bool_) return (a.size() + 3) / 4;
+  return a.size() * (a.dtype == DType::float64 ? 2 : 1);
+}
+
+std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLimits& lim, std::string& why) {
+  const Program& b = sp.body;
+  const int nc = sp.num_consts, nk = sp.num_carry, nin = b.num_inputs;
+  const int ny = static_cast<int>(b.outputs.size()) - nk;
+  for (const Step& st : b.steps) {
+    if (st.kind == Step::Kind::control) {
+      why = "a nested scan in the body";
+      return std::nullopt;
+    }
+    if (st.kind == Step::Kind::routine) {
+      why = fmt::format("the body has a {} routine (not inlined into a loop shader)", prim_name(b.routines[st.index].prim));
+      return std::nullopt;
+    }
+  }
+  ScanShader out;
+  // packed layouts: operands consts | init | xs, results carries | ys
+  std::int64_t w = 0;
+  for (const AVal& a : sp.operands) {
+    out.in_words.push_back(w);
+    w = align4(w + packed_words(a));
+  }
+  out.in_size = std::max<std::int64_t>(w, 4);
+  w = 0;
+  for (const AVal& a : sp.results) {
+    out.out_words.push_back(w);
+    w = align4(w + packed_words(a));
+  }
+  out.out_size = std::max<std::int64_t>(w, 4);
+
+  // elementwise bodies: every non-constant buffer has n elements and is read element for element
+  const std::int64_t n = nk ? b.buffers[nc].size() : (nin > nc ? b.buffers[nc].size() : -1);
+  bool ew = n > 0;
+  for (std::size_t i = nc; ew && i < b.buffers.size(); ++i) ew = b.buffers[i].size() == n;
+  for (const Step& st : b.steps) {
+    if (!ew || st.kind != Step::Kind::kernel) continue;
+    const Kernel& k = b.kernels[st.index];
+    if (k.is_reduction()) ew = false;
+    for (const KLoad& l : k.loads)
+      if (st.in[l.buffer] >= nc && !identity_view(k, l, n)) ew = false;
+  }
+
+  std::vector<Loc> loc(b.buffers.size());
+  for (int i = 0; i < nc; ++i) loc[i] = {Home::global_in, out.in_words[i], b.buffers[i]};
+  for (int i = nc + nk; i < nin; ++i) loc[i] = {Home::global_x, out.in_words[i], b.buffers[i]};
+  std::int64_t smem = 0;
+  for (std::size_t i = nc; i < b.buffers.size(); ++i) {
+    if (i >= static_cast<std::size_t>(nc + nk) && i < static_cast<std::size_t>(nin)) continue;
+    if (ew) {
+      loc[i] = {Home::reg, 0, b.buffers[i]};
+    } else {
+      loc[i] = {Home::shared, smem, b.buffers[i]};
+      smem += shared_words(b.buffers[i]);
+    }
+  }
+  // a carry slot rewritten from elsewhere while an output still reads it needs staging
+  auto updated = [&](int slot) { return b.outputs[slot - nc] != slot; };
+  bool staged = false;
+  for (int o : b.outputs)
+    if (o >= nc && o < nc + nk && updated(o)) staged = true;
+  std::vector<std::int64_t> stage(nk, -1);
+  if (staged && !ew)
+    for (int k = 0; k < nk; ++k)
+      if (updated(nc + k)) {
+        stage[k] = smem;
+        smem += shared_words(b.buffers[nc + k]);
+      }
+  if (!ew && smem * 4 > lim.shared_bytes) {
+    why = fmt::format("carries and temporaries take {} bytes, over the {} bytes of workgroup memory", smem * 4, lim.shared_bytes);
+    return std::nullopt;
+  }
+
+  Shader& sh = out.sh;
+  sh.name = "scan";
+  sh.buffers = 2;
+  std::vector<KNode> nodes;
+  for (const Kernel& k : b.kernels) nodes.insert(nodes.end(), k.nodes.begin(), k.nodes.end());
+  sh.float64 = uses_double(b.buffers, DType::float32, nodes);
+  const std::string t = sp.reverse ? fmt::format("{} - 1 - it", sp.length) : "it";
+  std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
+  s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
+  s += "layout(std430, set = 0, binding = 1) buffer BO { uint d[]; } gout;\n";
+  s += "layout(push_constant) uniform PC { int it0; int it1; } pc;\n";
+  if (!ew && smem) s += fmt::format("shared uint sm[{}];\n", smem);
+  s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
+  s += "void main() {\n";
+  std::int64_t per_step = 1;  // loop iterations one invocation runs per step (llvmpipe's limit)
+  if (ew) {
+    out.mode = fmt::format("one invocation per element ({} elements), carries in registers", n);
+    sh.invocations = n;
+    s += fmt::format("const int e = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + gl_LocalInvocationIndex);\n"
+                     "if (e >= {}) return;\n", kWorkgroup, n);
+    for (int k = 0; k < nk; ++k) {
+      const DType d = b.buffers[nc + k].dtype;
+      s += fmt::format("{} r{} = pc.it0 == 0 ? {} : {};\n", gtype(d), nc + k, gread("gin", d, out.in_words[nc + k], "e"),
+                       gread("gout", d, out.out_words[k], "e"));
+    }
+    s += "for (int it = pc.it0; it < pc.it1; ++it) {\n";
+    s += fmt::format("const int t = {};\n", t);
+    for (std::size_t i = nin; i < b.buffers.size(); ++i) s += fmt::format("{} r{};\n", gtype(b.buffers[i].dtype), i);
+    for (const Step& st : b.steps) {
+      if (st.kind != Step::Kind::kernel) continue;
+      const Kernel& k = b.kernels[st.index];
+      KernelCtx c{k, lim.f64_math, [&](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); }};
+      s += "{\n" + kernel_element_code(c, "e", sh, [&](const std::string& v) { return fmt::format("r{} = {};\n", st.out[0], v); }) + "}\n";
+    }
+    for (int j = 0; j < ny; ++j) {
+      const int o = b.outputs[nk + j];
+      s += gwrite(loc[o].aval.dtype, out.out_words[nk + j], fmt::format("t * {} + e", n), read_loc(loc[o], o, "e"));
+    }
+    for (int k = 0; k < nk; ++k)
+      if (updated(nc + k)) s += fmt::format("{} s{} = {};\n", gtype(b.buffers[nc + k].dtype), k, read_loc(loc[b.outputs[k]], b.outputs[k], "e"));
+    for (int k = 0; k < nk; ++k)
+      if (updated(nc + k)) s += fmt::format("r{} = s{};\n", nc + k, k);
+    s += "}\n";
+    for (int k = 0; k < nk; ++k) s += gwrite(b.buffers[nc + k].dtype, out.out_words[k], "e", fmt::format("r{}", nc + k));
+  } else {
+    out.one_workgroup = true;
+    out.mode = fmt::format("one workgroup, {} bytes of carries and temporaries in workgroup memory", smem * 4);
+    sh.invocations = kWorkgroup;
+    s += "const int lid = int(gl_LocalInvocationIndex);\n";
+    for (int k = 0; k < nk; ++k) {
+      const Loc& l = loc[nc + k];
+      const DType d = l.aval.dtype;
+      s += strided(l.aval.size(), swrite(d, l.base, "e", fmt::format("pc.it0 == 0 ? {} : {}", gread("gin", d, out.in_words[nc + k], "e"),
+                                                                         gread("gout", d, out.out_words[k], "e"))));
+    }
+    s += "barrier();\nfor (int it = pc.it0; it < pc.it1; ++it) {\n";
+    s += fmt::format("const int t = {};\n", t);
+    std::set<int> written, read;  // shared buffers since the last barrier
+    int barriers = 0;
+    for (const Step& st : b.steps) {
+      if (st.kind != Step::Kind::kernel) continue;
+      const Kernel& k = b.kernels[st.index];
+      bool need = written.count(st.out[0]) || read.count(st.out[0]);
+      for (int i : st.in) need = need || written.count(i);
+      if (need) {
+        s += "barrier();\n";
+        ++barriers;
+        written.clear();
+        read.clear();
+      }
+      for (int i : st.in) read.insert(i);
+      written.insert(st.out[0]);
+      const Loc& lo = loc[st.out[0]];
+      KernelCtx c{k, lim.f64_math, [&](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); }};
+      s += "{\n" + strided(k.out.size(), kernel_element_code(c, "e", sh, [&](const std::string& v) { return swrite(lo.aval.dtype, lo.base, "e", v); })) + "}\n";
+      per_step += strided_iterations(k.out.size()) + std::max<std::int64_t>(1, strided_iterations(k.out.size())) * reduce_iterations(k);
+    }
+    s += "barrier();\n";
+    for (int j = 0; j < ny; ++j) {
+      const int o = b.outputs[nk + j];
+      const std::int64_t m = loc[o].aval.size();
+      s += strided(m, gwrite(loc[o].aval.dtype, out.out_words[nk + j], fmt::format("t * {} + e", m), read_loc(loc[o], o, "e")));
+      per_step += strided_iterations(m);
+    }
+    for (int k = 0; k < nk; ++k) {
+      if (!updated(nc + k)) continue;
+      const Loc& l = loc[nc + k];
+      const std::string v = read_loc(loc[b.outputs[k]], b.outputs[k], "e");
+      s += strided(l.aval.size(), staged ? swrite(l.aval.dtype, stage[k], "e", v) : swrite(l.aval.dtype, l.base, "e", v));
+      per_step += strided_iterations(l.aval.size());
+    }
+    if (staged) {
+      s += "barrier();\n";
+      for (int k = 0; k < nk; ++k)
+        if (updated(nc + k)) {
+          const Loc& l = loc[nc + k];
+          s += strided(l.aval.size(), swrite(l.aval.dtype, l.base, "e", sread(l.aval.dtype, stage[k], "e")));
+          per_step += strided_iterations(l.aval.size());
+        }
+    }
+    s += "barrier();\n}\n";
+    for (int k = 0; k < nk; ++k) {
+      const Loc& l = loc[nc + k];
+      s += strided(l.aval.size(), gwrite(l.aval.dtype, out.out_words[k], "e", sread(l.aval.dtype, l.base, "e")));
+    }
+    out.mode += fmt::format(", {} barriers per step", barriers + 2 + (staged ? 1 : 0));
+  }
+  sh.glsl = s + "}\n";
+  sh.max_loop = sp.length;
+  out.steps_per_dispatch = std::max<std::int64_t>(sp.length, 1);
+  if (lim.max_loop_iterations > 0) {
+    const std::int64_t room = lim.max_loop_iterations - 64;  // the carry loads and stores
+    if (per_step > room) {
+      why = fmt::format("one step runs {} loop iterations, over the driver's {} per invocation", per_step, lim.max_loop_iterations);
+      return std::nullopt;
+    }
+    out.steps_per_dispatch = std::min(out.steps_per_dispatch, room / per_step);
+    sh.max_loop = std::min(sh.max_loop, out.steps_per_dispatch);
+  }
+  return out;
+}
+
+}  // namespace jx::vk

@@ -1,0 +1,42 @@
+#pragma once
+// A whole lax.scan as one compute shader (the `fused` path on vulkan). Operands are packed into
+// one storage buffer and results into another (two bindings whatever the scan's arity, so the
+// WebGPU profile's 8-buffer limit never applies); the backend copies slots in and out.
+//
+//   elementwise bodies: one invocation per element runs every step with the carry and the
+//     temporaries in registers (no barriers: no element reads another's).
+//   other bodies: one workgroup; carries and temporaries in workgroup (shared) memory; each
+//     body kernel is computed by the invocations striding over its elements, with barrier()
+//     between a kernel and the next one that reads (or rewrites) what it wrote.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/backends/vulkan/glsl_renderer.h"
+#include "core/kernel/program.h"
+
+namespace jx::vk {
+
+struct ScanLimits {
+  bool f64_math = true;
+  std::int64_t shared_bytes = 16384;        // workgroup storage the profile allows
+  std::int64_t max_loop_iterations = 0;     // per invocation (llvmpipe: 65535); 0 = unlimited
+};
+
+struct ScanShader {
+  Shader sh;  // two bindings: packed operands (0), packed results (1); push constants it0, it1
+  std::vector<std::int64_t> in_words, out_words;  // word offset of every operand / result
+  std::int64_t in_size = 0, out_size = 0;         // words
+  std::int64_t steps_per_dispatch = 0;            // the whole length unless loops are limited
+  bool one_workgroup = false;
+  std::string mode;  // for the path report
+};
+
+// Words (32-bit) a buffer of this aval takes in a packed buffer.
+std::int64_t packed_words(const AVal& a);
+
+// nullopt (with the reason in `why`) when the body cannot run as one shader on this device.
+std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLimits& lim, std::string& why);
+
+}  // namespace jx::vk
