@@ -309,3 +309,86 @@ TEST(VulkanScan, VmapOfScanAndScanOfGradient) {
   Array gv = jit(grad([&](const Array& x) { return np::sum(vmap(cum)(x)); }))(device_put(xs, "vulkan"));
   EXPECT_TRUE(all_close(gv, vals(g), 1e-12, 1e-12));
 }
+
+namespace {
+// Kalman filtering elements (A [m,m], b [m,1], S [m,m]) composed as (A_b·A_a, A_b·b_a + b_b, A_b·S_a·A_bᵀ + S_b).
+using Elem = std::tuple<Array, Array, Array>;
+Elem kcompose(const Elem& x, const Elem& y) {
+  const auto& [A0, b0, S0] = x;
+  const auto& [A1, b1, S1] = y;
+  return {np::matmul(A1, A0), np::matmul(A1, b0) + b1, np::matmul(np::matmul(A1, S0), np::swapaxes(A1, -1, -2)) + S1};
+}
+Elem kelems(int n, DType d) {
+  Array t = np::arange(0, n, 1, d);
+  Array A = np::stack({np::stack({np::cos(t * 0.1) * 0.9, np::sin(t * 0.1) * 0.1}, -1), np::stack({np::sin(t * 0.2) * -0.1, np::cos(t * 0.3) * 0.8}, -1)}, -2);
+  Array b = np::reshape(np::stack({np::sin(t), np::cos(t)}, -1), {n, 2, 1});
+  Array S = np::eye(2, {}, 0, d) * 0.1 + np::reshape(np::abs(np::sin(t)), {n, 1, 1}) * 0.01;
+  return {A, b, S};
+}
+int ceil_log2(std::int64_t n) {
+  int r = 0;
+  while ((std::int64_t{1} << r) < n) ++r;
+  return r;
+}
+}  // namespace
+
+TEST(VulkanAssociativeScan, KoggeStoneRoundsEagerAndJit) {
+  for (DType d : {DType::float32, DType::float64}) {
+    for (int n : {1, 2, 100, 400, 1600}) {
+      Elem e = kelems(n, d);
+      auto [wA, wb, wS] = lax::associative_scan(kcompose, e);
+      DefaultDeviceScope vk("vulkan");
+      Elem ev{device_put(std::get<0>(e), "vulkan"), device_put(std::get<1>(e), "vulkan"), device_put(std::get<2>(e), "vulkan")};
+      const double tol = d == DType::float64 ? 1e-10 : 1e-4;
+      for (bool jitted : {false, true}) {
+        auto run = [&] {
+          return jitted ? jit([](const Array& A, const Array& b, const Array& S) {
+                            auto r = lax::associative_scan(kcompose, Elem{A, b, S});
+                            return std::vector<Array>{std::get<0>(r), std::get<1>(r), std::get<2>(r)};
+                          })(std::get<0>(ev), std::get<1>(ev), std::get<2>(ev))
+                        : [&] {
+                            auto r = lax::associative_scan(kcompose, ev);
+                            return std::vector<Array>{std::get<0>(r), std::get<1>(r), std::get<2>(r)};
+                          }();
+        };
+        const std::uint64_t disp = dispatches_of([&] { (void)run(); });
+        EXPECT_LE(disp, static_cast<std::uint64_t>(ceil_log2(n) + 1)) << "n " << n << " jit " << jitted;
+        auto got = run();
+        EXPECT_TRUE(all_close(got[0], vals(wA), tol, tol)) << n;
+        EXPECT_TRUE(all_close(got[1], vals(wb), tol, tol)) << n;
+        EXPECT_TRUE(all_close(got[2], vals(wS), tol, tol)) << n;
+      }
+    }
+  }
+}
+
+TEST(VulkanAssociativeScan, ReverseAxisBoolsAndTheTripleLoss) {
+  Array x = np::reshape(np::arange(0, 60, 1, DType::float64), {3, 20});
+  auto add = [](const std::vector<Array>& a, const std::vector<Array>& b) { return std::vector<Array>{a[0] + b[0], np::logical_or(a[1], b[1])}; };
+  Array flags = np::greater(np::sin(x), np::full({}, 0.9, DType::float64));
+  auto want = lax::associative_scan_flat(add, {x, flags}, true, 1);
+  DefaultDeviceScope vk("vulkan");
+  auto got = lax::associative_scan_flat(add, on({x, flags}, "vulkan"), true, 1);
+  EXPECT_TRUE(all_close(got[0], vals(want[0]), 1e-12, 1e-12));
+  EXPECT_EQ(vals(got[1]), vals(want[1]));
+  // the documented 3-tuple loss: jit(value_and_grad) on the webgpu profile
+  auto loss = [](const Array& theta) {
+    Array e = np::exp(theta) * np::ones({20}, theta.dtype());
+    auto [a, b, c] = lax::associative_scan(
+        [](const Elem& p, const Elem& q) {
+          const auto& [a0, b0, c0] = p;
+          const auto& [a1, b1, c1] = q;
+          return Elem{a1 * a0, a1 * b0 + b1, a1 * c0 + c1};
+        },
+        Elem{e, e, np::ones({20}, theta.dtype())});
+    return np::sum(a + b + c);
+  };
+  vulkan::set_limits("webgpu");
+  vulkan::reset_counters();
+  Array th = device_put(np::array({0.5}, DType::float64), "vulkan");
+  EXPECT_NEAR(jit(loss)(th).item<double>(), 284451.7727, 1e-3);
+  auto [v, g] = jit(value_and_grad(loss))(th);
+  EXPECT_NEAR(v.item<double>(), 284451.7727, 1e-3);
+  EXPECT_NEAR(g.item<double>(), 4813870.52, 1e-2);
+  EXPECT_LE(vulkan::counters().max_buffers_per_dispatch, 8u);
+}

@@ -88,6 +88,12 @@ class Backend {
     why = fmt::format("the {} backend has no compiled-loop scan", info().backend);
     return nullptr;
   }
+  // An associative scan as the backend's own routine, or nullptr (the runtime then decomposes it).
+  virtual std::shared_ptr<Executable> prepare_associative_scan(const AssocProgram& a, std::string& why) {
+    (void)a;
+    why = fmt::format("the {} backend has no associative-scan routine", info().backend);
+    return nullptr;
+  }
   virtual void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) = 0;
 };
 

@@ -102,11 +102,11 @@ Jaxpr one_equation(Prim prim, const Params& params, const std::vector<AVal>& in,
 
 // Eager scans: a one-equation program around the scan, compiled and cached like any jit program,
 // when the backend has a compiled-loop scan.
-std::optional<std::vector<Array>> run_scan_compiled(const Params& p, const std::vector<Array>& ops, std::string& why) {
+std::optional<std::vector<Array>> run_scan_compiled(Prim prim, const Params& p, const std::vector<Array>& ops, std::string& why) {
   Backend& be = ops.empty() ? default_backend() : ops[0].backend();
   std::vector<AVal> in;
   for (const Array& a : ops) in.push_back(a.aval());
-  const Jaxpr j = one_equation(Prim::scan, p, in, abstract_eval(Prim::scan, in, p));
+  const Jaxpr j = one_equation(prim, p, in, abstract_eval(prim, in, p));
   const int budget = be.info().limits.max_buffers_per_kernel;
   const std::string key = fmt::format("eager-scan|{}|{}|{}", j.str(), be.info().backend, budget);
   auto prog = cache().get(key);
@@ -115,7 +115,8 @@ std::optional<std::vector<Array>> run_scan_compiled(const Params& p, const std::
     cache().put(key, prog);
   }
   // The scan's own host loop is the eager fallback: use the program only for a compiled loop.
-  if (std::string reason = prog->host_loop_reason(); !reason.empty()) {
+  // (An associative scan's program always runs: without a backend routine it is decomposed.)
+  if (std::string reason = prog->host_loop_reason(); prim == Prim::scan && !reason.empty()) {
     why = reason;
     return std::nullopt;
   }

@@ -301,7 +301,7 @@ class Lowering {
           }
         return {view(args[0], [&](const EP& a, Memo& m) { return restride(a, out.shape, start, step, m); })};
       }
-      case Prim::scan: return opaque(Step::Kind::control, p_.controls, e, args);
+      case Prim::scan: case Prim::associative_scan: return opaque(Step::Kind::control, p_.controls, e, args);
       case Prim::concatenate: return concatenate(e, std::move(args));
       default: return opaque(Step::Kind::routine, p_.routines, e, args);
     }

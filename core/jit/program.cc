@@ -13,6 +13,10 @@ CompiledProgram::CompiledProgram(Program p, Backend& be, int budget) : prog_(std
   kexe_ = be_.prepare_kernels(prog_.kernels);
   for (const Op& op : prog_.routines) rexe_.push_back(be_.prepare(op));
   for (const Op& op : prog_.controls) {
+    if (op.prim == Prim::associative_scan) {
+      scans_.push_back(prepare_associative_scan(op, budget));
+      continue;
+    }
     Program body = lower(simplify(scan_body_jaxpr(op.params)), {budget});
     ScanStep s;
     ScanProgram sp{body, op.params.num_consts, op.params.num_carry, op.params.length, op.params.reverse, op.in, op.out};
@@ -22,9 +26,34 @@ CompiledProgram::CompiledProgram(Program p, Backend& be, int budget) : prog_(std
   }
 }
 
+// An associative scan: the backend's own routine (vulkan: Kogge-Stone rounds), else its
+// decomposition as a sub-program: a sequential fold where the backend compiles loops (native),
+// the odd/even recursion otherwise.
+CompiledProgram::ScanStep CompiledProgram::prepare_associative_scan(const Op& op, int budget) const {
+  ScanStep s;
+  s.associative = true;
+  const Params& p = op.params;
+  AssocProgram ap{lower(simplify(assoc_body_jaxpr(p)), {budget}), p.num_consts, p.axis, p.reverse, op.in};
+  s.fused = be_.prepare_associative_scan(ap, s.why);
+  if (s.fused) {
+    debug_log(1, fmt::format("associative_scan on {}: {}", be_.info().backend, s.why));
+    return s;
+  }
+  auto folded = std::make_shared<const CompiledProgram>(lower(simplify(assoc_decomposition(p, op.in, true)), {budget}), be_, budget);
+  if (folded->host_loop_reason().empty()) {
+    s.body = folded;
+    s.why += "; a sequential fold compiled as one loop";
+  } else {
+    s.body = std::make_shared<const CompiledProgram>(lower(simplify(assoc_decomposition(p, op.in, false)), {budget}), be_, budget);
+    s.why += "; the odd/even recursion";
+  }
+  debug_log(1, fmt::format("associative_scan on {}: {}", be_.info().backend, s.why));
+  return s;
+}
+
 std::string CompiledProgram::host_loop_reason() const {
   for (const ScanStep& s : scans_)
-    if (!s.fused) return s.why;
+    if (!s.fused && !s.associative) return s.why;
   return "";
 }
 
@@ -67,6 +96,28 @@ std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const 
       for (int b : st.in) {
         be_.decref(slot[b]);
         owned[b] = false;
+      }
+      continue;
+    }
+    if (st.kind == Step::Kind::control && scans_[st.index].associative) {
+      if (scans_[st.index].fused) {
+        bind_slots(st);
+        be_.dispatch(*scans_[st.index].fused, in, out);
+        if (tracing)
+          trace::emit({trace::EventKind::dispatch, be_.info().backend, "associative_scan",
+                       scans_[st.index].fused->bound_buffers(static_cast<int>(in.size() + out.size())), true, 0.0, {}});
+        continue;
+      }
+      std::vector<Array> args;
+      for (int b : st.in) {
+        be_.incref(slot[b]);
+        args.emplace_back(&be_, slot[b], p.buffers[b]);
+      }
+      auto res = scans_[st.index].body->run(args);
+      for (std::size_t k = 0; k < st.out.size(); ++k) {
+        slot[st.out[k]] = res[k].slot();
+        be_.incref(slot[st.out[k]]);
+        owned[st.out[k]] = true;
       }
       continue;
     }

@@ -35,11 +35,13 @@ class CompiledProgram {
   Backend& be_;
   std::vector<std::shared_ptr<Executable>> kexe_, rexe_;
   struct ScanStep {
+    bool associative = false;                      // an associative_scan (else a lax.scan)
     std::shared_ptr<Executable> fused;             // the whole loop on the backend, or
     std::shared_ptr<const CompiledProgram> body;   // the body for a host loop
     std::string why;                               // the planner's reason
   };
   std::vector<ScanStep> scans_;
+  ScanStep prepare_associative_scan(const Op& op, int budget) const;
   int budget_ = 0;
 };
 

@@ -27,13 +27,23 @@ std::string Program::str() const {
   return s + fmt::format("  outputs {}", fmt::join(outputs, ","));
 }
 
-std::string ScanProgram::key() const {
-  std::string k = fmt::format("scan|{}|{}|{}|{}|", num_consts, num_carry, length, reverse);
+namespace {
+// Structural identity of a loop-like program: header, operand avals, the body and its kernels.
+std::string signature_key(std::string k, const std::vector<AVal>& operands, const Program& body) {
   for (const auto& a : operands) k += a.str() + ",";
   k += body.str();
   for (const auto& kern : body.kernels) k += "|" + kern.key();
   for (const auto& op : body.routines) k += "|" + std::string(prim_name(op.prim)) + op.params.str(op.prim);
   return k;
+}
+}  // namespace
+
+std::string ScanProgram::key() const {
+  return signature_key(fmt::format("scan|{}|{}|{}|{}|", num_consts, num_carry, length, reverse), operands, body);
+}
+
+std::string AssocProgram::key() const {
+  return signature_key(fmt::format("assoc|{}|{}|{}|", num_consts, axis, reverse), operands, body);
 }
 
 }  // namespace jx

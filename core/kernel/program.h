@@ -38,4 +38,16 @@ struct ScanProgram {
   std::string key() const;  // structural identity: body program + signature
 };
 
+// An associative scan whose combine is a program: body inputs consts | a leaves | b leaves (each
+// a single element: the leaf with `axis` of length 1; a earlier), outputs the combined leaves.
+//   operands  consts | leaves (length n along axis); results the scanned leaves
+struct AssocProgram {
+  Program body;
+  int num_consts = 0;
+  std::int64_t axis = 0;
+  bool reverse = false;
+  std::vector<AVal> operands;
+  std::string key() const;
+};
+
 }  // namespace jx

@@ -38,9 +38,14 @@ const Jaxpr& scan_body_jaxpr(const Params& p);
 std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std::vector<Array>& ops, const std::string& why);
 // Emits the scan-path event and callback, logs at debug level 1, enforces require_path.
 void report_scan_path(ScanPath path, const std::string& backend, const std::string& details, unsigned require);
-// The JIT layer registers how to run a scan compiled on a backend (nullopt: not possible, with
-// the reason in `why`); eager scans try it before falling back to the host loop.
-using ScanCompiler = std::optional<std::vector<Array>> (*)(const Params& p, const std::vector<Array>& ops, std::string& why);
+// An associative_scan eqn's combine body (consts..., a..., b...) -> c... on single elements, and
+// its decomposition into other primitives over operand avals `in`: the odd/even recursion, or
+// (fold) a sequential lax.scan for backends that compile loops.
+const Jaxpr& assoc_body_jaxpr(const Params& p);
+Jaxpr assoc_decomposition(const Params& p, const std::vector<AVal>& in, bool fold);
+// The JIT layer registers how to run a control primitive (scan, associative_scan) compiled on a
+// backend (nullopt: not possible, with the reason in `why`); eager applications try it first.
+using ScanCompiler = std::optional<std::vector<Array>> (*)(Prim prim, const Params& p, const std::vector<Array>& ops, std::string& why);
 void set_scan_compiler(ScanCompiler c);
 
 namespace lax {

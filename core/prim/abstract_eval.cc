@@ -247,6 +247,23 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Param
       }
       return out;
     }
+    case Prim::associative_scan: {
+      if (!pr.body) fail(p, "missing body");
+      const auto bin = pr.body->in_avals(), bout = pr.body->out_avals();
+      const std::size_t nc = pr.num_consts, k = in.size() - std::min(in.size(), nc);
+      if (k == 0 || bin.size() != nc + 2 * k || bout.size() != k)
+        fail(p, fmt::format("{} operands for a body of {} inputs and {} outputs", in.size(), bin.size(), bout.size()));
+      const std::int64_t n = in[nc].ndim() > static_cast<std::size_t>(pr.axis) ? in[nc].shape[pr.axis] : -1;
+      for (std::size_t l = 0; l < k; ++l) {
+        AVal e = in[nc + l];
+        if (e.ndim() <= static_cast<std::size_t>(pr.axis) || e.shape[pr.axis] != n)
+          fail(p, fmt::format("element {} is {}, not of length {} along axis {}", l, e.str(), n, pr.axis));
+        e.shape[pr.axis] = 1;
+        if (!(bin[nc + l] == e) || !(bin[nc + k + l] == e) || !(bout[l] == e))
+          fail(p, fmt::format("the body combines {} elements, operand {} is {}", bin[nc + l].str(), l, in[nc + l].str()));
+      }
+      return std::vector<AVal>(in.begin() + nc, in.end());
+    }
     case Prim::lu: {
       require_square(p, in[0]);
       Shape batch(in[0].shape.begin(), in[0].shape.end() - 2);

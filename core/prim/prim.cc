@@ -74,6 +74,8 @@ std::string Params::str(Prim p) const {
       return fmt::format("length={} reverse={} num_consts={} num_carry={} require={} jaxpr={}", length, reverse, num_consts,
                          num_carry, require_paths,
                          body ? body->str() : "null");
+    case Prim::associative_scan:
+      return fmt::format("axis={} reverse={} num_consts={} jaxpr={}", axis, reverse, num_consts, body ? body->str() : "null");
     case Prim::triangular_solve:
       return fmt::format("left_side={} lower={} transpose_a={} unit_diagonal={}", left_side, lower,
                          transpose_a, unit_diagonal);

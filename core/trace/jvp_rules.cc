@@ -154,8 +154,8 @@ std::vector<Opt> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector
       }
       return {lax::triangular_solve(x[0], *rhs, {params.left_side, params.lower, params.transpose_a, params.unit_diagonal})};
     }
-    case Prim::scan:
-      throw Error("jvp: scan is differentiated by control_jvp");
+    case Prim::scan: case Prim::associative_scan:
+      throw Error(fmt::format("jvp: {} is differentiated by control_jvp", prim_name(p)));
     case Prim::lu: {
       // A = P L U:  X = L⁻¹ Pᵀ dA U⁻¹,  dL = L tril(X,-1),  dU = triu(X) U,  d(packed) = dL + dU.
       const Array& f = y[0];

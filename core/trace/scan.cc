@@ -12,29 +12,10 @@
 #include "core/backends/backend.h"
 #include "core/instrument/instrument.h"
 #include "core/lax/control.h"
+#include "core/trace/control_internal.h"
 #include "core/trace/trace.h"
 
 namespace jx {
-namespace {
-
-// A closed jaxpr with no constants, as a scan body.
-struct JaxprBody final : SubProgram {
-  explicit JaxprBody(Jaxpr j) : jaxpr(std::move(j)) {}
-  std::vector<AVal> in_avals() const override {
-    std::vector<AVal> v;
-    for (int i : jaxpr.invars) v.push_back(jaxpr.avals[i]);
-    return v;
-  }
-  std::vector<AVal> out_avals() const override {
-    std::vector<AVal> v;
-    for (const Atom& a : jaxpr.outs) v.push_back(jaxpr.aval_of(a));
-    return v;
-  }
-  std::string str() const override { return jaxpr.str(); }
-  Jaxpr jaxpr;
-};
-
-const Jaxpr& body_of(const Params& p) { return static_cast<const JaxprBody&>(*p.body).jaxpr; }
 
 // Turns a closed jaxpr's constants into leading inputs: returns the jaxpr and the constants.
 std::pair<Jaxpr, std::vector<Array>> hoist(ClosedJaxpr cj) {
@@ -46,6 +27,10 @@ std::pair<Jaxpr, std::vector<Array>> hoist(ClosedJaxpr cj) {
   typecheck(j);
   return {std::move(j), std::move(cj.consts)};
 }
+
+namespace {
+
+const Jaxpr& body_of(const Params& p) { return static_cast<const JaxprBody&>(*p.body).jaxpr; }
 
 // Traces fn on avals and binds a scan of it over operands (leading: the traced constants).
 std::vector<Array> bind_scan(const FlatFn& fn, const std::vector<AVal>& in_avals, std::vector<Array> consts,
@@ -150,10 +135,11 @@ std::vector<Array> run_fallback(const FlatFn& body, const Params& p, const std::
 }
 
 std::vector<Array> control_eval(Prim prim, const std::vector<Array>& ops, const Params& p) {
-  if (prim != Prim::scan) throw Error(fmt::format("no control implementation for {}", prim_name(prim)));
+  if (prim != Prim::scan && prim != Prim::associative_scan) throw Error(fmt::format("no control implementation for {}", prim_name(prim)));
   std::string why = "no scan compiler is linked";
   if (g_compiler)
-    if (auto r = g_compiler(p, ops, why)) return *r;
+    if (auto r = g_compiler(prim, p, ops, why)) return *r;
+  if (prim == Prim::associative_scan) return assoc_eval(ops, p);
   const Jaxpr& j = body_of(p);
   return scan_host_loop([&](const std::vector<Array>& in) { return eval_jaxpr(j, {}, in); }, p, ops, why);
 }
@@ -219,6 +205,7 @@ std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const st
 // ---- jvp ----
 std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim prim, const std::vector<Array>& x,
                                                               const std::vector<std::optional<Array>>& t, const Params& p) {
+  if (prim == Prim::associative_scan) return assoc_jvp(x, t, p);
   if (prim != Prim::scan) throw Error(fmt::format("jvp: no control rule for {}", prim_name(prim)));
   const std::size_t nc = p.num_consts, nk = p.num_carry, n = x.size();
   const Jaxpr& j = body_of(p);
@@ -343,6 +330,7 @@ std::vector<std::optional<Array>> control_transpose(Prim prim, const std::vector
 std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(Prim prim, const std::vector<Array>& vals,
                                                                           const std::vector<std::optional<std::int64_t>>& bd,
                                                                           std::int64_t size, const Params& p) {
+  if (prim == Prim::associative_scan) return assoc_batch(vals, bd, p);
   if (prim != Prim::scan) throw Error(fmt::format("vmap: no control rule for {}", prim_name(prim)));
   const std::size_t nc = p.num_consts, nk = p.num_carry, n = vals.size();
   const Jaxpr& j = body_of(p);
@@ -384,70 +372,4 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(Prim pr
   return res;
 }
 
-namespace lax {
-
-// JAX's recursive odd/even scheme, elementwise along `axis`.
-std::vector<Array> associative_scan_flat(const AssocFn& fn, const std::vector<Array>& elems0, bool reverse, std::int64_t axis) {
-  if (elems0.empty()) return {};
-  const int ax = normalize_axis(axis, elems0[0].ndim(), "associative_scan", "axis");
-  const std::int64_t n = elems0[0].shape()[ax];
-  for (const Array& e : elems0)
-    if (static_cast<int>(e.ndim()) <= ax || e.shape()[ax] != n)
-      throw ShapeError(fmt::format("associative_scan: all elements need the same length {} along axis {}, got {}", n, ax, e.aval().str()));
-  std::vector<Array> elems;
-  for (const Array& e : elems0) elems.push_back(reverse ? np::flip(e, std::vector<std::int64_t>{ax}) : e);
-  auto slice = [&](const Array& x, std::int64_t start, std::int64_t stop, std::int64_t step) {
-    std::vector<std::int64_t> lo(x.ndim(), 0), hi = x.shape(), st(x.ndim(), 1);
-    lo[ax] = start;
-    hi[ax] = std::max(start, stop);
-    st[ax] = step;
-    return jx::lax::slice(x, lo, hi, st);
-  };
-  auto slices = [&](const std::vector<Array>& xs, std::int64_t start, std::int64_t stop, std::int64_t step) {
-    std::vector<Array> r;
-    for (const Array& x : xs) r.push_back(slice(x, start, stop, step));
-    return r;
-  };
-  // interleave a (even positions) and b (odd positions) along ax
-  auto interleave = [&](const Array& a, const Array& b) {
-    const std::int64_t na = a.shape()[ax], nb = b.shape()[ax];
-    Shape sa = a.shape();
-    sa.insert(sa.begin() + ax + 1, 1);
-    Array ea = jx::lax::reshape(a, sa);
-    Shape sb = b.shape();
-    sb.insert(sb.begin() + ax + 1, 1);
-    Array eb = jx::lax::reshape(b, sb);
-    if (nb < na) {  // pad b with one slot
-      std::vector<std::int64_t> lo(eb.ndim(), 0), hi(eb.ndim(), 0);
-      hi[ax] = 1;
-      eb = jx::lax::pad(eb, lo, hi, 0.0);
-    }
-    Array both = jx::lax::concatenate({ea, eb}, ax + 1);
-    Shape flat = a.shape();
-    flat[ax] = 2 * na;
-    Array f = jx::lax::reshape(both, flat);
-    return slice(f, 0, na + nb, 1);
-  };
-  std::function<std::vector<Array>(const std::vector<Array>&)> scan = [&](const std::vector<Array>& xs) -> std::vector<Array> {
-    const std::int64_t m = xs[0].shape()[ax];
-    if (m < 2) return xs;
-    auto reduced = fn(slices(xs, 0, m - 1, 2), slices(xs, 1, m, 2));  // pairs (0,1), (2,3), ...
-    auto odd = scan(reduced);                                           // prefix at positions 1, 3, 5, ...
-    std::vector<Array> even;
-    if (m % 2 == 0) even = fn(slices(odd, 0, static_cast<std::int64_t>(odd[0].shape()[ax]) - 1, 1), slices(xs, 2, m, 2));
-    else even = fn(odd, slices(xs, 2, m, 2));
-    std::vector<Array> first = slices(xs, 0, 1, 1), out;
-    for (std::size_t k = 0; k < xs.size(); ++k) {
-      Array ev = even[k].shape()[ax] > 0 ? jx::lax::concatenate({first[k], even[k]}, ax) : first[k];
-      out.push_back(interleave(ev, odd[k]));
-    }
-    return out;
-  };
-  auto out = scan(elems);
-  if (reverse)
-    for (Array& o : out) o = np::flip(o, std::vector<std::int64_t>{ax});
-  return out;
-}
-
-}  // namespace lax
 }  // namespace jx

@@ -20,14 +20,14 @@ std::string gread(const char* buf, DType d, std::int64_t base, const std::string
   }
   return "0";
 }
-std::string gwrite(DType d, std::int64_t base, const std::string& i, const std::string& v) {
+std::string gwrite(DType d, std::int64_t base, const std::string& i, const std::string& v, const char* buf = "gout") {
   switch (d) {
-    case DType::float32: return fmt::format("gout.d[{} + ({})] = floatBitsToUint({});\n", base, i, v);
-    case DType::int32: return fmt::format("gout.d[{} + ({})] = uint({});\n", base, i, v);
-    case DType::float64: return fmt::format("{{ uvec2 u_ = unpackDouble2x32({2}); gout.d[{0} + 2 * ({1})] = u_.x; gout.d[{0} + 2 * ({1}) + 1] = u_.y; }}\n", base, i, v);
+    case DType::float32: return fmt::format("{}.d[{} + ({})] = floatBitsToUint({});\n", buf, base, i, v);
+    case DType::int32: return fmt::format("{}.d[{} + ({})] = uint({});\n", buf, base, i, v);
+    case DType::float64: return fmt::format("{{ uvec2 u_ = unpackDouble2x32({2}); {3}.d[{0} + 2 * ({1})] = u_.x; {3}.d[{0} + 2 * ({1}) + 1] = u_.y; }}\n", base, i, v, buf);
     case DType::bool_:
-      return fmt::format("{{ int b_ = {0} + ({1}); atomicAnd(gout.d[b_ >> 2], ~(0xffu << ((b_ & 3) * 8))); atomicOr(gout.d[b_ >> 2], uint({2}) << ((b_ & 3) * 8)); }}\n",
-                         base * 4, i, v);
+      return fmt::format("{{ int b_ = {0} + ({1}); atomicAnd({3}.d[b_ >> 2], ~(0xffu << ((b_ & 3) * 8))); atomicOr({3}.d[b_ >> 2], uint({2}) << ((b_ & 3) * 8)); }}\n",
+                         base * 4, i, v, buf);
   }
   return "";
 }
@@ -282,6 +282,100 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
     }
     out.steps_per_dispatch = std::min(out.steps_per_dispatch, room / per_step);
     sh.max_loop = std::min(sh.max_loop, out.steps_per_dispatch);
+  }
+  return out;
+}
+
+std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanLimits& lim, std::string& why) {
+  const Program& b = ap.body;
+  const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
+  const std::int64_t n = ap.operands[nc].shape[ap.axis];
+  for (const Step& st : b.steps)
+    if (st.kind != Step::Kind::kernel && st.kind != Step::Kind::free) {
+      why = fmt::format("the combine has a {} step (not inlined into a shader)",
+                        st.kind == Step::Kind::routine ? prim_name(b.routines[st.index].prim) : std::string_view("scan"));
+      return std::nullopt;
+    }
+  AssocShader out;
+  std::int64_t w = 0;
+  for (int i = 0; i < nc; ++i) {
+    out.const_words.push_back(w);
+    w = align4(w + packed_words(ap.operands[i]));
+  }
+  out.const_size = std::max<std::int64_t>(w, 4);
+  w = 0;
+  for (int l = 0; l < k; ++l) {
+    out.leaf_words.push_back(w);
+    w = align4(w + packed_words(ap.operands[nc + l]));
+  }
+  out.leaf_size = std::max<std::int64_t>(w, 4);
+  // element e of leaf l at position pos: the leaf's row-major index with `axis` = pos
+  auto leaf_index = [&](int l, const std::string& pos, const std::string& e) {
+    const Shape& s = ap.operands[nc + l].shape;
+    std::int64_t post = 1;
+    for (std::size_t d = ap.axis + 1; d < s.size(); ++d) post *= s[d];
+    return fmt::format("((({2}) / {0}) * {1} + ({3})) * {0} + ({2}) % {0}", std::max<std::int64_t>(post, 1), n, e, pos);
+  };
+  std::int64_t local = 0;
+  for (std::size_t i = nc + 2 * k; i < b.buffers.size(); ++i) local += shared_words(b.buffers[i]);
+  if (local > 4096) {
+    why = fmt::format("the combine's temporaries take {} words per element, over 4096 registers", local);
+    return std::nullopt;
+  }
+  auto read = [&](int buf, const std::string& off) -> std::string {
+    if (buf < nc) return gread("gin", b.buffers[buf].dtype, out.const_words[buf], off);
+    if (buf < nc + 2 * k) {
+      const int l = (buf - nc) % k;
+      return gread("src", b.buffers[buf].dtype, out.leaf_words[l], leaf_index(l, buf < nc + k ? "partner" : "i", off));
+    }
+    return fmt::format("r{}[{}]", buf, off);
+  };
+  Shader& sh = out.sh;
+  sh.name = "associative_scan";
+  sh.buffers = 3;
+  sh.invocations = n;
+  std::vector<KNode> nodes;
+  for (const Kernel& kk : b.kernels) nodes.insert(nodes.end(), kk.nodes.begin(), kk.nodes.end());
+  sh.float64 = uses_double(ap.operands, DType::float32, nodes);
+  std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
+  s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
+  s += "layout(std430, set = 0, binding = 1) readonly buffer BS { uint d[]; } src;\n";
+  s += "layout(std430, set = 0, binding = 2) buffer BD { uint d[]; } dst;\n";
+  s += "layout(push_constant) uniform PC { int d; } pc;\n";
+  s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
+  s += fmt::format("void main() {{\nconst int i = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + gl_LocalInvocationIndex);\n"
+                   "if (i >= {}) return;\nconst int partner = {};\n", kWorkgroup, n, ap.reverse ? "i + pc.d" : "i - pc.d");
+  std::int64_t loops = 0;
+  // Kogge-Stone round: x[i] := x[partner] ⊕ x[i] where the partner exists, else copied
+  s += fmt::format("if (partner < 0 || partner >= {}) {{\n", n);
+  for (int l = 0; l < k; ++l) {
+    const AVal& e = b.buffers[nc + l];
+    const std::string idx = leaf_index(l, "i", "e");
+    s += fmt::format("for (int e = 0; e < {}; ++e) {}", e.size(), gwrite(e.dtype, out.leaf_words[l], idx, gread("src", e.dtype, out.leaf_words[l], idx), "dst"));
+    loops += e.size();
+  }
+  s += "return;\n}\n";
+  for (std::size_t i = nc + 2 * k; i < b.buffers.size(); ++i)
+    s += fmt::format("{} r{}[{}];\n", gtype(b.buffers[i].dtype), i, std::max<std::int64_t>(b.buffers[i].size(), 1));
+  for (const Step& st : b.steps) {
+    if (st.kind != Step::Kind::kernel) continue;
+    const Kernel& kk = b.kernels[st.index];
+    KernelCtx c{kk, lim.f64_math, [&](int in, const std::string& off) { return read(st.in[in], off); }};
+    s += fmt::format("for (int e = 0; e < {}; ++e) {{\n", kk.out.size());
+    s += kernel_element_code(c, "e", sh, [&](const std::string& v) { return fmt::format("r{}[e] = {};\n", st.out[0], v); }) + "}\n";
+    loops += kk.out.size() * (1 + reduce_iterations(kk));
+  }
+  for (int l = 0; l < k; ++l) {
+    const int o = b.outputs[l];
+    const AVal& e = b.buffers[nc + l];
+    s += fmt::format("for (int e = 0; e < {}; ++e) {}", e.size(), gwrite(e.dtype, out.leaf_words[l], leaf_index(l, "i", "e"), read(o, "e"), "dst"));
+    loops += e.size();
+  }
+  sh.glsl = s + "}\n";
+  sh.max_loop = 0;
+  if (lim.max_loop_iterations > 0 && loops > lim.max_loop_iterations) {
+    why = fmt::format("one combine runs {} loop iterations, over the driver's {} per invocation", loops, lim.max_loop_iterations);
+    return std::nullopt;
   }
   return out;
 }

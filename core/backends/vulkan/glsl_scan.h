@@ -39,4 +39,15 @@ std::int64_t packed_words(const AVal& a);
 // nullopt (with the reason in `why`) when the body cannot run as one shader on this device.
 std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLimits& lim, std::string& why);
 
+// lax.associative_scan as Kogge-Stone rounds: one invocation per position combines it with the
+// one `d` before it (after, reversed), all leaves at once; ceil(log2 n) dispatches of one shader
+// with push constant d = 1, 2, 4, ... Bindings: constants (0), the previous round's leaves (1),
+// this round's (2); leaves packed like ScanShader's operands.
+struct AssocShader {
+  Shader sh;
+  std::vector<std::int64_t> const_words, leaf_words;
+  std::int64_t const_size = 0, leaf_size = 0;  // words
+};
+std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanLimits& lim, std::string& why);
+
 }  // namespace jx::vk

@@ -58,6 +58,16 @@ struct PreencodedExe final : Executable {
   bool preencoded() const override { return true; }
 };
 
+// An associative scan as Kogge-Stone rounds of one shader.
+struct AssocExe final : Executable {
+  std::shared_ptr<Pipeline> pipe;
+  AssocShader plan;
+  std::vector<AVal> operands;
+  int num_consts = 0;
+  std::int64_t length = 0;
+  int bound_buffers(int) const override { return 3; }
+};
+
 struct HostRoutineExe final : Executable {
   Op op;
   std::shared_ptr<HostExecutable> host;
@@ -317,12 +327,38 @@ class VulkanBackend final : public Backend {
     return exe;
   }
 
+  std::shared_ptr<Executable> prepare_associative_scan(const AssocProgram& ap, std::string& why) override {
+    std::lock_guard lock(mu_);
+    alive();
+    const std::string key = fmt::format("{}|{}", ap.key(), profile_);
+    if (auto it = scans_.find(key); it != scans_.end()) {
+      why = it->second.second;
+      return it->second.first;
+    }
+    const auto& d = ctx_->desc();
+    ScanLimits lim{d.float64, 0, llvmpipe() ? std::int64_t{65535} : std::int64_t{0}};
+    auto plan = render_assoc_scan(ap, lim, why);
+    if (!plan) return nullptr;
+    auto x = std::make_shared<AssocExe>();
+    x->pipe = make_kernel_exe(plan->sh, "assoc|" + plan->sh.glsl, 4)->pipe;
+    x->operands = ap.operands;
+    x->num_consts = ap.num_consts;
+    x->length = ap.operands[ap.num_consts].shape[ap.axis];
+    x->plan = std::move(*plan);
+    int rounds = 0;
+    for (std::int64_t dd = 1; dd < x->length; dd *= 2) ++rounds;
+    why = fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)", rounds);
+    scans_[key] = {x, why};
+    return x;
+  }
+
   void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) override {
     std::lock_guard lock(mu_);
     alive();
     if (auto* hr = dynamic_cast<HostRoutineExe*>(&exe)) return host_routine(*hr, in, out);
     if (auto* sc = dynamic_cast<ScanExe*>(&exe)) return run_scan(*sc, in, out);
     if (auto* pe = dynamic_cast<PreencodedExe*>(&exe)) return run_preencoded(*pe, in, out);
+    if (auto* as = dynamic_cast<AssocExe*>(&exe)) return run_assoc(*as, in, out);
     auto& k = static_cast<KernelExe&>(exe);
     if (k.invocations == 0) return;
     std::vector<VkBuffer> bufs;
@@ -541,11 +577,7 @@ class VulkanBackend final : public Backend {
     bool need = false;
     for (VkBuffer x : reads) need = need || written_.count(x);
     for (VkBuffer x : writes) need = need || written_.count(x) || read_.count(x);
-    if (need) {
-      written_.clear();  // barrier_if records the barrier and clears read_
-      written_.insert(reads.empty() ? writes[0] : reads[0]);
-      barrier_if({reads.empty() ? writes[0] : reads[0]}, b);
-    }
+    if (need) barrier(b);
     read_.insert(reads.begin(), reads.end());
     written_.insert(writes.begin(), writes.end());
   }
@@ -619,6 +651,34 @@ class VulkanBackend final : public Backend {
       copy(b, gout->buf.get(), static_cast<std::size_t>(p.out_words[r]) * 4, get(out[r]).buf->buf.get(), 0, x.results[r].bytes());
     b.released.push_back(std::move(gin));
     b.released.push_back(std::move(gout));
+    touch(in, out);
+  }
+
+  // Kogge-Stone: leaves packed into one buffer, rounds d = 1, 2, 4, ... ping-pong between two.
+  void run_assoc(AssocExe& x, std::span<const SlotId> in, std::span<const SlotId> out) {
+    const AssocShader& p = x.plan;
+    const std::size_t nc = static_cast<std::size_t>(x.num_consts);
+    Batch& b = batch_with_room(2, 6);
+    std::unique_ptr<Buf> gin = acquire(static_cast<std::size_t>(p.const_size) * 4);
+    std::unique_ptr<Buf> q[2] = {acquire(static_cast<std::size_t>(p.leaf_size) * 4), acquire(static_cast<std::size_t>(p.leaf_size) * 4)};
+    for (std::size_t i = 0; i < nc; ++i)
+      copy(b, get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.const_words[i]) * 4, x.operands[i].bytes());
+    for (std::size_t l = 0; l + nc < in.size(); ++l)
+      copy(b, get(in[nc + l]).buf->buf.get(), 0, q[0]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, x.operands[nc + l].bytes());
+    VkDescriptorSet sets[2] = {bind_set(b, *x.pipe, {gin->buf.get(), q[0]->buf.get(), q[1]->buf.get()}),
+                               bind_set(b, *x.pipe, {gin->buf.get(), q[1]->buf.get(), q[0]->buf.get()})};
+    int cur = 0;
+    for (std::int64_t d = 1; d < x.length; d *= 2, cur ^= 1) {
+      barrier_for({gin->buf.get(), q[cur]->buf.get()}, {q[cur ^ 1]->buf.get()}, b);
+      const std::int32_t dd = static_cast<std::int32_t>(d);
+      vkCmdPushConstants(b.cmd, x.pipe->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(dd), &dd);
+      record_dispatch(b, *x.pipe, sets[cur], p.sh.invocations, 3);
+    }
+    for (std::size_t l = 0; l < out.size(); ++l)
+      copy(b, q[cur]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, get(out[l]).buf->buf.get(), 0, x.operands[nc + l].bytes());
+    b.released.push_back(std::move(gin));
+    b.released.push_back(std::move(q[0]));
+    b.released.push_back(std::move(q[1]));
     touch(in, out);
   }
 
@@ -748,7 +808,9 @@ class VulkanBackend final : public Backend {
   void barrier_if(const std::vector<VkBuffer>& bufs, Batch& b) {
     bool need = false;
     for (VkBuffer x : bufs) need = need || written_.count(x);
-    if (!need) return;
+    if (need) barrier(b);
+  }
+  void barrier(Batch& b) {
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;

@@ -1,0 +1,230 @@
+// lax.associative_scan as a primitive, so that jit keeps it whole and a backend may run it in a
+// few dispatches (vulkan: Kogge-Stone rounds):
+//   operands  consts (num_consts) | elems (leaves of one length n along `axis`)
+//   body      (consts..., a..., b...) -> c...  the combine fn traced on single elements (each
+//             leaf with `axis` of length 1); a holds the earlier elements
+//   outputs   the inclusive scans of the leaves
+// Eager and jitted applications bind the primitive; under jvp and vmap the user's fn runs in the
+// odd/even recursion directly (its tracers never enter a body), and the primitive's own jvp and
+// vmap rules (reached when a jaxpr holding it is transformed) apply that recursion to the body.
+#include <fmt/format.h>
+
+#include "core/lax/control.h"
+#include "core/trace/control_internal.h"
+#include "core/trace/autodiff.h"
+
+namespace jx {
+namespace {
+
+// JAX's recursive odd/even scheme, elementwise along `ax`.
+std::vector<Array> assoc_tree(const lax::AssocFn& fn, const std::vector<Array>& elems0, bool reverse, int ax) {
+  std::vector<Array> elems;
+  for (const Array& e : elems0) elems.push_back(reverse ? np::flip(e, std::vector<std::int64_t>{ax}) : e);
+  auto slice = [&](const Array& x, std::int64_t start, std::int64_t stop, std::int64_t step) {
+    std::vector<std::int64_t> lo(x.ndim(), 0), hi = x.shape(), st(x.ndim(), 1);
+    lo[ax] = start;
+    hi[ax] = std::max(start, stop);
+    st[ax] = step;
+    return jx::lax::slice(x, lo, hi, st);
+  };
+  auto slices = [&](const std::vector<Array>& xs, std::int64_t start, std::int64_t stop, std::int64_t step) {
+    std::vector<Array> r;
+    for (const Array& x : xs) r.push_back(slice(x, start, stop, step));
+    return r;
+  };
+  // interleave a (even positions) and b (odd positions) along ax
+  auto interleave = [&](const Array& a, const Array& b) {
+    const std::int64_t na = a.shape()[ax], nb = b.shape()[ax];
+    Shape sa = a.shape();
+    sa.insert(sa.begin() + ax + 1, 1);
+    Array ea = jx::lax::reshape(a, sa);
+    Shape sb = b.shape();
+    sb.insert(sb.begin() + ax + 1, 1);
+    Array eb = jx::lax::reshape(b, sb);
+    if (nb < na) {  // pad b with one slot
+      std::vector<std::int64_t> lo(eb.ndim(), 0), hi(eb.ndim(), 0);
+      hi[ax] = 1;
+      eb = jx::lax::pad(eb, lo, hi, 0.0);
+    }
+    Array both = jx::lax::concatenate({ea, eb}, ax + 1);
+    Shape flat = a.shape();
+    flat[ax] = 2 * na;
+    Array f = jx::lax::reshape(both, flat);
+    return slice(f, 0, na + nb, 1);
+  };
+  std::function<std::vector<Array>(const std::vector<Array>&)> scan = [&](const std::vector<Array>& xs) -> std::vector<Array> {
+    const std::int64_t m = xs[0].shape()[ax];
+    if (m < 2) return xs;
+    auto reduced = fn(slices(xs, 0, m - 1, 2), slices(xs, 1, m, 2));  // pairs (0,1), (2,3), ...
+    auto odd = scan(reduced);                                           // prefix at positions 1, 3, 5, ...
+    std::vector<Array> even;
+    if (m % 2 == 0) even = fn(slices(odd, 0, static_cast<std::int64_t>(odd[0].shape()[ax]) - 1, 1), slices(xs, 2, m, 2));
+    else even = fn(odd, slices(xs, 2, m, 2));
+    std::vector<Array> first = slices(xs, 0, 1, 1), out;
+    for (std::size_t k = 0; k < xs.size(); ++k) {
+      Array ev = even[k].shape()[ax] > 0 ? jx::lax::concatenate({first[k], even[k]}, ax) : first[k];
+      out.push_back(interleave(ev, odd[k]));
+    }
+    return out;
+  };
+  auto out = scan(elems);
+  if (reverse)
+    for (Array& o : out) o = np::flip(o, std::vector<std::int64_t>{ax});
+  return out;
+}
+
+const Jaxpr& body_of(const Params& p) { return static_cast<const JaxprBody&>(*p.body).jaxpr; }
+
+// The recursion's fn from the body: leaves of length L along ax are split into [L, 1] and the
+// body is vmapped over the L axis.
+lax::AssocFn body_fn(const Jaxpr& j, const std::vector<Array>& consts, int ax) {
+  return [&j, consts, ax](const std::vector<Array>& a, const std::vector<Array>& b) {
+    const std::int64_t len = a[0].shape()[ax];
+    if (len == 0) return b;  // nothing to combine: the leaves keep their (empty) shapes
+    std::vector<Array> in = consts;
+    std::vector<std::optional<std::int64_t>> axes(consts.size(), std::nullopt);
+    for (const auto* side : {&a, &b})
+      for (const Array& x : *side) {
+        Shape s = x.shape();
+        s.insert(s.begin() + ax + 1, 1);
+        in.push_back(lax::reshape(x, s));
+        axes.push_back(ax);
+      }
+    auto r = vmap_flat([&j](const std::vector<Array>& v) { return eval_jaxpr(j, {}, v); }, axes,
+                       std::vector<std::int64_t>(a.size(), ax))(in);
+    for (Array& x : r) {
+      Shape s = x.shape();
+      s.erase(s.begin() + ax + 1);
+      x = lax::reshape(x, s);
+    }
+    return r;
+  };
+}
+
+// The primitive's meaning in other primitives (ops: consts | elems).
+std::vector<Array> decompose(const std::vector<Array>& ops, const Params& p) {
+  const std::vector<Array> consts(ops.begin(), ops.begin() + p.num_consts), elems(ops.begin() + p.num_consts, ops.end());
+  return assoc_tree(body_fn(body_of(p), consts, static_cast<int>(p.axis)), elems, p.reverse, static_cast<int>(p.axis));
+}
+
+// The same as a fold: carry = the first element, one combine per later element (a lax.scan).
+std::vector<Array> fold(const std::vector<Array>& ops, const Params& p) {
+  const int ax = static_cast<int>(p.axis);
+  const std::size_t nc = p.num_consts;
+  const Jaxpr& j = body_of(p);
+  std::vector<Array> consts(ops.begin(), ops.begin() + nc), elems, first, rest;
+  const std::int64_t n = ops[nc].shape()[ax];
+  if (n < 2) return std::vector<Array>(ops.begin() + nc, ops.end());
+  std::vector<Shape> elem_shape;
+  for (std::size_t i = nc; i < ops.size(); ++i) {
+    Array m = np::moveaxis(p.reverse ? np::flip(ops[i], std::vector<std::int64_t>{ax}) : ops[i], ax, 0);  // [n, R...]
+    Shape es = ops[i].shape();
+    es[ax] = 1;
+    elem_shape.push_back(es);
+    first.push_back(lax::reshape(np::index(m, {std::int64_t{0}}), es));
+    rest.push_back(np::index(m, {np::Slice{1, n}}));
+  }
+  const std::size_t k = first.size();
+  FlatFn step = [&](const std::vector<Array>& in) {  // consts | carry | x
+    std::vector<Array> args(in.begin(), in.begin() + nc + k);
+    for (std::size_t l = 0; l < k; ++l) args.push_back(lax::reshape(in[nc + k + l], elem_shape[l]));
+    auto c = eval_jaxpr(j, {}, args);
+    std::vector<Array> out = c;
+    for (std::size_t l = 0; l < k; ++l) {
+      Shape r = elem_shape[l];
+      r.erase(r.begin() + ax);
+      out.push_back(lax::reshape(c[l], r));
+    }
+    return out;
+  };
+  FlatFn body = [&](const std::vector<Array>& in) {  // scan_flat's body sees carry | x: consts are closed over
+    std::vector<Array> a = consts;
+    a.insert(a.end(), in.begin(), in.end());
+    return step(a);
+  };
+  auto r = scan_flat(body, k, first, rest);
+  std::vector<Array> out;
+  for (std::size_t l = 0; l < k; ++l) {
+    Shape r1 = elem_shape[l];
+    r1.erase(r1.begin() + ax);
+    r1.insert(r1.begin(), 1);
+    Array all = lax::concatenate({lax::reshape(first[l], r1), r[k + l]}, 0);
+    all = np::moveaxis(all, 0, ax);
+    out.push_back(p.reverse ? np::flip(all, std::vector<std::int64_t>{ax}) : all);
+  }
+  return out;
+}
+
+bool stageable(const std::vector<Array>& xs) {
+  for (const Array& x : xs)
+    if (x.is_tracer() && x.tracer()->main->kind() != "jaxpr") return false;
+  return true;
+}
+
+}  // namespace
+
+const Jaxpr& assoc_body_jaxpr(const Params& p) { return body_of(p); }
+
+Jaxpr assoc_decomposition(const Params& p, const std::vector<AVal>& in, bool use_fold) {
+  return hoist(make_jaxpr_flat([&](const std::vector<Array>& ops) { return use_fold ? fold(ops, p) : decompose(ops, p); }, in)).first;
+}
+
+std::vector<Array> assoc_eval(const std::vector<Array>& ops, const Params& p) { return decompose(ops, p); }
+
+std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
+                                                            const Params& p) {
+  std::vector<Array> tan;
+  for (std::size_t i = 0; i < x.size(); ++i) tan.push_back(t[i] ? *t[i] : np::zeros_like(x[i]));
+  return jvp_flat([&](const std::vector<Array>& in) { return decompose(in, p); }, x, tan);
+}
+
+std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std::vector<Array>& vals,
+                                                                        const std::vector<std::optional<std::int64_t>>& bd,
+                                                                        const Params& p) {
+  const std::size_t k = vals.size() - p.num_consts;
+  auto out = vmap_flat([&](const std::vector<Array>& in) { return decompose(in, p); }, bd, std::vector<std::int64_t>(k, 0))(vals);
+  std::vector<std::pair<Array, std::optional<std::int64_t>>> r;
+  for (Array& o : out) r.push_back({o, 0});
+  return r;
+}
+
+namespace lax {
+
+std::vector<Array> associative_scan_flat(const AssocFn& fn, const std::vector<Array>& elems, bool reverse, std::int64_t axis) {
+  if (elems.empty()) return {};
+  const int ax = normalize_axis(axis, elems[0].ndim(), "associative_scan", "axis");
+  const std::int64_t n = elems[0].shape()[ax];
+  for (const Array& e : elems)
+    if (static_cast<int>(e.ndim()) <= ax || e.shape()[ax] != n)
+      throw ShapeError(fmt::format("associative_scan: all elements need the same length {} along axis {}, got {}", n, ax, e.aval().str()));
+  if (!stageable(elems)) return assoc_tree(fn, elems, reverse, ax);
+  std::vector<AVal> avals;
+  for (int side = 0; side < 2; ++side)
+    for (const Array& e : elems) {
+      AVal a = e.aval();
+      a.shape[ax] = 1;
+      avals.push_back(a);
+    }
+  const std::size_t k = elems.size();
+  auto [j, consts] = hoist(make_jaxpr_flat(
+      [&](const std::vector<Array>& in) {
+        auto out = fn(std::vector<Array>(in.begin(), in.begin() + k), std::vector<Array>(in.begin() + k, in.end()));
+        if (out.size() != k) throw ShapeError(fmt::format("associative_scan: fn returns {} leaves for {} elements", out.size(), k));
+        for (std::size_t l = 0; l < k; ++l)
+          if (!(out[l].aval() == avals[l]))
+            throw ShapeError(fmt::format("associative_scan: fn returns leaf {} as {}, the element is {}", l, out[l].aval().str(), avals[l].str()));
+        return out;
+      },
+      avals));
+  Params p;
+  p.num_consts = static_cast<int>(consts.size());
+  p.axis = ax;
+  p.reverse = reverse;
+  p.body = std::make_shared<JaxprBody>(std::move(j));
+  std::vector<Array> ops = consts;
+  ops.insert(ops.end(), elems.begin(), elems.end());
+  return bind(Prim::associative_scan, ops, p);
+}
+
+}  // namespace lax
+}  // namespace jx

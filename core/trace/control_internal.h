@@ -1,0 +1,39 @@
+#pragma once
+// Shared by the control primitives (scan.cc, assoc_scan.cc): bodies as constant-free jaxprs and
+// the associative scan's rules.
+#include <optional>
+
+#include "core/ir/jaxpr.h"
+#include "core/lax/control.h"
+#include "core/trace/builder.h"
+
+namespace jx {
+
+// A closed jaxpr with no constants, as a control primitive's body.
+struct JaxprBody final : SubProgram {
+  explicit JaxprBody(Jaxpr j) : jaxpr(std::move(j)) {}
+  std::vector<AVal> in_avals() const override {
+    std::vector<AVal> v;
+    for (int i : jaxpr.invars) v.push_back(jaxpr.avals[i]);
+    return v;
+  }
+  std::vector<AVal> out_avals() const override {
+    std::vector<AVal> v;
+    for (const Atom& a : jaxpr.outs) v.push_back(jaxpr.aval_of(a));
+    return v;
+  }
+  std::string str() const override { return jaxpr.str(); }
+  Jaxpr jaxpr;
+};
+
+// Turns a closed jaxpr's constants into leading inputs: returns the jaxpr and the constants.
+std::pair<Jaxpr, std::vector<Array>> hoist(ClosedJaxpr cj);
+
+std::vector<Array> assoc_eval(const std::vector<Array>& ops, const Params& p);
+std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
+                                                            const Params& p);
+std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std::vector<Array>& vals,
+                                                                        const std::vector<std::optional<std::int64_t>>& bd,
+                                                                        const Params& p);
+
+}  // namespace jx
