@@ -392,3 +392,37 @@ TEST(VulkanAssociativeScan, ReverseAxisBoolsAndTheTripleLoss) {
   EXPECT_NEAR(g.item<double>(), 4813870.52, 1e-2);
   EXPECT_LE(vulkan::counters().max_buffers_per_dispatch, 8u);
 }
+
+TEST(VulkanScan, ArgmaxBodiesArePreencodedNestedScansFallBackSlicedXs) {
+  // argmax has a shader of its own: preencoded; xs is a strided slice of a bigger array
+  auto am = [](const Array& m) {
+    return lax::scan([](const Array& c, const Array& x) { return AP{c + x, np::argmax(c + x)}; }, np::zeros({4}, m.dtype()),
+                     np::index(m, {np::Slice{0, 12, 2}}));
+  };
+  Array m = np::reshape(np::sin(np::arange(0, 48, 1, DType::float64)), {12, 4});
+  auto [wc, wy] = am(m);
+  // a scan inside a scan body: the outer one runs as a host loop, the inner ones are fused
+  auto nested = [](const Array& xs) {
+    return lax::scan(
+        [](const Array& c, const Array& row) {
+          auto [s, ys] = lax::scan([](const Array& a, const Array& v) { return AP{a * 0.5 + v, a}; }, c, row);
+          return AP{s, ys};
+        },
+        np::zeros({}, xs.dtype()), xs);
+  };
+  Array xs = np::reshape(np::arange(0, 12, 1, DType::float64), {3, 4});
+  auto [nc, ny] = nested(xs);
+  DefaultDeviceScope vk("vulkan");
+  ScanPathTracker t;
+  auto [c, y] = jit(am)(device_put(m, "vulkan"));
+  t.expect_path(ScanPath::preencoded);
+  EXPECT_TRUE(all_close(c, vals(wc), 1e-12, 1e-12));
+  EXPECT_EQ(vals(y), vals(wy));
+  ScanPathTracker tn;
+  auto [gc, gy] = jit(nested)(device_put(xs, "vulkan"));
+  ASSERT_FALSE(tn.choices().empty());
+  EXPECT_EQ(tn.choices().front().path, ScanPath::fallback);
+  EXPECT_NE(tn.choices().front().details.find("nested scan"), std::string::npos) << tn.choices().front().details;
+  EXPECT_TRUE(all_close(gc, vals(nc), 1e-12, 1e-12));
+  EXPECT_TRUE(all_close(gy, vals(ny), 1e-12, 1e-12));
+}
