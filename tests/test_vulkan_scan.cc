@@ -227,8 +227,8 @@ TEST(VulkanScan, PackedOperandsKeepTheWebGpuLimit) {
   EXPECT_TRUE(all_close(got.second, vals(want.second), 1e-6, 1e-6));
 }
 
-TEST(VulkanScan, RoutineBodiesArePreencodedInOneSubmission) {
-  // a concatenate in the body has a shader of its own: every step's dispatches are recorded
+TEST(VulkanScan, ConcatenateBodiesAreFusedInOneWorkgroup) {
+  // concatenate (and pad, argmax) are inlined into the loop shader like kernels
   auto f = [](const Array& init, const Array& xs) {
     return lax::scan(
         [](const Array& c, const Array& x) {
@@ -246,13 +246,13 @@ TEST(VulkanScan, RoutineBodiesArePreencodedInOneSubmission) {
   vulkan::reset_counters();
   ScanPathTracker t;
   auto [c, y] = jf(args[0], args[1]);
-  t.expect_path(ScanPath::preencoded);
-  EXPECT_NE(details_of(t).find("concatenate"), std::string::npos) << details_of(t);
+  t.expect_path(ScanPath::fused);
+  EXPECT_NE(details_of(t).find("one workgroup"), std::string::npos) << details_of(t);
   vulkan::synchronize();
   const auto k = vulkan::counters();
   EXPECT_EQ(k.submits, 1u);
   EXPECT_EQ(k.host_waits, 1u);
-  EXPECT_GE(k.dispatches, 20u * 2u);  // linear in the length
+  EXPECT_EQ(k.dispatches, 1u);
   EXPECT_TRUE(all_close(c, vals(wc), 1e-12, 1e-12));
   EXPECT_TRUE(all_close(y, vals(wy), 1e-12, 1e-12));
 }
@@ -265,10 +265,19 @@ TEST(VulkanScan, LargeStateIsPreencodedAndHostRoutinesFallBack) {
   Array init = np::ones({8192}, DType::float32), xs = np::ones({5, 8192}, DType::float32);
   auto [wc, wy] = big(init, xs);
   auto a = on({init, xs}, "vulkan");
+  auto jb = jit(big);
+  (void)jb(a[0], a[1]);
+  vulkan::synchronize();
+  vulkan::reset_counters();
   ScanPathTracker t;
-  auto [c, y] = jit(big)(a[0], a[1]);
+  auto [c, y] = jb(a[0], a[1]);
   t.expect_path(ScanPath::preencoded);
   EXPECT_NE(details_of(t).find("workgroup memory"), std::string::npos) << details_of(t);
+  vulkan::synchronize();
+  const auto k = vulkan::counters();
+  EXPECT_EQ(k.submits, 1u);  // every step's dispatches in one submission
+  EXPECT_EQ(k.host_waits, 1u);
+  EXPECT_GE(k.dispatches, 5u * 2u);  // linear in the length
   EXPECT_TRUE(all_close(c, vals(wc), 1e-5, 1e-5));
   EXPECT_TRUE(all_close(y, vals(wy), 1e-5, 1e-5));
 
@@ -393,8 +402,8 @@ TEST(VulkanAssociativeScan, ReverseAxisBoolsAndTheTripleLoss) {
   EXPECT_LE(vulkan::counters().max_buffers_per_dispatch, 8u);
 }
 
-TEST(VulkanScan, ArgmaxBodiesArePreencodedNestedScansFallBackSlicedXs) {
-  // argmax has a shader of its own: preencoded; xs is a strided slice of a bigger array
+TEST(VulkanScan, ArgmaxBodiesAreFusedNestedScansFallBackSlicedXs) {
+  // argmax is inlined into the loop shader; xs is a strided slice of a bigger array
   auto am = [](const Array& m) {
     return lax::scan([](const Array& c, const Array& x) { return AP{c + x, np::argmax(c + x)}; }, np::zeros({4}, m.dtype()),
                      np::index(m, {np::Slice{0, 12, 2}}));
@@ -415,7 +424,7 @@ TEST(VulkanScan, ArgmaxBodiesArePreencodedNestedScansFallBackSlicedXs) {
   DefaultDeviceScope vk("vulkan");
   ScanPathTracker t;
   auto [c, y] = jit(am)(device_put(m, "vulkan"));
-  t.expect_path(ScanPath::preencoded);
+  t.expect_path(ScanPath::fused);
   EXPECT_TRUE(all_close(c, vals(wc), 1e-12, 1e-12));
   EXPECT_EQ(vals(y), vals(wy));
   ScanPathTracker tn;

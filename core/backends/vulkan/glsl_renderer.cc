@@ -405,16 +405,12 @@ Shader render_kernel(const Kernel& k, bool f64_math) {
   return sh;
 }
 
-std::optional<Shader> render_routine(const Op& op) {
-  if (op.prim != Prim::pad && op.prim != Prim::concatenate && op.prim != Prim::argmax && op.prim != Prim::argmin) return std::nullopt;
-  Shader sh;
-  sh.name = std::string(prim_name(op.prim));
-  sh.buffers = static_cast<int>(op.in.size()) + 1;
-  const AVal& out = op.out[0];
-  sh.float64 = uses_double(op.in, out.dtype, {});
-  sh.invocations = out.size();
+bool routine_has_shader(Prim p) { return p == Prim::pad || p == Prim::concatenate || p == Prim::argmax || p == Prim::argmin; }
+
+std::string routine_element_code(const Op& op, const std::string& elem, Shader& sh, const std::function<std::string(int, const std::string&)>& load,
+                                 const StoreFn& store) {
   const Params& p = op.params;
-  std::string s = header(op.in, out.dtype, sh.float64, false, sh.invocations);
+  const AVal& out = op.out[0];
   auto rm_offset = [](const Shape& sh_, const std::vector<std::string>& names) {  // row-major offset expression
     std::string e = "0";
     std::int64_t st = 1;
@@ -427,19 +423,20 @@ std::optional<Shader> render_routine(const Op& op) {
   std::vector<std::string> names;
   for (std::size_t d = 0; d < out.shape.size(); ++d) names.push_back(fmt::format("o{}", d));
   const std::string t = gtype(out.dtype);
+  std::string s;
   if (op.prim == Prim::pad) {
-    s += decompose(out.shape, names, "gi");
+    s += decompose(out.shape, names, elem);
     std::string inside = "true";
     std::vector<std::string> src;
     for (std::size_t d = 0; d < out.shape.size(); ++d) {
       src.push_back(fmt::format("({} - {})", names[d], p.lo[d]));
       inside += fmt::format(" && {0} >= 0 && {0} < {1}", src.back(), op.in[0].shape[d]);
     }
-    s += fmt::format("  {} v = {};\n  if ({}) v = {};\n", t, literal(out.dtype, p.value), inside,
-                     load_expr(op.in[0].dtype, 0, rm_offset(op.in[0].shape, src)));
-    s += store_code(out.dtype, "gi", "v");
-  } else if (op.prim == Prim::concatenate) {
-    s += decompose(out.shape, names, "gi");
+    s += fmt::format("  {} v = {};\n  if ({}) v = {};\n", t, literal(out.dtype, p.value), inside, load(0, rm_offset(op.in[0].shape, src)));
+    return s + store("v");
+  }
+  if (op.prim == Prim::concatenate) {
+    s += decompose(out.shape, names, elem);
     s += fmt::format("  {} v;\n", t);
     std::int64_t start = 0;
     for (std::size_t i = 0; i < op.in.size(); ++i) {
@@ -447,25 +444,38 @@ std::optional<Shader> render_routine(const Op& op) {
       std::vector<std::string> src = names;
       src[p.axis] = fmt::format("({} - {})", names[p.axis], start);
       s += fmt::format("  {}if ({} < {}) v = {};\n", i ? "else " : "", names[p.axis], start + len,
-                       load_expr(op.in[i].dtype, static_cast<int>(i), rm_offset(op.in[i].shape, src)));
+                       load(static_cast<int>(i), rm_offset(op.in[i].shape, src)));
       start += len;
     }
-    s += store_code(out.dtype, "gi", "v");
-  } else {  // argmax / argmin over p.axis: first extreme, NaN wins (as the oracle)
-    const Shape& is = op.in[0].shape;
-    std::int64_t inner = 1;
-    for (std::size_t d = p.axis + 1; d < is.size(); ++d) inner *= is[d];
-    const std::int64_t n = is[p.axis];
-    const bool flt = is_floating(op.in[0].dtype);
-    s += fmt::format("  const int base = (gi / {0}) * {1} * {0} + gi % {0};\n  int best = 0;\n", inner, n);
-    s += loop_open("k", n, "  ", sh);
-    const std::string bv = load_expr(op.in[0].dtype, 0, fmt::format("base + best * {}", inner));
-    const std::string kv = load_expr(op.in[0].dtype, 0, fmt::format("base + k * {}", inner));
-    if (flt) s += fmt::format("    if (isnan({0})) break;\n    if (isnan({1}) || {1} {2} {0}) best = k;\n", bv, kv, op.prim == Prim::argmax ? ">" : "<");
-    else s += fmt::format("    if ({1} {2} {0}) best = k;\n", bv, kv, op.prim == Prim::argmax ? ">" : "<");
-    s += "  }\n";
-    s += store_code(out.dtype, "gi", "best");
+    return s + store("v");
   }
+  // argmax / argmin over p.axis: first extreme, NaN wins (as the oracle)
+  const Shape& is = op.in[0].shape;
+  std::int64_t inner = 1;
+  for (std::size_t d = p.axis + 1; d < is.size(); ++d) inner *= is[d];
+  const std::int64_t n = is[p.axis];
+  const bool flt = is_floating(op.in[0].dtype);
+  s += fmt::format("  const int base = (({2}) / {0}) * {1} * {0} + ({2}) % {0};\n  int best = 0;\n", inner, n, elem);
+  s += loop_open("k", n, "  ", sh);
+  const std::string bv = load(0, fmt::format("base + best * {}", inner));
+  const std::string kv = load(0, fmt::format("base + k * {}", inner));
+  if (flt) s += fmt::format("    if (isnan({0})) break;\n    if (isnan({1}) || {1} {2} {0}) best = k;\n", bv, kv, op.prim == Prim::argmax ? ">" : "<");
+  else s += fmt::format("    if ({1} {2} {0}) best = k;\n", bv, kv, op.prim == Prim::argmax ? ">" : "<");
+  s += "  }\n";
+  return s + store("best");
+}
+
+std::optional<Shader> render_routine(const Op& op) {
+  if (!routine_has_shader(op.prim)) return std::nullopt;
+  Shader sh;
+  sh.name = std::string(prim_name(op.prim));
+  sh.buffers = static_cast<int>(op.in.size()) + 1;
+  const AVal& out = op.out[0];
+  sh.float64 = uses_double(op.in, out.dtype, {});
+  sh.invocations = out.size();
+  std::string s = header(op.in, out.dtype, sh.float64, false, sh.invocations);
+  s += routine_element_code(op, "gi", sh, [&](int b, const std::string& off) { return load_expr(op.in[b].dtype, b, off); },
+                            [&](const std::string& v) { return store_code(out.dtype, "gi", v); });
   sh.glsl = s + "}\n";
   return sh;
 }

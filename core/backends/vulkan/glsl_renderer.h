@@ -37,6 +37,10 @@ struct KernelCtx {
 };
 using StoreFn = std::function<std::string(const std::string& value)>;
 std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Shader& sh, const StoreFn& store);
+// The same for the routines that have shaders (pad, concatenate, argmax, argmin).
+bool routine_has_shader(Prim p);
+std::string routine_element_code(const Op& op, const std::string& elem, Shader& sh, const std::function<std::string(int, const std::string&)>& load,
+                                 const StoreFn& store);
 
 // `f64_math`: the device has shaderFloat64, so float64 transcendentals (and float32 ones, for
 // accuracy) use the double-precision helpers; reductions accumulate in double as the oracle does.

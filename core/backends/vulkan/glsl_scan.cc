@@ -102,8 +102,8 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
       why = "a nested scan in the body";
       return std::nullopt;
     }
-    if (st.kind == Step::Kind::routine) {
-      why = fmt::format("the body has a {} routine (not inlined into a loop shader)", prim_name(b.routines[st.index].prim));
+    if (st.kind == Step::Kind::routine && !routine_has_shader(b.routines[st.index].prim)) {
+      why = fmt::format("the body has a {} routine (it runs on the host)", prim_name(b.routines[st.index].prim));
       return std::nullopt;
     }
   }
@@ -127,6 +127,7 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
   bool ew = n > 0;
   for (std::size_t i = nc; ew && i < b.buffers.size(); ++i) ew = b.buffers[i].size() == n;
   for (const Step& st : b.steps) {
+    if (st.kind == Step::Kind::routine) ew = false;
     if (!ew || st.kind != Step::Kind::kernel) continue;
     const Kernel& k = b.kernels[st.index];
     if (k.is_reduction()) ew = false;
@@ -224,8 +225,7 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
     std::set<int> written, read;  // shared buffers since the last barrier
     int barriers = 0;
     for (const Step& st : b.steps) {
-      if (st.kind != Step::Kind::kernel) continue;
-      const Kernel& k = b.kernels[st.index];
+      if (st.kind == Step::Kind::free) continue;
       bool need = written.count(st.out[0]) || read.count(st.out[0]);
       for (int i : st.in) need = need || written.count(i);
       if (need) {
@@ -237,9 +237,19 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
       for (int i : st.in) read.insert(i);
       written.insert(st.out[0]);
       const Loc& lo = loc[st.out[0]];
-      KernelCtx c{k, lim.f64_math, [&](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); }};
-      s += "{\n" + strided(k.out.size(), kernel_element_code(c, "e", sh, [&](const std::string& v) { return swrite(lo.aval.dtype, lo.base, "e", v); })) + "}\n";
-      per_step += strided_iterations(k.out.size()) + std::max<std::int64_t>(1, strided_iterations(k.out.size())) * reduce_iterations(k);
+      auto load = [&](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); };
+      auto store = [&](const std::string& v) { return swrite(lo.aval.dtype, lo.base, "e", v); };
+      const std::int64_t m = lo.aval.size();
+      if (st.kind == Step::Kind::kernel) {
+        const Kernel& k = b.kernels[st.index];
+        s += "{\n" + strided(m, kernel_element_code(KernelCtx{k, lim.f64_math, load}, "e", sh, store)) + "}\n";
+        per_step += strided_iterations(m) + std::max<std::int64_t>(1, strided_iterations(m)) * reduce_iterations(k);
+      } else {
+        const Op& op = b.routines[st.index];
+        s += "{\n" + strided(m, routine_element_code(op, "e", sh, load, store)) + "}\n";
+        const bool arg = op.prim == Prim::argmax || op.prim == Prim::argmin;
+        per_step += strided_iterations(m) + (arg ? std::max<std::int64_t>(1, strided_iterations(m)) * op.in[0].shape[op.params.axis] : 0);
+      }
     }
     s += "barrier();\n";
     for (int j = 0; j < ny; ++j) {
@@ -291,7 +301,7 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
   const std::int64_t n = ap.operands[nc].shape[ap.axis];
   for (const Step& st : b.steps)
-    if (st.kind != Step::Kind::kernel && st.kind != Step::Kind::free) {
+    if (st.kind == Step::Kind::control || (st.kind == Step::Kind::routine && !routine_has_shader(b.routines[st.index].prim))) {
       why = fmt::format("the combine has a {} step (not inlined into a shader)",
                         st.kind == Step::Kind::routine ? prim_name(b.routines[st.index].prim) : std::string_view("scan"));
       return std::nullopt;
@@ -358,12 +368,20 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
   for (std::size_t i = nc + 2 * k; i < b.buffers.size(); ++i)
     s += fmt::format("{} r{}[{}];\n", gtype(b.buffers[i].dtype), i, std::max<std::int64_t>(b.buffers[i].size(), 1));
   for (const Step& st : b.steps) {
-    if (st.kind != Step::Kind::kernel) continue;
-    const Kernel& kk = b.kernels[st.index];
-    KernelCtx c{kk, lim.f64_math, [&](int in, const std::string& off) { return read(st.in[in], off); }};
-    s += fmt::format("for (int e = 0; e < {}; ++e) {{\n", kk.out.size());
-    s += kernel_element_code(c, "e", sh, [&](const std::string& v) { return fmt::format("r{}[e] = {};\n", st.out[0], v); }) + "}\n";
-    loops += kk.out.size() * (1 + reduce_iterations(kk));
+    if (st.kind == Step::Kind::free) continue;
+    auto load = [&](int in, const std::string& off) { return read(st.in[in], off); };
+    auto store = [&](const std::string& v) { return fmt::format("r{}[e] = {};\n", st.out[0], v); };
+    const std::int64_t m = b.buffers[st.out[0]].size();
+    s += fmt::format("for (int e = 0; e < {}; ++e) {{\n", m);
+    if (st.kind == Step::Kind::kernel) {
+      const Kernel& kk = b.kernels[st.index];
+      s += kernel_element_code(KernelCtx{kk, lim.f64_math, load}, "e", sh, store) + "}\n";
+      loops += m * (1 + reduce_iterations(kk));
+    } else {
+      const Op& op = b.routines[st.index];
+      s += routine_element_code(op, "e", sh, load, store) + "}\n";
+      loops += m * (1 + ((op.prim == Prim::argmax || op.prim == Prim::argmin) ? op.in[0].shape[op.params.axis] : 0));
+    }
   }
   for (int l = 0; l < k; ++l) {
     const int o = b.outputs[l];
