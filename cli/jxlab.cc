@@ -8,6 +8,8 @@
 
 #include "core/backends/vulkan/vulkan.h"
 #include "core/jx.h"
+#include "cli/lab_commands.h"
+#include "scenarios/scenario.h"
 #include "workloads/dlm/dlm_io.h"
 
 namespace {
@@ -111,6 +113,20 @@ int main(int argc, char** argv) {
           ->check(CLI::IsMember({"newton", "newton-fd", "adam"}));
     c->callback([&, verb] { rc = cmd_dlm(verb, da); });
   }
+  std::string scenarios_dir = jx::lab::default_scenarios_dir();
+  auto* list = app.add_subcommand("list", "list the scenarios: id, backends, cases, title");
+  list->add_option("--scenarios", scenarios_dir, "directory of scenario files");
+  list->callback([&] { rc = jx::lab::cmd_list(scenarios_dir); });
+  jx::lab::RunArgs ra;
+  auto* run = app.add_subcommand("run", "run scenarios: each case under its replay profile, expectations checked");
+  run->add_option("ids", ra.ids, "scenario ids (jxlab list)");
+  run->add_flag("--all", ra.all, "every scenario");
+  run->add_option("--backend", ra.backend, "only this backend (cpu, native, vulkan)");
+  run->add_option("--profile", ra.profile, "only the cases of this replay profile");
+  run->add_option("--report", ra.report, "write report.json, summary.md and junit.xml into this directory");
+  run->add_option("--shard", ra.shard, "i/n: run every n-th scenario starting at the i-th");
+  run->add_option("--scenarios", ra.scenarios, "directory of scenario files (default: the source tree's scenarios/)");
+  run->callback([&] { rc = jx::lab::cmd_run(ra); });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -118,6 +134,9 @@ int main(int argc, char** argv) {
   } catch (const jx::Error& e) {
     fmt::print(stderr, "jxlab: {}\n", e.what());
     return 1;
+  } catch (const jx::lab::ScenarioError& e) {
+    fmt::print(stderr, "jxlab: {}\n", e.what());
+    return 2;
   }
   return rc;
 }

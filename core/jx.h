@@ -10,6 +10,7 @@
 #include "core/lax/lax.h"
 #include "core/np/np.h"
 #include "core/prim/bind.h"
+#include "core/replay/policy.h"
 #include "core/transforms.h"
 
 namespace jx {

@@ -76,6 +76,7 @@ const std::shared_ptr<Tracer>& Array::tracer() const {
 
 void Array::dispose() {
   check();
+  if (tracer_ && tracer_->alive) *tracer_->alive = false;  // replay borrowed_residuals
   release();
   disposed_ = true;
 }

@@ -15,6 +15,9 @@ class Tracer {
   virtual ~Tracer() = default;
   std::shared_ptr<MainTrace> main;
   AVal aval;
+  // replay borrowed_residuals: set when a residual borrows this tracer's value; dispose() of a
+  // handle then marks it dead for every borrower.
+  std::shared_ptr<bool> alive;
 };
 
 }  // namespace jx

@@ -1,3 +1,4 @@
+#include "core/replay/policy.h"
 #include "core/backends/host_memory.h"
 
 #include <algorithm>
@@ -69,6 +70,7 @@ void HostMemory::release(Block b) {
 }
 
 void HostMemory::shrink(std::size_t target) {
+  if (replay::policy().identity_keyed_unbounded_cache) return;  // replay: memory is never given back
   for (auto it = free_.rbegin(); it != free_.rend() && pooled_bytes_ > target; ++it)
     while (!it->second.empty() && pooled_bytes_ > target) {
       std::free(it->second.back());

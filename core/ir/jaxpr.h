@@ -49,6 +49,8 @@ struct Jaxpr {
 struct ClosedJaxpr {
   Jaxpr jaxpr;
   std::vector<Array> consts;
+  // replay borrowed_residuals: per constant, the liveness of the user handle it borrows (or null)
+  std::vector<std::shared_ptr<bool>> borrowed;
   std::string str() const { return jaxpr.str(); }
 };
 

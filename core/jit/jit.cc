@@ -9,6 +9,7 @@
 #include "core/ir/passes.h"
 #include "core/lax/control.h"
 #include "core/prim/abstract_eval.h"
+#include "core/replay/policy.h"
 #include "core/trace/trace.h"
 
 namespace jx {
@@ -58,6 +59,7 @@ class ProgramCache {
 
  private:
   void evict() {
+    if (replay::policy().identity_keyed_unbounded_cache) return;  // replay: never evicts
     while (map_.size() > cap_) {
       trace::emit({trace::EventKind::cache_evict, "", lru_.back().first.substr(0, 60), 0, false, 0.0, {}});
       map_.erase(lru_.back().first);
@@ -108,7 +110,7 @@ std::optional<std::vector<Array>> run_scan_compiled(Prim prim, const Params& p, 
   for (const Array& a : ops) in.push_back(a.aval());
   const Jaxpr j = one_equation(prim, p, in, abstract_eval(prim, in, p));
   const int budget = be.info().limits.max_buffers_per_kernel;
-  const std::string key = fmt::format("eager-scan|{}|{}|{}", j.str(), be.info().backend, budget);
+  const std::string key = fmt::format("eager-scan|{}|{}|{}|{}", j.str(), be.info().backend, budget, replay::policy().key());
   auto prog = cache().get(key);
   if (!prog) {
     prog = std::make_shared<const CompiledProgram>(lower(j, {budget}), be, budget);
@@ -179,8 +181,9 @@ std::vector<Array> JitCore::call(const std::string& signature, const std::vector
   for (const Array& a : args) traced = traced || a.is_tracer();
   if (traced) return fn(args);
   Backend& be = args.empty() ? default_backend() : args[0].backend();
-  const int budget = effective_budget(o_, be);
-  const std::string sig = fmt::format("{}|{}|{}", signature, be.info().backend, budget);
+  const replay::Policy& rp = replay::policy();
+  const int budget = rp.ignore_buffer_budget ? 0 : effective_budget(o_, be);
+  const std::string sig = fmt::format("{}|{}|{}|{}", signature, be.info().backend, budget, rp.key());
   std::shared_ptr<Entry> entry;
   {
     std::lock_guard lock(mu_);
@@ -192,7 +195,9 @@ std::vector<Array> JitCore::call(const std::string& signature, const std::vector
     ClosedJaxpr cj = make_jaxpr_flat(fn, avals);
     cj.jaxpr = simplify(cj.jaxpr);
     for (Array& c : cj.consts) c = device_put(c, be.info().backend);  // captured constants follow the program
-    std::string key = fmt::format("{}|{}|{}|consts:", cj.jaxpr.str(), be.info().backend, budget);
+    std::string key = fmt::format("{}|{}|{}|{}|consts:", cj.jaxpr.str(), be.info().backend, budget, rp.key());
+    // replay: keyed by this jit object's identity, so a fresh closure never hits the cache
+    if (rp.identity_keyed_unbounded_cache) key += fmt::format("|closure:{}", static_cast<const void*>(this));
     for (const Array& c : cj.consts) key += c.aval().str() + ",";
     entry = std::make_shared<Entry>(Entry{std::move(cj), std::move(key), budget});
     std::lock_guard lock(mu_);
@@ -201,7 +206,7 @@ std::vector<Array> JitCore::call(const std::string& signature, const std::vector
   auto prog = cache().get(entry->key);
   if (!prog) {
     const auto t0 = std::chrono::steady_clock::now();
-    Program p = lower(entry->jaxpr.jaxpr, {entry->max_buffers});
+    Program p = lower(entry->jaxpr.jaxpr, {entry->max_buffers, rp.ignore_buffer_budget});
     auto compiled = std::make_shared<const CompiledProgram>(std::move(p), be, entry->max_buffers);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     cache().put(entry->key, compiled);

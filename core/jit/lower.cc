@@ -238,7 +238,8 @@ class Lowering {
       auto outs = lower_eqn(e, args);
       for (std::size_t k = 0; k < e.out.size(); ++k) {
         EP r = outs[k];
-        if (uses[e.out[k]] > 1 && r->k != Expr::K::load && r->k != Expr::K::constant)
+        const bool inline_it = o_.inline_multi_use && footprint({r}).reds.empty();
+        if (uses[e.out[k]] > 1 && r->k != Expr::K::load && r->k != Expr::K::constant && !inline_it)
           r = load_of(materialize(r), j_.avals[e.out[k]]);
         val[e.out[k]] = r;
       }

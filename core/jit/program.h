@@ -11,6 +11,9 @@ namespace jx {
 
 struct LowerOptions {
   int max_buffers = 0;  // buffers one kernel may bind (inputs + output); 0: unlimited
+  // replay ignore_buffer_budget: elementwise values used several times are recomputed in every
+  // consumer instead of materialized (fusing as far as it goes), so kernels gather more buffers
+  bool inline_multi_use = false;
 };
 
 // Fuses elementwise chains (through views) and reduction epilogues into kernels that never

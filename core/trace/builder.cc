@@ -9,7 +9,25 @@ struct BuilderTracer final : Tracer {
   BuilderTracer(std::shared_ptr<MainTrace> m, AVal a, int v) : Tracer(std::move(m), std::move(a)), var(v) {}
   int var;
 };
+// replay borrowed_residuals: values the jvp trace saw as primals of its tracers, by identity
+// (slot id or tracer), with the liveness of the tracer handle they came from.
+thread_local std::map<std::pair<int, std::uintptr_t>, std::weak_ptr<bool>> g_borrows;
+std::pair<int, std::uintptr_t> identity(const Array& x) {
+  return x.is_tracer() ? std::pair<int, std::uintptr_t>{1, reinterpret_cast<std::uintptr_t>(x.tracer().get())}
+                       : std::pair<int, std::uintptr_t>{0, static_cast<std::uintptr_t>(x.slot())};
+}
 }  // namespace
+
+void note_borrow(const Array& primal, const std::shared_ptr<Tracer>& from) {
+  if (!from->alive) from->alive = std::make_shared<bool>(true);
+  g_borrows[identity(primal)] = from->alive;
+}
+std::shared_ptr<bool> borrowed_liveness(const Array& x) {
+  if (g_borrows.empty()) return nullptr;
+  auto it = g_borrows.find(identity(x));
+  return it == g_borrows.end() ? nullptr : it->second.lock();
+}
+void clear_borrows() { g_borrows.clear(); }
 
 Array JaxprBuilder::new_arg(const AVal& aval) {
   const int v = jaxpr_.new_var(aval);
@@ -27,6 +45,7 @@ Atom JaxprBuilder::atom(const Array& x) {
   const int v = jaxpr_.new_var(x.aval());
   jaxpr_.constvars.push_back(v);
   consts_.push_back(x);
+  borrowed_.push_back(borrowed_liveness(x));
   const_ids_[key] = v;
   return {v};
 }
@@ -50,9 +69,12 @@ std::vector<Array> JaxprBuilder::process(Prim p, const std::vector<Array>& args,
 ClosedJaxpr JaxprBuilder::finish(const std::vector<Array>& outs) {
   for (const Array& o : outs) jaxpr_.outs.push_back(atom(o));
   typecheck(jaxpr_);
-  ClosedJaxpr c{std::move(jaxpr_), std::move(consts_)};
+  bool any = false;
+  for (const auto& b : borrowed_) any = any || b;
+  ClosedJaxpr c{std::move(jaxpr_), std::move(consts_), any ? std::move(borrowed_) : std::vector<std::shared_ptr<bool>>{}};
   jaxpr_ = {};
   consts_.clear();
+  borrowed_.clear();
   const_ids_.clear();
   return c;
 }

@@ -23,10 +23,17 @@ class JaxprBuilder final : public MainTrace {
  private:
   Jaxpr jaxpr_;
   std::vector<Array> consts_;
+  std::vector<std::shared_ptr<bool>> borrowed_;
   std::map<std::pair<int, std::uintptr_t>, int> const_ids_;
 };
 
 // Traces fn on abstract arguments of avals `in` (typechecked).
+// replay borrowed_residuals: the jvp trace notes which tracer each primal value came from; a
+// builder constant made from such a value borrows that tracer's liveness.
+void note_borrow(const Array& primal, const std::shared_ptr<Tracer>& from);
+std::shared_ptr<bool> borrowed_liveness(const Array& x);
+void clear_borrows();
+
 ClosedJaxpr make_jaxpr_flat(const FlatFn& fn, const std::vector<AVal>& in);
 
 }  // namespace jx

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include "core/replay/policy.h"
+#include "core/trace/builder.h"
 #include "core/np/np.h"
 #include "core/trace/autodiff.h"
 
@@ -34,8 +36,10 @@ class JvpTrace final : public MainTrace {
     std::vector<Array> x;
     std::vector<std::optional<Array>> t;
     bool any = false;
+    const bool borrow = replay::policy().borrowed_residuals;
     for (const Array& a : args) {
       auto [pr, tg] = unpack(a);
+      if (borrow && tg) note_borrow(pr, a.tracer());
       any = any || tg.has_value();
       x.push_back(std::move(pr));
       t.push_back(std::move(tg));

@@ -4,6 +4,7 @@
 // jaxpr: these are the residuals, owned by the LinearFn (never by user handles).
 #include <fmt/format.h>
 
+#include "core/replay/policy.h"
 #include "core/np/np.h"
 #include "core/trace/autodiff.h"
 
@@ -15,11 +16,16 @@ std::pair<std::vector<Array>, LinearFn> linearize_flat(const FlatFn& fn, const s
   std::vector<Array> tangents_in;
   for (const Array& p : primals) tangents_in.push_back(builder->new_arg(p.aval()));
   auto [y, ty] = jvp_flat(fn, primals, tangents_in);
-  return {y, LinearFn(builder->finish(ty))};
+  ClosedJaxpr lin = builder->finish(ty);
+  if (replay::policy().borrowed_residuals) clear_borrows();
+  return {y, LinearFn(std::move(lin))};
 }
 
 void LinearFn::check() const {
   if (disposed_) throw UseAfterDispose("linear function (pullback) used after dispose(): its residuals were released");
+  for (std::size_t i = 0; i < j_.borrowed.size(); ++i)  // replay borrowed_residuals
+    if (j_.borrowed[i] && !*j_.borrowed[i])
+      throw UseAfterDispose(fmt::format("Referenced tracer Array:{} has been disposed", j_.consts[i].aval().str()));
 }
 
 std::vector<Array> LinearFn::operator()(const std::vector<Array>& tangents) const {

@@ -3,6 +3,7 @@
 // nonlinearly (a product of two linear values), throws NonlinearError.
 #include <fmt/format.h>
 
+#include "core/replay/policy.h"
 #include "core/trace/autodiff.h"
 #include "core/trace/rules_util.h"
 
@@ -125,6 +126,9 @@ std::vector<Opt> transpose_rule(Prim p, const std::vector<LinearIn>& in, const s
     }
     case Prim::concatenate: {
       // Constant operands get no cotangent; linear ones get their slice of ct.
+      if (replay::policy().strict_concat_transpose)
+        for (const LinearIn& li : in)
+          if (!li.linear) nonlinear(p);
       std::vector<Opt> out;
       std::int64_t off = 0;
       for (const LinearIn& li : in) {

@@ -19,6 +19,7 @@
 #include "core/backends/vulkan/vk_pipeline.h"
 #include "core/backends/vulkan/vulkan.h"
 #include "core/instrument/instrument.h"
+#include "core/replay/policy.h"
 
 namespace jx {
 namespace {
@@ -279,7 +280,8 @@ class VulkanBackend final : public Backend {
   std::shared_ptr<Executable> prepare_scan(const ScanProgram& sp, std::string& why) override {
     std::lock_guard lock(mu_);
     alive();
-    const std::string key = fmt::format("{}|{}", sp.key(), profile_);
+    const bool no_wg = replay::policy().no_workgroup_scan_fusion;
+    const std::string key = fmt::format("{}|{}|{}", sp.key(), profile_, no_wg);
     if (auto it = scans_.find(key); it != scans_.end()) {
       why = it->second.second;
       return it->second.first;
@@ -289,7 +291,13 @@ class VulkanBackend final : public Backend {
                    llvmpipe() ? std::int64_t{65535} : std::int64_t{0}};
     std::string not_fused;
     std::shared_ptr<Executable> exe;
-    if (auto plan = render_fused_scan(sp, lim, not_fused)) {
+    auto plan = render_fused_scan(sp, lim, not_fused);
+    if (no_wg && (!plan || plan->one_workgroup)) {  // replay: the JS runtime's host loop, one step at a time
+      why = fmt::format("replay no_workgroup_scan_fusion: {}", plan ? "the body has dependencies between its kernels" : not_fused);
+      scans_[key] = {nullptr, why};
+      return nullptr;
+    }
+    if (plan) {
       auto x = std::make_shared<ScanExe>();
       x->pipe = make_kernel_exe(plan->sh, "scan|" + plan->sh.glsl, 8)->pipe;
       x->operands = sp.operands;

@@ -1,0 +1,132 @@
+// `jxlab list` and `jxlab run`: the lab's main job.
+#include "cli/lab_commands.h"
+
+#include <chrono>
+#include <ctime>
+#include <fmt/color.h>
+#include <fmt/format.h>
+#include <fstream>
+#include <unistd.h>
+
+#include "core/jx.h"
+#include "reports/report.h"
+#include "scenarios/runner.h"
+
+#ifndef JX_GIT_COMMIT
+#define JX_GIT_COMMIT "unknown"
+#endif
+
+namespace jx::lab {
+namespace {
+
+std::string machine() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::ifstream f("/proc/cpuinfo");
+  std::string line, cpu;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  return fmt::format("{} ({}, {} cores)", host, cpu.empty() ? "unknown CPU" : cpu, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::pair<int, int> parse_shard(const std::string& s) {
+  int i = 0, n = 0;
+  char slash = 0;
+  if (std::sscanf(s.c_str(), "%d%c%d", &i, &slash, &n) != 3 || slash != '/' || n < 1 || i < 1 || i > n)
+    throw Error(fmt::format("--shard '{}': expected i/n with 1 <= i <= n", s));
+  return {i, n};
+}
+
+}  // namespace
+
+std::string default_scenarios_dir() {
+  if (const char* e = std::getenv("JX_SCENARIOS")) return e;
+  return std::string(JX_SOURCE_DIR) + "/scenarios";
+}
+
+int cmd_list(const std::string& dir) {
+  const auto all = load_scenarios(dir);
+  fmt::print("{:<22} {:<22} {:<10} {}\n", "id", "backends", "cases", "title");
+  for (const auto& s : all) {
+    std::string b, c;
+    for (const auto& x : s.backends) b += (b.empty() ? "" : ",") + x;
+    for (const auto& x : s.cases) c += (c.empty() ? "" : ",") + x.profile;
+    fmt::print("{:<22} {:<22} {:<10} {}\n", s.id, b, s.cases.size(), s.title);
+    fmt::print("{:<22} profiles: {}\n", "", c);
+  }
+  return 0;
+}
+
+int cmd_run(const RunArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ReportMeta meta{fmt::format("jxlab {}", kVersion), JX_GIT_COMMIT, machine(), now_utc(), 0};
+  if (!a.report.empty()) prepare_report_dir(a.report);  // before any work: an unwritable directory fails now
+  if (!a.all && a.ids.empty()) throw Error("jxlab run: name scenario ids or pass --all (jxlab list shows them)");
+  if (!a.profile.empty()) (void)replay::profile(a.profile);
+  if (!a.backend.empty() && a.backend != "cpu" && a.backend != "native" && a.backend != "vulkan")
+    throw Error(fmt::format("--backend '{}': expected cpu, native or vulkan", a.backend));
+  const std::string dir = a.scenarios.empty() ? default_scenarios_dir() : a.scenarios;
+  std::vector<Scenario> chosen;
+  const auto all = load_scenarios(dir);
+  if (a.all) {
+    chosen = all;
+  } else {
+    for (const auto& id : a.ids) {
+      auto it = std::find_if(all.begin(), all.end(), [&](const Scenario& s) { return s.id == id; });
+      if (it == all.end()) throw Error(fmt::format("jxlab run: no scenario '{}' in {} (jxlab list shows them)", id, dir));
+      chosen.push_back(*it);
+    }
+  }
+  if (!a.shard.empty()) {
+    auto [i, n] = parse_shard(a.shard);
+    std::vector<Scenario> mine;
+    for (std::size_t k = 0; k < chosen.size(); ++k)
+      if (static_cast<int>(k % static_cast<std::size_t>(n)) == i - 1) mine.push_back(chosen[k]);
+    chosen = std::move(mine);
+  }
+  const bool tty = isatty(fileno(stdout)) != 0;
+  std::size_t total = 0, done = 0;
+  for (const auto& s : chosen)
+    for (const auto& c : s.cases)
+      if (a.profile.empty() || c.profile == a.profile)
+        for (const auto& b : s.backends) total += a.backend.empty() || b == a.backend;
+  std::vector<CaseResult> results;
+  RunOptions o{a.backend, a.profile};
+  for (const auto& s : chosen) {
+    auto rs = run_scenario(s, o, [&](const std::string& name) {
+      ++done;
+      if (tty) fmt::print(stderr, "\r\033[K[{}/{}] {}", done, total, name);
+    });
+    results.insert(results.end(), rs.begin(), rs.end());
+  }
+  if (tty) fmt::print(stderr, "\r\033[K");
+  meta.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int pass = 0, fail = 0, skip = 0;
+  fmt::print("{:<20} {:<8} {:<24} {:<8} {:>8}\n", "scenario", "backend", "profile", "result", "seconds");
+  for (const auto& r : results) {
+    const auto colour = r.status == "pass" ? fmt::color::green : r.status == "fail" ? fmt::color::red : fmt::color::yellow;
+    const std::string status = tty ? fmt::format(fg(colour), "{:<8}", r.status) : fmt::format("{:<8}", r.status);
+    fmt::print("{:<20} {:<8} {:<24} {} {:>8.2f}\n", r.scenario, r.backend, r.profile, status, r.seconds);
+    for (const auto& f : r.failures) fmt::print("    {}\n", f);
+    if (r.status == "skipped") fmt::print("    skipped: {}\n", r.skip_reason);
+    pass += r.status == "pass", fail += r.status == "fail", skip += r.status == "skipped";
+  }
+  fmt::print("{} passed, {} failed, {} skipped in {:.1f} s\n", pass, fail, skip, meta.seconds);
+  if (!a.report.empty()) {
+    write_reports(a.report, results, meta);
+    fmt::print("reports: {}/report.json, summary.md, junit.xml\n", a.report);
+  }
+  return fail ? 1 : 0;
+}
+
+}  // namespace jx::lab

@@ -1,0 +1,118 @@
+#include "reports/report.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <map>
+#include <unistd.h>
+
+#include "core/array/errors.h"
+
+namespace jx::lab {
+namespace {
+
+std::string xml_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '&': o += "&amp;"; break;
+      case '<': o += "&lt;"; break;
+      case '>': o += "&gt;"; break;
+      case '"': o += "&quot;"; break;
+      default: o += c;
+    }
+  }
+  return o;
+}
+std::string md_escape(std::string s) {
+  for (std::size_t i = 0; (i = s.find('|', i)) != std::string::npos; i += 2) s.replace(i, 1, "\\|");
+  return s;
+}
+
+}  // namespace
+
+void prepare_report_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw Error(fmt::format("report directory {}: cannot create it: {}", dir, ec.message()));
+  const std::string probe = (fs::path(dir) / fmt::format(".jxlab-write-test-{}", getpid())).string();
+  std::FILE* f = std::fopen(probe.c_str(), "w");
+  if (!f) throw Error(fmt::format("report directory {}: not writable", dir));
+  std::fclose(f);
+  fs::remove(probe, ec);
+}
+
+void write_atomically(const std::string& path, const std::string& content) {
+  const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw Error(fmt::format("cannot write {}", tmp));
+    f << content;
+    f.flush();
+    if (!f) throw Error(fmt::format("cannot write {}", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(fmt::format("cannot rename {} to {}", tmp, path));
+  }
+}
+
+std::string markdown_summary(const std::vector<CaseResult>& results, const ReportMeta& meta) {
+  std::map<std::string, int> n;
+  for (const auto& r : results) n[r.status]++;
+  std::string s = fmt::format("# jxlab run\n\n{} · commit {} · {} · started {} · {:.1f} s\n\n**{} passed, {} failed, {} skipped**\n\n",
+                              meta.version, meta.commit, meta.machine, meta.started, meta.seconds, n["pass"], n["fail"], n["skipped"]);
+  s += "| scenario | backend | profile | result | seconds | details |\n|---|---|---|---|---|---|\n";
+  for (const auto& r : results) {
+    std::string details = r.status == "skipped" ? r.skip_reason : "";
+    for (const auto& f : r.failures) details += (details.empty() ? "" : "; ") + f;
+    s += fmt::format("| {} | {} | {} | {} | {:.2f} | {} |\n", r.scenario, r.backend, r.profile, r.status, r.seconds, md_escape(details));
+  }
+  return s;
+}
+
+std::string junit_xml(const std::vector<CaseResult>& results, const ReportMeta& meta) {
+  std::map<std::string, std::vector<const CaseResult*>> by;
+  for (const auto& r : results) by[r.scenario].push_back(&r);
+  int fails = 0, skips = 0;
+  for (const auto& r : results) fails += r.status == "fail", skips += r.status == "skipped";
+  std::string s = fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"jxlab\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
+                              results.size(), fails, skips, meta.seconds);
+  for (const auto& [id, rs] : by) {
+    int f = 0, k = 0;
+    double t = 0;
+    for (const auto* r : rs) f += r->status == "fail", k += r->status == "skipped", t += r->seconds;
+    s += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n", xml_escape(id), rs.size(), f, k, t);
+    for (const auto* r : rs) {
+      s += fmt::format("    <testcase classname=\"{}\" name=\"{}/{}\" time=\"{:.3f}\"", xml_escape(id), xml_escape(r->backend), xml_escape(r->profile), r->seconds);
+      if (r->status == "pass") {
+        s += "/>\n";
+        continue;
+      }
+      s += ">\n";
+      if (r->status == "skipped") s += fmt::format("      <skipped message=\"{}\"/>\n", xml_escape(r->skip_reason));
+      for (const auto& m : r->failures) s += fmt::format("      <failure message=\"{}\"/>\n", xml_escape(m));
+      s += "    </testcase>\n";
+    }
+    s += "  </testsuite>\n";
+  }
+  return s + "</testsuites>\n";
+}
+
+void write_reports(const std::string& dir, const std::vector<CaseResult>& results, const ReportMeta& meta) {
+  nlohmann::json j = {{"version", meta.version}, {"commit", meta.commit}, {"machine", meta.machine}, {"started", meta.started}, {"seconds", meta.seconds}};
+  j["results"] = nlohmann::json::array();
+  for (const auto& r : results) {
+    j["results"].push_back({{"scenario", r.scenario}, {"title", r.title}, {"file", r.file}, {"backend", r.backend}, {"profile", r.profile},
+                            {"status", r.status}, {"failures", r.failures}, {"skip_reason", r.skip_reason}, {"seconds", r.seconds},
+                            {"measured", r.measured}});
+  }
+  const auto path = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
+  write_atomically(path("report.json"), j.dump(2) + "\n");
+  write_atomically(path("summary.md"), markdown_summary(results, meta));
+  write_atomically(path("junit.xml"), junit_xml(results, meta));
+}
+
+}  // namespace jx::lab

@@ -1,0 +1,26 @@
+#pragma once
+// Lab reports: JSON (every measured figure), a Markdown summary and JUnit XML, each written
+// atomically (a temporary file in the same directory, then rename), so a run killed midway
+// leaves either the previous report or the new one, never half of one.
+#include <string>
+#include <vector>
+
+#include "scenarios/runner.h"
+
+namespace jx::lab {
+
+struct ReportMeta {
+  std::string version, commit, machine, started;  // started: ISO 8601 UTC
+  double seconds = 0;
+};
+
+// Creates dir if needed and checks it is writable; throws Error naming it otherwise. Called
+// before any work starts.
+void prepare_report_dir(const std::string& dir);
+void write_atomically(const std::string& path, const std::string& content);
+void write_reports(const std::string& dir, const std::vector<CaseResult>& results, const ReportMeta& meta);
+
+std::string markdown_summary(const std::vector<CaseResult>& results, const ReportMeta& meta);
+std::string junit_xml(const std::vector<CaseResult>& results, const ReportMeta& meta);
+
+}  // namespace jx::lab

@@ -1,0 +1,307 @@
+#include "scenarios/runner.h"
+
+#include <chrono>
+#include <optional>
+#include <cmath>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <regex>
+
+#include "core/backends/vulkan/vulkan.h"
+#include "core/jx.h"
+#include "repros/repro.h"
+#include "scanpath/scan_path_tracker.h"
+
+namespace jx::lab {
+namespace {
+
+using json = nlohmann::json;
+
+// What one call of the workload did.
+struct Point {
+  json param;  // the sweep value (null without a sweep)
+  Run run;
+  bool failed = false;
+  std::string error_type, error_message;
+  bool values_before = false;
+  std::vector<std::string> paths;
+  std::int64_t dispatches = 0, submits = -1, leaked = 0;
+  int max_buffers = 0;
+};
+
+template <class F>
+void classify(Point& p, F&& f) {
+  try {
+    f();
+  } catch (const UseAfterDispose& e) {
+    p.error_type = "UseAfterDispose", p.error_message = e.what();
+  } catch (const NonlinearError& e) {
+    p.error_type = "NonlinearError", p.error_message = e.what();
+  } catch (const ScanPathError& e) {
+    p.error_type = "ScanPathError", p.error_message = e.what();
+  } catch (const BackendError& e) {
+    p.error_type = "BackendError", p.error_message = e.what();
+  } catch (const ShapeError& e) {
+    p.error_type = "ShapeError", p.error_message = e.what();
+  } catch (const TracerError& e) {
+    p.error_type = "TracerError", p.error_message = e.what();
+  } catch (const Error& e) {
+    p.error_type = "Error", p.error_message = e.what();
+  } catch (const std::exception& e) {
+    p.error_type = "std::exception", p.error_message = e.what();
+  }
+  p.failed = !p.error_type.empty();
+}
+
+Point call(const Scenario& s, const std::string& backend, const json& param) {
+  Point p;
+  p.param = param;
+  p.run.backend = backend;
+  p.run.transform = s.transform;
+  p.run.params = s.params;
+  if (!s.sweep_key.empty()) p.run.params[s.sweep_key] = param;
+  const bool vk = backend == "vulkan";
+  clear_caches();  // every call starts cold: cached programs hold slots and would read as leaks
+  const std::size_t slots0 = slot_count();
+  {
+    ScanPathTracker paths;
+    std::optional<trace::DispatchTracker> tracker(std::in_place);
+    if (vk) vulkan::reset_counters();
+    p.run.on_measure = [&] {
+      if (vk) {
+        vulkan::synchronize();
+        vulkan::reset_counters();
+      }
+      tracker.emplace();
+    };
+    classify(p, [&] { repro(s.workload).fn(p.run); });
+    const trace::DispatchTracker& dispatches = *tracker;
+    if (vk) {
+      if (!p.failed) classify(p, [&] { vulkan::synchronize(); });
+      else try {
+          vulkan::synchronize();
+        } catch (const Error&) {  // the workload's own failure is the one reported
+        }
+      const auto c = vulkan::counters();
+      p.dispatches = static_cast<std::int64_t>(c.dispatches);
+      p.submits = static_cast<std::int64_t>(c.submits);
+      p.max_buffers = static_cast<int>(std::max<std::uint64_t>(c.max_buffers_per_dispatch, static_cast<std::uint64_t>(dispatches.max_buffers())));
+    } else {
+      p.dispatches = static_cast<std::int64_t>(dispatches.dispatches());
+      p.max_buffers = dispatches.max_buffers();
+    }
+    for (ScanPath sp : paths.paths()) p.paths.emplace_back(scan_path_name(sp));
+  }
+  p.values_before = !p.run.values.empty();
+  clear_caches();
+  p.leaked = static_cast<std::int64_t>(slot_count()) - static_cast<std::int64_t>(slots0);
+  return p;
+}
+
+json point_json(const Point& p) {
+  json j = {{"dispatches", p.dispatches}, {"max_buffers_per_dispatch", p.max_buffers}, {"leaked_slots", p.leaked},
+            {"scan_paths", p.paths}, {"values", p.run.values}, {"metrics", p.run.metrics}};
+  if (!p.param.is_null()) j["param"] = p.param;
+  if (p.submits >= 0) j["submits"] = p.submits;
+  if (p.failed) j["error"] = {{"type", p.error_type}, {"message", p.error_message}, {"values_before", p.values_before}};
+  for (const auto& [k, v] : p.run.series) j["series"][k] = v;
+  return j;
+}
+
+bool close(double got, double want, double rtol, double atol) {
+  if (std::isnan(want)) return std::isnan(got);
+  return std::abs(got - want) <= atol + rtol * std::abs(want);
+}
+
+void check_values(const std::string& name, const std::vector<double>& got, const std::vector<double>& want, double rtol, double atol,
+                  std::vector<std::string>& fails) {
+  if (got.size() != want.size()) {
+    fails.push_back(fmt::format("values '{}': {} elements, expected {}", name, got.size(), want.size()));
+    return;
+  }
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!close(got[i], want[i], rtol, atol)) {
+      fails.push_back(fmt::format("values '{}'[{}] = {:.10g}, expected {:.10g} (rtol {}, atol {})", name, i, got[i], want[i], rtol, atol));
+      return;
+    }
+}
+
+std::int64_t ceil_log2(std::int64_t n) {
+  std::int64_t r = 0;
+  while ((std::int64_t{1} << r) < n) ++r;
+  return r;
+}
+
+void check_count(const char* what, const CountExpect& c, const std::vector<Point>& pts, bool vulkan_only,
+                 std::vector<std::string>& fails) {
+  std::vector<double> xs, ys;
+  for (const Point& p : pts) {
+    const std::int64_t v = std::string(what) == "submits" ? p.submits : p.dispatches;
+    if (vulkan_only && v < 0) {
+      fails.push_back(fmt::format("{}: counted only on vulkan", what));
+      return;
+    }
+    const std::string at = p.param.is_null() ? "" : fmt::format(" at {}", p.param.dump());
+    if (c.exactly && v != *c.exactly) fails.push_back(fmt::format("{}{}: {}, expected exactly {}", what, at, v, *c.exactly));
+    if (c.max && v > *c.max) fails.push_back(fmt::format("{}{}: {}, expected at most {}", what, at, v, *c.max));
+    if (c.growth == "log2") {
+      const std::int64_t n = p.param.is_number_integer() ? p.param.get<std::int64_t>() : 0;
+      if (v > ceil_log2(n) + c.log2_plus)
+        fails.push_back(fmt::format("{}{}: {}, expected at most ceil(log2 {}) + {} = {}", what, at, v, n, c.log2_plus, ceil_log2(n) + c.log2_plus));
+    }
+    xs.push_back(p.param.is_number() ? p.param.get<double>() : 0.0);
+    ys.push_back(static_cast<double>(v));
+  }
+  if (c.growth == "constant" && !ys.empty() && std::any_of(ys.begin(), ys.end(), [&](double y) { return y != ys[0]; }))
+    fails.push_back(fmt::format("{}: {} over the sweep, expected constant", what, fmt::join(ys, ", ")));
+  if (c.growth == "linear" && ys.size() >= 2) {
+    // least squares y = a x + b; linear: a > 0, R² >= 0.99, and y grows at least half as fast as x
+    const double n = static_cast<double>(xs.size());
+    double sx = 0, sy = 0, sxx = 0, sxy = 0, syy = 0;
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      sx += xs[i], sy += ys[i], sxx += xs[i] * xs[i], sxy += xs[i] * ys[i], syy += ys[i] * ys[i];
+    }
+    const double a = (n * sxy - sx * sy) / (n * sxx - sx * sx);
+    const double r2 = std::pow(n * sxy - sx * sy, 2) / ((n * sxx - sx * sx) * (n * syy - sy * sy));
+    const double ratio = (ys.back() / std::max(ys.front(), 1.0)) / (xs.back() / xs.front());
+    if (!(a > 0 && r2 >= 0.99 && ratio >= 0.5))
+      fails.push_back(fmt::format("{}: {} over {}: slope {:.3g}, R² {:.4f}, expected linear growth", what, fmt::join(ys, ", "), fmt::join(xs, ", "), a, r2));
+  }
+}
+
+// The cpu oracle's values for `vs: cpu` (same workload, current policy).
+std::map<std::string, std::vector<double>> oracle(const Scenario& s, const json& param) {
+  replay::Scope current(replay::Policy{});
+  DefaultDeviceScope cpu("cpu");
+  Point p = call(s, "cpu", param);
+  if (p.failed) throw Error(fmt::format("the cpu oracle failed: {}: {}", p.error_type, p.error_message));
+  return p.run.values;
+}
+
+void check_memory(const MemoryExpect& m, const Point& p, std::vector<std::string>& fails) {
+  auto it = p.run.series.find("rss_kb");
+  auto ie = p.run.series.find("cache_entries");
+  if (it == p.run.series.end() || ie == p.run.series.end()) {
+    fails.push_back("memory: the workload records no per-call rss_kb/cache_entries series");
+    return;
+  }
+  const auto& rss = it->second;
+  const auto& ent = ie->second;
+  const std::size_t k = static_cast<std::size_t>(std::max<std::int64_t>(m.after_call, 1)) - 1;
+  if (rss.size() <= k) {
+    fails.push_back(fmt::format("memory: {} calls, fewer than after_call {}", rss.size(), m.after_call));
+    return;
+  }
+  const double pct = (rss.back() - rss[k]) / rss[k] * 100.0;
+  if (m.rss_growth_pct_max && pct > *m.rss_growth_pct_max)
+    fails.push_back(fmt::format("memory: RSS grew {:.1f}% from call {} to {} ({:.0f} -> {:.0f} KB), expected < {}%", pct, k + 1, rss.size(), rss[k], rss.back(), *m.rss_growth_pct_max));
+  if (m.rss_growth_pct_min && pct < *m.rss_growth_pct_min)
+    fails.push_back(fmt::format("memory: RSS grew {:.1f}% from call {} to {}, expected >= {}%", pct, k + 1, rss.size(), *m.rss_growth_pct_min));
+  const double cap = p.run.metrics.count("cache_capacity") ? p.run.metrics.at("cache_capacity") : 0;
+  if (m.cache_within_capacity && *m.cache_within_capacity)
+    for (std::size_t i = 0; i < ent.size(); ++i)
+      if (ent[i] > cap) {
+        fails.push_back(fmt::format("memory: {} jit cache entries at call {}, over the capacity {}", ent[i], i + 1, cap));
+        break;
+      }
+  if (m.cache_entries_grow && *m.cache_entries_grow && !(ent.back() > ent[k]))
+    fails.push_back(fmt::format("memory: jit cache entries {} at call {} and {} at the last, expected growth", ent[k], k + 1, ent.back()));
+}
+
+CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend_name) {
+  CaseResult r{s.id, s.title, s.file, backend_name, c.profile, "pass", {}, "", json::object(), 0};
+  try {
+    (void)backend(backend_name);
+  } catch (const BackendError& e) {
+    r.status = "skipped";
+    r.skip_reason = e.what();
+    return r;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const Expect& x = c.expect;
+  std::vector<Point> pts;
+  {
+    replay::Scope policy(replay::profile(c.profile).policy);
+    DefaultDeviceScope device(backend_name);
+    const std::string prev_limits = backend_name == "vulkan" ? vulkan::limits() : "";
+    if (backend_name == "vulkan") vulkan::set_limits(s.limits);
+    if (s.sweep_values.empty()) pts.push_back(call(s, backend_name, nullptr));
+    for (const json& v : s.sweep_values) pts.push_back(call(s, backend_name, v));
+    if (backend_name == "vulkan") vulkan::set_limits(prev_limits);
+  }
+  auto& fails = r.failures;
+  for (const Point& p : pts) {
+    const std::string at = p.param.is_null() ? "" : fmt::format(" at {}={}", s.sweep_key, p.param.dump());
+    if (x.error) {
+      if (!p.failed) {
+        fails.push_back(fmt::format("expected {} matching /{}/{}, but the workload succeeded", x.error->type.empty() ? "an error" : x.error->type, x.error->message, at));
+        continue;
+      }
+      if (!x.error->type.empty() && p.error_type != x.error->type)
+        fails.push_back(fmt::format("error type {}{}, expected {} ({})", p.error_type, at, x.error->type, p.error_message));
+      if (!std::regex_search(p.error_message, std::regex(x.error->message)))
+        fails.push_back(fmt::format("error message \"{}\"{} does not match /{}/", p.error_message, at, x.error->message));
+      if (x.error->values_before && *x.error->values_before != p.values_before)
+        fails.push_back(fmt::format("values were{} computed before the error{}, expected{}", p.values_before ? "" : " not", at, *x.error->values_before ? "" : " not"));
+    } else if (p.failed) {
+      fails.push_back(fmt::format("unexpected {}{}: {}", p.error_type, at, p.error_message));
+      continue;
+    }
+    if (x.values && !p.failed) {
+      if (x.values->vs == "file") {
+        for (auto it = x.values->expected.begin(); it != x.values->expected.end(); ++it) {
+          auto got = p.run.values.find(it.key());
+          if (got == p.run.values.end()) fails.push_back(fmt::format("values '{}'{}: not computed", it.key(), at));
+          else check_values(it.key(), got->second, it->get<std::vector<double>>(), x.values->rtol, x.values->atol, fails);
+        }
+      } else {
+        try {
+          for (const auto& [name, want] : oracle(s, p.param)) {
+            auto got = p.run.values.find(name);
+            if (got == p.run.values.end()) fails.push_back(fmt::format("values '{}'{}: not computed", name, at));
+            else check_values(name, got->second, want, x.values->rtol, x.values->atol, fails);
+          }
+        } catch (const std::exception& e) {
+          fails.push_back(e.what());
+        }
+      }
+    }
+    if (!x.scan_paths.empty()) {
+      if (p.paths.empty()) fails.push_back(fmt::format("scan paths{}: no scan ran, expected [{}]", at, fmt::join(x.scan_paths, ", ")));
+      for (const auto& sp : p.paths)
+        if (std::find(x.scan_paths.begin(), x.scan_paths.end(), sp) == x.scan_paths.end()) {
+          fails.push_back(fmt::format("a scan took path {}{}, expected one of [{}]", sp, at, fmt::join(x.scan_paths, ", ")));
+          break;
+        }
+    }
+    if (x.max_buffers_per_dispatch && p.max_buffers > *x.max_buffers_per_dispatch)
+      fails.push_back(fmt::format("{} buffers in one dispatch{}, expected at most {}", p.max_buffers, at, *x.max_buffers_per_dispatch));
+    if (x.leaked_slots && p.leaked != *x.leaked_slots) fails.push_back(fmt::format("{} leaked slots{}, expected {}", p.leaked, at, *x.leaked_slots));
+    if (x.memory) check_memory(*x.memory, p, fails);
+  }
+  if (x.dispatches) check_count("dispatches", *x.dispatches, pts, false, fails);
+  if (x.submits) check_count("submits", *x.submits, pts, true, fails);
+  r.status = fails.empty() ? "pass" : "fail";
+  for (const Point& p : pts) r.measured["points"].push_back(point_json(p));
+  r.measured["policy"] = replay::profile(c.profile).policy.switches();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.measured["seconds"] = r.seconds;
+  return r;
+}
+
+}  // namespace
+
+std::vector<CaseResult> run_scenario(const Scenario& s, const RunOptions& o, const std::function<void(const std::string&)>& progress) {
+  std::vector<CaseResult> out;
+  for (const Case& c : s.cases) {
+    if (!o.profile.empty() && c.profile != o.profile) continue;
+    for (const std::string& b : s.backends) {
+      if (!o.backend.empty() && b != o.backend) continue;
+      if (progress) progress(s.id + "/" + b + "/" + c.profile);
+      out.push_back(run_case(s, c, b));
+    }
+  }
+  return out;
+}
+
+}  // namespace jx::lab

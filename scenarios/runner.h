@@ -1,0 +1,33 @@
+#pragma once
+// Runs scenario cases: each (case, backend) under its replay profile with trackers around the
+// workload, then checks every expectation. Results carry every measured figure for the reports.
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "scenarios/scenario.h"
+
+namespace jx::lab {
+
+struct CaseResult {
+  std::string scenario, title, file, backend, profile;
+  std::string status;                 // pass | fail | skipped
+  std::vector<std::string> failures;  // every unmet expectation, with the figures
+  std::string skip_reason;
+  nlohmann::json measured = nlohmann::json::object();
+  double seconds = 0;
+  std::string name() const { return scenario + "/" + backend + "/" + profile; }
+};
+
+struct RunOptions {
+  std::string backend;  // only this backend ("" all of the scenario's)
+  std::string profile;  // only cases of this profile ("" all)
+};
+
+// One result per (case, backend) of the scenario that the options select; `progress` is called
+// before each with its name.
+std::vector<CaseResult> run_scenario(const Scenario& s, const RunOptions& o,
+                                     const std::function<void(const std::string&)>& progress = nullptr);
+
+}  // namespace jx::lab

@@ -1,0 +1,232 @@
+// Loading and validating scenario files: every problem names the file, the JSON pointer of the
+// offending value and the reason.
+#include "scenarios/scenario.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include "core/replay/policy.h"
+#include "repros/repro.h"
+
+namespace jx::lab {
+namespace {
+
+using json = nlohmann::json;
+
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+  [[noreturn]] void fail(const std::string& ptr, const std::string& why) const {
+    throw ScenarioError(fmt::format("{}: {}: {}", file_, ptr.empty() ? "/" : ptr, why));
+  }
+  const json& field(const json& obj, const std::string& ptr, const std::string& key, bool required) const {
+    static const json null;
+    if (!obj.contains(key)) {
+      if (required) fail(ptr, fmt::format("missing required field '{}'", key));
+      return null;
+    }
+    return obj[key];
+  }
+  std::string str(const json& obj, const std::string& ptr, const std::string& key, bool required, std::string def = "") const {
+    const json& v = field(obj, ptr, key, required);
+    if (v.is_null()) return def;
+    if (!v.is_string()) fail(ptr + "/" + key, fmt::format("expected a string, got {}", v.dump()));
+    return v.get<std::string>();
+  }
+  void only(const json& obj, const std::string& ptr, std::initializer_list<const char*> keys) const {
+    if (!obj.is_object()) fail(ptr, fmt::format("expected an object, got {}", obj.dump()));
+    for (auto it = obj.begin(); it != obj.end(); ++it)
+      if (std::none_of(keys.begin(), keys.end(), [&](const char* k) { return it.key() == k; }))
+        fail(ptr + "/" + it.key(), fmt::format("unknown field '{}' (known: {})", it.key(), fmt::join(keys, ", ")));
+  }
+  std::int64_t integer(const json& v, const std::string& ptr) const {
+    if (!v.is_number_integer()) fail(ptr, fmt::format("expected an integer, got {}", v.dump()));
+    return v.get<std::int64_t>();
+  }
+  double number(const json& v, const std::string& ptr) const {
+    if (!v.is_number()) fail(ptr, fmt::format("expected a number, got {}", v.dump()));
+    return v.get<double>();
+  }
+  bool boolean(const json& v, const std::string& ptr) const {
+    if (!v.is_boolean()) fail(ptr, fmt::format("expected true or false, got {}", v.dump()));
+    return v.get<bool>();
+  }
+
+  CountExpect count(const json& v, const std::string& ptr) const {
+    only(v, ptr, {"exactly", "max", "growth", "log2_plus"});
+    CountExpect c;
+    if (v.contains("exactly")) c.exactly = integer(v["exactly"], ptr + "/exactly");
+    if (v.contains("max")) c.max = integer(v["max"], ptr + "/max");
+    c.growth = str(v, ptr, "growth", false);
+    if (!c.growth.empty() && c.growth != "constant" && c.growth != "log2" && c.growth != "linear")
+      fail(ptr + "/growth", fmt::format("'{}' is not one of constant, log2, linear", c.growth));
+    if (v.contains("log2_plus")) c.log2_plus = integer(v["log2_plus"], ptr + "/log2_plus");
+    return c;
+  }
+
+  Expect expect(const json& v, const std::string& ptr) const {
+    only(v, ptr, {"error", "values", "scan_paths", "max_buffers_per_dispatch", "dispatches", "submits", "leaked_slots", "memory"});
+    Expect e;
+    if (v.contains("error")) {
+      const std::string p = ptr + "/error";
+      only(v["error"], p, {"type", "message", "values_before"});
+      ErrorExpect x;
+      x.type = str(v["error"], p, "type", false);
+      x.message = str(v["error"], p, "message", true);
+      try {
+        std::regex check(x.message);
+      } catch (const std::regex_error& err) {
+        fail(p + "/message", fmt::format("not a valid regular expression: {}", err.what()));
+      }
+      if (v["error"].contains("values_before")) x.values_before = boolean(v["error"]["values_before"], p + "/values_before");
+      e.error = x;
+    }
+    if (v.contains("values")) {
+      const std::string p = ptr + "/values";
+      only(v["values"], p, {"vs", "expected", "rtol", "atol"});
+      ValuesExpect x;
+      x.vs = str(v["values"], p, "vs", false, "file");
+      if (x.vs != "file" && x.vs != "cpu") fail(p + "/vs", fmt::format("'{}' is not one of file, cpu", x.vs));
+      if (x.vs == "file") {
+        const json& ex = field(v["values"], p, "expected", true);
+        if (!ex.is_object() || ex.empty()) fail(p + "/expected", "expected an object of named number arrays");
+        for (auto it = ex.begin(); it != ex.end(); ++it) {
+          if (!it->is_array() || it->empty()) fail(p + "/expected/" + it.key(), "expected a non-empty array of numbers");
+          for (std::size_t i = 0; i < it->size(); ++i) number((*it)[i], fmt::format("{}/expected/{}/{}", p, it.key(), i));
+        }
+        x.expected = ex;
+      }
+      if (v["values"].contains("rtol")) x.rtol = number(v["values"]["rtol"], p + "/rtol");
+      if (v["values"].contains("atol")) x.atol = number(v["values"]["atol"], p + "/atol");
+      e.values = x;
+    }
+    if (v.contains("scan_paths")) {
+      const json& sp = v["scan_paths"];
+      if (!sp.is_array() || sp.empty()) fail(ptr + "/scan_paths", "expected a non-empty array of fused, preencoded, fallback");
+      for (std::size_t i = 0; i < sp.size(); ++i) {
+        const std::string s = sp[i].is_string() ? sp[i].get<std::string>() : "";
+        if (s != "fused" && s != "preencoded" && s != "fallback")
+          fail(fmt::format("{}/scan_paths/{}", ptr, i), fmt::format("{} is not one of fused, preencoded, fallback", sp[i].dump()));
+        e.scan_paths.push_back(s);
+      }
+    }
+    if (v.contains("max_buffers_per_dispatch")) e.max_buffers_per_dispatch = static_cast<int>(integer(v["max_buffers_per_dispatch"], ptr + "/max_buffers_per_dispatch"));
+    if (v.contains("dispatches")) e.dispatches = count(v["dispatches"], ptr + "/dispatches");
+    if (v.contains("submits")) e.submits = count(v["submits"], ptr + "/submits");
+    if (v.contains("leaked_slots")) e.leaked_slots = integer(v["leaked_slots"], ptr + "/leaked_slots");
+    if (v.contains("memory")) {
+      const std::string p = ptr + "/memory";
+      const json& m = v["memory"];
+      only(m, p, {"after_call", "rss_growth_pct_max", "rss_growth_pct_min", "cache_within_capacity", "cache_entries_grow"});
+      MemoryExpect x;
+      if (m.contains("after_call")) x.after_call = integer(m["after_call"], p + "/after_call");
+      if (m.contains("rss_growth_pct_max")) x.rss_growth_pct_max = number(m["rss_growth_pct_max"], p + "/rss_growth_pct_max");
+      if (m.contains("rss_growth_pct_min")) x.rss_growth_pct_min = number(m["rss_growth_pct_min"], p + "/rss_growth_pct_min");
+      if (m.contains("cache_within_capacity")) x.cache_within_capacity = boolean(m["cache_within_capacity"], p + "/cache_within_capacity");
+      if (m.contains("cache_entries_grow")) x.cache_entries_grow = boolean(m["cache_entries_grow"], p + "/cache_entries_grow");
+      e.memory = x;
+    }
+    return e;
+  }
+
+ private:
+  std::string file_;
+};
+
+}  // namespace
+
+Scenario load_scenario(const std::string& path) {
+  Reader r(path);
+  std::ifstream f(path);
+  if (!f) throw ScenarioError(fmt::format("{}: cannot open the file", path));
+  json doc;
+  try {
+    doc = json::parse(f);
+  } catch (const json::parse_error& e) {
+    throw ScenarioError(fmt::format("{}: /: not valid JSON: {}", path, e.what()));
+  }
+  r.only(doc, "", {"$schema", "id", "title", "source", "description", "workload", "transform", "backends", "limits", "cases"});
+  Scenario s;
+  s.file = path;
+  s.id = r.str(doc, "", "id", true);
+  if (!std::regex_match(s.id, std::regex("[a-z0-9][a-z0-9-]*"))) r.fail("/id", fmt::format("'{}' must be lowercase letters, digits and dashes", s.id));
+  if (const std::string stem = std::filesystem::path(path).stem().string(); stem != s.id)
+    r.fail("/id", fmt::format("'{}' must equal the file name ('{}.json')", s.id, stem));
+  s.title = r.str(doc, "", "title", true);
+  s.source = r.str(doc, "", "source", true);
+  s.description = r.str(doc, "", "description", false);
+  const json& w = r.field(doc, "", "workload", true);
+  r.only(w, "/workload", {"name", "params", "sweep"});
+  s.workload = r.str(w, "/workload", "name", true);
+  if (!repros().count(s.workload)) {
+    try {
+      (void)repro(s.workload);
+    } catch (const std::exception& e) {
+      r.fail("/workload/name", e.what());
+    }
+  }
+  if (w.contains("params")) {
+    if (!w["params"].is_object()) r.fail("/workload/params", "expected an object");
+    s.params = w["params"];
+  }
+  if (w.contains("sweep")) {
+    const json& sw = w["sweep"];
+    if (!sw.is_object() || sw.size() != 1) r.fail("/workload/sweep", "expected an object with one parameter, e.g. {\"n\": [100, 200, 400]}");
+    s.sweep_key = sw.begin().key();
+    if (!sw.begin()->is_array() || sw.begin()->size() < 2) r.fail("/workload/sweep/" + s.sweep_key, "expected an array of at least two values");
+    for (const json& x : *sw.begin()) s.sweep_values.push_back(x);
+  }
+  s.transform = r.str(doc, "", "transform", false, "eager");
+  static const std::set<std::string> transforms{"eager", "jit", "value_and_grad", "jit(value_and_grad)"};
+  if (!transforms.count(s.transform)) r.fail("/transform", fmt::format("'{}' is not one of eager, jit, value_and_grad, jit(value_and_grad)", s.transform));
+  const json& b = r.field(doc, "", "backends", true);
+  if (!b.is_array() || b.empty()) r.fail("/backends", "expected a non-empty array of backend names");
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    const std::string name = b[i].is_string() ? b[i].get<std::string>() : "";
+    if (name != "cpu" && name != "native" && name != "vulkan") r.fail(fmt::format("/backends/{}", i), fmt::format("{} is not one of cpu, native, vulkan", b[i].dump()));
+    s.backends.push_back(name);
+  }
+  s.limits = r.str(doc, "", "limits", false, "webgpu");
+  if (s.limits != "webgpu" && s.limits != "device") r.fail("/limits", fmt::format("'{}' is not one of webgpu, device", s.limits));
+  const json& cs = r.field(doc, "", "cases", true);
+  if (!cs.is_array() || cs.empty()) r.fail("/cases", "expected a non-empty array of {profile, expect}");
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    const std::string p = fmt::format("/cases/{}", i);
+    r.only(cs[i], p, {"profile", "expect"});
+    Case c;
+    c.profile = r.str(cs[i], p, "profile", true);
+    try {
+      (void)replay::profile(c.profile);
+    } catch (const std::exception& e) {
+      r.fail(p + "/profile", e.what());
+    }
+    c.expect = r.expect(r.field(cs[i], p, "expect", true), p + "/expect");
+    if (c.expect.dispatches && !c.expect.dispatches->growth.empty() && s.sweep_values.empty())
+      r.fail(p + "/expect/dispatches/growth", "a growth expectation needs a workload sweep");
+    s.cases.push_back(std::move(c));
+  }
+  return s;
+}
+
+std::vector<Scenario> load_scenarios(const std::string& dir) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(dir)) throw ScenarioError(fmt::format("{}: not a directory of scenario files", dir));
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".json" && e.path().filename() != "scenario.schema.json") files.push_back(e.path().string());
+  std::sort(files.begin(), files.end());
+  std::vector<Scenario> out;
+  for (const auto& f : files) {
+    out.push_back(load_scenario(f));
+    for (std::size_t i = 0; i + 1 < out.size(); ++i)
+      if (out[i].id == out.back().id) throw ScenarioError(fmt::format("{}: /id: '{}' is also the id of {}", f, out.back().id, out[i].file));
+  }
+  return out;
+}
+
+}  // namespace jx::lab

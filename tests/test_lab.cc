@@ -1,0 +1,168 @@
+// The lab: scenario validation (file, JSON pointer, reason), the runner's expectations, replay
+// profiles, reports, and the CLI's skip of an unavailable backend.
+#include <filesystem>
+#include <fstream>
+
+#include "reports/report.h"
+#include "scenarios/runner.h"
+#include "tests/helpers.h"
+
+using namespace jx;
+using namespace jx::lab;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct TempDir {
+  fs::path path;
+  TempDir() : path(fs::temp_directory_path() / fmt::format("jxlab-test-{}-{}", getpid(), counter()++)) { fs::create_directories(path); }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(path / name) << text;
+    return (path / name).string();
+  }
+};
+
+const char* kConcat = R"({
+  "id": "ID",
+  "title": "t", "source": "s",
+  "workload": {"name": "concat_grad", "params": {"theta": 2.0, "dtype": "float64"}},
+  "transform": "value_and_grad",
+  "backends": ["cpu"],
+  "cases": [
+    {"profile": "strict-concat-transpose", "expect": {"error": {"type": "NonlinearError", "message": "backward pass for concatenate", "values_before": true}}},
+    {"profile": "current", "expect": {"values": {"expected": {"value": [74.0], "grad": [GRAD]}}, "leaked_slots": 0}}
+  ]
+})";
+
+std::string concat(const std::string& id, const std::string& grad) {
+  std::string s = kConcat;
+  s.replace(s.find("ID"), 2, id);
+  s.replace(s.find("GRAD"), 4, grad);
+  return s;
+}
+
+::testing::AssertionResult load_fails(const std::string& file, const std::string& fragment) {
+  try {
+    (void)load_scenario(file);
+  } catch (const ScenarioError& e) {
+    const std::string m = e.what();
+    if (m.rfind(file, 0) == 0 && m.find(fragment) != std::string::npos) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "message: " << m;
+  }
+  return ::testing::AssertionFailure() << "loaded without error";
+}
+
+}  // namespace
+
+TEST(Lab, MalformedScenariosNameFilePointerAndReason) {
+  TempDir d;
+  EXPECT_TRUE(load_fails(d.write("bad-json.json", "{\"id\": "), ": /: not valid JSON"));
+  EXPECT_TRUE(load_fails(d.write("no-id.json", R"({"title": "t"})"), ": /: missing required field 'id'"));
+  std::string s = concat("unknown-workload", "20.0");
+  s.replace(s.find("concat_grad"), 11, "no_such_thing");
+  EXPECT_TRUE(load_fails(d.write("unknown-workload.json", s), ": /workload/name: unknown workload 'no_such_thing' (known: "));
+  s = concat("unknown-profile", "20.0");
+  s.replace(s.find("strict-concat-transpose"), 23, "v0.0.0");
+  EXPECT_TRUE(load_fails(d.write("unknown-profile.json", s), ": /cases/0/profile: replay: unknown profile 'v0.0.0'"));
+  s = concat("bad-regex", "20.0");
+  s.replace(s.find("backward pass for concatenate"), 29, "([");
+  EXPECT_TRUE(load_fails(d.write("bad-regex.json", s), ": /cases/0/expect/error/message: not a valid regular expression"));
+  s = concat("bad-number", "\"x\"");
+  EXPECT_TRUE(load_fails(d.write("bad-number.json", s), ": /cases/1/expect/values/expected/grad/0: expected a number"));
+  s = concat("unknown-field", "20.0");
+  s.replace(s.find("\"leaked_slots\""), 14, "\"leaked_slot\"");
+  EXPECT_TRUE(load_fails(d.write("unknown-field.json", s), ": /cases/1/expect/leaked_slot: unknown field 'leaked_slot'"));
+  EXPECT_TRUE(load_fails(d.write("other-name.json", concat("the-id", "20.0")), ": /id: 'the-id' must equal the file name"));
+  s = concat("growth", "20.0");
+  s.replace(s.find("\"leaked_slots\": 0"), 17, "\"dispatches\": {\"growth\": \"linear\"}");
+  EXPECT_TRUE(load_fails(d.write("growth.json", s), ": /cases/1/expect/dispatches/growth: a growth expectation needs a workload sweep"));
+  s = concat("backend", "20.0");
+  s.replace(s.find("[\"cpu\"]"), 7, "[\"tpu\"]");
+  EXPECT_TRUE(load_fails(d.write("backend.json", s), ": /backends/0: \"tpu\" is not one of cpu, native, vulkan"));
+  EXPECT_THROW(load_scenarios((d.path / "missing").string()), ScenarioError);
+}
+
+TEST(Lab, BothHalvesOfAScenarioAreAsserted) {
+  TempDir d;
+  auto ok = run_scenario(load_scenario(d.write("concat-ok.json", concat("concat-ok", "20.0"))), {});
+  ASSERT_EQ(ok.size(), 2u);
+  for (const auto& r : ok) EXPECT_EQ(r.status, "pass") << r.name() << ": " << (r.failures.empty() ? "" : r.failures[0]);
+  EXPECT_EQ(ok[0].measured["points"][0]["error"]["type"], "NonlinearError");
+  // a wrong expected gradient fails the current case with the figures; the replay case still passes
+  auto bad = run_scenario(load_scenario(d.write("concat-bad.json", concat("concat-bad", "21.0"))), {});
+  EXPECT_EQ(bad[0].status, "pass");
+  ASSERT_EQ(bad[1].status, "fail");
+  EXPECT_NE(bad[1].failures[0].find("values 'grad'[0] = 20, expected 21"), std::string::npos) << bad[1].failures[0];
+  // a replay case whose failure does not happen is a failure too
+  std::string s = concat("concat-replay", "20.0");
+  s.replace(s.find("strict-concat-transpose"), 23, "borrowed-residuals");
+  auto r = run_scenario(load_scenario(d.write("concat-replay.json", s)), {.backend = "", .profile = "borrowed-residuals"});
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, "fail");
+  EXPECT_NE(r[0].failures[0].find("but the workload succeeded"), std::string::npos) << r[0].failures[0];
+}
+
+TEST(Lab, ReplayPoliciesAreOffByDefaultAndScoped) {
+  EXPECT_EQ(replay::policy(), replay::Policy{});
+  EXPECT_EQ(replay::profile("current").policy, replay::Policy{});
+  EXPECT_EQ(replay::policy().key(), "");
+  {
+    replay::Scope s(replay::profile("strict-concat-transpose").policy);
+    EXPECT_TRUE(replay::policy().strict_concat_transpose);
+    EXPECT_EQ(replay::policy().key(), "strict_concat_transpose");
+  }
+  EXPECT_EQ(replay::policy(), replay::Policy{});
+  EXPECT_TRUE(jxt::throws_with<Error>([] { (void)replay::with_switch({}, "fast_math", true); }, {"unknown switch 'fast_math'"}));
+  for (const auto& p : replay::profiles())
+    if (p.name != "current") EXPECT_EQ(p.policy.switches().size(), 1u) << p.name;
+}
+
+TEST(Lab, ReportsAreWrittenWholeAndTheDirectoryCheckedFirst) {
+  TempDir d;
+  auto results = run_scenario(load_scenario(d.write("concat-rep.json", concat("concat-rep", "20.0"))), {});
+  const std::string dir = (d.path / "out").string();
+  prepare_report_dir(dir);
+  write_reports(dir, results, {"jxlab test", "abc123", "here", "2026-11-22T00:00:00Z", 1.5});
+  std::ifstream jf(dir + "/report.json");
+  auto j = nlohmann::json::parse(jf);
+  EXPECT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["commit"], "abc123");
+  std::ifstream xf(dir + "/junit.xml");
+  std::string xml((std::istreambuf_iterator<char>(xf)), {});
+  EXPECT_NE(xml.find("<testsuite name=\"concat-rep\" tests=\"2\" failures=\"0\""), std::string::npos) << xml;
+  std::ifstream mf(dir + "/summary.md");
+  std::string md((std::istreambuf_iterator<char>(mf)), {});
+  EXPECT_NE(md.find("**2 passed, 0 failed, 0 skipped**"), std::string::npos) << md;
+  for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << e.path();
+  // a path under a regular file can never be a report directory
+  const std::string file = d.write("plain-file", "x");
+  EXPECT_TRUE(jxt::throws_with<Error>([&] { prepare_report_dir(file + "/reports"); }, {"report directory", "cannot create it"}));
+}
+
+TEST(Lab, AnUnavailableBackendIsSkippedWithItsReason) {
+  TempDir d;
+  d.write("isnan-41.json", R"({"id": "isnan-41", "title": "t", "source": "s",
+    "workload": {"name": "isnan41"}, "transform": "jit", "backends": ["cpu", "vulkan"],
+    "cases": [{"profile": "current", "expect": {"values": {"expected": {"out0": [0, 1, 0, 1]}}}}]})");
+  const std::string cmd = fmt::format("JX_VULKAN_DEVICE=99 {} run isnan-41 --scenarios {} --report {} > {} 2>&1", JXLAB_PATH, d.path.string(),
+                                      (d.path / "rep").string(), (d.path / "log").string());
+  EXPECT_EQ(std::system(cmd.c_str()), 0);
+  std::ifstream jf(d.path / "rep" / "report.json");
+  ASSERT_TRUE(jf.good());
+  auto j = nlohmann::json::parse(jf);
+  ASSERT_EQ(j["results"].size(), 2u);
+  EXPECT_EQ(j["results"][0]["status"], "pass");
+  EXPECT_EQ(j["results"][1]["status"], "skipped");
+  EXPECT_NE(j["results"][1]["skip_reason"].get<std::string>().find("JX_VULKAN_DEVICE"), std::string::npos) << j["results"][1]["skip_reason"];
+  // unknown ids and bad shards are errors before any work
+  EXPECT_NE(std::system(fmt::format("{} run no-such-id --scenarios {} > /dev/null 2>&1", JXLAB_PATH, d.path.string()).c_str()), 0);
+  EXPECT_NE(std::system(fmt::format("{} run --all --shard 3/2 --scenarios {} > /dev/null 2>&1", JXLAB_PATH, d.path.string()).c_str()), 0);
+}
