@@ -8,6 +8,7 @@
 
 #include "core/backends/vulkan/vulkan.h"
 #include "core/jx.h"
+#include "cli/bench_scaling.h"
 #include "cli/lab_commands.h"
 #include "scenarios/scenario.h"
 #include "workloads/dlm/dlm_io.h"
@@ -127,6 +128,16 @@ int main(int argc, char** argv) {
   run->add_option("--shard", ra.shard, "i/n: run every n-th scenario starting at the i-th");
   run->add_option("--scenarios", ra.scenarios, "directory of scenario files (default: the source tree's scenarios/)");
   run->callback([&] { rc = jx::lab::cmd_run(ra); });
+  jx::lab::ScalingArgs sa;
+  auto* bench = app.add_subcommand("bench", "benchmark sweeps");
+  bench->require_subcommand(1);
+  auto* scaling = bench->add_subcommand("scaling", "scan-dispatch cases A-D over N: time and dispatches per call, CSV/JSON + gnuplot PNG/SVG");
+  scaling->add_option("--backend", sa.backend, "backend (default vulkan)");
+  scaling->add_option("--n", sa.n, "LO:HI, sizes LO, 2 LO, ... up to HI (default 100:102400)");
+  scaling->add_option("--out", sa.out, "output directory (default build/scaling)");
+  scaling->add_option("--reps", sa.reps, "timed calls per point (median; default 3)")->check(CLI::Range(1, 100));
+  scaling->add_option("--profile", sa.profiles, "replay profiles to sweep side by side (default current; e.g. --profile current --profile no-workgroup-fusion)");
+  scaling->callback([&] { rc = jx::lab::cmd_bench_scaling(sa); });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,140 @@
+// `jxlab bench scaling`: the scan-dispatch cases A-D swept over N on one backend: wall time per
+// call (median of the timed calls after a warm-up) and dispatches per call, written as CSV and
+// JSON, plotted by gnuplot (PNG + SVG, log-log, one line per case with its scan path).
+#include "cli/bench_scaling.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/backends/vulkan/vulkan.h"
+#include "core/jx.h"
+#include "reports/report.h"
+#include "repros/repro.h"
+#include "scanpath/scan_path_tracker.h"
+
+namespace jx::lab {
+namespace {
+
+struct Row {
+  std::string c, path;
+  std::int64_t n;
+  double ms;
+  std::int64_t dispatches;
+};
+
+std::vector<std::int64_t> sizes(const std::string& spec) {
+  std::int64_t lo = 0, hi = 0;
+  char colon = 0;
+  if (std::sscanf(spec.c_str(), "%ld%c%ld", &lo, &colon, &hi) != 3 || colon != ':' || lo < 1 || hi < lo)
+    throw Error(fmt::format("--n '{}': expected LO:HI with 1 <= LO <= HI (sizes LO, 2 LO, 4 LO, ... up to HI)", spec));
+  std::vector<std::int64_t> v;
+  for (std::int64_t n = lo; n <= hi; n *= 2) v.push_back(n);
+  return v;
+}
+
+Row measure(const std::string& backend_name, const std::string& c, std::int64_t n, int reps) {
+  const bool vk = backend_name == "vulkan";
+  auto once = [&](bool count) {
+    Run r;
+    r.backend = backend_name;
+    r.params = {{"case", c}, {"n", n}, {"dtype", "float32"}};
+    std::optional<trace::DispatchTracker> t;
+    std::optional<ScanPathTracker> paths;
+    std::chrono::steady_clock::time_point t0;
+    r.on_measure = [&] {
+      if (vk) {
+        vulkan::synchronize();
+        vulkan::reset_counters();
+      }
+      t.emplace();
+      paths.emplace();
+      t0 = std::chrono::steady_clock::now();
+    };
+    repro("scan_dispatch").fn(r);  // records the outputs: the host reads them, so the GPU work is done
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    Row row{c, "", n, ms, 0};
+    if (count) {
+      row.dispatches = vk ? static_cast<std::int64_t>(vulkan::counters().dispatches) : static_cast<std::int64_t>(t->dispatches());
+      auto p = paths->paths();
+      row.path = p.empty() ? "assoc" : std::string(scan_path_name(p.front()));
+    }
+    return row;
+  };
+  (void)once(false);  // compile
+  std::vector<double> ms;
+  Row row = once(true);
+  ms.push_back(row.ms);
+  for (int i = 1; i < reps; ++i) ms.push_back(once(false).ms);
+  std::sort(ms.begin(), ms.end());
+  row.ms = ms[ms.size() / 2];
+  return row;
+}
+
+// gnuplot data: one block per case:path (blank-line separated, selected with `index`).
+void plot(const std::string& dir, const std::string& backend, const std::vector<Row>& rows) {
+  std::vector<std::string> labels;
+  for (const Row& r : rows)
+    if (std::find(labels.begin(), labels.end(), r.c + ":" + r.path) == labels.end()) labels.push_back(r.c + ":" + r.path);
+  std::string dat;
+  for (const auto& l : labels) {
+    dat += "# " + l + "\n";
+    for (const Row& r : rows)
+      if (r.c + ":" + r.path == l) dat += fmt::format("{} {:.6f} {}\n", r.n, r.ms, r.dispatches);
+    dat += "\n\n";
+  }
+  write_atomically(dir + "/scaling.dat", dat);
+  for (const char* term : {"png", "svg"}) {
+    std::string gp = fmt::format(
+        "set terminal {} size 1100,450\nset output '{}/scaling.{}'\nset logscale xy\nset key top left\n"
+        "set multiplot layout 1,2 title 'scan-dispatch cases on {}'\nset xlabel 'N'\nset ylabel 'ms per call'\n",
+        term, dir, term, backend);
+    auto lines = [&](int col) {
+      std::string s = "plot ";
+      for (std::size_t i = 0; i < labels.size(); ++i)
+        s += fmt::format("{}'{}/scaling.dat' index {} using 1:{} with linespoints title '{}'", i ? ", " : "", dir, i, col, labels[i]);
+      return s + "\n";
+    };
+    gp += lines(2);
+    gp += "set ylabel 'dispatches per call'\n" + lines(3) + "unset multiplot\n";
+    const std::string script = dir + "/scaling.gp";
+    write_atomically(script, gp);
+    if (std::system(fmt::format("gnuplot '{}' 2> '{}/gnuplot.log'", script, dir).c_str()) != 0)
+      throw Error(fmt::format("gnuplot failed on {} (see {}/gnuplot.log; install gnuplot-nox)", script, dir));
+  }
+}
+
+}  // namespace
+
+int cmd_bench_scaling(const ScalingArgs& a) {
+  prepare_report_dir(a.out);
+  (void)backend(a.backend);  // unavailable: BackendError with the reason, before any work
+  DefaultDeviceScope scope(a.backend);
+  std::vector<Row> rows;
+  const std::vector<std::string> cases{"A", "B", "C", "D"};
+  for (const auto& prof : a.profiles) {
+    replay::Scope policy(replay::profile(prof).policy);
+    for (std::int64_t n : sizes(a.n))
+      for (const auto& c : cases) {
+        rows.push_back(measure(a.backend, c, n, a.reps));
+        const Row& r = rows.back();
+        fmt::print("{:<20} case {} N={:<7} {:>10.3f} ms {:>7} dispatches  {}\n", prof, r.c, r.n, r.ms, r.dispatches, r.path);
+      }
+  }
+  std::string csv = "case,path,n,ms,dispatches\n";
+  nlohmann::json j = {{"backend", a.backend}, {"device", backend(a.backend).info().device}, {"rows", nlohmann::json::array()}};
+  for (const Row& r : rows) {
+    csv += fmt::format("{},{},{},{:.6f},{}\n", r.c, r.path, r.n, r.ms, r.dispatches);
+    j["rows"].push_back({{"case", r.c}, {"path", r.path}, {"n", r.n}, {"ms", r.ms}, {"dispatches", r.dispatches}});
+  }
+  write_atomically(a.out + "/scaling.csv", csv);
+  write_atomically(a.out + "/scaling.json", j.dump(2) + "\n");
+  plot(a.out, a.backend, rows);
+  fmt::print("wrote {0}/scaling.csv, scaling.json, scaling.png, scaling.svg\n", a.out);
+  return 0;
+}
+
+}  // namespace jx::lab
