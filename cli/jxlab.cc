@@ -128,6 +128,12 @@ int main(int argc, char** argv) {
   run->add_option("--shard", ra.shard, "i/n: run every n-th scenario starting at the i-th");
   run->add_option("--scenarios", ra.scenarios, "directory of scenario files (default: the source tree's scenarios/)");
   run->callback([&] { rc = jx::lab::cmd_run(ra); });
+  std::string replay_id, replay_backend;
+  auto* rp = app.add_subcommand("replay", "outcome table of a scenario's workload under every replay profile and both gradient transforms");
+  rp->add_option("id", replay_id, "scenario id (e.g. buffer-limit)")->required();
+  rp->add_option("--backend", replay_backend, "backend (default: the scenario's first)");
+  rp->add_option("--scenarios", scenarios_dir, "directory of scenario files");
+  rp->callback([&] { rc = jx::lab::cmd_replay(replay_id, scenarios_dir, replay_backend); });
   jx::lab::ScalingArgs sa;
   auto* bench = app.add_subcommand("bench", "benchmark sweeps");
   bench->require_subcommand(1);

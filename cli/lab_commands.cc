@@ -5,6 +5,8 @@
 #include <ctime>
 #include <fmt/color.h>
 #include <fmt/format.h>
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <unistd.h>
 
@@ -63,6 +65,43 @@ int cmd_list(const std::string& dir) {
     for (const auto& x : s.cases) c += (c.empty() ? "" : ",") + x.profile;
     fmt::print("{:<22} {:<22} {:<10} {}\n", s.id, b, s.cases.size(), s.title);
     fmt::print("{:<22} profiles: {}\n", "", c);
+  }
+  return 0;
+}
+
+int cmd_replay(const std::string& id, const std::string& dir, const std::string& backend_name) {
+  const auto all = load_scenarios(dir);
+  auto it = std::find_if(all.begin(), all.end(), [&](const Scenario& s) { return s.id == id; });
+  if (it == all.end()) throw Error(fmt::format("jxlab replay: no scenario '{}' in {} (jxlab list shows them)", id, dir));
+  Scenario s = *it;
+  if (!backend_name.empty()) s.backends = {backend_name};
+  s.backends.resize(1);
+  const std::vector<std::string> transforms{"jit(value_and_grad)", "value_and_grad"};
+  fmt::print("{} on {} ({})\n\n| profile | switches | {} | {} |\n|---|---|---|---|\n", s.id, s.backends[0], s.workload, transforms[0], transforms[1]);
+  for (const auto& prof : replay::profiles()) {
+    std::string row = fmt::format("| {} | {} |", prof.name, prof.policy.key().empty() ? "-" : prof.policy.key());
+    for (const auto& t : transforms) {
+      Scenario one = s;
+      one.transform = t;
+      one.cases = {Case{prof.name, Expect{}}};
+      auto rs = run_scenario(one, {});
+      const CaseResult& r = rs.at(0);
+      std::string cell;
+      if (r.status == "skipped") {
+        cell = "skipped: " + r.skip_reason;
+      } else {
+        const auto& pt = r.measured["points"][0];
+        if (pt.contains("error")) {
+          cell = fmt::format("{}: {}", pt["error"]["type"].get<std::string>(), pt["error"]["message"].get<std::string>());
+        } else {
+          for (const auto& [k, v] : pt["values"].items())
+            cell += fmt::format("{}{} {:.10g}", cell.empty() ? "" : ", ", k, v.empty() ? NAN : v[0].get<double>());
+          cell += fmt::format("; max {} buffers/dispatch", pt["max_buffers_per_dispatch"].get<int>());
+        }
+      }
+      row += " " + cell + " |";
+    }
+    fmt::print("{}\n", row);
   }
   return 0;
 }

@@ -10,6 +10,9 @@ struct RunArgs {
   std::string backend, profile, report, shard, scenarios;
 };
 int cmd_list(const std::string& scenarios_dir);
+// The outcome table of one scenario's workload: a row per replay profile, a column per
+// transform (jit(value_and_grad), value_and_grad), on the scenario's first backend.
+int cmd_replay(const std::string& id, const std::string& scenarios_dir, const std::string& backend);
 int cmd_run(const RunArgs& a);
 std::string default_scenarios_dir();
 
