@@ -1,3 +1,5 @@
+#include <dlfcn.h>
+#include <mutex>
 #include "core/backends/vulkan/vk_context.h"
 
 #include <cstdlib>
@@ -45,7 +47,31 @@ bool has_layer(const char* name) {
   return false;
 }
 
+// The system's Vulkan loader (JX_VULKAN_LOADER overrides the library name), opened once; without
+// it the backend is unavailable with this reason.
+void open_loader() {
+  static std::once_flag once;
+  static std::string error;
+  std::call_once(once, [] {
+    const char* e = std::getenv("JX_VULKAN_LOADER");
+    const std::string lib = e && *e ? e : "libvulkan.so.1";
+    void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      error = fmt::format("vulkan: no Vulkan loader: {} (install libvulkan1)", dlerror());
+      return;
+    }
+    auto gipa = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(h, "vkGetInstanceProcAddr"));
+    if (!gipa) {
+      error = fmt::format("vulkan: {} has no vkGetInstanceProcAddr", lib);
+      return;
+    }
+    volkInitializeCustom(gipa);
+  });
+  if (!error.empty()) throw BackendError(error);
+}
+
 VkInstance make_instance(bool validation) {
+  open_loader();
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "jxlab";
   app.apiVersion = VK_API_VERSION_1_1;
@@ -64,6 +90,7 @@ VkInstance make_instance(bool validation) {
   }
   VkInstance inst = VK_NULL_HANDLE;
   check(vkCreateInstance(&ci, nullptr, &inst), "vkCreateInstance (is a Vulkan driver installed?)");
+  volkLoadInstanceOnly(inst);  // instance-level entry points are the loader's, valid for any instance
   return inst;
 }
 
@@ -186,6 +213,7 @@ Context::Context(bool validation) : validation_(validation) {
     di.pQueueCreateInfos = &qi;
     di.pEnabledFeatures = &feats;
     check(vkCreateDevice(phys_, &di, nullptr, &device_), "vkCreateDevice");
+    volkLoadDevice(device_);  // device-level entry points straight from the driver (and its layers)
     vkGetDeviceQueue(device_, family_, 0, &queue_);
   } catch (...) {
     release();

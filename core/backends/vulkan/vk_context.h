@@ -1,7 +1,7 @@
 #pragma once
 // The Vulkan instance, physical and logical device, compute queue, and RAII handles that own
 // one Vulkan object each (destroyed with their parent device when they go out of scope).
-#include <vulkan/vulkan.h>
+#include <volk.h>  // Vulkan through function pointers: the loader is opened at run time
 
 #include <atomic>
 #include <memory>
@@ -44,16 +44,21 @@ class Owned {
   T h_ = VK_NULL_HANDLE;
 };
 
-using BufferH = Owned<VkBuffer, vkDestroyBuffer>;
-using MemoryH = Owned<VkDeviceMemory, vkFreeMemory>;
-using ShaderH = Owned<VkShaderModule, vkDestroyShaderModule>;
-using SetLayoutH = Owned<VkDescriptorSetLayout, vkDestroyDescriptorSetLayout>;
-using PipelineLayoutH = Owned<VkPipelineLayout, vkDestroyPipelineLayout>;
-using PipelineH = Owned<VkPipeline, vkDestroyPipeline>;
-using PipelineCacheH = Owned<VkPipelineCache, vkDestroyPipelineCache>;
-using DescriptorPoolH = Owned<VkDescriptorPool, vkDestroyDescriptorPool>;
-using CommandPoolH = Owned<VkCommandPool, vkDestroyCommandPool>;
-using FenceH = Owned<VkFence, vkDestroyFence>;
+// volk holds the entry points in variables: each handle type destroys through a function.
+#define JX_VK_OWNED(Name, T, fn) \
+  inline void fn##_call(VkDevice d, T h, const VkAllocationCallbacks* a) { fn(d, h, a); } \
+  using Name = Owned<T, fn##_call>;
+JX_VK_OWNED(BufferH, VkBuffer, vkDestroyBuffer)
+JX_VK_OWNED(MemoryH, VkDeviceMemory, vkFreeMemory)
+JX_VK_OWNED(ShaderH, VkShaderModule, vkDestroyShaderModule)
+JX_VK_OWNED(SetLayoutH, VkDescriptorSetLayout, vkDestroyDescriptorSetLayout)
+JX_VK_OWNED(PipelineLayoutH, VkPipelineLayout, vkDestroyPipelineLayout)
+JX_VK_OWNED(PipelineH, VkPipeline, vkDestroyPipeline)
+JX_VK_OWNED(PipelineCacheH, VkPipelineCache, vkDestroyPipelineCache)
+JX_VK_OWNED(DescriptorPoolH, VkDescriptorPool, vkDestroyDescriptorPool)
+JX_VK_OWNED(CommandPoolH, VkCommandPool, vkDestroyCommandPool)
+JX_VK_OWNED(FenceH, VkFence, vkDestroyFence)
+#undef JX_VK_OWNED
 
 struct DeviceDesc {
   std::string name, type, driver;
