@@ -29,8 +29,13 @@ void reset_counters();
 void set_limits(const std::string& profile);
 std::string limits();
 
-// Submits recorded work and waits for it (the host normally waits only when it reads data).
+// Submits recorded work and waits for it (the host normally waits only when it reads data);
+// nothing to do when the backend never started or was shut down.
 void synchronize();
+// Destroys every Vulkan object, the instance included; the backend is unavailable afterwards
+// (arrays still on it only drop their references). Without it, process exit destroys all but
+// the instance. No-op when the backend was never started or is already shut down.
+void shutdown();
 // Validation messages (JX_VULKAN_VALIDATION=1 enables VK_LAYER_KHRONOS_validation).
 std::size_t validation_message_count();
 std::vector<std::string> validation_messages();

@@ -425,8 +425,10 @@ class VulkanBackend final : public Backend {
   }
 
   // Waits for the device, then destroys every Vulkan object (registered with atexit: after it,
-  // handles still alive only drop their references).
-  void shutdown() {
+  // handles still alive only drop their references). At process exit the instance is left to the
+  // process's end (destroying it from an exit handler makes the loader unload lavapipe, whose
+  // libLLVM then double-frees); vulkan::shutdown() from the program destroys it too.
+  void shutdown(bool with_instance = false) {
     clear_program_caches_for_shutdown();  // compiled programs drop their pipelines first
     std::lock_guard lock(mu_);
     if (!ctx_) return;
@@ -445,10 +447,10 @@ class VulkanBackend final : public Backend {
     spirv_.clear();
     pipes_->release_all();
     pipes_.reset();
-    ctx_->release_at_exit();
-    ctx_.reset();
+    if (!with_instance) ctx_->release_at_exit();
+    ctx_.reset();  // the last reference: the device (and, from vulkan::shutdown(), the instance) goes
     info_.available = false;
-    info_.reason = "the vulkan backend was shut down (process exit)";
+    info_.reason = with_instance ? "the vulkan backend was shut down (vulkan::shutdown)" : "the vulkan backend was shut down (process exit)";
     g_instance = nullptr;
   }
 
@@ -925,7 +927,12 @@ Counters counters() { return instance()->counters(); }
 void reset_counters() { instance()->reset_counters(); }
 void set_limits(const std::string& profile) { instance()->apply_limits(profile); }
 std::string limits() { return instance()->profile(); }
-void synchronize() { instance()->synchronize(); }
+void synchronize() {
+  if (g_instance) g_instance->synchronize();  // never started or shut down: nothing is pending
+}
+void shutdown() {
+  if (g_instance) g_instance->shutdown(true);
+}
 std::size_t validation_message_count() { return vk::validation_message_count(); }
 std::vector<std::string> validation_messages() { return vk::validation_messages(); }
 
