@@ -1,0 +1,192 @@
+// The vulkan backend's recorder: command buffers in batches, barriers only where a command
+// reads or rewrites what an earlier one wrote (or overwrites what it may still read), buffer
+// copies, descriptor sets, submission and the host wait.
+#include "core/backends/vulkan/vulkan_backend_impl.h"
+
+namespace jx::vk {
+
+void VulkanBackend::barrier_for(const std::vector<VkBuffer>& reads, const std::vector<VkBuffer>& writes, Batch& b) {
+  bool need = false;
+  for (VkBuffer x : reads) need = need || written_.count(x);
+  for (VkBuffer x : writes) need = need || written_.count(x) || read_.count(x);
+  if (need) barrier(b);
+  read_.insert(reads.begin(), reads.end());
+  written_.insert(writes.begin(), writes.end());
+}
+
+void VulkanBackend::copy(Batch& b, VkBuffer src, std::size_t src_off, VkBuffer dst, std::size_t dst_off, std::size_t bytes) {
+  if (!bytes) return;
+  barrier_for({src}, {dst}, b);
+  VkBufferCopy c{src_off, dst_off, bytes};
+  vkCmdCopyBuffer(b.cmd, src, dst, 1, &c);
+  b.commands++;
+  counters_.copies++;
+}
+
+VkDescriptorSet VulkanBackend::bind_set(Batch& b, const Pipeline& pipe, const std::vector<VkBuffer>& bufs) {
+  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  ai.descriptorPool = b.dpool.get();
+  ai.descriptorSetCount = 1;
+  VkDescriptorSetLayout sl = pipe.set_layout.get();
+  ai.pSetLayouts = &sl;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  check(vkAllocateDescriptorSets(ctx_->device(), &ai, &set), "vkAllocateDescriptorSets");
+  b.sets++;
+  b.descriptors += static_cast<std::uint32_t>(bufs.size());
+  std::vector<VkDescriptorBufferInfo> infos(bufs.size());
+  std::vector<VkWriteDescriptorSet> writes(bufs.size());
+  for (std::size_t i = 0; i < bufs.size(); ++i) {
+    infos[i] = {bufs[i], 0, VK_WHOLE_SIZE};
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, set, static_cast<std::uint32_t>(i), 0, 1,
+                 VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nullptr, &infos[i], nullptr};
+  }
+  vkUpdateDescriptorSets(ctx_->device(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  return set;
+}
+
+void VulkanBackend::record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptorSet set, std::int64_t invocations, int buffers) {
+  vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.pipeline.get());
+  vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.layout.get(), 0, 1, &set, 0, nullptr);
+  auto [gx, gy] = workgroups(invocations);
+  vkCmdDispatch(b.cmd, gx, gy, 1);
+  b.commands++;
+  counters_.dispatches++;
+  counters_.max_buffers_per_dispatch = std::max<std::uint64_t>(counters_.max_buffers_per_dispatch, static_cast<std::uint64_t>(buffers));
+}
+
+Batch& VulkanBackend::batch_with_room(std::uint32_t sets, std::uint32_t descriptors) {
+  Batch* b = &recording();
+  if (b->sets + sets > kSetsPerBatch || b->descriptors + descriptors > kDescriptorsPerBatch) {
+    submit();
+    b = &recording();
+  }
+  return *b;
+}
+
+void VulkanBackend::touch(std::span<const SlotId> in, std::span<const SlotId> out) {
+  for (auto id : in) used_.insert(id);
+  for (auto id : out) used_.insert(id);
+}
+
+Batch& VulkanBackend::recording() {
+  if (current_) return *current_;
+  std::unique_ptr<Batch> b;
+  if (!spare_.empty()) {
+    b = std::move(spare_.back());
+    spare_.pop_back();
+  } else {
+    b = make_batch();
+  }
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(b->cmd, &bi), "vkBeginCommandBuffer");
+  written_.clear();
+  read_.clear();
+  current_ = std::move(b);
+  return *current_;
+}
+
+std::unique_ptr<Batch> VulkanBackend::make_batch() {
+  VkDevice d = ctx_->device();
+  auto b = std::make_unique<Batch>();
+  VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pi.queueFamilyIndex = ctx_->family();
+  VkCommandPool pool = VK_NULL_HANDLE;
+  check(vkCreateCommandPool(d, &pi, nullptr, &pool), "vkCreateCommandPool");
+  b->pool = CommandPoolH(d, pool);
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = pool;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  check(vkAllocateCommandBuffers(d, &ai, &b->cmd), "vkAllocateCommandBuffers");
+  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence f = VK_NULL_HANDLE;
+  check(vkCreateFence(d, &fi, nullptr, &f), "vkCreateFence");
+  b->fence = FenceH(d, f);
+  VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kDescriptorsPerBatch};
+  VkDescriptorPoolCreateInfo dci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  dci.maxSets = kSetsPerBatch;
+  dci.poolSizeCount = 1;
+  dci.pPoolSizes = &ps;
+  VkDescriptorPool dp = VK_NULL_HANDLE;
+  check(vkCreateDescriptorPool(d, &dci, nullptr, &dp), "vkCreateDescriptorPool");
+  b->dpool = DescriptorPoolH(d, dp);
+  return b;
+}
+
+void VulkanBackend::barrier_if(const std::vector<VkBuffer>& bufs, Batch& b) {
+  bool need = false;
+  for (VkBuffer x : bufs) need = need || written_.count(x);
+  if (need) barrier(b);
+}
+
+void VulkanBackend::barrier(Batch& b) {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  const VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  vkCmdPipelineBarrier(b.cmd, st, st, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  written_.clear();
+  read_.clear();
+  counters_.barriers++;
+}
+
+void VulkanBackend::submit() {
+  if (!current_) return;
+  Batch& b = *current_;
+  if (!host_visible_) {  // make transfer writes visible to the host for staged reads
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb,
+                         0, nullptr, 0, nullptr);
+  } else {
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vkCmdPipelineBarrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  }
+  check(vkEndCommandBuffer(b.cmd), "vkEndCommandBuffer");
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &b.cmd;
+  check(vkQueueSubmit(ctx_->queue(), 1, &si, b.fence.get()), "vkQueueSubmit");
+  counters_.submits++;
+  inflight_.push_back(std::move(current_));
+  written_.clear();
+  read_.clear();
+}
+
+void VulkanBackend::finish() {
+  if (current_ && current_->commands == 0) {  // nothing recorded: end it unsubmitted
+    check(vkEndCommandBuffer(current_->cmd), "vkEndCommandBuffer");
+    recycle(std::move(current_));
+  }
+  submit();
+  if (inflight_.empty()) return;
+  std::vector<VkFence> fences;
+  for (auto& b : inflight_) fences.push_back(b->fence.get());
+  counters_.host_waits++;
+  check(vkWaitForFences(ctx_->device(), static_cast<std::uint32_t>(fences.size()), fences.data(), VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  while (!inflight_.empty()) {
+    recycle(std::move(inflight_.front()));
+    inflight_.pop_front();
+  }
+  used_.clear();
+}
+
+void VulkanBackend::recycle(std::unique_ptr<Batch> b) {
+  VkDevice d = ctx_->device();
+  for (auto& r : b->released) give_back(std::move(r));
+  b->released.clear();
+  b->staging.clear();
+  VkFence f = b->fence.get();
+  check(vkResetFences(d, 1, &f), "vkResetFences");
+  check(vkResetCommandPool(d, b->pool.get(), 0), "vkResetCommandPool");
+  check(vkResetDescriptorPool(d, b->dpool.get(), 0), "vkResetDescriptorPool");
+  b->sets = b->descriptors = 0;
+  b->commands = 0;
+  spare_.push_back(std::move(b));
+}
+
+}  // namespace jx::vk

@@ -1,0 +1,197 @@
+// Scans on the vulkan backend: the planner (fused loop shader, else preencoded, else the host
+// loop) and the executables that run them: packed operands in, loop shader dispatches, packed
+// results out; Kogge-Stone rounds for associative scans.
+#include "core/backends/vulkan/vulkan_backend_impl.h"
+
+namespace jx::vk {
+
+std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, std::string& why) {
+  std::lock_guard lock(mu_);
+  alive();
+  const bool no_wg = replay::policy().no_workgroup_scan_fusion;
+  const std::string key = fmt::format("{}|{}|{}", sp.key(), profile_, no_wg);
+  if (auto it = scans_.find(key); it != scans_.end()) {
+    why = it->second.second;
+    return it->second.first;
+  }
+  const auto& d = ctx_->desc();
+  ScanLimits lim{d.float64, profile_ == "webgpu" ? std::int64_t{16384} : static_cast<std::int64_t>(d.max_shared_bytes),
+                 llvmpipe() ? std::int64_t{65535} : std::int64_t{0}};
+  std::string not_fused;
+  std::shared_ptr<Executable> exe;
+  auto plan = render_fused_scan(sp, lim, not_fused);
+  if (no_wg && (!plan || plan->one_workgroup)) {  // replay: the JS runtime's host loop, one step at a time
+    why = fmt::format("replay no_workgroup_scan_fusion: {}", plan ? "the body has dependencies between its kernels" : not_fused);
+    scans_[key] = {nullptr, why};
+    return nullptr;
+  }
+  if (plan) {
+    auto x = std::make_shared<ScanExe>();
+    x->pipe = make_kernel_exe(plan->sh, "scan|" + plan->sh.glsl, 8)->pipe;
+    x->operands = sp.operands;
+    x->results = sp.results;
+    x->length = sp.length;
+    why = plan->steps_per_dispatch < sp.length
+              ? fmt::format("{}; {} steps per dispatch ({} stops shader loops after 65535 iterations)", plan->mode, plan->steps_per_dispatch, d.name)
+              : plan->mode;
+    x->plan = std::move(*plan);
+    exe = x;
+  } else {
+    auto x = std::make_shared<PreencodedExe>();
+    x->sp = sp;
+    for (const Step& st : sp.body.steps) {
+      if (st.kind == Step::Kind::free) continue;
+      if (st.kind == Step::Kind::control) {
+        why = fmt::format("not fused: {}; not preencoded: a nested scan needs its own loop", not_fused);
+        return nullptr;
+      }
+      std::shared_ptr<Executable> e = st.kind == Step::Kind::kernel ? prepare_kernel(sp.body.kernels[st.index]) : prepare(sp.body.routines[st.index]);
+      if (!e || dynamic_cast<HostRoutineExe*>(e.get())) {
+        why = fmt::format("not fused: {}; not preencoded: {} runs on the host", not_fused, prim_name(sp.body.routines[st.index].prim));
+        return nullptr;
+      }
+      x->steps.push_back(std::move(e));
+    }
+    if (x->steps.size() + 8 > kSetsPerBatch) {
+      why = fmt::format("not fused: {}; not preencoded: {} dispatches per step", not_fused, x->steps.size());
+      return nullptr;
+    }
+    why = fmt::format("not fused: {}; {} dispatches per step", not_fused, x->steps.size());
+    exe = x;
+  }
+  scans_[key] = {exe, why};
+  return exe;
+}
+
+std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocProgram& ap, std::string& why) {
+  std::lock_guard lock(mu_);
+  alive();
+  const std::string key = fmt::format("{}|{}", ap.key(), profile_);
+  if (auto it = scans_.find(key); it != scans_.end()) {
+    why = it->second.second;
+    return it->second.first;
+  }
+  const auto& d = ctx_->desc();
+  ScanLimits lim{d.float64, 0, llvmpipe() ? std::int64_t{65535} : std::int64_t{0}};
+  auto plan = render_assoc_scan(ap, lim, why);
+  if (!plan) return nullptr;
+  auto x = std::make_shared<AssocExe>();
+  x->pipe = make_kernel_exe(plan->sh, "assoc|" + plan->sh.glsl, 4)->pipe;
+  x->operands = ap.operands;
+  x->num_consts = ap.num_consts;
+  x->length = ap.operands[ap.num_consts].shape[ap.axis];
+  x->plan = std::move(*plan);
+  int rounds = 0;
+  for (std::int64_t dd = 1; dd < x->length; dd *= 2) ++rounds;
+  why = fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)", rounds);
+  scans_[key] = {x, why};
+  return x;
+}
+
+void VulkanBackend::run_scan(ScanExe& x, std::span<const SlotId> in, std::span<const SlotId> out) {
+  const ScanShader& p = x.plan;
+  Batch& b = batch_with_room(1, 2);
+  std::unique_ptr<Buf> gin = acquire(static_cast<std::size_t>(p.in_size) * 4), gout = acquire(static_cast<std::size_t>(p.out_size) * 4);
+  for (std::size_t i = 0; i < in.size(); ++i)
+    copy(b, get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.in_words[i]) * 4, x.operands[i].bytes());
+  VkDescriptorSet set = bind_set(b, *x.pipe, {gin->buf.get(), gout->buf.get()});
+  // a length-0 scan still runs once over no steps: it moves the init carries to the results
+  for (std::int64_t it0 = 0; it0 < std::max<std::int64_t>(x.length, 1); it0 += p.steps_per_dispatch) {
+    barrier_for({gin->buf.get(), gout->buf.get()}, {gout->buf.get()}, b);
+    const std::int32_t range[2] = {static_cast<std::int32_t>(it0), static_cast<std::int32_t>(std::min(x.length, it0 + p.steps_per_dispatch))};
+    vkCmdPushConstants(b.cmd, x.pipe->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(range), range);
+    record_dispatch(b, *x.pipe, set, p.sh.invocations, 2);
+  }
+  for (std::size_t r = 0; r < out.size(); ++r)
+    copy(b, gout->buf.get(), static_cast<std::size_t>(p.out_words[r]) * 4, get(out[r]).buf->buf.get(), 0, x.results[r].bytes());
+  b.released.push_back(std::move(gin));
+  b.released.push_back(std::move(gout));
+  touch(in, out);
+}
+
+void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span<const SlotId> out) {
+  const AssocShader& p = x.plan;
+  const std::size_t nc = static_cast<std::size_t>(x.num_consts);
+  Batch& b = batch_with_room(2, 6);
+  std::unique_ptr<Buf> gin = acquire(static_cast<std::size_t>(p.const_size) * 4);
+  std::unique_ptr<Buf> q[2] = {acquire(static_cast<std::size_t>(p.leaf_size) * 4), acquire(static_cast<std::size_t>(p.leaf_size) * 4)};
+  for (std::size_t i = 0; i < nc; ++i)
+    copy(b, get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.const_words[i]) * 4, x.operands[i].bytes());
+  for (std::size_t l = 0; l + nc < in.size(); ++l)
+    copy(b, get(in[nc + l]).buf->buf.get(), 0, q[0]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, x.operands[nc + l].bytes());
+  VkDescriptorSet sets[2] = {bind_set(b, *x.pipe, {gin->buf.get(), q[0]->buf.get(), q[1]->buf.get()}),
+                             bind_set(b, *x.pipe, {gin->buf.get(), q[1]->buf.get(), q[0]->buf.get()})};
+  int cur = 0;
+  for (std::int64_t d = 1; d < x.length; d *= 2, cur ^= 1) {
+    barrier_for({gin->buf.get(), q[cur]->buf.get()}, {q[cur ^ 1]->buf.get()}, b);
+    const std::int32_t dd = static_cast<std::int32_t>(d);
+    vkCmdPushConstants(b.cmd, x.pipe->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(dd), &dd);
+    record_dispatch(b, *x.pipe, sets[cur], p.sh.invocations, 3);
+  }
+  for (std::size_t l = 0; l < out.size(); ++l)
+    copy(b, q[cur]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, get(out[l]).buf->buf.get(), 0, x.operands[nc + l].bytes());
+  b.released.push_back(std::move(gin));
+  b.released.push_back(std::move(q[0]));
+  b.released.push_back(std::move(q[1]));
+  touch(in, out);
+}
+
+void VulkanBackend::run_preencoded(PreencodedExe& x, std::span<const SlotId> in, std::span<const SlotId> out) {
+  const ScanProgram& sp = x.sp;
+  const Program& body = sp.body;
+  const int nc = sp.num_consts, nk = sp.num_carry, nin = body.num_inputs;
+  const std::size_t ny = body.outputs.size() - nk;
+  Batch* bp = &batch_with_room(static_cast<std::uint32_t>(x.steps.size()), static_cast<std::uint32_t>(x.steps.size()) * 9);
+  Batch& b = *bp;
+  std::vector<VkBuffer> buf(body.buffers.size(), VK_NULL_HANDLE);
+  std::vector<std::unique_ptr<Buf>> own;
+  auto fresh = [&](std::size_t bytes) {
+    own.push_back(acquire(bytes));
+    return own.back()->buf.get();
+  };
+  for (int i = 0; i < nc; ++i) buf[i] = get(in[i]).buf->buf.get();
+  for (std::size_t i = nc; i < body.buffers.size(); ++i) buf[i] = fresh(body.buffers[i].bytes());
+  std::vector<VkBuffer> stage(nk, VK_NULL_HANDLE);
+  for (int k = 0; k < nk; ++k) stage[k] = fresh(body.buffers[nc + k].bytes());
+  std::vector<VkDescriptorSet> sets;
+  std::vector<const Step*> steps;
+  for (const Step& st : body.steps)
+    if (st.kind != Step::Kind::free) steps.push_back(&st);
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    std::vector<VkBuffer> bs;
+    for (int v : steps[i]->in) bs.push_back(buf[v]);
+    for (int v : steps[i]->out) bs.push_back(buf[v]);
+    sets.push_back(bind_set(b, *static_cast<KernelExe&>(*x.steps[i]).pipe, bs));
+  }
+  for (int k = 0; k < nk; ++k) copy(b, get(in[nc + k]).buf->buf.get(), 0, buf[nc + k], 0, body.buffers[nc + k].bytes());
+  for (std::int64_t it = 0; it < sp.length; ++it) {
+    const std::int64_t t = sp.reverse ? sp.length - 1 - it : it;
+    for (int j = nc + nk; j < nin; ++j) {
+      const std::size_t bytes = body.buffers[j].bytes();
+      copy(b, get(in[j]).buf->buf.get(), static_cast<std::size_t>(t) * bytes, buf[j], 0, bytes);
+    }
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      auto& k = static_cast<KernelExe&>(*x.steps[i]);
+      if (k.invocations == 0) continue;
+      std::vector<VkBuffer> reads, writes;
+      for (int v : steps[i]->in) reads.push_back(buf[v]);
+      for (int v : steps[i]->out) writes.push_back(buf[v]);
+      barrier_for(reads, writes, b);
+      record_dispatch(b, *k.pipe, sets[i], k.invocations, k.buffers);
+    }
+    for (std::size_t j = 0; j < ny; ++j) {
+      const int o = body.outputs[nk + j];
+      const std::size_t bytes = body.buffers[o].bytes();
+      copy(b, buf[o], 0, get(out[nk + j]).buf->buf.get(), static_cast<std::size_t>(t) * bytes, bytes);
+    }
+    for (int k = 0; k < nk; ++k)
+      if (body.outputs[k] != nc + k) copy(b, buf[body.outputs[k]], 0, stage[k], 0, body.buffers[nc + k].bytes());
+    for (int k = 0; k < nk; ++k)
+      if (body.outputs[k] != nc + k) copy(b, stage[k], 0, buf[nc + k], 0, body.buffers[nc + k].bytes());
+  }
+  for (int k = 0; k < nk; ++k) copy(b, buf[nc + k], 0, get(out[k]).buf->buf.get(), 0, body.buffers[nc + k].bytes());
+  for (auto& o : own) b.released.push_back(std::move(o));
+  touch(in, out);
+}
+
+}  // namespace jx::vk

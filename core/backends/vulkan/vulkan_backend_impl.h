@@ -1,0 +1,226 @@
+#pragma once
+// The vulkan backend: device buffers from a size-class pool, kernels rendered to GLSL and
+// compiled to pipelines, dispatches recorded into command buffers with barriers only where a
+// dispatch reads or rewrites a buffer written since the last barrier, submitted in batches; the
+// host waits only when it reads (or runs a routine without a shader on the host).
+// Internal: the class is split by idea over vulkan_backend.cc (slots, memory, executables,
+// the public vulkan:: API), vk_recorder.cc (command buffers, barriers, copies, submission) and
+// vk_scan_exec.cc (fused, preencoded and Kogge-Stone scans).
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fmt/format.h>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/backends/host_memory.h"
+#include "core/backends/vulkan/glsl_renderer.h"
+#include "core/backends/vulkan/glsl_scan.h"
+#include "core/backends/vulkan/vk_context.h"
+#include "core/backends/vulkan/vk_pipeline.h"
+#include "core/backends/vulkan/vulkan.h"
+#include "core/instrument/instrument.h"
+#include "core/replay/policy.h"
+
+namespace jx::vk {
+
+constexpr std::uint32_t kSetsPerBatch = 512;
+constexpr std::uint32_t kDescriptorsPerBatch = 8192;
+
+struct Buf {
+  BufferH buf;
+  MemoryH mem;
+  std::size_t capacity = 0;
+  void* mapped = nullptr;
+};
+
+struct KernelExe final : Executable {
+  std::shared_ptr<Pipeline> pipe;
+  std::int64_t invocations = 0;
+  int buffers = 0;
+};
+
+// A scan as one shader over packed operands (path fused).
+struct ScanExe final : Executable {
+  std::shared_ptr<Pipeline> pipe;
+  ScanShader plan;
+  std::vector<AVal> operands, results;
+  std::int64_t length = 0;
+  int bound_buffers(int) const override { return 2; }
+};
+
+// A scan whose every step's dispatches are recorded into the command buffer (path preencoded):
+// buffers and descriptor sets are made once per run and reused by every step.
+struct PreencodedExe final : Executable {
+  ScanProgram sp;
+  std::vector<std::shared_ptr<Executable>> steps;  // per body step (kernel or routine shader)
+  bool preencoded() const override { return true; }
+};
+
+// An associative scan as Kogge-Stone rounds of one shader.
+struct AssocExe final : Executable {
+  std::shared_ptr<Pipeline> pipe;
+  AssocShader plan;
+  std::vector<AVal> operands;
+  int num_consts = 0;
+  std::int64_t length = 0;
+  int bound_buffers(int) const override { return 3; }
+};
+
+struct HostRoutineExe final : Executable {
+  Op op;
+  std::shared_ptr<HostExecutable> host;
+};
+
+struct Batch {
+  CommandPoolH pool;
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  FenceH fence;
+  DescriptorPoolH dpool;
+  std::uint32_t sets = 0, descriptors = 0;
+  int commands = 0;
+  std::vector<std::unique_ptr<Buf>> released;  // back to the pool once the batch completed
+  std::vector<std::unique_ptr<Buf>> staging;   // destroyed once the batch completed
+};
+
+inline std::size_t size_class(std::size_t n) {
+  std::size_t c = 256;
+  while (c < n) c <<= 1;
+  return c;
+}
+
+class VulkanBackend;
+extern VulkanBackend* g_instance;  // the registered backend (atexit shutdown, vulkan:: API)
+
+class VulkanBackend final : public Backend {
+ public:
+  VulkanBackend();
+
+  const DeviceInfo& info() const override { return info_; }
+
+  void apply_limits(const std::string& profile);
+  std::string profile() const { return profile_; }
+
+  // ---- slots ----
+  SlotId malloc(const AVal& tag) override;
+  void incref(SlotId id) override;
+  void decref(SlotId id) override;
+  void write(SlotId id, std::span<const std::byte> src) override;
+  void read(SlotId id, std::span<std::byte> dst) override;
+  std::size_t slot_count() const override;
+  std::size_t bytes() const override;
+  std::vector<SlotInfo> live_slots() const override;
+  BackendMemory memory() const override;
+  void clear_caches() override;
+
+  // ---- executables ----
+  std::shared_ptr<Executable> prepare(const Op& op) override;
+  std::shared_ptr<Executable> prepare_kernel(const Kernel& k) override;
+
+  std::shared_ptr<Executable> prepare_scan(const ScanProgram& sp, std::string& why) override;
+
+  std::shared_ptr<Executable> prepare_associative_scan(const AssocProgram& ap, std::string& why) override;
+
+  void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) override;
+
+  // ---- control ----
+  void synchronize();
+  vulkan::Counters counters() const;
+  void reset_counters();
+
+  // Waits for the device, then destroys every Vulkan object (registered with atexit: after it,
+  // handles still alive only drop their references). At process exit the instance is left to the
+  // process's end (destroying it from an exit handler makes the loader unload lavapipe, whose
+  // libLLVM then double-frees); vulkan::shutdown() from the program destroys it too.
+  void shutdown(bool with_instance = false);
+
+ private:
+  struct Slot {
+    std::unique_ptr<Buf> buf;
+    std::size_t bytes;
+    AVal tag;
+    std::int64_t refs;
+  };
+
+  void alive() const;
+  Slot& get(SlotId id);
+
+  void choose_memory();
+
+  std::unique_ptr<Buf> create_buffer(std::size_t bytes, std::uint32_t type, bool map_it = false);
+  std::unique_ptr<Buf> create_staging(std::size_t bytes) { return create_buffer(bytes, staging_type_, true); }
+
+  void give_back(std::unique_ptr<Buf> b);
+  void trim_pool();
+
+  bool llvmpipe() const { return ctx_->desc().name.find("llvmpipe") != std::string::npos; }
+
+  std::shared_ptr<KernelExe> make_kernel_exe(const Shader& sh, const std::string& key, std::uint32_t push_bytes = 0);
+
+  std::unique_ptr<Buf> acquire(std::size_t n);
+
+  // A barrier before a command that reads `reads` and writes `writes` when it would see a write
+  // not yet made visible (RAW, WAW) or overwrite what an earlier command may still read (WAR).
+  void barrier_for(const std::vector<VkBuffer>& reads, const std::vector<VkBuffer>& writes, Batch& b);
+  void copy(Batch& b, VkBuffer src, std::size_t src_off, VkBuffer dst, std::size_t dst_off, std::size_t bytes);
+  VkDescriptorSet bind_set(Batch& b, const Pipeline& pipe, const std::vector<VkBuffer>& bufs);
+  void record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptorSet set, std::int64_t invocations, int buffers);
+  Batch& batch_with_room(std::uint32_t sets, std::uint32_t descriptors);
+  void touch(std::span<const SlotId> in, std::span<const SlotId> out);
+
+  // Fused scan: operand slots copied into one packed buffer, the loop shader (one dispatch, or
+  // one per chunk of steps where the driver limits loop iterations), results copied out.
+  void run_scan(ScanExe& x, std::span<const SlotId> in, std::span<const SlotId> out);
+
+  // Kogge-Stone: leaves packed into one buffer, rounds d = 1, 2, 4, ... ping-pong between two.
+  void run_assoc(AssocExe& x, std::span<const SlotId> in, std::span<const SlotId> out);
+
+  // Preencoded scan: the body's dispatches for every step recorded in order, x slices and ys
+  // moved by buffer copies, carries in buffers of their own (staged when a carry output is
+  // another carry). One descriptor set per body step serves every step.
+  void run_preencoded(PreencodedExe& x, std::span<const SlotId> in, std::span<const SlotId> out);
+
+  void host_routine(HostRoutineExe& r, std::span<const SlotId> in, std::span<const SlotId> out);
+
+  // ---- recording and submission ----
+  Batch& recording();
+  std::unique_ptr<Batch> make_batch();
+  // RAW/WAW: a compute barrier before any command touching a buffer written since the last one.
+  void barrier_if(const std::vector<VkBuffer>& bufs, Batch& b);
+  void barrier(Batch& b);
+  // Ends and submits the recording batch (no wait).
+  void submit();
+  // Submits what is recorded and waits for everything in flight; recycles the batches.
+  void finish();
+  void recycle(std::unique_ptr<Batch> b);
+
+  DeviceInfo info_;
+  std::shared_ptr<Context> ctx_;  // pipelines still held elsewhere keep the device until they go
+  std::unique_ptr<Pipelines> pipes_;
+  mutable std::recursive_mutex mu_;
+  std::string profile_ = "webgpu";
+  int max_buffers_ = 8;
+  bool host_visible_ = true;
+  std::uint32_t mem_type_ = 0, staging_type_ = 0;
+  std::unordered_map<SlotId, Slot> slots_;
+  std::map<std::size_t, std::vector<std::unique_ptr<Buf>>> free_;
+  std::size_t bytes_ = 0, peak_ = 0, pooled_bytes_ = 0, pool_budget_ = std::size_t{256} << 20;
+  std::unordered_map<std::string, std::shared_ptr<KernelExe>> kernels_;
+  std::unordered_map<std::string, std::pair<std::shared_ptr<Executable>, std::string>> scans_;  // with the planner's reason
+  std::unordered_map<std::string, std::vector<std::uint32_t>> spirv_;
+  std::unique_ptr<Batch> current_;
+  std::deque<std::unique_ptr<Batch>> inflight_;
+  std::vector<std::unique_ptr<Batch>> spare_;
+  std::unordered_set<VkBuffer> written_;
+  std::unordered_set<VkBuffer> read_;  // read since the last barrier (scans rewrite buffers they read)
+  std::unordered_set<SlotId> used_;  // slots touched by work not yet known complete
+  vulkan::Counters counters_;
+  std::size_t creations_base_ = 0;
+};
+
+VulkanBackend* instance();  // the registered backend; BackendError with the reason when unavailable
+
+}  // namespace jx::vk
