@@ -203,42 +203,16 @@ void VulkanBackend::dispatch(Executable& exe, std::span<const SlotId> in, std::s
   if (auto* as = dynamic_cast<AssocExe*>(&exe)) return run_assoc(*as, in, out);
   auto& k = static_cast<KernelExe&>(exe);
   if (k.invocations == 0) return;
-  std::vector<VkBuffer> bufs;
-  for (auto id : in) bufs.push_back(get(id).buf->buf.get());
-  for (auto id : out) bufs.push_back(get(id).buf->buf.get());
-  Batch* b = &recording();
-  if (b->sets + 1 > kSetsPerBatch || b->descriptors + bufs.size() > kDescriptorsPerBatch) {
-    submit();
-    b = &recording();
-  }
-  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-  ai.descriptorPool = b->dpool.get();
-  ai.descriptorSetCount = 1;
-  VkDescriptorSetLayout sl = k.pipe->set_layout.get();
-  ai.pSetLayouts = &sl;
-  VkDescriptorSet set = VK_NULL_HANDLE;
-  check(vkAllocateDescriptorSets(ctx_->device(), &ai, &set), "vkAllocateDescriptorSets");
-  b->sets++;
-  b->descriptors += static_cast<std::uint32_t>(bufs.size());
-  std::vector<VkDescriptorBufferInfo> infos(bufs.size());
-  std::vector<VkWriteDescriptorSet> writes(bufs.size());
-  for (std::size_t i = 0; i < bufs.size(); ++i) {
-    infos[i] = {bufs[i], 0, VK_WHOLE_SIZE};
-    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, set, static_cast<std::uint32_t>(i), 0, 1,
-                 VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nullptr, &infos[i], nullptr};
-  }
-  vkUpdateDescriptorSets(ctx_->device(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
-  barrier_if(bufs, *b);
-  vkCmdBindPipeline(b->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipe->pipeline.get());
-  vkCmdBindDescriptorSets(b->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k.pipe->layout.get(), 0, 1, &set, 0, nullptr);
-  auto [gx, gy] = workgroups(k.invocations);
-  vkCmdDispatch(b->cmd, gx, gy, 1);
-  for (auto id : out) written_.insert(get(id).buf->buf.get());
-  for (auto id : in) used_.insert(id);
-  for (auto id : out) used_.insert(id);
-  b->commands++;
-  counters_.dispatches++;
-  counters_.max_buffers_per_dispatch = std::max<std::uint64_t>(counters_.max_buffers_per_dispatch, bufs.size());
+  std::vector<VkBuffer> reads, writes;
+  for (auto id : in) reads.push_back(get(id).buf->buf.get());
+  for (auto id : out) writes.push_back(get(id).buf->buf.get());
+  std::vector<VkBuffer> bufs = reads;
+  bufs.insert(bufs.end(), writes.begin(), writes.end());
+  Batch& b = batch_with_room(1, static_cast<std::uint32_t>(bufs.size()));
+  VkDescriptorSet set = bind_set(b, *k.pipe, bufs);
+  barrier_for(reads, writes, b);
+  record_dispatch(b, *k.pipe, set, k.invocations, static_cast<int>(bufs.size()));
+  touch(in, out);
 }
 
 void VulkanBackend::synchronize() {
