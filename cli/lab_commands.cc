@@ -69,6 +69,23 @@ int cmd_list(const std::string& dir) {
   return 0;
 }
 
+namespace {
+
+// One cell of the replay table: the values (and the widest dispatch), or the error, with the
+// values when they were computed before it.
+std::string outcome_cell(const CaseResult& r) {
+  if (r.status == "skipped") return "skipped: " + r.skip_reason;
+  const auto& pt = r.measured["points"][0];
+  std::string values;
+  for (const auto& [k, v] : pt["values"].items())
+    values += fmt::format("{}{} {:.10g}", values.empty() ? "" : ", ", k, v.empty() ? NAN : v[0].get<double>());
+  if (!pt.contains("error")) return fmt::format("{}; max {} buffers/dispatch", values, pt["max_buffers_per_dispatch"].get<int>());
+  const std::string err = fmt::format("{}: {}", pt["error"]["type"].get<std::string>(), pt["error"]["message"].get<std::string>());
+  return pt["error"]["values_before"].get<bool>() ? fmt::format("computes {}, then {}", values, err) : err;
+}
+
+}  // namespace
+
 int cmd_replay(const std::string& id, const std::string& dir, const std::string& backend_name) {
   const auto all = load_scenarios(dir);
   auto it = std::find_if(all.begin(), all.end(), [&](const Scenario& s) { return s.id == id; });
@@ -77,29 +94,39 @@ int cmd_replay(const std::string& id, const std::string& dir, const std::string&
   if (!backend_name.empty()) s.backends = {backend_name};
   s.backends.resize(1);
   const std::vector<std::string> transforms{"jit(value_and_grad)", "value_and_grad"};
-  fmt::print("{} on {} ({})\n\n| profile | switches | {} | {} |\n|---|---|---|---|\n", s.id, s.backends[0], s.workload, transforms[0], transforms[1]);
-  for (const auto& prof : replay::profiles()) {
+  // With a documented version table: its rows (historical profiles) then `current`, each of our
+  // cells beside the documented one; without: every named profile.
+  std::vector<const HistoryRow*> rows;
+  std::vector<std::string> names;
+  for (const auto& h : s.history) {
+    rows.push_back(&h);
+    names.push_back(h.profile);
+  }
+  if (s.history.empty())
+    for (const auto& prof : replay::profiles())
+      if (!prof.historical) names.push_back(prof.name);
+  if (!s.history.empty()) {
+    names.push_back("current");
+    rows.push_back(nullptr);
+  }
+  fmt::print("{} on {} ({}); source: {}\n\n| profile | switches |", s.id, s.backends[0], s.workload, s.source);
+  for (const auto& t : transforms) fmt::print(fmt::runtime(rows.empty() ? " {} |" : " {} (ours) | {} (documented) |"), t, t);
+  fmt::print("\n|---|---|{}\n", rows.empty() ? "---|---|" : "---|---|---|---|");
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const replay::Profile& prof = replay::profile(names[i]);
     std::string row = fmt::format("| {} | {} |", prof.name, prof.policy.key().empty() ? "-" : prof.policy.key());
     for (const auto& t : transforms) {
       Scenario one = s;
       one.transform = t;
       one.cases = {Case{prof.name, Expect{}}};
-      auto rs = run_scenario(one, {});
-      const CaseResult& r = rs.at(0);
-      std::string cell;
-      if (r.status == "skipped") {
-        cell = "skipped: " + r.skip_reason;
-      } else {
-        const auto& pt = r.measured["points"][0];
-        if (pt.contains("error")) {
-          cell = fmt::format("{}: {}", pt["error"]["type"].get<std::string>(), pt["error"]["message"].get<std::string>());
-        } else {
-          for (const auto& [k, v] : pt["values"].items())
-            cell += fmt::format("{}{} {:.10g}", cell.empty() ? "" : ", ", k, v.empty() ? NAN : v[0].get<double>());
-          cell += fmt::format("; max {} buffers/dispatch", pt["max_buffers_per_dispatch"].get<int>());
-        }
+      row += " " + outcome_cell(run_scenario(one, {}).at(0)) + " |";
+      if (!rows.empty()) {
+        std::string doc = rows[i] ? "(not documented)" : "(the fix)";
+        if (rows[i])
+          for (const auto& [tr, text] : rows[i]->documented)
+            if (tr == t) doc = text;
+        row += " " + doc + " |";
       }
-      row += " " + cell + " |";
     }
     fmt::print("{}\n", row);
   }

@@ -21,16 +21,21 @@ T3 compose3(const T3& x, const T3& y, bool dispose) {
   return r;
 }
 
-// N elements, a = b = e^θ·ones(N), c = ones(N); loss = sum(a + b + c) of the scan.
+// N elements, a = b = e^θ·ones(N), c = ones(N); loss = sum(a + b + c) of the scan. With
+// compose = disposes_handles the loss also disposes its scale e^θ [1] before returning, as the
+// documented client code does.
 void assoc3(Run& r) {
   const std::int64_t n = r.integer("n", 20);
   const bool dispose = r.str("compose", "plain") == "disposes_handles";
   const DType d = r.dtype();
   auto loss = [n, d, dispose](const Array& theta) {
-    Array e = np::exp(theta) * np::ones({n}, d);
+    Array scale = np::exp(theta);
+    Array e = scale * np::ones({n}, d);
     auto [a, b, c] = lax::associative_scan([dispose](const T3& x, const T3& y) { return compose3(x, y, dispose); },
                                            T3{e, e, np::ones({n}, d)});
-    return np::sum(a + b + c);
+    Array lik = np::sum(a + b + c);
+    if (dispose) scale.dispose();  // the client's `using scale = exp(θ)` ends with the loss
+    return lik;
   };
   loss_under_transform(r, loss, np::full({1}, r.num("theta", 0.5), d));
 }

@@ -10,6 +10,7 @@
 #include <regex>
 #include <set>
 
+#include "core/array/errors.h"
 #include "core/replay/policy.h"
 #include "repros/repro.h"
 
@@ -150,7 +151,7 @@ Scenario load_scenario(const std::string& path) {
   } catch (const json::parse_error& e) {
     throw ScenarioError(fmt::format("{}: /: not valid JSON: {}", path, e.what()));
   }
-  r.only(doc, "", {"$schema", "id", "title", "source", "description", "workload", "transform", "backends", "limits", "cases"});
+  r.only(doc, "", {"$schema", "id", "title", "source", "description", "workload", "transform", "backends", "limits", "cases", "history"});
   Scenario s;
   s.file = path;
   s.id = r.str(doc, "", "id", true);
@@ -209,6 +210,29 @@ Scenario load_scenario(const std::string& path) {
     if (c.expect.dispatches && !c.expect.dispatches->growth.empty() && s.sweep_values.empty())
       r.fail(p + "/expect/dispatches/growth", "a growth expectation needs a workload sweep");
     s.cases.push_back(std::move(c));
+  }
+  if (doc.contains("history")) {
+    const json& h = doc["history"];
+    if (!h.is_array() || h.empty()) r.fail("/history", "expected a non-empty array of {profile, documented}");
+    for (std::size_t i = 0; i < h.size(); ++i) {
+      const std::string p = fmt::format("/history/{}", i);
+      r.only(h[i], p, {"profile", "documented"});
+      HistoryRow row;
+      row.profile = r.str(h[i], p, "profile", true);
+      try {
+        if (!replay::profile(row.profile).historical) r.fail(p + "/profile", fmt::format("'{}' is not a historical profile (v0.7.1 ...)", row.profile));
+      } catch (const Error& e) {
+        r.fail(p + "/profile", e.what());
+      }
+      const json& d = r.field(h[i], p, "documented", true);
+      if (!d.is_object() || d.empty()) r.fail(p + "/documented", "expected an object {transform: outcome}");
+      for (auto it = d.begin(); it != d.end(); ++it) {
+        if (!transforms.count(it.key())) r.fail(p + "/documented/" + it.key(), fmt::format("'{}' is not a transform", it.key()));
+        if (!it->is_string()) r.fail(p + "/documented/" + it.key(), fmt::format("expected a string, got {}", it->dump()));
+        row.documented.emplace_back(it.key(), it->get<std::string>());
+      }
+      s.history.push_back(std::move(row));
+    }
   }
   return s;
 }

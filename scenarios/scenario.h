@@ -48,6 +48,11 @@ struct Case {
   std::string profile;
   Expect expect;
 };
+// A row of the source document's version table: what that release did under each transform.
+struct HistoryRow {
+  std::string profile;                                        // a historical replay profile
+  std::vector<std::pair<std::string, std::string>> documented;  // transform -> outcome as documented
+};
 struct Scenario {
   std::string file, id, title, source, description;
   std::string workload;
@@ -58,6 +63,7 @@ struct Scenario {
   std::vector<std::string> backends;
   std::string limits = "webgpu";
   std::vector<Case> cases;
+  std::vector<HistoryRow> history;  // optional: `jxlab replay` prints it beside our outcomes
 };
 
 Scenario load_scenario(const std::string& path);

@@ -122,7 +122,48 @@ TEST(Lab, ReplayPoliciesAreOffByDefaultAndScoped) {
   EXPECT_EQ(replay::policy(), replay::Policy{});
   EXPECT_TRUE(jxt::throws_with<Error>([] { (void)replay::with_switch({}, "fast_math", true); }, {"unknown switch 'fast_math'"}));
   for (const auto& p : replay::profiles())
-    if (p.name != "current") EXPECT_EQ(p.policy.switches().size(), 1u) << p.name;
+    if (p.name != "current" && !p.historical) EXPECT_EQ(p.policy.switches().size(), 1u) << p.name;
+}
+
+// The buffer-limit document's releases as switch sets: budget ignored until v0.7.4, the
+// concatenate error only in v0.7.2, borrowed residuals from v0.7.3 on (and v0.7.1).
+TEST(Lab, HistoricalProfilesModelTheDocumentedReleases) {
+  auto on = [](const std::string& name) { return replay::profile(name).policy.key(); };
+  EXPECT_EQ(on("v0.7.1"), "ignore_buffer_budget+borrowed_residuals");
+  EXPECT_EQ(on("v0.7.2"), "ignore_buffer_budget+strict_concat_transpose");
+  EXPECT_EQ(on("v0.7.3"), "ignore_buffer_budget+borrowed_residuals");
+  EXPECT_EQ(on("v0.7.4"), "borrowed_residuals");
+  for (const char* n : {"v0.7.1", "v0.7.2", "v0.7.3", "v0.7.4"}) EXPECT_TRUE(replay::profile(n).historical) << n;
+  EXPECT_FALSE(replay::profile("current").historical);
+  // the schema's profile enum lists every profile
+  std::ifstream f(std::string(JX_SOURCE_DIR) + "/scenarios/scenario.schema.json");
+  const auto schema = nlohmann::json::parse(f);
+  const auto& e = schema["properties"]["cases"]["items"]["properties"]["profile"]["enum"];
+  std::vector<std::string> listed(e.begin(), e.end()), known;
+  for (const auto& p : replay::profiles()) known.push_back(p.name);
+  EXPECT_EQ(listed, known);
+}
+
+TEST(Lab, HistoryRowsAreValidated) {
+  TempDir d;
+  auto with_history = [&](const std::string& id, const std::string& history) {
+    std::string s = concat(id, "20.0");
+    s.insert(s.rfind('}'), ", \"history\": " + history);
+    return d.write(id + ".json", s);
+  };
+  auto ok = load_scenario(with_history("hist-ok", R"([{"profile": "v0.7.2", "documented": {"value_and_grad": "Nonlinear"}}])"));
+  ASSERT_EQ(ok.history.size(), 1u);
+  EXPECT_EQ(ok.history[0].profile, "v0.7.2");
+  EXPECT_EQ(ok.history[0].documented.at(0).second, "Nonlinear");
+  EXPECT_TRUE(load_fails(with_history("hist-current", R"([{"profile": "current", "documented": {"jit": "x"}}])"),
+                         ": /history/0/profile: 'current' is not a historical profile"));
+  EXPECT_TRUE(load_fails(with_history("hist-unknown", R"([{"profile": "v9", "documented": {"jit": "x"}}])"),
+                         ": /history/0/profile: replay: unknown profile 'v9'"));
+  EXPECT_TRUE(load_fails(with_history("hist-transform", R"([{"profile": "v0.7.1", "documented": {"grad": "x"}}])"),
+                         ": /history/0/documented/grad: 'grad' is not a transform"));
+  EXPECT_TRUE(load_fails(with_history("hist-text", R"([{"profile": "v0.7.1", "documented": {"jit": 3}}])"),
+                         ": /history/0/documented/jit: expected a string"));
+  EXPECT_TRUE(load_fails(with_history("hist-empty", "[]"), ": /history: expected a non-empty array"));
 }
 
 TEST(Lab, ReportsAreWrittenWholeAndTheDirectoryCheckedFirst) {

@@ -10,6 +10,7 @@
 #include "core/lax/control.h"
 #include "core/prim/abstract_eval.h"
 #include "core/replay/policy.h"
+#include "core/trace/builder.h"
 #include "core/trace/trace.h"
 
 namespace jx {
@@ -192,14 +193,16 @@ std::vector<Array> JitCore::call(const std::string& signature, const std::vector
   if (!entry) {
     std::vector<AVal> avals;
     for (const Array& a : args) avals.push_back(a.aval());
+    (void)take_deferred_disposal_error();
     ClosedJaxpr cj = make_jaxpr_flat(fn, avals);
+    std::string deferred = take_deferred_disposal_error();
     cj.jaxpr = simplify(cj.jaxpr);
     for (Array& c : cj.consts) c = device_put(c, be.info().backend);  // captured constants follow the program
     std::string key = fmt::format("{}|{}|{}|{}|consts:", cj.jaxpr.str(), be.info().backend, budget, rp.key());
     // replay: keyed by this jit object's identity, so a fresh closure never hits the cache
     if (rp.identity_keyed_unbounded_cache) key += fmt::format("|closure:{}", static_cast<const void*>(this));
     for (const Array& c : cj.consts) key += c.aval().str() + ",";
-    entry = std::make_shared<Entry>(Entry{std::move(cj), std::move(key), budget});
+    entry = std::make_shared<Entry>(Entry{std::move(cj), std::move(key), budget, std::move(deferred)});
     std::lock_guard lock(mu_);
     entries_[sig] = entry;
   }
@@ -222,7 +225,12 @@ std::vector<Array> JitCore::call(const std::string& signature, const std::vector
   }
   std::vector<Array> in = args;
   in.insert(in.end(), entry->jaxpr.consts.begin(), entry->jaxpr.consts.end());
-  return prog->run(in);
+  std::vector<Array> out = prog->run(in);
+  if (!entry->deferred_error.empty()) {
+    for (const Array& o : out) (void)o.raw_bytes();  // the computation completes, then the error
+    throw UseAfterDispose(entry->deferred_error);
+  }
+  return out;
 }
 
 std::size_t JitCore::traced_signatures() const {

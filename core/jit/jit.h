@@ -34,6 +34,7 @@ class JitCore {
     ClosedJaxpr jaxpr;
     std::string key;
     int max_buffers;
+    std::string deferred_error;  // replay borrowed_residuals: thrown after every run
   };
   JitOptions o_;
   mutable std::mutex mu_;

@@ -23,6 +23,7 @@ constexpr Switch kSwitches[] = {
 };
 
 Policy only(const char* name) { return with_switch({}, name, true); }
+Policy both(const char* a, const char* b) { return with_switch(only(a), b, true); }
 
 }  // namespace
 
@@ -65,6 +66,17 @@ const std::vector<Profile>& profiles() {
        only("identity_keyed_unbounded_cache")},
       {"no-workgroup-fusion", "no single-workgroup fusion for scans with intra-step dependencies (O(n) dispatches)",
        only("no_workgroup_scan_fusion")},
+      // The JS runtime's releases in the buffer-limit document, each modelled as the switches
+      // whose defects it showed there (its version table is kept in scenarios/buffer-limit.json).
+      // v0.7.2 leaves borrowed residuals out: its rows show only the concatenate error, and our
+      // residual check (at the start of the backward pass) would report the disposal first.
+      {"v0.7.1", "JS runtime v0.7.1: fusion ignores the buffer budget; residuals borrowed",
+       both("ignore_buffer_budget", "borrowed_residuals"), true},
+      {"v0.7.2", "JS runtime v0.7.2: fusion ignores the buffer budget; strict concatenate transpose",
+       both("ignore_buffer_budget", "strict_concat_transpose"), true},
+      {"v0.7.3", "JS runtime v0.7.3: concatenate fixed; fusion still ignores the budget; residuals borrowed",
+       both("ignore_buffer_budget", "borrowed_residuals"), true},
+      {"v0.7.4", "JS runtime v0.7.4: buffer budget respected; residuals still borrowed", only("borrowed_residuals"), true},
   };
   return v;
 }

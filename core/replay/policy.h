@@ -46,9 +46,11 @@ class Scope {
 };
 
 // Named profiles: "current" and one per documented defect (see scenarios/README.md).
+// Historical profiles (v0.7.1 ... v0.7.4) model releases of the JS runtime as switch sets.
 struct Profile {
   std::string name, description;
   Policy policy;
+  bool historical = false;
 };
 const std::vector<Profile>& profiles();
 const Profile& profile(const std::string& name);  // throws Error naming the known profiles

@@ -1,5 +1,7 @@
 #include "core/trace/builder.h"
 
+#include <utility>
+
 #include "core/backends/backend.h"
 #include "core/prim/abstract_eval.h"
 
@@ -10,8 +12,13 @@ struct BuilderTracer final : Tracer {
   int var;
 };
 // replay borrowed_residuals: values the jvp trace saw as primals of its tracers, by identity
-// (slot id or tracer), with the liveness of the tracer handle they came from.
-thread_local std::map<std::pair<int, std::uintptr_t>, std::weak_ptr<bool>> g_borrows;
+// (slot id or tracer), with the liveness of the tracer handle they came from. The primal is
+// held until clear_borrows() so that its identity is not reused by another value meanwhile.
+struct Borrow {
+  Array primal;
+  std::shared_ptr<bool> alive;
+};
+thread_local std::map<std::pair<int, std::uintptr_t>, Borrow> g_borrows;
 std::pair<int, std::uintptr_t> identity(const Array& x) {
   return x.is_tracer() ? std::pair<int, std::uintptr_t>{1, reinterpret_cast<std::uintptr_t>(x.tracer().get())}
                        : std::pair<int, std::uintptr_t>{0, static_cast<std::uintptr_t>(x.slot())};
@@ -20,14 +27,22 @@ std::pair<int, std::uintptr_t> identity(const Array& x) {
 
 void note_borrow(const Array& primal, const std::shared_ptr<Tracer>& from) {
   if (!from->alive) from->alive = std::make_shared<bool>(true);
-  g_borrows[identity(primal)] = from->alive;
+  g_borrows[identity(primal)] = {primal, from->alive};
 }
 std::shared_ptr<bool> borrowed_liveness(const Array& x) {
   if (g_borrows.empty()) return nullptr;
   auto it = g_borrows.find(identity(x));
-  return it == g_borrows.end() ? nullptr : it->second.lock();
+  return it == g_borrows.end() ? nullptr : it->second.alive;
 }
 void clear_borrows() { g_borrows.clear(); }
+
+namespace {
+thread_local std::string g_deferred_disposal;
+}
+void defer_disposal_error(std::string message) {
+  if (g_deferred_disposal.empty()) g_deferred_disposal = std::move(message);
+}
+std::string take_deferred_disposal_error() { return std::exchange(g_deferred_disposal, {}); }
 
 Array JaxprBuilder::new_arg(const AVal& aval) {
   const int v = jaxpr_.new_var(aval);
@@ -45,7 +60,6 @@ Atom JaxprBuilder::atom(const Array& x) {
   const int v = jaxpr_.new_var(x.aval());
   jaxpr_.constvars.push_back(v);
   consts_.push_back(x);
-  borrowed_.push_back(borrowed_liveness(x));
   const_ids_[key] = v;
   return {v};
 }
@@ -69,12 +83,17 @@ std::vector<Array> JaxprBuilder::process(Prim p, const std::vector<Array>& args,
 ClosedJaxpr JaxprBuilder::finish(const std::vector<Array>& outs) {
   for (const Array& o : outs) jaxpr_.outs.push_back(atom(o));
   typecheck(jaxpr_);
+  // replay borrowed_residuals: resolved now, when the whole jvp trace has been seen (a primal
+  // output becomes borrowed only once a later equation consumes its tracer)
+  std::vector<std::shared_ptr<bool>> borrowed;
   bool any = false;
-  for (const auto& b : borrowed_) any = any || b;
-  ClosedJaxpr c{std::move(jaxpr_), std::move(consts_), any ? std::move(borrowed_) : std::vector<std::shared_ptr<bool>>{}};
+  for (const Array& c : consts_) {
+    borrowed.push_back(borrowed_liveness(c));
+    any = any || borrowed.back();
+  }
+  ClosedJaxpr c{std::move(jaxpr_), std::move(consts_), any ? std::move(borrowed) : std::vector<std::shared_ptr<bool>>{}};
   jaxpr_ = {};
   consts_.clear();
-  borrowed_.clear();
   const_ids_.clear();
   return c;
 }

@@ -23,7 +23,6 @@ class JaxprBuilder final : public MainTrace {
  private:
   Jaxpr jaxpr_;
   std::vector<Array> consts_;
-  std::vector<std::shared_ptr<bool>> borrowed_;
   std::map<std::pair<int, std::uintptr_t>, int> const_ids_;
 };
 
@@ -33,6 +32,10 @@ class JaxprBuilder final : public MainTrace {
 void note_borrow(const Array& primal, const std::shared_ptr<Tracer>& from);
 std::shared_ptr<bool> borrowed_liveness(const Array& x);
 void clear_borrows();
+// Under jit a dead borrowed residual is found while tracing; the JS runtime reported it only
+// after the jitted computation ran. The check defers the error here; jit throws it after the run.
+void defer_disposal_error(std::string message);
+std::string take_deferred_disposal_error();  // "" when none; clears it
 
 ClosedJaxpr make_jaxpr_flat(const FlatFn& fn, const std::vector<AVal>& in);
 

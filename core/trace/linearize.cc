@@ -7,6 +7,8 @@
 #include "core/replay/policy.h"
 #include "core/np/np.h"
 #include "core/trace/autodiff.h"
+#include "core/trace/builder.h"
+#include "core/trace/trace.h"
 
 namespace jx {
 
@@ -24,8 +26,12 @@ std::pair<std::vector<Array>, LinearFn> linearize_flat(const FlatFn& fn, const s
 void LinearFn::check() const {
   if (disposed_) throw UseAfterDispose("linear function (pullback) used after dispose(): its residuals were released");
   for (std::size_t i = 0; i < j_.borrowed.size(); ++i)  // replay borrowed_residuals
-    if (j_.borrowed[i] && !*j_.borrowed[i])
-      throw UseAfterDispose(fmt::format("Referenced tracer Array:{} has been disposed", j_.consts[i].aval().str()));
+    if (j_.borrowed[i] && !*j_.borrowed[i]) {
+      std::string msg = fmt::format("Referenced tracer Array:{} has been disposed", j_.consts[i].aval().str());
+      if (!dynamic_trace()) throw UseAfterDispose(msg);
+      defer_disposal_error(std::move(msg));  // traced under jit: the tracer still holds the value
+      return;
+    }
 }
 
 std::vector<Array> LinearFn::operator()(const std::vector<Array>& tangents) const {
