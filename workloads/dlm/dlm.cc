@@ -130,6 +130,12 @@ Array minus2_log_lik(const Array& y, const Array& V, const Array& x0, const Arra
   return np::sum(np::where(obs, v * v / Cp + np::log(Cp), 0.0));
 }
 
+std::pair<Array, Array> smoothed_states(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F,
+                                        const Array& W, const Array& C0, Algorithm alg) {
+  if (alg == Algorithm::assoc) return detail::assoc_smoother(detail::assoc_filter(y, V, x0, G, F, W, C0), G);
+  return rn_smoother(filter(y, V, x0, G, F, W, C0), np::astype(np::logical_not(np::isnan(y)), y.dtype()), G, F);
+}
+
 Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0,
            Algorithm alg) {
   const DType d = y.dtype();

@@ -55,6 +55,10 @@ Array minus2_log_lik(const Array& y, const Array& V, const Array& x0, const Arra
 Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0,
            Algorithm a = Algorithm::scan);
 
+// Smoothed means [n,m] and covariances [n,m,m] only (filter + smoother, no host reads): jittable.
+std::pair<Array, Array> smoothed_states(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F,
+                                        const Array& W, const Array& C0, Algorithm a = Algorithm::scan);
+
 // The toolbox's dlmfit: s scalar or [n] observation std, w the stds of W's leading diagonal.
 Fit fit(const Array& y, const Array& s, const std::vector<double>& w, const Options& o = {});
 

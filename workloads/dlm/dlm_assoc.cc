@@ -22,6 +22,24 @@ Array where_rows(const Array& mask, const Array& a, const Array& b) {
   return np::where(np::reshape(mask, s), a, b);
 }
 
+// Batched inverse [k,m,m]. m = 2 in closed form (adjugate / determinant: elementwise, so the
+// compose stays one fused shader on GPU backends); larger m through LU (a host routine there).
+Array inv(const Array& a) {
+  if (a.shape().back() != 2) return np::linalg::inv(a);
+  Shape lead(a.shape().begin(), a.shape().end() - 2);
+  std::int64_t rows = 1;
+  for (auto d : lead) rows *= d;
+  Array flat = np::reshape(a, {rows, 4});  // [p q; r s] per row
+  auto col = [&](std::int64_t j) { return np::index(flat, {np::Slice{}, j}); };
+  Array p = col(0), q = col(1), r = col(2), s = col(3);
+  Array det = p * s - q * r;
+  Array adj = np::stack({s / det, q / det * -1.0, r / det * -1.0, p / det}, -1);
+  Shape out = lead;
+  out.push_back(2);
+  out.push_back(2);
+  return np::reshape(adj, out);
+}
+
 }  // namespace
 
 AssocFilter assoc_filter(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
@@ -60,8 +78,8 @@ AssocFilter assoc_filter(const Array& y, const Array& V, const Array& x0, const 
     const Array &Aj = j[0], &bj = j[1], &Cj = j[2], &ej = j[3], &Jj = j[4];
     const std::int64_t k = Ai.shape()[0], mm = Ai.shape()[1];
     Array Ik = batch(np::eye(mm, {}, 0, Ai.dtype()), k);
-    Array AjM = np::matmul(Aj, np::linalg::inv(Ik + np::matmul(Ci, Jj)));
-    Array AiTN = np::matmul(mT(Ai), np::linalg::inv(Ik + np::matmul(Jj, Ci)));
+    Array AjM = np::matmul(Aj, inv(Ik + np::matmul(Ci, Jj)));
+    Array AiTN = np::matmul(mT(Ai), inv(Ik + np::matmul(Jj, Ci)));
     return E{np::matmul(AjM, Ai), mv(AjM, bi + mv(Ci, ej)) + bj, np::matmul(np::matmul(AjM, Ci), mT(Aj)) + Cj,
              mv(AiTN, ej - mv(Jj, bi)) + ei, np::matmul(np::matmul(AiTN, Jj), Ai) + Ji};
   };
@@ -82,7 +100,7 @@ std::pair<Array, Array> assoc_smoother(const AssocFilter& f, const Array& G) {
   // (0, x_{n-1}, P_{n-1}). Later-first composition a ⊕ b (a later, b earlier):
   //   E = E_b E_a, g = E_b g_a + g_b, L = E_b L_a E_bᵀ + L_b  ->  smoothed (g, L).
   Array GP = np::matmul(batch(G, n), f.Pu);                  // G P_t
-  Array Et = mT(np::linalg::solve(f.Pp, GP));                // (P_pred⁻¹ G P)ᵀ = P Gᵀ P_pred⁻¹
+  Array Et = mT(np::matmul(inv(f.Pp), GP));                  // (P_pred⁻¹ G P)ᵀ = P Gᵀ P_pred⁻¹
   Array E0 = where_rows(last, np::zeros({n, m, m}, d), Et);
   Array g = f.xu - mv(E0, f.xp);
   Array L = f.Pu - np::matmul(E0, GP);

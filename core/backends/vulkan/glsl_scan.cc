@@ -68,13 +68,33 @@ std::string read_loc(const Loc& l, int buffer, const std::string& i) {
   return "0";
 }
 
-// Invocations of one workgroup striding over n elements (no loop when one pass suffices).
-std::string strided(std::int64_t n, const std::string& body) {
+// Invocations of one workgroup striding over n elements (no loop when one pass suffices); in
+// single mode invocation 0 alone runs every element (the others have returned).
+std::string strided_loop(std::int64_t n, const std::string& body, bool single) {
   if (n == 0) return "";
+  if (single) {  // unrolled: constant indices, and no loop for llvmpipe's limiter to count
+    std::string u;
+    for (std::int64_t e = 0; e < n; ++e) u += fmt::format("{{\nconst int e = {};\n{}}}\n", e, body);
+    return u;
+  }
   if (n <= kWorkgroup) return fmt::format("if (lid < {}) {{\nconst int e = lid;\n{}}}\n", n, body);
   return fmt::format("for (int e = lid; e < {}; e += {}) {{\n{}}}\n", n, kWorkgroup, body);
 }
-std::int64_t strided_iterations(std::int64_t n) { return n <= kWorkgroup ? 0 : (n + kWorkgroup - 1) / kWorkgroup; }
+std::int64_t loop_iterations(std::int64_t n, bool single) {
+  if (single) return 0;
+  return n <= kWorkgroup ? 0 : (n + kWorkgroup - 1) / kWorkgroup;
+}
+
+// Bodies whose every step has at most this many elements run in one invocation, without
+// barriers (a barrier costs more than a few scalar operations); JX_SCAN_SINGLE_MAX overrides
+// (0: never).
+std::int64_t single_max() {
+  static const std::int64_t v = [] {
+    const char* e = std::getenv("JX_SCAN_SINGLE_MAX");
+    return e ? std::atoll(e) : 16;
+  }();
+  return v;
+}
 
 std::int64_t reduce_iterations(const Kernel& k) {
   std::int64_t r = 0, p = 1;
@@ -211,16 +231,24 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
     for (int k = 0; k < nk; ++k) s += gwrite(b.buffers[nc + k].dtype, out.out_words[k], "e", fmt::format("r{}", nc + k));
   } else {
     out.one_workgroup = true;
-    out.mode = fmt::format("one workgroup, {} bytes of carries and temporaries in workgroup memory", smem * 4);
+    std::int64_t widest = 0;
+    for (std::size_t i = nc; i < b.buffers.size(); ++i) widest = std::max(widest, b.buffers[i].size());
+    const bool single = widest <= single_max();
+    out.mode = fmt::format("one workgroup{}, {} bytes of carries and temporaries in workgroup memory",
+                           single ? " (one invocation: every step has at most " + std::to_string(single_max()) + " elements)" : "", smem * 4);
     sh.invocations = kWorkgroup;
     s += "const int lid = int(gl_LocalInvocationIndex);\n";
+    if (single) s += "if (lid != 0) return;\n";
+    auto strided = [single](std::int64_t m, const std::string& body) { return strided_loop(m, body, single); };
+    auto strided_iterations = [single](std::int64_t m) { return loop_iterations(m, single); };
+    const std::string barrier = single ? "" : "barrier();\n";
     for (int k = 0; k < nk; ++k) {
       const Loc& l = loc[nc + k];
       const DType d = l.aval.dtype;
       s += strided(l.aval.size(), swrite(d, l.base, "e", fmt::format("pc.it0 == 0 ? {} : {}", gread("gin", d, out.in_words[nc + k], "e"),
                                                                          gread("gout", d, out.out_words[k], "e"))));
     }
-    s += "barrier();\nfor (int it = pc.it0; it < pc.it1; ++it) {\n";
+    s += barrier + "for (int it = pc.it0; it < pc.it1; ++it) {\n";
     s += fmt::format("const int t = {};\n", t);
     std::set<int> written, read;  // shared buffers since the last barrier
     int barriers = 0;
@@ -229,7 +257,7 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
       bool need = written.count(st.out[0]) || read.count(st.out[0]);
       for (int i : st.in) need = need || written.count(i);
       if (need) {
-        s += "barrier();\n";
+        s += barrier;
         ++barriers;
         written.clear();
         read.clear();
@@ -251,7 +279,7 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
         per_step += strided_iterations(m) + (arg ? std::max<std::int64_t>(1, strided_iterations(m)) * op.in[0].shape[op.params.axis] : 0);
       }
     }
-    s += "barrier();\n";
+    s += barrier;
     for (int j = 0; j < ny; ++j) {
       const int o = b.outputs[nk + j];
       const std::int64_t m = loc[o].aval.size();
@@ -266,7 +294,7 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
       per_step += strided_iterations(l.aval.size());
     }
     if (staged) {
-      s += "barrier();\n";
+      s += barrier;
       for (int k = 0; k < nk; ++k)
         if (updated(nc + k)) {
           const Loc& l = loc[nc + k];
@@ -274,12 +302,12 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
           per_step += strided_iterations(l.aval.size());
         }
     }
-    s += "barrier();\n}\n";
+    s += barrier + "}\n";
     for (int k = 0; k < nk; ++k) {
       const Loc& l = loc[nc + k];
       s += strided(l.aval.size(), gwrite(l.aval.dtype, out.out_words[k], "e", sread(l.aval.dtype, l.base, "e")));
     }
-    out.mode += fmt::format(", {} barriers per step", barriers + 2 + (staged ? 1 : 0));
+    out.mode += single ? ", no barriers" : fmt::format(", {} barriers per step", barriers + 2 + (staged ? 1 : 0));
   }
   sh.glsl = s + "}\n";
   sh.max_loop = sp.length;

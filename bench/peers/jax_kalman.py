@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""JAX peer of bench/bench_peers.cc: the same Kalman workloads, model, series and sizes.
+
+Local linear trend (m = 2, float32): G = [[1, 1], [0, 1]], F = [1, 0], V = sd_obs,
+W = diag(sd_level^2, sd_slope^2), x0 = [y_0, 0], C0 = I. The equations follow
+workloads/dlm/dlm.cc (prediction-form filter, r/N smoother) and workloads/dlm/dlm_assoc.cc
+(associative-scan filter and smoother) line by line, so the checksums agree.
+
+  python3 jax_kalman.py --out FILE [--n 100,400,...] [--skip seq_smoother:102400,...]
+Platform: JAX_PLATFORMS=cpu or cuda (the driver sets it). Each case: one call to compile and warm
+up, then timed calls (result blocked on) until 0.5 s or 20 calls, at least one; the median is kept.
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import time
+
+import numpy as np
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+DT = jnp.float32
+
+
+def series(n):
+    """y_t = sin(2πt/365) + 2 sin(2πt/5000) + u_t with u_t from the integer hash in bench_peers.cc."""
+    t = np.arange(n, dtype=np.uint64)
+    h = (t * 2654435761) & 0xFFFFFFFF
+    h ^= h >> 16
+    h = (h * 2246822519) & 0xFFFFFFFF
+    h ^= h >> 13
+    u = h.astype(np.float64) / 4294967296.0 - 0.5
+    tf = t.astype(np.float64)
+    return np.sin(2 * math.pi * tf / 365.0) + 2 * np.sin(2 * math.pi * tf / 5000.0) + u
+
+
+def noise(theta, n):
+    sd = jnp.exp(theta)
+    return jnp.broadcast_to(sd[0], (n,)), jnp.eye(2, dtype=DT) * jnp.square(sd[1:3])
+
+
+def outer(a, b):
+    return a[..., :, None] * b[..., None, :]
+
+
+def filt(y, V, x0, G, F, W, C0):
+    obs = jnp.logical_not(jnp.isnan(y))
+    of = obs.astype(DT)
+    yz = jnp.where(obs, y, 0.0)
+
+    def step(c, inp):
+        x, C = c
+        yt, vt, ot = inp
+        v = ot * (yt - F @ x)
+        CF = C @ F
+        Cp = F @ CF + ot * vt * vt
+        K = (G @ CF) * (ot / Cp)
+        L = G - outer(K, F)
+        return (G @ x + K * v, G @ C @ L.T + W), (x, C, v, Cp, K)
+
+    _, ys = lax.scan(step, (x0, C0), (yz, V, of))
+    return ys, of
+
+
+def rn_smoother(fo, of, G, F):
+    xf, Cf, v, Cp, K = fo
+
+    def step(rn, inp):
+        r, N = rn
+        xt, Ct, vt, cpt, kt, ot = inp
+        L = G - outer(kt, F)
+        r2 = L.T @ r + F * (ot * vt / cpt)
+        N2 = L.T @ N @ L + outer(F, F) * (ot / cpt)
+        return (r2, N2), (xt + Ct @ r2, Ct - Ct @ N2 @ Ct)
+
+    m = G.shape[0]
+    _, (xs, Cs) = lax.scan(step, (jnp.zeros(m, DT), jnp.zeros((m, m), DT)), (xf, Cf, v, Cp, K, of), reverse=True)
+    return xs, Cs
+
+
+def inv2(a):
+    p, q, r, s = a[..., 0, 0], a[..., 0, 1], a[..., 1, 0], a[..., 1, 1]
+    det = p * s - q * r
+    return jnp.stack([jnp.stack([s, -q], -1), jnp.stack([-r, p], -1)], -2) / det[..., None, None]
+
+
+def mv(A, x):
+    return jnp.einsum("...ij,...j->...i", A, x)
+
+
+def mT(A):
+    return jnp.swapaxes(A, -1, -2)
+
+
+def assoc_filter(y, V, x0, G, F, W, C0):
+    n, m = y.shape[0], G.shape[0]
+    obs = jnp.logical_not(jnp.isnan(y))
+    of = obs.astype(DT)
+    yz = jnp.where(obs, y, 0.0)
+    first = jnp.arange(n) == 0
+    I = jnp.broadcast_to(jnp.eye(m, dtype=DT), (n, m, m))
+    P = jnp.where(first[:, None, None], C0, W)
+    S = jnp.einsum("i,nij,j->n", F, P, F) + V * V
+    Sinv = of / S
+    K = jnp.einsum("nij,j->ni", P, F) * Sinv[:, None]
+    IKF = I - jnp.einsum("ni,j->nij", K, F)
+    C = IKF @ P
+    A = jnp.where(first[:, None, None], 0.0, IKF @ G)
+    b = K * yz[:, None] + jnp.where(first[:, None], mv(IKF, jnp.broadcast_to(x0, (n, m))), 0.0)
+    GF = G.T @ F
+    notfirst = jnp.logical_not(first).astype(DT)[:, None]
+    eta = jnp.einsum("i,n->ni", GF, Sinv * yz) * notfirst
+    J = jnp.einsum("i,j,n->nij", GF, GF, Sinv) * notfirst[:, :, None]
+
+    def compose(i, j):  # i earlier, j later
+        Ai, bi, Ci, ei, Ji = i
+        Aj, bj, Cj, ej, Jj = j
+        Ik = jnp.eye(m, dtype=DT)
+        AjM = Aj @ inv2(Ik + Ci @ Jj)
+        AiTN = mT(Ai) @ inv2(Ik + Jj @ Ci)
+        return (AjM @ Ai, mv(AjM, bi + mv(Ci, ej)) + bj, AjM @ Ci @ mT(Aj) + Cj,
+                mv(AiTN, ej - mv(Jj, bi)) + ei, AiTN @ Jj @ Ai + Ji)
+
+    pre = lax.associative_scan(compose, (A, b, C, eta, J))
+    xu, Pu = pre[1], pre[2]
+    xp = jnp.einsum("ij,nj->ni", G, xu)
+    Pp = G @ Pu @ G.T + W
+    return xu, Pu, xp, Pp
+
+
+def assoc_outputs(af, y, V, x0, G, F, C0):
+    _, _, xp, Pp = af
+    of = jnp.logical_not(jnp.isnan(y)).astype(DT)
+    xf = jnp.concatenate([x0[None], xp[:-1]], 0)
+    Cf = jnp.concatenate([C0[None], Pp[:-1]], 0)
+    v = of * (jnp.where(jnp.isnan(y), 0.0, y) - xf @ F)
+    Cp = jnp.einsum("i,nij,j->n", F, Cf, F) + of * V * V
+    return xf, Cf, v, Cp
+
+
+def assoc_smoother(af, G):
+    xu, Pu, xp, Pp = af
+    n = xu.shape[0]
+    last = jnp.arange(n) == n - 1
+    GP = G @ Pu
+    Et = mT(inv2(Pp) @ GP)
+    E0 = jnp.where(last[:, None, None], 0.0, Et)
+    g = xu - mv(E0, xp)
+    L = Pu - E0 @ GP
+
+    def compose(a, b):  # a later, b earlier (a forward scan over the time-reversed elements)
+        return (b[0] @ a[0], mv(b[0], a[1]) + b[1], b[0] @ a[2] @ mT(b[0]) + b[2])
+
+    rev = lambda t: tuple(x[::-1] for x in t)
+    post = rev(lax.associative_scan(compose, rev((E0, g, L))))
+    return post[1], post[2]
+
+
+def minus2_loglik(v, Cp, y):
+    return jnp.sum(jnp.where(jnp.logical_not(jnp.isnan(y)), v * v / Cp + jnp.log(Cp), 0.0))
+
+
+def workloads(y):
+    n = y.shape[0]
+    G = jnp.array([[1.0, 1.0], [0.0, 1.0]], DT)
+    F = jnp.array([1.0, 0.0], DT)
+    x0 = jnp.array([y[0], 0.0], DT)
+    C0 = jnp.eye(2, dtype=DT)
+
+    def seq_filter(th, y):
+        V, W = noise(th, n)
+        (xf, Cf, v, Cp, K), _ = filt(y, V, x0, G, F, W, C0)
+        return jnp.sum(v * v / Cp + jnp.log(Cp)), xf, Cf
+
+    def seq_smoother(th, y):
+        V, W = noise(th, n)
+        fo, of = filt(y, V, x0, G, F, W, C0)
+        xs, Cs = rn_smoother(fo, of, G, F)
+        return jnp.sum(xs), xs, Cs
+
+    def par_filter(th, y):
+        V, W = noise(th, n)
+        xf, Cf, v, Cp = assoc_outputs(assoc_filter(y, V, x0, G, F, W, C0), y, V, x0, G, F, C0)
+        return jnp.sum(v * v / Cp + jnp.log(Cp)), xf, Cf
+
+    def par_smoother(th, y):
+        V, W = noise(th, n)
+        xs, Cs = assoc_smoother(assoc_filter(y, V, x0, G, F, W, C0), G)
+        return jnp.sum(xs), xs, Cs
+
+    def par_loss(th, y):
+        V, W = noise(th, n)
+        _, _, v, Cp = assoc_outputs(assoc_filter(y, V, x0, G, F, W, C0), y, V, x0, G, F, C0)
+        return minus2_loglik(v, Cp, y)
+
+    def par_grad(th, y):
+        return jax.value_and_grad(par_loss)(th, y)
+
+    return {"seq_filter": seq_filter, "seq_smoother": seq_smoother, "par_filter": par_filter,
+            "par_smoother": par_smoother, "par_grad": par_grad}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--n", default="100,400,1600,6400,25600,102400")
+    ap.add_argument("--skip", default="", help="workload:N pairs not to run")
+    ap.add_argument("--budget", type=float, default=0.5, help="seconds of timed calls per case")
+    a = ap.parse_args()
+    skip = set(s for s in a.skip.split(",") if s)
+    dev = jax.devices()[0]
+    res = {"peer": "jax", "jax_version": jax.__version__, "platform": dev.platform,
+           "device": getattr(dev, "device_kind", str(dev)), "host": platform.node(), "results": []}
+    theta = jnp.log(jnp.array([0.3, 0.05, 0.002], DT))
+    for n in [int(x) for x in a.n.split(",")]:
+        y = jnp.asarray(series(n), DT)
+        for name, fn in workloads(y).items():
+            if f"{name}:{n}" in skip:
+                continue
+            f = jax.jit(fn)
+            t0 = time.perf_counter()
+            out = jax.block_until_ready(f(theta, y))
+            first = time.perf_counter() - t0
+            times = []
+            while not times or (sum(times) < a.budget and len(times) < 20):
+                t0 = time.perf_counter()
+                out = jax.block_until_ready(f(theta, y))
+                times.append(time.perf_counter() - t0)
+            checksum = float(out[0])
+            ms = statistics.median(times) * 1e3
+            res["results"].append({"workload": name, "n": n, "ms": ms, "first_call_ms": first * 1e3,
+                                   "calls": len(times), "checksum": checksum})
+            print(f"{name:14s} N={n:7d} {ms:10.3f} ms  (first {first * 1e3:.0f} ms, {len(times)} calls)  checksum {checksum:.6g}",
+                  flush=True)
+    with open(a.out + ".tmp", "w") as f:
+        json.dump(res, f, indent=1)
+    os.replace(a.out + ".tmp", a.out)
+
+
+if __name__ == "__main__":
+    main()
