@@ -320,6 +320,46 @@ std::pair<std::uint32_t, std::uint32_t> workgroups(std::int64_t n) {
   return {static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy)};
 }
 
+namespace {
+
+std::string accumulator_type(const Kernel& k, bool f64) {
+  const DType bd = k.nodes[k.body].dtype;
+  return !is_floating(bd) ? "int" : (f64 ? "double" : "float");
+}
+
+std::string reduction_identity(const Kernel& k, const std::string& at) {
+  const bool flt = at != "int";
+  std::int64_t reduced = 1;
+  for (auto ax : k.reduce_axes) reduced *= k.space[ax];
+  if (!flt && reduced == 0) return "0";  // empty int32 max/min: 0, as the oracle
+  switch (k.reduce_op) {
+    case Prim::reduce_sum: return flt ? at + "(0)" : "0";
+    case Prim::reduce_prod: return flt ? at + "(1)" : "1";
+    case Prim::reduce_max:
+      return flt ? (at == "double" ? literal(DType::float64, -INFINITY) : literal(DType::float32, -INFINITY)) : "int(0x80000000u)";
+    case Prim::reduce_min:
+      return flt ? (at == "double" ? literal(DType::float64, INFINITY) : literal(DType::float32, INFINITY)) : "0x7fffffff";
+    default: throw Error("vulkan: unknown reduction");
+  }
+}
+
+// acc ⊕= v (max/min propagate NaN as the oracle does)
+std::string combine_code(const Kernel& k, const std::string& acc, const std::string& v) {
+  const bool flt = is_floating(k.nodes[k.body].dtype);
+  switch (k.reduce_op) {
+    case Prim::reduce_sum: return fmt::format("{} += {};\n", acc, v);
+    case Prim::reduce_prod: return fmt::format("{} *= {};\n", acc, v);
+    default:
+      if (flt) return fmt::format("if (!isnan({0}) && (isnan({1}) || {1} {2} {0})) {0} = {1};\n", acc, v, k.reduce_op == Prim::reduce_max ? ">" : "<");
+      return fmt::format("{0} = {1}({0}, {2});\n", acc, k.reduce_op == Prim::reduce_max ? "max" : "min", v);
+  }
+}
+
+std::string reduction_finish(const KernelCtx& c, const std::vector<std::string>& idx, const std::function<bool(std::size_t)>& is_red,
+                             const StoreFn& store);
+
+}  // namespace
+
 std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Shader& sh, const StoreFn& store) {
   const Kernel& k = c.k;
   auto is_red = [&](std::size_t d) { return std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end(); };
@@ -340,24 +380,8 @@ std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Sha
   }
   // Reduction: the invocation loops over the reduced dims, accumulating in double (as the
   // oracle does) when the device has doubles, in the int type for int32.
-  const DType bd = k.nodes[k.body].dtype;
-  const bool flt = is_floating(bd);
-  const std::string at = !flt ? "int" : (c.f64 ? "double" : "float");
-  std::int64_t reduced = 1;
-  for (auto ax : k.reduce_axes) reduced *= k.space[ax];
-  std::string ident;
-  switch (k.reduce_op) {
-    case Prim::reduce_sum: ident = flt ? at + "(0)" : "0"; break;
-    case Prim::reduce_prod: ident = flt ? at + "(1)" : "1"; break;
-    case Prim::reduce_max:
-      ident = flt ? (at == "double" ? literal(DType::float64, -INFINITY) : literal(DType::float32, -INFINITY)) : "int(0x80000000u)";
-      break;
-    default: ident = flt ? (at == "double" ? literal(DType::float64, INFINITY) : literal(DType::float32, INFINITY)) : "0x7fffffff"; break;
-  }
-  if (k.reduce_op != Prim::reduce_sum && k.reduce_op != Prim::reduce_prod && k.reduce_op != Prim::reduce_max && k.reduce_op != Prim::reduce_min)
-    throw Error("vulkan: unknown reduction");
-  if (!flt && reduced == 0) ident = "0";  // empty int32 max/min: 0, as the oracle
-  s += fmt::format("  {} acc = {};\n", at, ident);
+  const std::string at = accumulator_type(k, c.f64);
+  s += fmt::format("  {} acc = {};\n", at, reduction_identity(k, at));
   std::string ind = "  ";
   int count = 0;
   for (std::size_t d = 0; d < k.space.size(); ++d)
@@ -368,20 +392,21 @@ std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Sha
       ++count;
     }
   s += nodes_code(c, k.reachable(k.body), idx, ind);
-  const std::string v = fmt::format("{}(v{})", at, k.body);
-  switch (k.reduce_op) {
-    case Prim::reduce_sum: s += fmt::format("{}acc += {};\n", ind, v); break;
-    case Prim::reduce_prod: s += fmt::format("{}acc *= {};\n", ind, v); break;
-    default:
-      if (flt) s += fmt::format("{0}if (!isnan(acc) && (isnan({1}) || {1} {2} acc)) acc = {1};\n", ind, v, k.reduce_op == Prim::reduce_max ? ">" : "<");
-      else s += fmt::format("{}acc = {}(acc, {});\n", ind, k.reduce_op == Prim::reduce_max ? "max" : "min", v);
-      break;
-  }
+  s += ind + combine_code(k, "acc", fmt::format("{}(v{})", at, k.body));
   for (int i = 0; i < count; ++i) {
     ind.resize(ind.size() - 2);
     s += ind + "}\n";
   }
-  if (bd == DType::float32 && at == "double") s += "  acc = double(float(acc));\n";
+  return s + reduction_finish(c, idx, is_red, store);
+}
+
+namespace {
+// After the accumulation: round like the oracle, then the epilogue (or the accumulator) is stored.
+std::string reduction_finish(const KernelCtx& c, const std::vector<std::string>& idx, const std::function<bool(std::size_t)>& is_red,
+                             const StoreFn& store) {
+  const Kernel& k = c.k;
+  std::string s;
+  if (k.nodes[k.body].dtype == DType::float32 && accumulator_type(k, c.f64) == "double") s += "  acc = double(float(acc));\n";
   if (k.epilogue >= 0) {
     std::vector<std::string> eidx = idx;
     for (std::size_t d = 0; d < k.space.size(); ++d)
@@ -392,7 +417,54 @@ std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Sha
   return s + store(k.out.dtype == DType::bool_ ? "acc != 0" : fmt::format("{}(acc)", gtype(k.out.dtype)));
 }
 
+// A reduction over at least this many elements per output runs one workgroup per output: the
+// invocations stride over the reduced elements, then a tree in workgroup memory (log2 256 steps).
+// One invocation per output would read its elements one after another (latency-bound on a GPU,
+// and over llvmpipe's loop limit past 65535).
+constexpr std::int64_t kWorkgroupReduceMin = 1024;
+
+Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t reduced) {
+  KernelCtx c{k, f64_math, nullptr};
+  Shader sh;
+  sh.name = k.name + "_wg";
+  sh.buffers = k.buffers();
+  sh.float64 = uses_double(k.inputs, k.out.dtype, k.nodes);
+  sh.invocations = k.out.size() * kWorkgroup;
+  const std::string at = accumulator_type(k, f64_math);
+  std::string s = header(k.inputs, k.out.dtype, sh.float64 || f64_math, f64_math, sh.invocations);
+  s.insert(s.find("void main() {"), fmt::format("shared {} red_[{}];\n", at, kWorkgroup));
+  s += fmt::format("  const int wg = gi / {};\n  const int lid = int(gl_LocalInvocationIndex);\n", kWorkgroup);
+  auto is_red = [&](std::size_t d) { return std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end(); };
+  std::vector<std::string> idx, outer_names, red_names;
+  Shape outer, red;
+  for (std::size_t d = 0; d < k.space.size(); ++d) {
+    idx.push_back(fmt::format("i{}", d));
+    (is_red(d) ? red : outer).push_back(k.space[d]);
+    (is_red(d) ? red_names : outer_names).push_back(idx.back());
+  }
+  s += decompose(outer, outer_names, "wg");
+  s += fmt::format("  {} acc = {};\n", at, reduction_identity(k, at));
+  s += fmt::format("  for (int rr_ = lid; rr_ < {}; rr_ += {}) {{\n", reduced, kWorkgroup);
+  s += decompose(red, red_names, "rr_");
+  s += nodes_code(c, k.reachable(k.body), idx, "    ");
+  s += "    " + combine_code(k, "acc", fmt::format("{}(v{})", at, k.body)) + "  }\n";
+  s += "  red_[lid] = acc;\n  barrier();\n";
+  s += fmt::format("  for (int h_ = {}; h_ > 0; h_ >>= 1) {{\n    if (lid < h_) {{\n      {} b_ = red_[lid + h_];\n      {}    }}\n    barrier();\n  }}\n",
+                   kWorkgroup / 2, at, combine_code(k, "red_[lid]", "b_"));
+  s += "  if (lid != 0) return;\n  acc = red_[0];\n";
+  s += reduction_finish(c, idx, is_red, [&](const std::string& v) { return store_code(k.out.dtype, "wg", v); });
+  sh.glsl = s + "}\n";
+  sh.max_loop = sh.loop_iterations = (reduced + kWorkgroup - 1) / kWorkgroup;
+  return sh;
+}
+}  // namespace
+
 Shader render_kernel(const Kernel& k, bool f64_math) {
+  if (k.is_reduction()) {
+    std::int64_t reduced = 1;
+    for (auto ax : k.reduce_axes) reduced *= k.space[ax];
+    if (reduced >= kWorkgroupReduceMin) return render_workgroup_reduction(k, f64_math, reduced);
+  }
   KernelCtx c{k, f64_math, nullptr};
   Shader sh;
   sh.name = k.name;
