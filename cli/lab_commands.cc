@@ -95,38 +95,31 @@ int cmd_replay(const std::string& id, const std::string& dir, const std::string&
   s.backends.resize(1);
   const std::vector<std::string> transforms{"jit(value_and_grad)", "value_and_grad"};
   // With a documented version table: its rows (historical profiles) then `current`, each of our
-  // cells beside the documented one; without: every named profile.
-  std::vector<const HistoryRow*> rows;
-  std::vector<std::string> names;
-  for (const auto& h : s.history) {
-    rows.push_back(&h);
-    names.push_back(h.profile);
-  }
-  if (s.history.empty())
+  // cells beside the documented one (null row: `current`, the fix); without: every named profile.
+  const bool history = !s.history.empty();
+  std::vector<std::pair<std::string, const HistoryRow*>> rows;
+  for (const auto& h : s.history) rows.emplace_back(h.profile, &h);
+  if (history) rows.emplace_back("current", nullptr);
+  else
     for (const auto& prof : replay::profiles())
-      if (!prof.historical) names.push_back(prof.name);
-  if (!s.history.empty()) {
-    names.push_back("current");
-    rows.push_back(nullptr);
-  }
+      if (!prof.historical) rows.emplace_back(prof.name, nullptr);
   fmt::print("{} on {} ({}); source: {}\n\n| profile | switches |", s.id, s.backends[0], s.workload, s.source);
-  for (const auto& t : transforms) fmt::print(fmt::runtime(rows.empty() ? " {} |" : " {} (ours) | {} (documented) |"), t, t);
-  fmt::print("\n|---|---|{}\n", rows.empty() ? "---|---|" : "---|---|---|---|");
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const replay::Profile& prof = replay::profile(names[i]);
+  for (const auto& t : transforms) fmt::print(fmt::runtime(history ? " {} (ours) | {} (documented) |" : " {} |"), t, t);
+  fmt::print("\n|---|---|{}\n", history ? "---|---|---|---|" : "---|---|");
+  for (const auto& [name, doc_row] : rows) {
+    const replay::Profile& prof = replay::profile(name);
     std::string row = fmt::format("| {} | {} |", prof.name, prof.policy.key().empty() ? "-" : prof.policy.key());
     for (const auto& t : transforms) {
       Scenario one = s;
       one.transform = t;
       one.cases = {Case{prof.name, Expect{}}};
       row += " " + outcome_cell(run_scenario(one, {}).at(0)) + " |";
-      if (!rows.empty()) {
-        std::string doc = rows[i] ? "(not documented)" : "(the fix)";
-        if (rows[i])
-          for (const auto& [tr, text] : rows[i]->documented)
-            if (tr == t) doc = text;
-        row += " " + doc + " |";
-      }
+      if (!history) continue;
+      std::string doc = doc_row ? "(not documented)" : "(the fix)";
+      if (doc_row)
+        for (const auto& [tr, text] : doc_row->documented)
+          if (tr == t) doc = text;
+      row += " " + doc + " |";
     }
     fmt::print("{}\n", row);
   }

@@ -219,11 +219,13 @@ Scenario load_scenario(const std::string& path) {
       r.only(h[i], p, {"profile", "documented"});
       HistoryRow row;
       row.profile = r.str(h[i], p, "profile", true);
+      const replay::Profile* prof = nullptr;
       try {
-        if (!replay::profile(row.profile).historical) r.fail(p + "/profile", fmt::format("'{}' is not a historical profile (v0.7.1 ...)", row.profile));
+        prof = &replay::profile(row.profile);
       } catch (const Error& e) {
         r.fail(p + "/profile", e.what());
       }
+      if (!prof->historical) r.fail(p + "/profile", fmt::format("'{}' is not a historical profile (v0.7.1 ...)", row.profile));
       const json& d = r.field(h[i], p, "documented", true);
       if (!d.is_object() || d.empty()) r.fail(p + "/documented", "expected an object {transform: outcome}");
       for (auto it = d.begin(); it != d.end(); ++it) {

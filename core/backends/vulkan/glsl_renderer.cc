@@ -322,6 +322,15 @@ std::pair<std::uint32_t, std::uint32_t> workgroups(std::int64_t n) {
 
 namespace {
 
+bool reduced_dim(const Kernel& k, std::size_t d) {
+  return std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end();
+}
+std::int64_t reduced_elements(const Kernel& k) {  // elements folded into each output
+  std::int64_t r = 1;
+  for (auto ax : k.reduce_axes) r *= k.space[ax];
+  return r;
+}
+
 std::string accumulator_type(const Kernel& k, bool f64) {
   const DType bd = k.nodes[k.body].dtype;
   return !is_floating(bd) ? "int" : (f64 ? "double" : "float");
@@ -329,9 +338,7 @@ std::string accumulator_type(const Kernel& k, bool f64) {
 
 std::string reduction_identity(const Kernel& k, const std::string& at) {
   const bool flt = at != "int";
-  std::int64_t reduced = 1;
-  for (auto ax : k.reduce_axes) reduced *= k.space[ax];
-  if (!flt && reduced == 0) return "0";  // empty int32 max/min: 0, as the oracle
+  if (!flt && reduced_elements(k) == 0) return "0";  // empty int32 max/min: 0, as the oracle
   switch (k.reduce_op) {
     case Prim::reduce_sum: return flt ? at + "(0)" : "0";
     case Prim::reduce_prod: return flt ? at + "(1)" : "1";
@@ -362,7 +369,7 @@ std::string reduction_finish(const KernelCtx& c, const std::vector<std::string>&
 
 std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Shader& sh, const StoreFn& store) {
   const Kernel& k = c.k;
-  auto is_red = [&](std::size_t d) { return std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end(); };
+  auto is_red = [&](std::size_t d) { return reduced_dim(k, d); };
   std::vector<std::string> idx;
   Shape outer;
   std::vector<std::string> outer_names;
@@ -423,7 +430,8 @@ std::string reduction_finish(const KernelCtx& c, const std::vector<std::string>&
 // and over llvmpipe's loop limit past 65535).
 constexpr std::int64_t kWorkgroupReduceMin = 1024;
 
-Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t reduced) {
+Shader render_workgroup_reduction(const Kernel& k, bool f64_math) {
+  const std::int64_t reduced = reduced_elements(k);
   KernelCtx c{k, f64_math, nullptr};
   Shader sh;
   sh.name = k.name + "_wg";
@@ -434,7 +442,7 @@ Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t r
   std::string s = header(k.inputs, k.out.dtype, sh.float64 || f64_math, f64_math, sh.invocations);
   s.insert(s.find("void main() {"), fmt::format("shared {} red_[{}];\n", at, kWorkgroup));
   s += fmt::format("  const int wg = gi / {};\n  const int lid = int(gl_LocalInvocationIndex);\n", kWorkgroup);
-  auto is_red = [&](std::size_t d) { return std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end(); };
+  auto is_red = [&](std::size_t d) { return reduced_dim(k, d); };
   std::vector<std::string> idx, outer_names, red_names;
   Shape outer, red;
   for (std::size_t d = 0; d < k.space.size(); ++d) {
@@ -460,11 +468,7 @@ Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t r
 }  // namespace
 
 Shader render_kernel(const Kernel& k, bool f64_math) {
-  if (k.is_reduction()) {
-    std::int64_t reduced = 1;
-    for (auto ax : k.reduce_axes) reduced *= k.space[ax];
-    if (reduced >= kWorkgroupReduceMin) return render_workgroup_reduction(k, f64_math, reduced);
-  }
+  if (k.is_reduction() && reduced_elements(k) >= kWorkgroupReduceMin) return render_workgroup_reduction(k, f64_math);
   KernelCtx c{k, f64_math, nullptr};
   Shader sh;
   sh.name = k.name;
