@@ -359,18 +359,20 @@ auto jit(F f, JitOptions o = {}) {
     std::vector<TreeDef> defs;
     std::string sig;
     (detail::jit_flatten(args, leaves, defs, sig), ...);
-    TreeDef od;
-    bool ran = false;
     FlatFn fn = [&](const std::vector<Array>& in) {
       std::size_t pos = 0, k = 0;
-      ran = true;
       // braced initialization: the arguments are rebuilt left to right
       std::tuple<std::decay_t<decltype(args)>...> typed{detail::jit_rebuild(args, defs, in, pos, k)...};
-      return detail::out_leaves(std::apply(f, typed), od);
+      TreeDef od;
+      auto leaves_out = detail::out_leaves(std::apply(f, typed), od);
+      // recorded when the trace is made: a first call that fails after tracing (running out of
+      // device memory, a deferred error) must not leave the cached trace without its tree
+      std::lock_guard lock(*mu);
+      (*out_defs)[sig] = od;
+      return leaves_out;
     };
     auto out = core->call(sig, leaves, fn);
     std::lock_guard lock(*mu);
-    if (ran) (*out_defs)[sig] = od;
     return unflatten<R>(out_defs->at(sig), out);
   };
 }

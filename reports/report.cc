@@ -5,9 +5,14 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <map>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <thread>
 #include <unistd.h>
 
 #include "core/array/errors.h"
+#include "core/instrument/faults.h"
 
 namespace jx::lab {
 namespace {
@@ -42,6 +47,15 @@ void prepare_report_dir(const std::string& dir) {
   if (!f) throw Error(fmt::format("report directory {}: not writable", dir));
   std::fclose(f);
   fs::remove(probe, ec);
+  // temporary files of runs killed while writing (NAME.tmp-PID whose process is gone)
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const auto at = name.rfind(".tmp-");
+    if (at == std::string::npos) continue;
+    const std::string pid = name.substr(at + 5);
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) fs::remove(e.path(), ec);
+  }
 }
 
 void write_atomically(const std::string& path, const std::string& content) {
@@ -49,7 +63,14 @@ void write_atomically(const std::string& path, const std::string& content) {
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     if (!f) throw Error(fmt::format("cannot write {}", tmp));
-    f << content;
+    if (faults::fire("report_write_stall")) {  // test switch: stop half-written, to be killed
+      f.write(content.data(), static_cast<std::streamsize>(content.size() / 2));
+      f.flush();
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+      f.write(content.data() + content.size() / 2, static_cast<std::streamsize>(content.size() - content.size() / 2));
+    } else {
+      f << content;
+    }
     f.flush();
     if (!f) throw Error(fmt::format("cannot write {}", tmp));
   }

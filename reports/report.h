@@ -15,7 +15,7 @@ struct ReportMeta {
 };
 
 // Creates dir if needed and checks it is writable; throws Error naming it otherwise. Called
-// before any work starts.
+// before any work starts. Removes temporary files left by runs killed while writing.
 void prepare_report_dir(const std::string& dir);
 void write_atomically(const std::string& path, const std::string& content);
 void write_reports(const std::string& dir, const std::vector<CaseResult>& results, const ReportMeta& meta);

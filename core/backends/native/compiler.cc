@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "core/array/errors.h"
+#include "core/instrument/instrument.h"
 
 namespace fs = std::filesystem;
 
@@ -74,6 +75,25 @@ std::shared_ptr<Library> load(const std::string& path, std::string& error) {
   }
   return std::make_shared<Library>(h);
 }
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The cache entry's digest: FNV-1a of the object's bytes and its size.
+std::string digest(const std::string& bytes) { return fmt::format("{:016x} {}\n", fnv1a(bytes), bytes.size()); }
+
+// Why the cached object cannot be used (empty: it can): no digest beside it (an entry from a
+// process killed before it wrote one), or bytes that do not match it (truncated, corrupted).
+std::string cache_entry_problem(const fs::path& so, const fs::path& sum) {
+  if (!fs::exists(sum)) return "no digest";
+  const std::string want = read_file(sum), got = digest(read_file(so));
+  if (want != got) return fmt::format("digest mismatch (file {}, recorded {})", got.substr(0, got.size() - 1), want.substr(0, want.find('\n')));
+  return "";
+}
+
 }  // namespace
 
 CompileResult compile(const std::string& source) {
@@ -83,11 +103,18 @@ CompileResult compile(const std::string& source) {
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw BackendError(fmt::format("native: cannot create the compile cache {}: {}", dir.string(), ec.message()));
-  const fs::path so = dir / (key + ".so"), src = dir / (key + ".c");
-  std::string err;
+  const fs::path so = dir / (key + ".so"), src = dir / (key + ".c"), sum = dir / (key + ".so.sum");
+  std::string err, rejected;
   if (fs::exists(so)) {
-    if (auto lib = load(so.string(), err)) return {lib, 0.0, true, so.string()};
+    // a corrupted object could load and compute garbage: check its digest before dlopen
+    rejected = cache_entry_problem(so, sum);
+    if (rejected.empty()) {
+      if (auto lib = load(so.string(), err)) return {lib, 0.0, true, so.string(), ""};
+      rejected = "dlopen failed: " + err;
+    }
+    debug_log(1, fmt::format("native: cache entry {} rejected ({}); rebuilding", so.string(), rejected));
     fs::remove(so, ec);  // corrupted or truncated: rebuild below
+    fs::remove(sum, ec);
   }
   const std::string tag = fmt::format("{}.{}", getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
   const fs::path tmp_src = dir / (key + ".c." + tag), tmp_so = dir / (key + ".so." + tag), log = dir / (key + ".log." + tag);
@@ -110,11 +137,19 @@ CompileResult compile(const std::string& source) {
     throw BackendError(fmt::format("native: the C compiler failed ({}), source {}:\n{}", cmd, src.string(), ss.str().substr(0, 4000)));
   }
   fs::remove(log, ec);
+  const std::string object = read_file(tmp_so);
   fs::rename(tmp_so, so, ec);  // atomic: another process sees the whole file or none
   if (ec) throw BackendError(fmt::format("native: cannot install {}: {}", so.string(), ec.message()));
+  {  // the digest last, also atomically: an entry without one is rebuilt
+    const fs::path tmp_sum = dir / (key + ".so.sum." + tag);
+    std::ofstream out(tmp_sum, std::ios::binary);
+    out << digest(object);
+    out.close();
+    if (out) fs::rename(tmp_sum, sum, ec);
+  }
   auto lib = load(so.string(), err);
   if (!lib) throw BackendError(fmt::format("native: cannot load {}: {}", so.string(), err));
-  return {lib, ms, false, so.string()};
+  return {lib, ms, false, so.string(), rejected};
 }
 
 }  // namespace jx::native

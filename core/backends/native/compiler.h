@@ -23,6 +23,7 @@ struct CompileResult {
   double ms = 0.0;      // compiler wall time (0 when loaded from the disk cache)
   bool from_disk = false;
   std::string path;     // the .so
+  std::string rejected; // why a cached object was deleted and rebuilt (empty: none was)
 };
 
 std::uint64_t fnv1a(const std::string& s);
@@ -36,7 +37,8 @@ std::string compiler_command(std::size_t source_bytes = 0);
 std::string compiler_version();
 
 // Compiles C source to a shared object cached on disk by the hash of (command, source): a
-// second process reuses it. A cached file that fails to load is deleted and rebuilt.
+// second process reuses it. Each object has a digest beside it (KEY.so.sum: FNV-1a and size);
+// a cached object without one, not matching it, or failing to load is deleted and rebuilt.
 CompileResult compile(const std::string& source);
 
 }  // namespace jx::native

@@ -150,7 +150,9 @@ void VulkanBackend::submit() {
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &b.cmd;
-  check(vkQueueSubmit(ctx_->queue(), 1, &si, b.fence.get()), "vkQueueSubmit");
+  const VkResult r = faults::fire("vk_device_lost") ? VK_ERROR_DEVICE_LOST : vkQueueSubmit(ctx_->queue(), 1, &si, b.fence.get());
+  if (r == VK_ERROR_DEVICE_LOST) device_lost("vkQueueSubmit");
+  check(r, "vkQueueSubmit");
   counters_.submits++;
   inflight_.push_back(std::move(current_));
   written_.clear();
@@ -167,7 +169,10 @@ void VulkanBackend::finish() {
   std::vector<VkFence> fences;
   for (auto& b : inflight_) fences.push_back(b->fence.get());
   counters_.host_waits++;
-  check(vkWaitForFences(ctx_->device(), static_cast<std::uint32_t>(fences.size()), fences.data(), VK_TRUE, UINT64_MAX), "vkWaitForFences");
+  VkResult r = vkWaitForFences(ctx_->device(), static_cast<std::uint32_t>(fences.size()), fences.data(), VK_TRUE, UINT64_MAX);
+  if (faults::fire("vk_device_lost")) r = VK_ERROR_DEVICE_LOST;
+  if (r == VK_ERROR_DEVICE_LOST) device_lost("vkWaitForFences");
+  check(r, "vkWaitForFences");
   while (!inflight_.empty()) {
     recycle(std::move(inflight_.front()));
     inflight_.pop_front();

@@ -154,7 +154,7 @@ BackendMemory VulkanBackend::memory() const {
 void VulkanBackend::clear_caches() {
   std::lock_guard lock(mu_);
   if (!ctx_) return;
-  finish();
+  if (!lost_) finish();
   kernels_.clear();
   scans_.clear();
   spirv_.clear();
@@ -217,7 +217,7 @@ void VulkanBackend::dispatch(Executable& exe, std::span<const SlotId> in, std::s
 
 void VulkanBackend::synchronize() {
   std::lock_guard lock(mu_);
-  if (ctx_) finish();
+  if (ctx_ && !lost_) finish();
 }
 
 vulkan::Counters VulkanBackend::counters() const {
@@ -238,7 +238,7 @@ void VulkanBackend::shutdown(bool with_instance) {
   std::lock_guard lock(mu_);
   if (!ctx_) return;
   try {
-    finish();
+    if (!lost_) finish();
   } catch (const Error&) {
   }
   vkDeviceWaitIdle(ctx_->device());
@@ -260,7 +260,16 @@ void VulkanBackend::shutdown(bool with_instance) {
 }
 
 void VulkanBackend::alive() const {
-  if (!ctx_) throw BackendError(fmt::format("vulkan: backend unavailable: {}", info_.reason));
+  if (!ctx_ || lost_) throw BackendError(fmt::format("vulkan: backend unavailable: {}", info_.reason));
+}
+
+void VulkanBackend::device_lost(const char* what) {
+  lost_ = true;
+  info_.available = false;
+  info_.reason = fmt::format("the device was lost (VK_ERROR_DEVICE_LOST from {}); restart the process to use vulkan again", what);
+  throw BackendError(fmt::format("vulkan: device lost: {} failed with VK_ERROR_DEVICE_LOST; the vulkan backend is unavailable for the rest "
+                                 "of this process (arrays on it can only be disposed; other backends are unaffected)",
+                                 what));
 }
 
 VulkanBackend::Slot& VulkanBackend::get(SlotId id) {
@@ -314,11 +323,14 @@ std::unique_ptr<Buf> VulkanBackend::create_buffer(std::size_t bytes, std::uint32
   mi.allocationSize = req.size;
   mi.memoryTypeIndex = type;
   VkDeviceMemory mem = VK_NULL_HANDLE;
-  VkResult r = vkAllocateMemory(d, &mi, nullptr, &mem);
+  // an injected out-of-memory fault fails this allocation, retry included
+  const bool injected = faults::fire("vk_out_of_device_memory");
+  VkResult r = injected ? VK_ERROR_OUT_OF_DEVICE_MEMORY : vkAllocateMemory(d, &mi, nullptr, &mem);
   if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {  // give the pool back and retry once
     trim_pool();
-    r = vkAllocateMemory(d, &mi, nullptr, &mem);
+    if (!injected) r = vkAllocateMemory(d, &mi, nullptr, &mem);
   }
+  if (r == VK_ERROR_DEVICE_LOST) device_lost("vkAllocateMemory");
   if (r != VK_SUCCESS)
     throw BackendError(fmt::format("vulkan: out of device memory allocating {} bytes ({}; {} bytes live)", bytes, result_name(r), bytes_));
   b->mem = MemoryH(d, mem);

@@ -22,6 +22,7 @@
 #include "core/backends/vulkan/vk_context.h"
 #include "core/backends/vulkan/vk_pipeline.h"
 #include "core/backends/vulkan/vulkan.h"
+#include "core/instrument/faults.h"
 #include "core/instrument/instrument.h"
 #include "core/replay/policy.h"
 
@@ -146,6 +147,9 @@ class VulkanBackend final : public Backend {
   };
 
   void alive() const;
+  // VK_ERROR_DEVICE_LOST (real, or injected by the vk_device_lost fault) from `what`: the backend
+  // becomes unavailable for the rest of the process (arrays on it can still be disposed); throws.
+  [[noreturn]] void device_lost(const char* what);
   Slot& get(SlotId id);
 
   void choose_memory();
@@ -204,6 +208,7 @@ class VulkanBackend final : public Backend {
   std::string profile_ = "webgpu";
   int max_buffers_ = 8;
   bool host_visible_ = true;
+  bool lost_ = false;
   std::uint32_t mem_type_ = 0, staging_type_ = 0;
   std::unordered_map<SlotId, Slot> slots_;
   std::map<std::size_t, std::vector<std::unique_ptr<Buf>>> free_;
