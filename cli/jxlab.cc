@@ -10,6 +10,7 @@
 #include "core/jx.h"
 #include "cli/bench_scaling.h"
 #include "cli/lab_commands.h"
+#include "scenarios/soak.h"
 #include "scenarios/scenario.h"
 #include "workloads/dlm/dlm_io.h"
 
@@ -127,7 +128,19 @@ int main(int argc, char** argv) {
   run->add_option("--report", ra.report, "write report.json, summary.md and junit.xml into this directory");
   run->add_option("--shard", ra.shard, "i/n: run every n-th scenario starting at the i-th");
   run->add_option("--scenarios", ra.scenarios, "directory of scenario files (default: the source tree's scenarios/)");
+  run->add_option("--soak", ra.soak_minutes, "MINUTES: repeat the chosen scenarios (at least 4 rounds); fail on any failure or growth trend")
+      ->check(CLI::PositiveNumber);
   run->callback([&] { rc = jx::lab::cmd_run(ra); });
+
+  jx::lab::StressArgs st;
+  auto* stress = app.add_subcommand("stress", "stress runs");
+  stress->require_subcommand(1);
+  auto* sj = stress->add_subcommand("jit", "many jit calls over varying shapes in one process: results, slots, caches and RSS bounded");
+  sj->add_option("--calls", st.calls, "jit calls (default 10000)")->check(CLI::PositiveNumber);
+  sj->add_option("--shapes", st.shapes, "distinct input shapes (default 2500; each seen calls/shapes times)")->check(CLI::PositiveNumber);
+  sj->add_option("--backend", st.backend, "backend (default cpu)");
+  sj->add_option("--out", st.out, "write the figures as JSON to this file");
+  sj->callback([&] { rc = jx::lab::cmd_stress_jit(st); });
   std::string replay_id, replay_backend;
   auto* rp = app.add_subcommand("replay", "outcome table of a scenario's workload under every replay profile and both gradient transforms");
   rp->add_option("id", replay_id, "scenario id (e.g. buffer-limit)")->required();

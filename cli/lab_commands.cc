@@ -12,6 +12,7 @@
 
 #include "core/jx.h"
 #include "reports/report.h"
+#include "scenarios/soak.h"
 #include "scenarios/runner.h"
 
 #ifndef JX_GIT_COMMIT
@@ -132,6 +133,9 @@ int cmd_run(const RunArgs& a) {
   if (!a.report.empty()) prepare_report_dir(a.report);  // before any work: an unwritable directory fails now
   if (!a.all && a.ids.empty()) throw Error("jxlab run: name scenario ids or pass --all (jxlab list shows them)");
   if (!a.profile.empty()) (void)replay::profile(a.profile);
+  // a soak judges the runtime as it is: replay profiles re-create defects (memory growth among
+  // them) and run in a soak only when asked for with --profile
+  const std::string profile = a.soak_minutes > 0 && a.profile.empty() ? "current" : a.profile;
   if (!a.backend.empty() && a.backend != "cpu" && a.backend != "native" && a.backend != "vulkan")
     throw Error(fmt::format("--backend '{}': expected cpu, native or vulkan", a.backend));
   const std::string dir = a.scenarios.empty() ? default_scenarios_dir() : a.scenarios;
@@ -157,18 +161,24 @@ int cmd_run(const RunArgs& a) {
   std::size_t total = 0, done = 0;
   for (const auto& s : chosen)
     for (const auto& c : s.cases)
-      if (a.profile.empty() || c.profile == a.profile)
+      if (profile.empty() || c.profile == profile)
         for (const auto& b : s.backends) total += a.backend.empty() || b == a.backend;
-  std::vector<CaseResult> results;
-  RunOptions o{a.backend, a.profile};
-  for (const auto& s : chosen) {
-    auto rs = run_scenario(s, o, [&](const std::string& name) {
-      ++done;
-      if (tty) fmt::print(stderr, "\r\033[K[{}/{}] {}", done, total, name);
-    });
-    results.insert(results.end(), rs.begin(), rs.end());
-  }
-  if (tty) fmt::print(stderr, "\r\033[K");
+  RunOptions o{a.backend, profile};
+  auto run_round = [&] {
+    std::vector<CaseResult> results;
+    done = 0;
+    for (const auto& s : chosen) {
+      auto rs = run_scenario(s, o, [&](const std::string& name) {
+        ++done;
+        if (tty) fmt::print(stderr, "\r\033[K[{}/{}] {}", done, total, name);
+      });
+      results.insert(results.end(), rs.begin(), rs.end());
+    }
+    if (tty) fmt::print(stderr, "\r\033[K");
+    return results;
+  };
+  if (a.soak_minutes > 0) return soak(a.soak_minutes, a.report, run_round);
+  const std::vector<CaseResult> results = run_round();
   meta.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   int pass = 0, fail = 0, skip = 0;
   fmt::print("{:<20} {:<8} {:<24} {:<8} {:>8}\n", "scenario", "backend", "profile", "result", "seconds");

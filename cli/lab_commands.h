@@ -8,6 +8,7 @@ struct RunArgs {
   std::vector<std::string> ids;
   bool all = false;
   std::string backend, profile, report, shard, scenarios;
+  double soak_minutes = 0;  // > 0: repeat the chosen scenarios (cli/soak.h)
 };
 int cmd_list(const std::string& scenarios_dir);
 // The outcome table of one scenario's workload: a row per replay profile, a column per

@@ -351,29 +351,26 @@ T jit_rebuild(const T& original, const std::vector<TreeDef>& defs, const std::ve
 template <class F>
 auto jit(F f, JitOptions o = {}) {
   auto core = std::make_shared<JitCore>(std::move(o));
-  auto out_defs = std::make_shared<std::map<std::string, TreeDef>>();
-  auto mu = std::make_shared<std::mutex>();
-  return [f, core, out_defs, mu](const auto&... args) {
+  return [f, core](const auto&... args) {
     using R = std::decay_t<std::invoke_result_t<F, decltype(args)...>>;
     std::vector<Array> leaves;
     std::vector<TreeDef> defs;
     std::string sig;
     (detail::jit_flatten(args, leaves, defs, sig), ...);
+    // the output tree lives with the trace: a first call that fails after tracing (running out
+    // of device memory, a deferred error) leaves a trace that later calls can still use
+    std::any out_tree;
     FlatFn fn = [&](const std::vector<Array>& in) {
       std::size_t pos = 0, k = 0;
       // braced initialization: the arguments are rebuilt left to right
       std::tuple<std::decay_t<decltype(args)>...> typed{detail::jit_rebuild(args, defs, in, pos, k)...};
       TreeDef od;
       auto leaves_out = detail::out_leaves(std::apply(f, typed), od);
-      // recorded when the trace is made: a first call that fails after tracing (running out of
-      // device memory, a deferred error) must not leave the cached trace without its tree
-      std::lock_guard lock(*mu);
-      (*out_defs)[sig] = od;
+      out_tree = std::move(od);
       return leaves_out;
     };
-    auto out = core->call(sig, leaves, fn);
-    std::lock_guard lock(*mu);
-    return unflatten<R>(out_defs->at(sig), out);
+    auto out = core->call(sig, leaves, fn, out_tree);
+    return unflatten<R>(std::any_cast<const TreeDef&>(out_tree), out);
   };
 }
 

@@ -12,12 +12,6 @@
 namespace jx::lab {
 namespace {
 
-double rss_kb() {
-  std::ifstream f("/proc/self/statm");
-  long pages = 0, resident = 0;
-  f >> pages >> resident;
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1024.0;
-}
 
 void mle_repeat(Run& r) {
   const std::int64_t calls = r.integer("calls", 400), n = r.integer("n", 200);
@@ -38,7 +32,7 @@ void mle_repeat(Run& r) {
   double lik = 0;
   for (std::int64_t i = 0; i < calls; ++i) {
     lik = dlm::mle(ya, s, w, o, mo).lik;
-    rss.push_back(rss_kb());
+    rss.push_back(process_rss_kb());
     entries.push_back(static_cast<double>(memory_stats().jit_cache_entries));
   }
   r.values["lik"] = {lik};

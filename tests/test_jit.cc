@@ -250,3 +250,29 @@ TEST(Program, FreesIntermediatesAfterLastUse) {
   EXPECT_NE(s.find("free"), std::string::npos) << s;
   EXPECT_EQ(p.kernels.size(), 2u) << s;  // the prologue kernel and the reduction
 }
+
+TEST(Cache, TracesPerJitObjectAreBoundedLeastRecentlyUsedFirst) {
+  JitOptions o;
+  o.max_traces = 3;
+  JitCore core(o);
+  int traces = 0;
+  FlatFn fn = [&](const std::vector<Array>& in) {
+    ++traces;
+    return std::vector<Array>{in[0] * 2.0};
+  };
+  std::any tree;
+  auto call = [&](std::int64_t n) { return core.call(fmt::format("n{}", n), {np::ones({n}, DType::float64)}, fn, tree).at(0); };
+  for (std::int64_t n = 1; n <= 10; ++n) EXPECT_TRUE(all_close(call(n), std::vector<double>(static_cast<std::size_t>(n), 2.0)));
+  EXPECT_EQ(traces, 10);
+  EXPECT_EQ(core.traced_signatures(), 3u);  // n = 8, 9, 10 kept
+  (void)call(8);
+  EXPECT_EQ(traces, 10);  // kept: no new trace, and now the most recently used
+  (void)call(1);          // evicted long ago: traced again, evicting n = 9
+  EXPECT_EQ(traces, 11);
+  (void)call(8);
+  (void)call(10);
+  EXPECT_EQ(traces, 11);
+  (void)call(9);
+  EXPECT_EQ(traces, 12);
+  EXPECT_EQ(core.traced_signatures(), 3u);
+}

@@ -5,6 +5,7 @@
 
 #include "reports/report.h"
 #include "scenarios/runner.h"
+#include "scenarios/soak.h"
 #include "tests/helpers.h"
 
 using namespace jx;
@@ -207,4 +208,20 @@ TEST(Lab, AnUnavailableBackendIsSkippedWithItsReason) {
   // unknown ids and bad shards are errors before any work
   EXPECT_NE(std::system(fmt::format("{} run no-such-id --scenarios {} > /dev/null 2>&1", JXLAB_PATH, d.path.string()).c_str()), 0);
   EXPECT_NE(std::system(fmt::format("{} run --all --shard 3/2 --scenarios {} > /dev/null 2>&1", JXLAB_PATH, d.path.string()).c_str()), 0);
+}
+
+TEST(Soak, TrendFitFlagsGrowthButNotNoise) {
+  // flat with ±1 MiB noise: no trend
+  std::vector<double> flat;
+  for (int i = 0; i < 12; ++i) flat.push_back(200000 + ((i * 7919) % 3 - 1) * 1024.0);
+  const Trend f = rss_trend(flat);
+  EXPECT_FALSE(f.growing) << f.growth_kb;
+  // +1 MiB per round over 12 rounds: 11 MiB fitted > max(2% of 200 MB = 4000 KiB, 4 MiB)
+  std::vector<double> up;
+  for (int i = 0; i < 12; ++i) up.push_back(200000 + 1024.0 * i);
+  const Trend u = rss_trend(up);
+  EXPECT_TRUE(u.growing);
+  EXPECT_NEAR(u.slope_kb, 1024.0, 1e-6);
+  EXPECT_NEAR(u.growth_kb, 11 * 1024.0, 1e-6);
+  EXPECT_FALSE(rss_trend({1e5}).growing);  // one point: nothing to fit
 }

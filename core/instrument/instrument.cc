@@ -3,8 +3,10 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <mutex>
+#include <unistd.h>
 #include <vector>
 
 namespace jx {
@@ -75,6 +77,13 @@ void set_debug(int l) { level() = l; }
 int debug_level() { return level().load(std::memory_order_relaxed); }
 void debug_log(int l, const std::string& msg) {
   if (debug_level() >= l) std::fprintf(stderr, "[jx] %s\n", msg.c_str());
+}
+
+double process_rss_kb() {
+  std::ifstream f("/proc/self/statm");
+  long pages = 0, resident = 0;
+  f >> pages >> resident;
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / 1024.0;
 }
 
 }  // namespace jx

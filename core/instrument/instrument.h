@@ -61,4 +61,7 @@ void set_debug(int level);
 int debug_level();
 void debug_log(int level, const std::string& msg);
 
+// This process's resident set size in KiB (/proc/self/statm).
+double process_rss_kb();
+
 }  // namespace jx

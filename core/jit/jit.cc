@@ -177,7 +177,7 @@ const bool g_op_runner_registered = [] {
 
 }  // namespace
 
-std::vector<Array> JitCore::call(const std::string& signature, const std::vector<Array>& args, const FlatFn& fn) {
+std::vector<Array> JitCore::call(const std::string& signature, const std::vector<Array>& args, const FlatFn& fn, std::any& out_tree) {
   bool traced = dynamic_trace() != nullptr;
   for (const Array& a : args) traced = traced || a.is_tracer();
   if (traced) return fn(args);
@@ -188,7 +188,11 @@ std::vector<Array> JitCore::call(const std::string& signature, const std::vector
   std::shared_ptr<Entry> entry;
   {
     std::lock_guard lock(mu_);
-    if (auto it = entries_.find(sig); it != entries_.end()) entry = it->second;
+    if (auto it = entries_.find(sig); it != entries_.end()) {
+      entry = it->second;
+      entry->last_use = ++tick_;
+      out_tree = entry->out_tree;
+    }
   }
   if (!entry) {
     std::vector<AVal> avals;
@@ -202,9 +206,16 @@ std::vector<Array> JitCore::call(const std::string& signature, const std::vector
     // replay: keyed by this jit object's identity, so a fresh closure never hits the cache
     if (rp.identity_keyed_unbounded_cache) key += fmt::format("|closure:{}", static_cast<const void*>(this));
     for (const Array& c : cj.consts) key += c.aval().str() + ",";
-    entry = std::make_shared<Entry>(Entry{std::move(cj), std::move(key), budget, std::move(deferred)});
+    entry = std::make_shared<Entry>(Entry{std::move(cj), std::move(key), budget, std::move(deferred), out_tree, 0});
     std::lock_guard lock(mu_);
+    entry->last_use = ++tick_;
     entries_[sig] = entry;
+    while (entries_.size() > std::max<std::size_t>(o_.max_traces, 1)) {  // least recently used trace goes
+      auto lru = entries_.begin();
+      for (auto it = entries_.begin(); it != entries_.end(); ++it)
+        if (it->second->last_use < lru->second->last_use) lru = it;
+      entries_.erase(lru);
+    }
   }
   auto prog = cache().get(entry->key);
   if (!prog) {

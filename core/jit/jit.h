@@ -1,4 +1,5 @@
 #pragma once
+#include <any>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,9 @@ struct JitOptions {
   // Buffers one fused kernel may bind (inputs + output); 0: the backend's limit. The
   // stricter of the two applies.
   int max_buffers = 0;
+  // Traces kept per jit object (least recently used dropped first): a function called with ever
+  // new shapes holds at most this many jaxprs and their captured constants.
+  std::size_t max_traces = 64;
 };
 
 // The flat core of jx::jit. Per input signature it traces once and keeps the simplified jaxpr
@@ -25,8 +29,10 @@ class JitCore {
  public:
   explicit JitCore(JitOptions o) : o_(std::move(o)) {}
   // Runs fn compiled, or inline when called under a transformation (tracer arguments or a
-  // dynamic trace): nested jit flattens into the enclosing trace.
-  std::vector<Array> call(const std::string& signature, const std::vector<Array>& args, const FlatFn& fn);
+  // dynamic trace): nested jit flattens into the enclosing trace. `out_tree` is the caller's
+  // description of the outputs: fn sets it when it runs (tracing); it is kept with the trace and
+  // set from there on calls that reuse it.
+  std::vector<Array> call(const std::string& signature, const std::vector<Array>& args, const FlatFn& fn, std::any& out_tree);
   std::size_t traced_signatures() const;
 
  private:
@@ -35,10 +41,13 @@ class JitCore {
     std::string key;
     int max_buffers;
     std::string deferred_error;  // replay borrowed_residuals: thrown after every run
+    std::any out_tree;
+    std::uint64_t last_use = 0;
   };
   JitOptions o_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Entry>> entries_;
+  std::uint64_t tick_ = 0;
 };
 
 struct MemoryStats {

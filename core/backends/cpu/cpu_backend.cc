@@ -1,4 +1,5 @@
 #include "core/backends/cpu/cpu_backend.h"
+#include "core/backends/cache_bound.h"
 
 #include <fmt/format.h>
 #include <thread>
@@ -46,6 +47,7 @@ class CpuBackend final : public HostBackend {
     auto key = k.key();
     if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
     auto exe = std::make_shared<CpuKernelExecutable>(k);
+    trim_unused(kernels_);
     kernels_.emplace(std::move(key), exe);
     return exe;
   }

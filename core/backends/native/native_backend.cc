@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/backends/cache_bound.h"
 #include "core/backends/host_memory.h"
 #include "core/backends/native/c_renderer.h"
 #include "core/backends/native/compiler.h"
@@ -78,6 +79,7 @@ class NativeBackend final : public HostBackend {
       auto r = native::compile(source);
       trace::emit({trace::EventKind::compile, "native", "cc", 0, false, r.ms, r.from_disk ? "disk cache" : r.path});
       debug_log(1, fmt::format("native: {} kernels {} in {:.1f} ms ({})", pending.size(), r.from_disk ? "loaded" : "compiled", r.ms, r.path));
+      trim_unused(kernels_);
       for (auto& [key, sym] : pending)
         kernels_[key] = std::make_shared<NativeKernel>(r.lib, reinterpret_cast<KernelFn>(r.lib->symbol(sym)));
     }
@@ -105,6 +107,7 @@ class NativeBackend final : public HostBackend {
     auto r = native::compile(source);
     trace::emit({trace::EventKind::compile, "native", "cc", 0, false, r.ms, r.from_disk ? "disk cache" : r.path});
     auto exe = std::make_shared<NativeKernel>(r.lib, reinterpret_cast<KernelFn>(r.lib->symbol(sym)));
+    trim_unused(scans_);
     scans_[key] = exe;
     why = "native compiles the whole loop into one function";
     return exe;

@@ -1,5 +1,7 @@
 #include "core/backends/vulkan/vk_pipeline.h"
 
+#include "core/backends/cache_bound.h"
+
 #include <fmt/format.h>
 #include <glslang/Public/ResourceLimits.h>
 #include <glslang/Public/ShaderLang.h>
@@ -94,6 +96,7 @@ std::shared_ptr<Pipeline> Pipelines::get(const std::vector<std::uint32_t>& spirv
   check(vkCreateComputePipelines(d, cache_.get(), 1, &ci, nullptr, &pipe), "vkCreateComputePipelines");
   p->pipeline = PipelineH(d, pipe);
   ++creations_;
+  trim_unused(by_hash_);
   by_hash_[h] = p;
   return p;
 }

@@ -190,6 +190,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare_kernel(const Kernel& k) {
   const std::string key = k.key();
   if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
   auto exe = make_kernel_exe(render_kernel(k, ctx_->desc().float64), key);
+  trim_unused(kernels_);
   kernels_[key] = exe;
   return exe;
 }
@@ -370,6 +371,7 @@ std::shared_ptr<KernelExe> VulkanBackend::make_kernel_exe(const Shader& sh, cons
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     trace::emit({trace::EventKind::compile, "vulkan", "glslang", 0, false, ms, sh.name});
     debug_log(2, fmt::format("vulkan GLSL for {}:\n{}", sh.name, sh.glsl));
+    if (spirv_.size() >= kUnusedKernelLimit) spirv_.clear();  // compiled SPIR-V: a bounded memo
     it = spirv_.emplace(key, std::move(spirv)).first;
   }
   exe->pipe = pipes_->get(it->second, sh.buffers, sh.name, push_bytes);

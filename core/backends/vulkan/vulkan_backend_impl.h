@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/backends/cache_bound.h"
 #include "core/backends/host_memory.h"
 #include "core/backends/vulkan/glsl_renderer.h"
 #include "core/backends/vulkan/glsl_scan.h"
