@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <fstream>
+#include <sstream>
 #include <regex>
 #include <set>
 
@@ -142,12 +143,18 @@ class Reader {
 }  // namespace
 
 Scenario load_scenario(const std::string& path) {
-  Reader r(path);
-  std::ifstream f(path);
+  std::ifstream f(path, std::ios::binary);
   if (!f) throw ScenarioError(fmt::format("{}: cannot open the file", path));
+  std::stringstream text;
+  text << f.rdbuf();
+  return parse_scenario(text.str(), path);
+}
+
+Scenario parse_scenario(const std::string& text, const std::string& path) {
+  Reader r(path);
   json doc;
   try {
-    doc = json::parse(f);
+    doc = json::parse(text);
   } catch (const json::parse_error& e) {
     throw ScenarioError(fmt::format("{}: /: not valid JSON: {}", path, e.what()));
   }

@@ -67,6 +67,8 @@ struct Scenario {
 };
 
 Scenario load_scenario(const std::string& path);
+// The same from text; `path` names the file in errors and must be <id>.json.
+Scenario parse_scenario(const std::string& text, const std::string& path);
 // Every *.json in dir (sorted by file name); duplicate ids are an error naming both files.
 std::vector<Scenario> load_scenarios(const std::string& dir);
 

@@ -66,7 +66,8 @@ int soak(double minutes, const std::string& report_dir, const std::function<std:
     SoakRound r = measure(static_cast<int>(rounds.size()) + 1, std::chrono::duration<double>(clock::now() - r0).count());
     for (const auto& c : results) {
       r.pass += c.status == "pass", r.fail += c.status == "fail", r.skipped += c.status == "skipped";
-      if (c.status == "fail") problems.push_back(fmt::format("round {}: {} {} {} failed", r.round, c.scenario, c.backend, c.profile));
+      if (c.status == "fail")
+        problems.push_back(fmt::format("round {}: {} {} {} failed: {}", r.round, c.scenario, c.backend, c.profile, fmt::join(c.failures, "; ")));
     }
     fmt::print("{:>5} {:>8.1f} {:>10.1f} {:>6} {:>6} {:>8} {:>6} {:>5} {:>5}\n", r.round, r.seconds, r.rss_kb / 1024, r.live_slots,
                r.jit_cache_entries, r.compiled_kernels, r.pipelines, r.pass, r.fail);

@@ -342,7 +342,7 @@ TEST(AssociativeScan, JitOnNativeIsOneCompiledLoop) {
     trace::DispatchTracker d;
     auto got = jf(args[0], args[1]);
     t.expect_path(ScanPath::fused);
-    EXPECT_EQ(std::count(d.names().begin(), d.names().end(), "scan"), 1);
+    EXPECT_EQ(d.count("scan"), 1);
     counts.push_back(d.dispatches());
     EXPECT_TRUE(all_close(got[1], vals(want[1]), 1e-12, 1e-12));
   }

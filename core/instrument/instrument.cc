@@ -58,7 +58,7 @@ DispatchTracker::DispatchTracker()
         ++n_;
         if (e.fused) ++fused_;
         if (e.buffers > max_buffers_) max_buffers_ = e.buffers;
-        names_.push_back(e.name);
+        ++per_name_[e.name];
       }) {}
 
 }  // namespace trace

@@ -1,6 +1,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 
 // Events from every layer, delivered synchronously to subscribers, plus the debug level.
@@ -37,19 +38,23 @@ class Subscription {
 bool has_subscribers();
 void emit(const Event& e);
 
-// Records dispatches in its scope: count, the largest buffer count, kernel names.
+// Records dispatches in its scope: count, the largest buffer count, dispatches per kernel name.
+// Its memory does not grow with the number of dispatches, only with distinct names.
 class DispatchTracker {
  public:
   DispatchTracker();
   std::size_t dispatches() const { return n_; }
   std::size_t fused_dispatches() const { return fused_; }
   int max_buffers() const { return max_buffers_; }
-  const std::vector<std::string>& names() const { return names_; }
+  std::size_t count(const std::string& name) const {
+    auto it = per_name_.find(name);
+    return it == per_name_.end() ? 0 : it->second;
+  }
 
  private:
   std::size_t n_ = 0, fused_ = 0;
   int max_buffers_ = 0;
-  std::vector<std::string> names_;
+  std::map<std::string, std::size_t> per_name_;
   Subscription sub_;
 };
 

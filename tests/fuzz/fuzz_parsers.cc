@@ -1,0 +1,69 @@
+// Fuzz targets for the two input readers: scenario files (parser + validator) and `jxlab dlm`
+// inputs (JSON or CSV, then a small fit when the input is valid). Only ScenarioError / jx::Error
+// may come out: anything else (nlohmann type errors, std::out_of_range, ...) is a finding.
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+#include "core/jx.h"
+#include "scenarios/scenario.h"
+#include "tests/fuzz/fuzz_targets.h"
+#include "workloads/dlm/dlm_io.h"
+
+namespace jx::fuzz {
+
+void finding(const std::string& what) {
+  std::fprintf(stderr, "FUZZ FINDING: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
+namespace {
+template <class F>
+void only_clear_errors(const char* target, F&& f) {
+  try {
+    f();
+  } catch (const lab::ScenarioError&) {
+  } catch (const Error&) {
+  } catch (const std::exception& e) {
+    finding(std::string(target) + ": unexpected exception (not a jx error naming the problem): " + e.what());
+  }
+}
+}  // namespace
+
+int scenario_file(const std::uint8_t* data, std::size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  // the file name must match the id: take it from the text when it parses, so mutations reach
+  // the validator beyond the id check
+  std::string id = "fuzz";
+  try {
+    auto j = nlohmann::json::parse(text);
+    if (j.is_object() && j.contains("id") && j["id"].is_string()) id = j["id"].get<std::string>();
+  } catch (const std::exception&) {
+  }
+  if (id.find('/') != std::string::npos || id.empty()) id = "fuzz";
+  only_clear_errors("scenario_file", [&] {
+    lab::Scenario s = lab::parse_scenario(text, "fuzz/" + id + ".json");
+    if (s.id.empty() || s.cases.empty() || s.backends.empty()) finding("scenario_file: a scenario without id, cases or backends was accepted");
+  });
+  return 0;
+}
+
+int dlm_input(const std::uint8_t* data, std::size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  only_clear_errors("dlm_input", [&] {
+    dlm::Input in = dlm::parse_input(text, "fuzz-input");
+    if (in.s.empty()) in.s = {1.0};  // CSV: the CLI's --s/--w
+    if (in.w.empty()) in.w.assign(static_cast<std::size_t>(in.options.order + 1), 0.5);
+    dlm::validate(in, "fuzz-input");
+    if (in.y.size() > 64 || in.options.order > 3) return;  // the reader is the target; keep fits small
+    DefaultDeviceScope cpu("cpu");
+    Array y = np::array(in.y, std::nullopt, DType::float64);
+    Array s = in.s.size() == 1 ? np::scalar(in.s[0], DType::float64) : np::array(in.s, std::nullopt, DType::float64);
+    const dlm::Fit f = dlm::fit(y, s, in.w, in.options);
+    (void)dlm::to_json(f).dump();
+  });
+  return 0;
+}
+
+}  // namespace jx::fuzz

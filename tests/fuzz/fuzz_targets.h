@@ -1,0 +1,22 @@
+#pragma once
+// The fuzz targets, as plain functions: libFuzzer drivers (tests/fuzz/libfuzzer_main.cc, built
+// with clang under JX_FUZZ) call them, and test_fuzz_replay runs every committed corpus and
+// regression input through them in the ordinary suites. A target returns 0 for an input it
+// accepted or rejected with a clear jx error; it aborts (a finding) on a crash, an unexpected
+// exception type, a backend mismatch or a leak.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace jx::fuzz {
+
+int scenario_file(const std::uint8_t* data, std::size_t size);
+int dlm_input(const std::uint8_t* data, std::size_t size);
+int differential(const std::uint8_t* data, std::size_t size);
+
+// The differential target's program for these bytes, in words (for findings and tests).
+std::string describe_program(const std::uint8_t* data, std::size_t size);
+
+[[noreturn]] void finding(const std::string& what);
+
+}  // namespace jx::fuzz
