@@ -37,7 +37,7 @@ std::pair<std::vector<Array>, std::vector<TreeDef>> flatten_all(const A&... a) {
   std::vector<TreeDef> defs;
   (
       [&] {
-        auto [l, d] = flatten(a);
+        auto sb8_ = flatten(a); auto& l = std::get<0>(sb8_); auto& d = std::get<1>(sb8_);
         leaves.insert(leaves.end(), l.begin(), l.end());
         defs.push_back(std::move(d));
       }(),
@@ -56,7 +56,7 @@ std::tuple<A...> unflatten_all(const std::vector<TreeDef>& defs, const std::vect
 
 template <class R>
 std::vector<Array> out_leaves(const R& r, TreeDef& def) {
-  auto [l, d] = flatten(r);
+  auto sb9_ = flatten(r); auto& l = std::get<0>(sb9_); auto& d = std::get<1>(sb9_);
   def = std::move(d);
   return l;
 }
@@ -74,7 +74,7 @@ inline void require_float(const std::vector<Array>& leaves, const char* what) {
 template <class F>
 auto make_jaxpr(F f) {
   return [f](const auto&... args) {
-    auto [leaves, defs] = detail::flatten_all(args...);
+    auto sb10_ = detail::flatten_all(args...); auto& leaves = std::get<0>(sb10_); auto& defs = std::get<1>(sb10_);
     std::vector<AVal> avals;
     for (const Array& a : leaves) avals.push_back(a.aval());
     return make_jaxpr_flat(
@@ -91,12 +91,12 @@ auto make_jaxpr(F f) {
 template <class F, class... A>
 auto jvp(F f, const std::tuple<A...>& primals, const std::tuple<A...>& tangents) {
   using R = std::decay_t<std::invoke_result_t<F, const A&...>>;
-  auto [x, defs] = std::apply([](const auto&... a) { return detail::flatten_all(a...); }, primals);
-  auto [t, tdefs] = std::apply([](const auto&... a) { return detail::flatten_all(a...); }, tangents);
+  auto sb11_ = std::apply([](const auto&... a) { return detail::flatten_all(a...); }, primals); auto& x = std::get<0>(sb11_); auto& defs = std::get<1>(sb11_);
+  auto sb12_ = std::apply([](const auto&... a) { return detail::flatten_all(a...); }, tangents); auto& t = std::get<0>(sb12_); auto& tdefs = std::get<1>(sb12_);
   if (defs != tdefs) throw ShapeError("jvp: primals and tangents have different tree structures");
   TreeDef od;
-  auto [y, ty] = jvp_flat(
-      [&](const std::vector<Array>& in) { return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od); }, x, t);
+  auto sb13_ = jvp_flat(
+      [&](const std::vector<Array>& in) { return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od); }, x, t); auto& y = std::get<0>(sb13_); auto& ty = std::get<1>(sb13_);
   return std::pair<R, R>{unflatten<R>(od, y), unflatten<R>(od, ty)};
 }
 
@@ -106,7 +106,7 @@ class Linearized {
  public:
   Linearized(LinearFn lin, TreeDef out, std::vector<TreeDef> in) : lin_(std::move(lin)), out_(std::move(out)), in_(std::move(in)) {}
   R operator()(const A&... tangents) const {
-    auto [t, defs] = detail::flatten_all(tangents...);
+    auto sb14_ = detail::flatten_all(tangents...); auto& t = std::get<0>(sb14_); auto& defs = std::get<1>(sb14_);
     if (defs != in_) throw ShapeError("linearize: tangents have a different tree structure than the primals");
     return unflatten<R>(out_, lin_(t));
   }
@@ -122,10 +122,10 @@ class Linearized {
 template <class F, class... A>
 auto linearize(F f, const A&... primals) {
   using R = std::decay_t<std::invoke_result_t<F, const A&...>>;
-  auto [x, defs] = detail::flatten_all(primals...);
+  auto sb15_ = detail::flatten_all(primals...); auto& x = std::get<0>(sb15_); auto& defs = std::get<1>(sb15_);
   TreeDef od;
-  auto [y, lin] = linearize_flat(
-      [&](const std::vector<Array>& in) { return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od); }, x);
+  auto sb16_ = linearize_flat(
+      [&](const std::vector<Array>& in) { return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od); }, x); auto& y = std::get<0>(sb16_); auto& lin = std::get<1>(sb16_);
   return std::pair<R, Linearized<R, A...>>{unflatten<R>(od, y), Linearized<R, A...>(std::move(lin), od, defs)};
 }
 
@@ -136,7 +136,7 @@ class Pullback : public Linearized<R, A...> {
   using Linearized<R, A...>::Linearized;
   // Cotangents of every argument, as a tuple of the argument types.
   std::tuple<A...> operator()(const R& ct) const {
-    auto [c, d] = flatten(ct);
+    auto sb17_ = flatten(ct); auto& c = std::get<0>(sb17_); auto& d = std::get<1>(sb17_);
     if (d != this->out_) throw ShapeError("vjp: the cotangent has a different tree structure than the output");
     return detail::unflatten_all<A...>(this->in_, this->lin_.transpose(c));
   }
@@ -145,10 +145,10 @@ class Pullback : public Linearized<R, A...> {
 template <class F, class... A>
 auto vjp(F f, const A&... primals) {
   using R = std::decay_t<std::invoke_result_t<F, const A&...>>;
-  auto [x, defs] = detail::flatten_all(primals...);
+  auto sb18_ = detail::flatten_all(primals...); auto& x = std::get<0>(sb18_); auto& defs = std::get<1>(sb18_);
   TreeDef od;
-  auto [y, lin] = vjp_flat(
-      [&](const std::vector<Array>& in) { return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od); }, x);
+  auto sb19_ = vjp_flat(
+      [&](const std::vector<Array>& in) { return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od); }, x); auto& y = std::get<0>(sb19_); auto& lin = std::get<1>(sb19_);
   return std::pair<R, Pullback<R, A...>>{unflatten<R>(od, y), Pullback<R, A...>(std::move(lin), od, defs)};
 }
 
@@ -167,7 +167,7 @@ auto value_and_grad_impl(const F& f, const A&... args) {
   std::vector<TreeDef> defs;
   (
       [&] {
-        auto [l, d] = flatten(std::get<I>(all));
+        auto sb20_ = flatten(std::get<I>(all)); auto& l = std::get<0>(sb20_); auto& d = std::get<1>(sb20_);
         x.insert(x.end(), l.begin(), l.end());
         defs.push_back(std::move(d));
       }(),
@@ -197,7 +197,7 @@ auto value_and_grad_impl(const F& f, const A&... args) {
                                    out[0].aval().str()));
     return out;
   };
-  auto [y, lin] = linearize_flat(fn, x);
+  auto sb21_ = linearize_flat(fn, x); auto& y = std::get<0>(sb21_); auto& lin = std::get<1>(sb21_);
   std::vector<Array> cts(y.size());
   cts[0] = np::ones({}, y[0].dtype());
   auto g = lin.transpose(cts);
@@ -246,7 +246,7 @@ auto grad(F f, Argnums<I...> an = {}) {
 template <class F, std::size_t... I>
 auto grad(F f, Argnums<I...> an, HasAux) {
   return [g = value_and_grad(f, an, has_aux)](const auto&... args) {
-    auto [v, gr] = g(args...);
+    auto sb22_ = g(args...); auto& v = std::get<0>(sb22_); auto& gr = std::get<1>(sb22_);
     return std::pair{gr, v.second};
   };
 }
@@ -257,7 +257,7 @@ template <class F>
 auto vmap(F f, std::vector<std::optional<std::int64_t>> in_axes = {}, std::int64_t out_axes = 0) {
   return [f, in_axes, out_axes](const auto&... args) {
     using R = std::decay_t<std::invoke_result_t<F, decltype(args)...>>;
-    auto [leaves, defs] = detail::flatten_all(args...);
+    auto sb23_ = detail::flatten_all(args...); auto& leaves = std::get<0>(sb23_); auto& defs = std::get<1>(sb23_);
     std::vector<std::optional<std::int64_t>> leaf_axes;
     if (!in_axes.empty() && in_axes.size() != defs.size())
       throw ShapeError(fmt::format("vmap: in_axes has {} entries for {} arguments", in_axes.size(), defs.size()));
@@ -296,7 +296,7 @@ auto jacfwd(F f) {
 template <class F>
 auto jacrev(F f) {
   return [f](const Array& x) {
-    auto [y, lin] = vjp_flat([&](const std::vector<Array>& in) { return std::vector<Array>{f(in[0])}; }, {x});
+    auto sb24_ = vjp_flat([&](const std::vector<Array>& in) { return std::vector<Array>{f(in[0])}; }, {x}); auto& y = std::get<0>(sb24_); auto& lin = std::get<1>(sb24_);
     const std::int64_t m = y[0].size();
     Shape bs{m};
     bs.insert(bs.end(), y[0].shape().begin(), y[0].shape().end());
@@ -324,7 +324,7 @@ void jit_flatten(const T& x, std::vector<Array>& leaves, std::vector<TreeDef>& d
   if constexpr (is_static_arg<T>) {
     sig += fmt::format("static:{};", x);  // static arguments select their own trace
   } else {
-    auto [l, d] = flatten(x);
+    auto sb25_ = flatten(x); auto& l = std::get<0>(sb25_); auto& d = std::get<1>(sb25_);
     for (const Array& a : l) sig += a.aval().str() + ",";
     sig += d.str() + ";";
     leaves.insert(leaves.end(), l.begin(), l.end());

@@ -57,16 +57,16 @@ template <class F, class C, class X>
 auto scan(F f, const C& init, const X& xs, const ScanOptions& o = {}) {
   using Out = std::decay_t<std::invoke_result_t<F, const C&, const X&>>;
   using Y = std::decay_t<decltype(std::declval<Out>().second)>;
-  auto [cl, cd] = flatten(init);
-  auto [xl, xd] = flatten(xs);
+  auto sb1_ = flatten(init); auto& cl = std::get<0>(sb1_); auto& cd = std::get<1>(sb1_);
+  auto sb2_ = flatten(xs); auto& xl = std::get<0>(sb2_); auto& xd = std::get<1>(sb2_);
   TreeDef yd;
   FlatFn body = [&](const std::vector<Array>& in) {
     std::vector<Array> c(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(cl.size()));
     std::vector<Array> x(in.begin() + static_cast<std::ptrdiff_t>(cl.size()), in.end());
     Out r = f(unflatten<C>(cd, c), unflatten<X>(xd, x));
-    auto [nc, ncd] = flatten(r.first);
+    auto sb3_ = flatten(r.first); auto& nc = std::get<0>(sb3_); auto& ncd = std::get<1>(sb3_);
     if (ncd != cd) throw ShapeError(fmt::format("scan: the body returns a carry of structure {}, expected {}", ncd.str(), cd.str()));
-    auto [y, ydef] = flatten(r.second);
+    auto sb4_ = flatten(r.second); auto& y = std::get<0>(sb4_); auto& ydef = std::get<1>(sb4_);
     yd = ydef;
     nc.insert(nc.end(), y.begin(), y.end());
     return nc;
@@ -93,7 +93,7 @@ C fori_loop(std::int64_t lower, std::int64_t upper, F body, const C& init) {
     Array next = np::add(ic.first, np::ones({}, DType::int32));
     return std::pair<std::pair<Array, C>, std::vector<Array>>{{next, body(ic.first, ic.second)}, {}};
   };
-  auto [final, ys] = scan(step, std::pair<Array, C>{np::full({}, static_cast<double>(lower), DType::int32), init}, n);
+  auto sb5_ = scan(step, std::pair<Array, C>{np::full({}, static_cast<double>(lower), DType::int32), init}, n); auto& final = std::get<0>(sb5_); auto& ys = std::get<1>(sb5_);
   (void)ys;
   return final.second;
 }
@@ -107,9 +107,9 @@ std::vector<Array> associative_scan_flat(const AssocFn& fn, const std::vector<Ar
 
 template <class F, class T>
 T associative_scan(F fn, const T& elems, bool reverse = false, std::int64_t axis = 0) {
-  auto [leaves, def] = flatten(elems);
+  auto sb6_ = flatten(elems); auto& leaves = std::get<0>(sb6_); auto& def = std::get<1>(sb6_);
   AssocFn flat = [&](const std::vector<Array>& a, const std::vector<Array>& b) {
-    auto [r, rd] = flatten(fn(unflatten<T>(def, a), unflatten<T>(def, b)));
+    auto sb7_ = flatten(fn(unflatten<T>(def, a), unflatten<T>(def, b))); auto& r = std::get<0>(sb7_); auto& rd = std::get<1>(sb7_);
     if (rd != def) throw ShapeError("associative_scan: fn returns a different tree structure than its operands");
     return r;
   };
