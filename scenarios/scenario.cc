@@ -155,7 +155,7 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   json doc;
   try {
     doc = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // syntax errors, and numbers out of range (out_of_range 406)
     throw ScenarioError(fmt::format("{}: /: not valid JSON: {}", path, e.what()));
   }
   r.only(doc, "", {"$schema", "id", "title", "source", "description", "workload", "transform", "backends", "limits", "cases", "history"});
