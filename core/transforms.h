@@ -1,4 +1,6 @@
 #pragma once
+// (Pairs are unpacked into references, not structured bindings: lambdas capture them, which
+// clang 14 — the fuzz build — does not allow for bindings.)
 // Typed transformations over pytrees: jvp, linearize, vjp, grad, value_and_grad (argnums,
 // has_aux), jacfwd, jacrev, hessian, vmap, make_jaxpr, stop_gradient. Each flattens its
 // arguments to leaves, runs the flat machinery of core/trace, and rebuilds typed results.
@@ -37,7 +39,9 @@ std::pair<std::vector<Array>, std::vector<TreeDef>> flatten_all(const A&... a) {
   std::vector<TreeDef> defs;
   (
       [&] {
-        auto sb8_ = flatten(a); auto& l = std::get<0>(sb8_); auto& d = std::get<1>(sb8_);
+        auto l_d = flatten(a);
+        auto& l = std::get<0>(l_d);
+        auto& d = std::get<1>(l_d);
         leaves.insert(leaves.end(), l.begin(), l.end());
         defs.push_back(std::move(d));
       }(),
@@ -56,7 +60,9 @@ std::tuple<A...> unflatten_all(const std::vector<TreeDef>& defs, const std::vect
 
 template <class R>
 std::vector<Array> out_leaves(const R& r, TreeDef& def) {
-  auto sb9_ = flatten(r); auto& l = std::get<0>(sb9_); auto& d = std::get<1>(sb9_);
+  auto l_d = flatten(r);
+  auto& l = std::get<0>(l_d);
+  auto& d = std::get<1>(l_d);
   def = std::move(d);
   return l;
 }
@@ -74,7 +80,9 @@ inline void require_float(const std::vector<Array>& leaves, const char* what) {
 template <class F>
 auto make_jaxpr(F f) {
   return [f](const auto&... args) {
-    auto sb10_ = detail::flatten_all(args...); auto& leaves = std::get<0>(sb10_); auto& defs = std::get<1>(sb10_);
+    auto leaves_defs = detail::flatten_all(args...);
+    auto& leaves = std::get<0>(leaves_defs);
+    auto& defs = std::get<1>(leaves_defs);
     std::vector<AVal> avals;
     for (const Array& a : leaves) avals.push_back(a.aval());
     return make_jaxpr_flat(
@@ -91,12 +99,18 @@ auto make_jaxpr(F f) {
 template <class F, class... A>
 auto jvp(F f, const std::tuple<A...>& primals, const std::tuple<A...>& tangents) {
   using R = std::decay_t<std::invoke_result_t<F, const A&...>>;
-  auto sb11_ = std::apply([](const auto&... a) { return detail::flatten_all(a...); }, primals); auto& x = std::get<0>(sb11_); auto& defs = std::get<1>(sb11_);
-  auto sb12_ = std::apply([](const auto&... a) { return detail::flatten_all(a...); }, tangents); auto& t = std::get<0>(sb12_); auto& tdefs = std::get<1>(sb12_);
+  auto x_defs = std::apply([](const auto&... a) { return detail::flatten_all(a...); }, primals);
+  auto& x = std::get<0>(x_defs);
+  auto& defs = std::get<1>(x_defs);
+  auto t_tdefs = std::apply([](const auto&... a) { return detail::flatten_all(a...); }, tangents);
+  auto& t = std::get<0>(t_tdefs);
+  auto& tdefs = std::get<1>(t_tdefs);
   if (defs != tdefs) throw ShapeError("jvp: primals and tangents have different tree structures");
   TreeDef od;
-  auto sb13_ = jvp_flat(
-      [&](const std::vector<Array>& in) { return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od); }, x, t); auto& y = std::get<0>(sb13_); auto& ty = std::get<1>(sb13_);
+  auto y_ty = jvp_flat(
+      [&](const std::vector<Array>& in) { return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od); }, x, t);
+  auto& y = std::get<0>(y_ty);
+  auto& ty = std::get<1>(y_ty);
   return std::pair<R, R>{unflatten<R>(od, y), unflatten<R>(od, ty)};
 }
 
@@ -106,7 +120,9 @@ class Linearized {
  public:
   Linearized(LinearFn lin, TreeDef out, std::vector<TreeDef> in) : lin_(std::move(lin)), out_(std::move(out)), in_(std::move(in)) {}
   R operator()(const A&... tangents) const {
-    auto sb14_ = detail::flatten_all(tangents...); auto& t = std::get<0>(sb14_); auto& defs = std::get<1>(sb14_);
+    auto t_defs = detail::flatten_all(tangents...);
+    auto& t = std::get<0>(t_defs);
+    auto& defs = std::get<1>(t_defs);
     if (defs != in_) throw ShapeError("linearize: tangents have a different tree structure than the primals");
     return unflatten<R>(out_, lin_(t));
   }
@@ -122,10 +138,14 @@ class Linearized {
 template <class F, class... A>
 auto linearize(F f, const A&... primals) {
   using R = std::decay_t<std::invoke_result_t<F, const A&...>>;
-  auto sb15_ = detail::flatten_all(primals...); auto& x = std::get<0>(sb15_); auto& defs = std::get<1>(sb15_);
+  auto x_defs = detail::flatten_all(primals...);
+  auto& x = std::get<0>(x_defs);
+  auto& defs = std::get<1>(x_defs);
   TreeDef od;
-  auto sb16_ = linearize_flat(
-      [&](const std::vector<Array>& in) { return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od); }, x); auto& y = std::get<0>(sb16_); auto& lin = std::get<1>(sb16_);
+  auto y_lin = linearize_flat(
+      [&](const std::vector<Array>& in) { return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od); }, x);
+  auto& y = std::get<0>(y_lin);
+  auto& lin = std::get<1>(y_lin);
   return std::pair<R, Linearized<R, A...>>{unflatten<R>(od, y), Linearized<R, A...>(std::move(lin), od, defs)};
 }
 
@@ -136,7 +156,9 @@ class Pullback : public Linearized<R, A...> {
   using Linearized<R, A...>::Linearized;
   // Cotangents of every argument, as a tuple of the argument types.
   std::tuple<A...> operator()(const R& ct) const {
-    auto sb17_ = flatten(ct); auto& c = std::get<0>(sb17_); auto& d = std::get<1>(sb17_);
+    auto c_d = flatten(ct);
+    auto& c = std::get<0>(c_d);
+    auto& d = std::get<1>(c_d);
     if (d != this->out_) throw ShapeError("vjp: the cotangent has a different tree structure than the output");
     return detail::unflatten_all<A...>(this->in_, this->lin_.transpose(c));
   }
@@ -145,10 +167,14 @@ class Pullback : public Linearized<R, A...> {
 template <class F, class... A>
 auto vjp(F f, const A&... primals) {
   using R = std::decay_t<std::invoke_result_t<F, const A&...>>;
-  auto sb18_ = detail::flatten_all(primals...); auto& x = std::get<0>(sb18_); auto& defs = std::get<1>(sb18_);
+  auto x_defs = detail::flatten_all(primals...);
+  auto& x = std::get<0>(x_defs);
+  auto& defs = std::get<1>(x_defs);
   TreeDef od;
-  auto sb19_ = vjp_flat(
-      [&](const std::vector<Array>& in) { return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od); }, x); auto& y = std::get<0>(sb19_); auto& lin = std::get<1>(sb19_);
+  auto y_lin = vjp_flat(
+      [&](const std::vector<Array>& in) { return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od); }, x);
+  auto& y = std::get<0>(y_lin);
+  auto& lin = std::get<1>(y_lin);
   return std::pair<R, Pullback<R, A...>>{unflatten<R>(od, y), Pullback<R, A...>(std::move(lin), od, defs)};
 }
 
@@ -167,7 +193,9 @@ auto value_and_grad_impl(const F& f, const A&... args) {
   std::vector<TreeDef> defs;
   (
       [&] {
-        auto sb20_ = flatten(std::get<I>(all)); auto& l = std::get<0>(sb20_); auto& d = std::get<1>(sb20_);
+        auto l_d = flatten(std::get<I>(all));
+        auto& l = std::get<0>(l_d);
+        auto& d = std::get<1>(l_d);
         x.insert(x.end(), l.begin(), l.end());
         defs.push_back(std::move(d));
       }(),
@@ -197,7 +225,9 @@ auto value_and_grad_impl(const F& f, const A&... args) {
                                    out[0].aval().str()));
     return out;
   };
-  auto sb21_ = linearize_flat(fn, x); auto& y = std::get<0>(sb21_); auto& lin = std::get<1>(sb21_);
+  auto y_lin = linearize_flat(fn, x);
+  auto& y = std::get<0>(y_lin);
+  auto& lin = std::get<1>(y_lin);
   std::vector<Array> cts(y.size());
   cts[0] = np::ones({}, y[0].dtype());
   auto g = lin.transpose(cts);
@@ -246,7 +276,9 @@ auto grad(F f, Argnums<I...> an = {}) {
 template <class F, std::size_t... I>
 auto grad(F f, Argnums<I...> an, HasAux) {
   return [g = value_and_grad(f, an, has_aux)](const auto&... args) {
-    auto sb22_ = g(args...); auto& v = std::get<0>(sb22_); auto& gr = std::get<1>(sb22_);
+    auto v_gr = g(args...);
+    auto& v = std::get<0>(v_gr);
+    auto& gr = std::get<1>(v_gr);
     return std::pair{gr, v.second};
   };
 }
@@ -257,7 +289,9 @@ template <class F>
 auto vmap(F f, std::vector<std::optional<std::int64_t>> in_axes = {}, std::int64_t out_axes = 0) {
   return [f, in_axes, out_axes](const auto&... args) {
     using R = std::decay_t<std::invoke_result_t<F, decltype(args)...>>;
-    auto sb23_ = detail::flatten_all(args...); auto& leaves = std::get<0>(sb23_); auto& defs = std::get<1>(sb23_);
+    auto leaves_defs = detail::flatten_all(args...);
+    auto& leaves = std::get<0>(leaves_defs);
+    auto& defs = std::get<1>(leaves_defs);
     std::vector<std::optional<std::int64_t>> leaf_axes;
     if (!in_axes.empty() && in_axes.size() != defs.size())
       throw ShapeError(fmt::format("vmap: in_axes has {} entries for {} arguments", in_axes.size(), defs.size()));
@@ -296,7 +330,9 @@ auto jacfwd(F f) {
 template <class F>
 auto jacrev(F f) {
   return [f](const Array& x) {
-    auto sb24_ = vjp_flat([&](const std::vector<Array>& in) { return std::vector<Array>{f(in[0])}; }, {x}); auto& y = std::get<0>(sb24_); auto& lin = std::get<1>(sb24_);
+    auto y_lin = vjp_flat([&](const std::vector<Array>& in) { return std::vector<Array>{f(in[0])}; }, {x});
+    auto& y = std::get<0>(y_lin);
+    auto& lin = std::get<1>(y_lin);
     const std::int64_t m = y[0].size();
     Shape bs{m};
     bs.insert(bs.end(), y[0].shape().begin(), y[0].shape().end());
@@ -324,7 +360,9 @@ void jit_flatten(const T& x, std::vector<Array>& leaves, std::vector<TreeDef>& d
   if constexpr (is_static_arg<T>) {
     sig += fmt::format("static:{};", x);  // static arguments select their own trace
   } else {
-    auto sb25_ = flatten(x); auto& l = std::get<0>(sb25_); auto& d = std::get<1>(sb25_);
+    auto l_d = flatten(x);
+    auto& l = std::get<0>(l_d);
+    auto& d = std::get<1>(l_d);
     for (const Array& a : l) sig += a.aval().str() + ",";
     sig += d.str() + ";";
     leaves.insert(leaves.end(), l.begin(), l.end());

@@ -1,4 +1,6 @@
 #pragma once
+// (Pairs are unpacked into references, not structured bindings: lambdas capture them, which
+// clang 14 — the fuzz build — does not allow for bindings.)
 // Control flow: lax.scan, lax.fori_loop, lax.associative_scan over pytrees.
 #include <fmt/format.h>
 #include <functional>
@@ -57,16 +59,24 @@ template <class F, class C, class X>
 auto scan(F f, const C& init, const X& xs, const ScanOptions& o = {}) {
   using Out = std::decay_t<std::invoke_result_t<F, const C&, const X&>>;
   using Y = std::decay_t<decltype(std::declval<Out>().second)>;
-  auto sb1_ = flatten(init); auto& cl = std::get<0>(sb1_); auto& cd = std::get<1>(sb1_);
-  auto sb2_ = flatten(xs); auto& xl = std::get<0>(sb2_); auto& xd = std::get<1>(sb2_);
+  auto cl_cd = flatten(init);
+  auto& cl = std::get<0>(cl_cd);
+  auto& cd = std::get<1>(cl_cd);
+  auto xl_xd = flatten(xs);
+  auto& xl = std::get<0>(xl_xd);
+  auto& xd = std::get<1>(xl_xd);
   TreeDef yd;
   FlatFn body = [&](const std::vector<Array>& in) {
     std::vector<Array> c(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(cl.size()));
     std::vector<Array> x(in.begin() + static_cast<std::ptrdiff_t>(cl.size()), in.end());
     Out r = f(unflatten<C>(cd, c), unflatten<X>(xd, x));
-    auto sb3_ = flatten(r.first); auto& nc = std::get<0>(sb3_); auto& ncd = std::get<1>(sb3_);
+    auto nc_ncd = flatten(r.first);
+    auto& nc = std::get<0>(nc_ncd);
+    auto& ncd = std::get<1>(nc_ncd);
     if (ncd != cd) throw ShapeError(fmt::format("scan: the body returns a carry of structure {}, expected {}", ncd.str(), cd.str()));
-    auto sb4_ = flatten(r.second); auto& y = std::get<0>(sb4_); auto& ydef = std::get<1>(sb4_);
+    auto y_ydef = flatten(r.second);
+    auto& y = std::get<0>(y_ydef);
+    auto& ydef = std::get<1>(y_ydef);
     yd = ydef;
     nc.insert(nc.end(), y.begin(), y.end());
     return nc;
@@ -93,7 +103,9 @@ C fori_loop(std::int64_t lower, std::int64_t upper, F body, const C& init) {
     Array next = np::add(ic.first, np::ones({}, DType::int32));
     return std::pair<std::pair<Array, C>, std::vector<Array>>{{next, body(ic.first, ic.second)}, {}};
   };
-  auto sb5_ = scan(step, std::pair<Array, C>{np::full({}, static_cast<double>(lower), DType::int32), init}, n); auto& final = std::get<0>(sb5_); auto& ys = std::get<1>(sb5_);
+  auto final_ys = scan(step, std::pair<Array, C>{np::full({}, static_cast<double>(lower), DType::int32), init}, n);
+  auto& final = std::get<0>(final_ys);
+  auto& ys = std::get<1>(final_ys);
   (void)ys;
   return final.second;
 }
@@ -107,9 +119,13 @@ std::vector<Array> associative_scan_flat(const AssocFn& fn, const std::vector<Ar
 
 template <class F, class T>
 T associative_scan(F fn, const T& elems, bool reverse = false, std::int64_t axis = 0) {
-  auto sb6_ = flatten(elems); auto& leaves = std::get<0>(sb6_); auto& def = std::get<1>(sb6_);
+  auto leaves_def = flatten(elems);
+  auto& leaves = std::get<0>(leaves_def);
+  auto& def = std::get<1>(leaves_def);
   AssocFn flat = [&](const std::vector<Array>& a, const std::vector<Array>& b) {
-    auto sb7_ = flatten(fn(unflatten<T>(def, a), unflatten<T>(def, b))); auto& r = std::get<0>(sb7_); auto& rd = std::get<1>(sb7_);
+    auto r_rd = flatten(fn(unflatten<T>(def, a), unflatten<T>(def, b)));
+    auto& r = std::get<0>(r_rd);
+    auto& rd = std::get<1>(r_rd);
     if (rd != def) throw ShapeError("associative_scan: fn returns a different tree structure than its operands");
     return r;
   };

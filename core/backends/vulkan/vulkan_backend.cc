@@ -111,19 +111,22 @@ void VulkanBackend::read(SlotId id, std::span<std::byte> dst) {
   if (dst.size() > s.bytes) throw BackendError(fmt::format("vulkan: read of {} bytes from a {}-byte slot", dst.size(), s.bytes));
   counters_.bytes_downloaded += dst.size();
   if (dst.empty()) return;
-  if (s.buf->mapped) {
+  if (s.buf->mapped && mapped_reads_cached_) {
     if (used_.count(id)) finish();
     std::memcpy(dst.data(), s.buf->mapped, dst.size());
     return;
   }
-  auto st = create_staging(dst.size());
+  if (!readback_ || readback_->capacity < dst.size()) {
+    readback_.reset();
+    readback_ = create_buffer(size_class(dst.size()), readback_type_, true);
+  }
   Batch& b = recording();
   barrier_if({s.buf->buf.get()}, b);
   VkBufferCopy c{0, 0, dst.size()};
-  vkCmdCopyBuffer(b.cmd, s.buf->buf.get(), st->buf.get(), 1, &c);
+  vkCmdCopyBuffer(b.cmd, s.buf->buf.get(), readback_->buf.get(), 1, &c);
   b.commands++;
-  finish();  // `st` outlives the batch that copies into it
-  std::memcpy(dst.data(), st->mapped, dst.size());
+  finish();  // the copy completes before the host reads (reads are serialized by mu_)
+  std::memcpy(dst.data(), readback_->mapped, dst.size());
 }
 
 std::size_t VulkanBackend::slot_count() const {
@@ -161,6 +164,7 @@ void VulkanBackend::clear_caches() {
   pipes_->clear();
   for (auto& [cls, v] : free_) v.clear();
   free_.clear();
+  readback_.reset();
   pooled_bytes_ = 0;
 }
 
@@ -247,6 +251,7 @@ void VulkanBackend::shutdown(bool with_instance) {
   inflight_.clear();
   spare_.clear();
   slots_.clear();
+  readback_.reset();
   free_.clear();
   kernels_.clear();
   scans_.clear();
@@ -283,13 +288,14 @@ void VulkanBackend::choose_memory() {
   const auto& mp = ctx_->memory_properties();
   const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  int dl = -1, mapped = -1, staging = -1;
+  int dl = -1, mapped = -1, staging = -1, cached = -1;
   for (std::uint32_t i = 0; i < mp.memoryTypeCount; ++i) {
     const auto f = mp.memoryTypes[i].propertyFlags;
     const auto heap = mp.memoryHeaps[mp.memoryTypes[i].heapIndex].size;
     if ((f & want) == want && heap >= (std::uint64_t{1} << 30) && mapped < 0) mapped = static_cast<int>(i);
     if ((f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) && dl < 0) dl = static_cast<int>(i);
     if ((f & host) == host && staging < 0) staging = static_cast<int>(i);
+    if ((f & (host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT)) == (host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT) && cached < 0) cached = static_cast<int>(i);
   }
   if (mapped >= 0) {
     host_visible_ = true;
@@ -304,6 +310,10 @@ void VulkanBackend::choose_memory() {
     throw BackendError("vulkan: no usable memory type for storage buffers");
   }
   staging_type_ = static_cast<std::uint32_t>(staging);
+  readback_type_ = static_cast<std::uint32_t>(cached >= 0 ? cached : staging);
+  mapped_reads_cached_ = (mp.memoryTypes[mem_type_].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) != 0 || cached < 0;
+  // test switch: the staged read path on a device whose memory is all host-cached (lavapipe)
+  if (const char* e = std::getenv("JX_VULKAN_STAGED_READS"); e && *e && std::string(e) != "0") mapped_reads_cached_ = false;
 }
 
 std::unique_ptr<Buf> VulkanBackend::create_buffer(std::size_t bytes, std::uint32_t type, bool map_it) {

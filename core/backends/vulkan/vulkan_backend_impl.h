@@ -211,6 +211,12 @@ class VulkanBackend final : public Backend {
   bool host_visible_ = true;
   bool lost_ = false;
   std::uint32_t mem_type_ = 0, staging_type_ = 0;
+  // Reads: host-cached memory when the device has it. Buffers in device-local, host-visible
+  // memory (ReBAR) are write-combined: the CPU reads them uncached over PCIe (~30 MB/s measured
+  // on the H100), so reads from them go through a copy into cached staging memory instead.
+  std::uint32_t readback_type_ = 0;
+  bool mapped_reads_cached_ = true;
+  std::unique_ptr<Buf> readback_;  // reused staging buffer for reads (grows to the largest read)
   std::unordered_map<SlotId, Slot> slots_;
   std::map<std::size_t, std::vector<std::unique_ptr<Buf>>> free_;
   std::size_t bytes_ = 0, peak_ = 0, pooled_bytes_ = 0, pool_budget_ = std::size_t{256} << 20;
