@@ -50,7 +50,9 @@ std::string swrite(DType d, std::int64_t base, const std::string& i, const std::
   return "";
 }
 
-enum class Home : std::uint8_t { global_in, global_x, shared, reg };
+// reg: one register per buffer (elementwise bodies); local: a local array per buffer, indexed
+// by constants in single-invocation bodies, so the compiler keeps it in registers.
+enum class Home : std::uint8_t { global_in, global_x, shared, reg, local };
 struct Loc {
   Home home;
   std::int64_t base = 0;  // words (packed buffer or shared memory)
@@ -64,8 +66,15 @@ std::string read_loc(const Loc& l, int buffer, const std::string& i) {
     case Home::global_x: return gread("gin", l.aval.dtype, l.base, fmt::format("t * {} + ({})", l.aval.size(), i));
     case Home::shared: return sread(l.aval.dtype, l.base, i);
     case Home::reg: return fmt::format("r{}", buffer);
+    case Home::local: return fmt::format("L{}[{}]", buffer, i);
   }
   return "0";
+}
+
+// Writes element `i` of a body buffer kept in workgroup memory or a local array.
+std::string write_loc(const Loc& l, int buffer, const std::string& i, const std::string& v) {
+  if (l.home == Home::local) return fmt::format("L{}[{}] = {};\n", buffer, i, v);
+  return swrite(l.aval.dtype, l.base, i, v);
 }
 
 // Invocations of one workgroup striding over n elements (no loop when one pass suffices); in
@@ -155,6 +164,11 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
       if (st.in[l.buffer] >= nc && !identity_view(k, l, n)) ew = false;
   }
 
+  // single-invocation bodies (every buffer at most single_max() elements): no barriers, and
+  // carries and temporaries in local arrays instead of workgroup memory
+  std::int64_t widest = 0;
+  for (std::size_t i = nc; i < b.buffers.size(); ++i) widest = std::max(widest, b.buffers[i].size());
+  const bool single = !ew && widest <= single_max();
   std::vector<Loc> loc(b.buffers.size());
   for (int i = 0; i < nc; ++i) loc[i] = {Home::global_in, out.in_words[i], b.buffers[i]};
   for (int i = nc + nk; i < nin; ++i) loc[i] = {Home::global_x, out.in_words[i], b.buffers[i]};
@@ -163,6 +177,8 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
     if (i >= static_cast<std::size_t>(nc + nk) && i < static_cast<std::size_t>(nin)) continue;
     if (ew) {
       loc[i] = {Home::reg, 0, b.buffers[i]};
+    } else if (single) {
+      loc[i] = {Home::local, 0, b.buffers[i]};
     } else {
       loc[i] = {Home::shared, smem, b.buffers[i]};
       smem += shared_words(b.buffers[i]);
@@ -174,7 +190,7 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
   for (int o : b.outputs)
     if (o >= nc && o < nc + nk && updated(o)) staged = true;
   std::vector<std::int64_t> stage(nk, -1);
-  if (staged && !ew)
+  if (staged && !ew && !single)
     for (int k = 0; k < nk; ++k)
       if (updated(nc + k)) {
         stage[k] = smem;
@@ -231,21 +247,27 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
     for (int k = 0; k < nk; ++k) s += gwrite(b.buffers[nc + k].dtype, out.out_words[k], "e", fmt::format("r{}", nc + k));
   } else {
     out.one_workgroup = true;
-    std::int64_t widest = 0;
-    for (std::size_t i = nc; i < b.buffers.size(); ++i) widest = std::max(widest, b.buffers[i].size());
-    const bool single = widest <= single_max();
-    out.mode = fmt::format("one workgroup{}, {} bytes of carries and temporaries in workgroup memory",
-                           single ? " (one invocation: every step has at most " + std::to_string(single_max()) + " elements)" : "", smem * 4);
+    out.mode = single ? fmt::format("one workgroup, one invocation (every step has at most {} elements), carries and temporaries in "
+                                    "local arrays",
+                                    single_max())
+                      : fmt::format("one workgroup, {} bytes of carries and temporaries in workgroup memory", smem * 4);
     sh.invocations = kWorkgroup;
     s += "const int lid = int(gl_LocalInvocationIndex);\n";
-    if (single) s += "if (lid != 0) return;\n";
+    if (single) {
+      s += "if (lid != 0) return;\n";
+      for (std::size_t i = nc; i < b.buffers.size(); ++i)
+        if (loc[i].home == Home::local) s += fmt::format("{} L{}[{}];\n", gtype(b.buffers[i].dtype), i, std::max<std::int64_t>(b.buffers[i].size(), 1));
+      if (staged)
+        for (int k = 0; k < nk; ++k)
+          if (updated(nc + k)) s += fmt::format("{} S{}[{}];\n", gtype(b.buffers[nc + k].dtype), k, std::max<std::int64_t>(b.buffers[nc + k].size(), 1));
+    }
     auto strided = [single](std::int64_t m, const std::string& body) { return strided_loop(m, body, single); };
     auto strided_iterations = [single](std::int64_t m) { return loop_iterations(m, single); };
     const std::string barrier = single ? "" : "barrier();\n";
     for (int k = 0; k < nk; ++k) {
       const Loc& l = loc[nc + k];
       const DType d = l.aval.dtype;
-      s += strided(l.aval.size(), swrite(d, l.base, "e", fmt::format("pc.it0 == 0 ? {} : {}", gread("gin", d, out.in_words[nc + k], "e"),
+      s += strided(l.aval.size(), write_loc(l, nc + k, "e", fmt::format("pc.it0 == 0 ? {} : {}", gread("gin", d, out.in_words[nc + k], "e"),
                                                                          gread("gout", d, out.out_words[k], "e"))));
     }
     s += barrier + "for (int it = pc.it0; it < pc.it1; ++it) {\n";
@@ -266,7 +288,7 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
       written.insert(st.out[0]);
       const Loc& lo = loc[st.out[0]];
       auto load = [&](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); };
-      auto store = [&](const std::string& v) { return swrite(lo.aval.dtype, lo.base, "e", v); };
+      auto store = [&](const std::string& v) { return write_loc(lo, st.out[0], "e", v); };
       const std::int64_t m = lo.aval.size();
       if (st.kind == Step::Kind::kernel) {
         const Kernel& k = b.kernels[st.index];
@@ -290,7 +312,8 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
       if (!updated(nc + k)) continue;
       const Loc& l = loc[nc + k];
       const std::string v = read_loc(loc[b.outputs[k]], b.outputs[k], "e");
-      s += strided(l.aval.size(), staged ? swrite(l.aval.dtype, stage[k], "e", v) : swrite(l.aval.dtype, l.base, "e", v));
+      std::string w = !staged ? write_loc(l, nc + k, "e", v) : single ? fmt::format("S{}[e] = {};\n", k, v) : swrite(l.aval.dtype, stage[k], "e", v);
+      s += strided(l.aval.size(), w);
       per_step += strided_iterations(l.aval.size());
     }
     if (staged) {
@@ -298,14 +321,14 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
       for (int k = 0; k < nk; ++k)
         if (updated(nc + k)) {
           const Loc& l = loc[nc + k];
-          s += strided(l.aval.size(), swrite(l.aval.dtype, l.base, "e", sread(l.aval.dtype, stage[k], "e")));
+          s += strided(l.aval.size(), write_loc(l, nc + k, "e", single ? fmt::format("S{}[e]", k) : sread(l.aval.dtype, stage[k], "e")));
           per_step += strided_iterations(l.aval.size());
         }
     }
     s += barrier + "}\n";
     for (int k = 0; k < nk; ++k) {
       const Loc& l = loc[nc + k];
-      s += strided(l.aval.size(), gwrite(l.aval.dtype, out.out_words[k], "e", sread(l.aval.dtype, l.base, "e")));
+      s += strided(l.aval.size(), gwrite(l.aval.dtype, out.out_words[k], "e", read_loc(l, nc + k, "e")));
     }
     out.mode += single ? ", no barriers" : fmt::format(", {} barriers per step", barriers + 2 + (staged ? 1 : 0));
   }
