@@ -22,8 +22,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
   auto plan = render_fused_scan(sp, lim, not_fused);
   if (no_wg && (!plan || plan->one_workgroup)) {  // replay: the JS runtime's host loop, one step at a time
     why = fmt::format("replay no_workgroup_scan_fusion: {}", plan ? "the body has dependencies between its kernels" : not_fused);
-    trim_unused(scans_, [](const auto& v) -> const auto& { return v.first; });
-    scans_[key] = {nullptr, why};
+    remember_scan(key, nullptr, why);
     return nullptr;
   }
   if (plan) {
@@ -60,8 +59,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
     why = fmt::format("not fused: {}; {} dispatches per step", not_fused, x->steps.size());
     exe = x;
   }
-  trim_unused(scans_, [](const auto& v) -> const auto& { return v.first; });
-  scans_[key] = {exe, why};
+  remember_scan(key, exe, why);
   return exe;
 }
 
@@ -86,8 +84,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
   int rounds = 0;
   for (std::int64_t dd = 1; dd < x->length; dd *= 2) ++rounds;
   why = fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)", rounds);
-  trim_unused(scans_, [](const auto& v) -> const auto& { return v.first; });
-  scans_[key] = {x, why};
+  remember_scan(key, x, why);
   return x;
 }
 

@@ -190,6 +190,13 @@ class VulkanBackend final : public Backend {
 
   void host_routine(HostRoutineExe& r, std::span<const SlotId> in, std::span<const SlotId> out);
 
+  // Caches a scan plan (or, with a null executable, the planner's refusal) under its key; the
+  // cache keeps what live programs use plus a bounded number of unused plans.
+  void remember_scan(const std::string& key, std::shared_ptr<Executable> exe, const std::string& why) {
+    trim_unused(scans_, [](const auto& v) -> const auto& { return v.first; });
+    scans_[key] = {std::move(exe), why};
+  }
+
   // ---- recording and submission ----
   Batch& recording();
   std::unique_ptr<Batch> make_batch();
