@@ -129,12 +129,10 @@ CompileResult compile(const std::string& source) {
   const int rc = std::system(line.c_str());
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (rc != 0) {
-    std::ifstream in(log);
-    std::stringstream ss;
-    ss << in.rdbuf();
+    const std::string output = read_file(log);
     fs::remove(log, ec);
     fs::remove(tmp_so, ec);
-    throw BackendError(fmt::format("native: the C compiler failed ({}), source {}:\n{}", cmd, src.string(), ss.str().substr(0, 4000)));
+    throw BackendError(fmt::format("native: the C compiler failed ({}), source {}:\n{}", cmd, src.string(), output.substr(0, 4000)));
   }
   fs::remove(log, ec);
   const std::string object = read_file(tmp_so);

@@ -189,12 +189,18 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
   bool staged = false;
   for (int o : b.outputs)
     if (o >= nc && o < nc + nk && updated(o)) staged = true;
-  std::vector<std::int64_t> stage(nk, -1);
-  if (staged && !ew && !single)
+  // the staging buffer of carry k is loc[nbuf + k] (a local array in single mode)
+  const int nbuf = static_cast<int>(b.buffers.size());
+  loc.resize(b.buffers.size() + nk);
+  if (staged && !ew)
     for (int k = 0; k < nk; ++k)
       if (updated(nc + k)) {
-        stage[k] = smem;
-        smem += shared_words(b.buffers[nc + k]);
+        if (single) {
+          loc[nbuf + k] = {Home::local, 0, b.buffers[nc + k]};
+        } else {
+          loc[nbuf + k] = {Home::shared, smem, b.buffers[nc + k]};
+          smem += shared_words(b.buffers[nc + k]);
+        }
       }
   if (!ew && smem * 4 > lim.shared_bytes) {
     why = fmt::format("carries and temporaries take {} bytes, over the {} bytes of workgroup memory", smem * 4, lim.shared_bytes);
@@ -255,11 +261,8 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
     s += "const int lid = int(gl_LocalInvocationIndex);\n";
     if (single) {
       s += "if (lid != 0) return;\n";
-      for (std::size_t i = nc; i < b.buffers.size(); ++i)
-        if (loc[i].home == Home::local) s += fmt::format("{} L{}[{}];\n", gtype(b.buffers[i].dtype), i, std::max<std::int64_t>(b.buffers[i].size(), 1));
-      if (staged)
-        for (int k = 0; k < nk; ++k)
-          if (updated(nc + k)) s += fmt::format("{} S{}[{}];\n", gtype(b.buffers[nc + k].dtype), k, std::max<std::int64_t>(b.buffers[nc + k].size(), 1));
+      for (std::size_t i = nc; i < loc.size(); ++i)
+        if (loc[i].home == Home::local) s += fmt::format("{} L{}[{}];\n", gtype(loc[i].aval.dtype), i, std::max<std::int64_t>(loc[i].aval.size(), 1));
     }
     auto strided = [single](std::int64_t m, const std::string& body) { return strided_loop(m, body, single); };
     auto strided_iterations = [single](std::int64_t m) { return loop_iterations(m, single); };
@@ -312,8 +315,7 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
       if (!updated(nc + k)) continue;
       const Loc& l = loc[nc + k];
       const std::string v = read_loc(loc[b.outputs[k]], b.outputs[k], "e");
-      std::string w = !staged ? write_loc(l, nc + k, "e", v) : single ? fmt::format("S{}[e] = {};\n", k, v) : swrite(l.aval.dtype, stage[k], "e", v);
-      s += strided(l.aval.size(), w);
+      s += strided(l.aval.size(), staged ? write_loc(loc[nbuf + k], nbuf + k, "e", v) : write_loc(l, nc + k, "e", v));
       per_step += strided_iterations(l.aval.size());
     }
     if (staged) {
@@ -321,7 +323,7 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
       for (int k = 0; k < nk; ++k)
         if (updated(nc + k)) {
           const Loc& l = loc[nc + k];
-          s += strided(l.aval.size(), write_loc(l, nc + k, "e", single ? fmt::format("S{}[e]", k) : sread(l.aval.dtype, stage[k], "e")));
+          s += strided(l.aval.size(), write_loc(l, nc + k, "e", read_loc(loc[nbuf + k], nbuf + k, "e")));
           per_step += strided_iterations(l.aval.size());
         }
     }
