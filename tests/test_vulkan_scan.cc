@@ -435,3 +435,29 @@ TEST(VulkanScan, ArgmaxBodiesAreFusedNestedScansFallBackSlicedXs) {
   EXPECT_TRUE(all_close(gc, vals(nc), 1e-12, 1e-12));
   EXPECT_TRUE(all_close(gy, vals(ny), 1e-12, 1e-12));
 }
+
+TEST(VulkanScan, SwappedCarriesAndOldCarryOutputsAreStaged) {
+  // the carries swap and a y is the old carry: each rewritten carry goes through a staging
+  // buffer (a local array in single-invocation bodies); a reduction keeps the body off the
+  // elementwise path
+  auto run = [](const Array& a0, const Array& b0, const Array& xs) {
+    return lax::scan(
+        [](const AP& c, const Array& x) {
+          return std::pair{AP{c.second, c.first * 0.5 + np::sum(c.second) * 0.25 + x}, c.first};
+        },
+        AP{a0, b0}, xs);
+  };
+  for (DType d : {DType::float32, DType::float64}) {
+    Array a0 = np::arange(0, 3, 1, d), b0 = np::ones({3}, d) * 2.0, xs = np::reshape(np::arange(0, 15, 1, d), {5, 3}) * 0.1;
+    auto [wc, wy] = run(a0, b0, xs);
+    DefaultDeviceScope vk("vulkan");
+    ScanPathTracker t;
+    auto v = on({a0, b0, xs}, "vulkan");
+    auto [c, y] = jit(run)(v[0], v[1], v[2]);
+    t.expect_path(ScanPath::fused);
+    const double tol = d == DType::float64 ? 1e-13 : 1e-5;
+    EXPECT_TRUE(all_close(c.first, vals(wc.first), tol, tol));
+    EXPECT_TRUE(all_close(c.second, vals(wc.second), tol, tol));
+    EXPECT_TRUE(all_close(y, vals(wy), tol, tol));
+  }
+}
