@@ -7,9 +7,10 @@
 
 #include <cstdint>
 #include <functional>
-#include <sstream>
+#include <algorithm>
 
 #include "core/backends/vulkan/vulkan.h"
+#include "bench/bench_util.h"
 #include "core/jx.h"
 
 using namespace jx;
@@ -17,17 +18,9 @@ using namespace jx;
 namespace {
 
 bool wanted(const std::string& be) {
-  const char* e = std::getenv("JX_OPS_BACKENDS");
-  if (e && *e) {
-    std::stringstream ss(e);
-    std::string tok;
-    bool hit = false;
-    while (std::getline(ss, tok, ',')) hit = hit || tok == be;
-    if (!hit) return false;
-  }
-  for (const auto& d : devices())
-    if (d.backend == be) return d.available;
-  return false;
+  const auto chosen = jxbench::split(jxbench::env("JX_OPS_BACKENDS", ""));
+  if (!chosen.empty() && std::find(chosen.begin(), chosen.end(), be) == chosen.end()) return false;
+  return backend_available(be);
 }
 
 // Runs `call` (which must read its result back) under the benchmark loop on `be`, with the

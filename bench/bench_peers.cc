@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "core/backends/vulkan/vulkan.h"
+#include "bench/bench_util.h"
 #include "core/jx.h"
 #include "workloads/dlm/dlm.h"
 
@@ -118,22 +119,8 @@ void run(benchmark::State& st, const std::string& name, const std::string& be) {
   }
 }
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> v;
-  std::stringstream ss(s);
-  for (std::string x; std::getline(ss, x, ',');)
-    if (!x.empty()) v.push_back(x);
-  return v;
-}
-bool usable(const std::string& name) {
-  for (const DeviceInfo& d : devices())
-    if (d.backend == name) return d.available;
-  return false;
-}
-std::string env(const char* k, const char* def) {
-  const char* v = std::getenv(k);
-  return v ? v : def;
-}
+using jxbench::env;
+using jxbench::split;
 
 }  // namespace
 
@@ -142,7 +129,7 @@ int main(int argc, char** argv) {
   const auto sizes = split(env("JX_PEER_N", "100,400,1600,6400,25600,102400"));
   const auto skip = split(env("JX_PEER_SKIP", ""));
   for (const auto& be : backends) {
-    if (!usable(be)) {
+    if (!backend_available(be)) {
       std::fprintf(stderr, "bench_peers: backend %s unavailable, skipped\n", be.c_str());
       continue;
     }

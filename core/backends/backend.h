@@ -102,6 +102,7 @@ class Backend {
 Backend& backend(const std::string& name);  // throws BackendError for unknown/unavailable
 std::vector<std::string> backend_names();
 std::vector<DeviceInfo> devices();          // every registered backend, usable or not
+bool backend_available(const std::string& name);  // registered and usable (false for unknown)
 Backend& default_backend();
 void default_device(const std::string& name);  // throws BackendError; leaves the default unchanged
 // RAII: makes `name` the default backend for the scope, restoring the previous one after.

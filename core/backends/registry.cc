@@ -55,6 +55,12 @@ Backend& checked(Backend& b) {
 
 Backend& backend(const std::string& name) { return checked(registry().get(name)); }
 
+bool backend_available(const std::string& name) {
+  for (const DeviceInfo& d : devices())
+    if (d.backend == name) return d.available;
+  return false;
+}
+
 std::vector<std::string> backend_names() {
   std::vector<std::string> v;
   for (auto& [n, _] : registry().factories) v.push_back(n);

@@ -187,9 +187,7 @@ int differential(const std::uint8_t* data, std::size_t size) {
       return 0;  // not a valid program for the oracle either
     }
     for (const char* be : {"native", "vulkan"}) {
-      bool available = false;
-      for (const auto& d : devices()) available = available || (d.backend == be && d.available);
-      if (!available) continue;
+      if (!backend_available(be)) continue;
       std::string mismatch;
       try {
         DefaultDeviceScope scope(be);
