@@ -155,6 +155,7 @@ void VulkanBackend::submit() {
 }
 
 void VulkanBackend::finish() {
+  if (lost_) return;  // nothing more reaches a lost device; its batches are dropped at shutdown
   if (current_ && current_->commands == 0) {  // nothing recorded: end it unsubmitted
     check(vkEndCommandBuffer(current_->cmd), "vkEndCommandBuffer");
     recycle(std::move(current_));

@@ -157,7 +157,7 @@ BackendMemory VulkanBackend::memory() const {
 void VulkanBackend::clear_caches() {
   std::lock_guard lock(mu_);
   if (!ctx_) return;
-  if (!lost_) finish();
+  finish();
   kernels_.clear();
   scans_.clear();
   spirv_.clear();
@@ -222,7 +222,7 @@ void VulkanBackend::dispatch(Executable& exe, std::span<const SlotId> in, std::s
 
 void VulkanBackend::synchronize() {
   std::lock_guard lock(mu_);
-  if (ctx_ && !lost_) finish();
+  if (ctx_) finish();
 }
 
 vulkan::Counters VulkanBackend::counters() const {
@@ -243,7 +243,7 @@ void VulkanBackend::shutdown(bool with_instance) {
   std::lock_guard lock(mu_);
   if (!ctx_) return;
   try {
-    if (!lost_) finish();
+    finish();
   } catch (const Error&) {
   }
   vkDeviceWaitIdle(ctx_->device());

@@ -205,7 +205,8 @@ class VulkanBackend final : public Backend {
   void barrier(Batch& b);
   // Ends and submits the recording batch (no wait).
   void submit();
-  // Submits what is recorded and waits for everything in flight; recycles the batches.
+  // Submits what is recorded and waits for everything in flight; recycles the batches. A no-op
+  // once the device is lost.
   void finish();
   void recycle(std::unique_ptr<Batch> b);
 
