@@ -1,5 +1,5 @@
 // Differential fuzz target: the input bytes pick a small random program (a chain of primitives
-// over a random shape and dtype, run eagerly, under jit, grad, jit(grad) or inside lax.scan);
+// over a random shape and dtype (float64, float32, int32), run eagerly, under jit, grad, jit(grad) or inside lax.scan);
 // it runs on cpu (the oracle), native and vulkan, and every backend must agree within the
 // dtype's tolerance, and nothing may leak. A clear jx error from the oracle means the program
 // is invalid (skipped); a backend failing where the oracle did not is a finding.
@@ -102,6 +102,8 @@ struct Program {
       std::vector<double> v(static_cast<std::size_t>(shape.size()));
       for (std::size_t i = 0; i < v.size(); ++i)  // values in [-2, 2], distinct per input
         v[i] = 2.0 * std::sin(0.7 * static_cast<double>(i) + 1.3 * k + 0.05 * seeds[static_cast<std::size_t>(k)]);
+      if (dtype == DType::int32)
+        for (double& x : v) x = std::round(x);  // -2 ... 2: products of 8 stay far from overflow
       xs.push_back(np::array(v, shape, dtype));
     }
     return xs;
@@ -139,8 +141,12 @@ struct Program {
 Program decode(const std::uint8_t* data, std::size_t size) {
   Bytes b{data, size};
   Program p;
-  p.dtype = b.pick(2) ? DType::float32 : DType::float64;
+  const int dt = b.pick(3);
+  p.dtype = dt == 0 ? DType::float64 : dt == 1 ? DType::float32 : DType::int32;
   p.mode = static_cast<Mode>(b.pick(static_cast<int>(Mode::count)));
+  // integer inputs: eager or jit (grad needs float inputs; a scan's carry would change dtype);
+  // the ops promote to float where they must, which the backends must do alike
+  if (p.dtype == DType::int32) p.mode = static_cast<int>(p.mode) % 2 ? Mode::jit : Mode::eager;
   const int rank = p.mode == Mode::scan ? 1 + b.pick(3) : b.pick(4);
   std::vector<std::int64_t> dims;
   for (int i = 0; i < rank; ++i) dims.push_back(1 + b.pick(5));
@@ -152,17 +158,26 @@ Program decode(const std::uint8_t* data, std::size_t size) {
   return p;
 }
 
-// |got - want| <= tol * (1 + max |want|) elementwise; NaN only where the oracle has NaN.
-std::string compare(const std::vector<Array>& got, const std::vector<std::vector<double>>& want, DType d) {
-  const double tol = d == DType::float32 ? 2e-4 : 1e-9;
+struct Want {
+  DType dtype;
+  std::vector<double> values;
+};
+
+// Same dtype as the oracle, and |got - want| <= tol * (1 + max |want|) elementwise with the
+// output dtype's tolerance (exact for int32 and bool); NaN only where the oracle has NaN.
+std::string compare(const std::vector<Array>& got, const std::vector<Want>& want) {
   if (got.size() != want.size()) return fmt::format("{} outputs, oracle {}", got.size(), want.size());
   for (std::size_t k = 0; k < got.size(); ++k) {
+    if (got[k].dtype() != want[k].dtype)
+      return fmt::format("output {}: {}, oracle {}", k, dtype_name(got[k].dtype()), dtype_name(want[k].dtype));
+    const double tol = want[k].dtype == DType::float32 ? 2e-4 : want[k].dtype == DType::float64 ? 1e-9 : 0.0;
     const auto g = got[k].to_vector<double>();
-    if (g.size() != want[k].size()) return fmt::format("output {}: {} elements, oracle {}", k, g.size(), want[k].size());
+    const auto& w_k = want[k].values;
+    if (g.size() != w_k.size()) return fmt::format("output {}: {} elements, oracle {}", k, g.size(), w_k.size());
     double scale = 1;
-    for (double w : want[k]) scale = std::max(scale, std::isfinite(w) ? 1 + std::abs(w) : 1.0);
+    for (double w : w_k) scale = std::max(scale, std::isfinite(w) ? 1 + std::abs(w) : 1.0);
     for (std::size_t i = 0; i < g.size(); ++i) {
-      const double w = want[k][i];
+      const double w = w_k[i];
       if (std::isnan(w) && std::isnan(g[i])) continue;
       if (std::isinf(w) && g[i] == w) continue;
       if (!(std::abs(g[i] - w) <= tol * scale)) return fmt::format("output {} element {}: {} vs oracle {}", k, i, g[i], w);
@@ -179,10 +194,10 @@ int differential(const std::uint8_t* data, std::size_t size) {
   const Program p = decode(data, size);
   const auto base = leak_baseline("fuzz differential");
   {
-    std::vector<std::vector<double>> want;
+    std::vector<Want> want;
     try {
       DefaultDeviceScope cpu("cpu");
-      for (const Array& a : p.run(p.make_inputs())) want.push_back(a.to_vector<double>());
+      for (const Array& a : p.run(p.make_inputs())) want.push_back({a.dtype(), a.to_vector<double>()});
     } catch (const Error&) {
       return 0;  // not a valid program for the oracle either
     }
@@ -191,7 +206,7 @@ int differential(const std::uint8_t* data, std::size_t size) {
       std::string mismatch;
       try {
         DefaultDeviceScope scope(be);
-        mismatch = compare(p.run(p.make_inputs()), want, p.dtype);
+        mismatch = compare(p.run(p.make_inputs()), want);
       } catch (const Error& e) {
         mismatch = fmt::format("failed where cpu did not: {}", e.what());
       }
