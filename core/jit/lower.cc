@@ -32,6 +32,8 @@ struct Expr {
   int buffer = -1;  // load
   std::int64_t offset = 0;
   std::vector<std::int64_t> strides;
+  bool clamp = false;    // load: may fall outside its buffer where a select discards it
+  bool indexed = false;  // load: the element index is args[0] (int32), not offset + strides
   double value = 0.0;  // constant
   int dim = 0;         // iota
   Prim prim = Prim::add;  // alu
@@ -64,7 +66,7 @@ EP alu(Prim p, DType d, Shape s, std::vector<EP> args) {
 }
 
 bool is_full_buffer(const Expr& e, const std::vector<AVal>& buffers) {
-  return e.k == Expr::K::load && e.offset == 0 && buffers[e.buffer].shape == e.shape && e.strides == row_major_strides(e.shape);
+  return e.k == Expr::K::load && !e.indexed && e.offset == 0 && buffers[e.buffer].shape == e.shape && e.strides == row_major_strides(e.shape);
 }
 
 void collect(const EP& e, std::set<int>& bufs, std::set<const Pending*>& reds, std::set<const Expr*>& seen) {
@@ -88,9 +90,57 @@ Footprint footprint(const std::vector<EP>& es) {
   return f;
 }
 
+// ---- int32 index arithmetic (views no affine map expresses) ----
+
+constexpr std::int64_t kIndexLimit = std::int64_t{1} << 31;  // index trees are int32
+
+EP index_of(const Shape& s, std::int64_t dim) {
+  Expr i{Expr::K::iota, DType::int32, s};
+  i.dim = static_cast<int>(dim);
+  return make(std::move(i));
+}
+EP int_op(Prim p, const EP& a, std::int64_t c) {
+  return alu(p, DType::int32, a->shape, {a, constant(static_cast<double>(c), DType::int32, a->shape)});
+}
+EP int_add(const EP& a, const EP& b) { return a ? alu(Prim::add, DType::int32, b->shape, {a, b}) : b; }
+
+// Σ_d c_d · i_d + c0 over the dims of s (terms with c_d = 0 left out).
+EP affine_index(const Shape& s, std::int64_t c0, const std::vector<std::int64_t>& c) {
+  EP r;
+  for (std::size_t d = 0; d < s.size(); ++d)
+    if (c[d] != 0 && s[d] != 1) {
+      EP i = index_of(s, static_cast<std::int64_t>(d));
+      r = int_add(r, c[d] == 1 ? i : int_op(Prim::mul, i, c[d]));
+    }
+  if (!r || c0 != 0) r = int_add(r, constant(static_cast<double>(c0), DType::int32, s));
+  return r;
+}
+
+// A strided load as the same load with an explicit element index.
+EP as_indexed(const Expr& l) {
+  Expr r = l;
+  r.indexed = true;
+  r.args = {affine_index(l.shape, l.offset, l.strides)};
+  return make(std::move(r));
+}
+
+// Index i_dim of shape `os` read at the elements of shape `ns` (same count, row-major order):
+// (flat / stride_dim) mod os[dim], flat = Σ i_k · rowstride_k over ns.
+EP reshaped_iota(const Expr& e, const Shape& ns) {
+  const auto rs = row_major_strides(ns), os_st = row_major_strides(e.shape);
+  EP v = affine_index(ns, 0, rs);
+  if (os_st[e.dim] != 1) v = int_op(Prim::div, v, os_st[e.dim]);
+  if (e.dim > 0) v = alu(Prim::sub, DType::int32, ns, {v, int_op(Prim::mul, int_op(Prim::div, v, e.shape[e.dim]), e.shape[e.dim])});
+  return e.dtype == DType::int32 ? v : alu(Prim::convert, e.dtype, ns, {v});
+}
+
 // ---- view rewrites (nullptr: not expressible, the caller materializes) ----
 
-using Memo = std::map<const Expr*, EP>;
+// Rewrites memoized by node; `keep` holds temporaries whose addresses are keys (a freed
+// node's address could be reused by a new one and hit a stale entry).
+struct Memo : std::map<const Expr*, EP> {
+  std::vector<EP> keep;
+};
 
 // New dim dmap[d] takes old dim d; other new dims broadcast.
 EP remap(const EP& e, const Shape& ns, const std::vector<std::int64_t>& dmap, Memo& memo) {
@@ -99,6 +149,10 @@ EP remap(const EP& e, const Shape& ns, const std::vector<std::int64_t>& dmap, Me
   r.shape = ns;
   switch (e->k) {
     case Expr::K::load:
+      if (e->indexed) {
+        if (!(r.args[0] = remap(e->args[0], ns, dmap, memo))) return nullptr;
+        break;
+      }
       r.strides.assign(ns.size(), 0);
       for (std::size_t d = 0; d < dmap.size(); ++d)
         if (e->shape[d] != 1) r.strides[dmap[d]] = e->strides[d];
@@ -124,6 +178,10 @@ EP restride(const EP& e, const Shape& ns, const std::vector<std::int64_t>& start
   r.shape = ns;
   switch (e->k) {
     case Expr::K::load:
+      if (e->indexed) {
+        if (!(r.args[0] = restride(e->args[0], ns, start, step, memo))) return nullptr;
+        break;
+      }
       for (std::size_t d = 0; d < ns.size(); ++d) {
         r.offset += start[d] * e->strides[d];
         r.strides[d] = e->strides[d] * step[d];
@@ -189,15 +247,23 @@ EP reshape_e(const EP& e, const Shape& ns, Memo& memo) {
   r.shape = ns;
   switch (e->k) {
     case Expr::K::load: {
+      if (e->indexed) {
+        if (!(r.args[0] = reshape_e(e->args[0], ns, memo))) return nullptr;
+        break;
+      }
       auto st = reshape_strides(e->shape, e->strides, ns);
-      if (!st) return nullptr;
+      if (!st) {
+        if (numel(ns) >= kIndexLimit) return nullptr;
+        return memo[e.get()] = reshape_e(memo.keep.emplace_back(as_indexed(*e)), ns, memo);
+      }
       r.strides = *st;
       break;
     }
     case Expr::K::constant: break;
     case Expr::K::iota:
-      if (e->shape != ns) return nullptr;
-      break;
+      if (e->shape == ns) break;
+      if (numel(ns) >= kIndexLimit) return nullptr;
+      return memo[e.get()] = reshaped_iota(*e, ns);
     case Expr::K::alu:
       for (EP& a : r.args)
         if (!(a = reshape_e(a, ns, memo))) return nullptr;
@@ -205,6 +271,26 @@ EP reshape_e(const EP& e, const Shape& ns, Memo& memo) {
     case Expr::K::reduce: return nullptr;
   }
   return memo[e.get()] = make(std::move(r));
+}
+
+// The same tree with every load marked as clamped (see KLoad::clamp).
+EP clamped(const EP& e, Memo& memo) {
+  if (auto it = memo.find(e.get()); it != memo.end()) return it->second;
+  if (e->k == Expr::K::constant || e->k == Expr::K::iota || (e->k == Expr::K::load && e->clamp)) return e;
+  Expr r = *e;
+  r.clamp = r.k == Expr::K::load;
+  for (EP& a : r.args) a = clamped(a, memo);
+  return memo[e.get()] = make(std::move(r));
+}
+
+// Elements of a dot_general operand outside its batch and contracting dims.
+std::int64_t free_size(const AVal& a, const std::vector<std::int64_t>& batch, const std::vector<std::int64_t>& contract) {
+  std::int64_t n = 1;
+  for (std::size_t d = 0; d < a.ndim(); ++d)
+    if (std::find(batch.begin(), batch.end(), static_cast<std::int64_t>(d)) == batch.end() &&
+        std::find(contract.begin(), contract.end(), static_cast<std::int64_t>(d)) == contract.end())
+      n *= a.shape[d];
+  return n;
 }
 
 bool alu_prim(Prim p) {
@@ -304,6 +390,8 @@ class Lowering {
       }
       case Prim::scan: case Prim::associative_scan: return opaque(Step::Kind::control, p_.controls, e, args);
       case Prim::concatenate: return concatenate(e, std::move(args));
+      case Prim::pad:  // the replay fusion model materializes pad as its own step
+        return o_.inline_multi_use ? opaque(Step::Kind::routine, p_.routines, e, args) : std::vector<EP>{pad(e, args[0])};
       default: return opaque(Step::Kind::routine, p_.routines, e, args);
     }
   }
@@ -341,10 +429,22 @@ class Lowering {
 
   EP lower_dot(const Eqn& e, std::vector<EP>& args, const AVal& out) {
     const Params& pr = e.params;
-    for (EP& a : args)
-      if (a->k != Expr::K::load) a = materialized(a);
     const AVal &la = j_.aval_of(e.in[0]), &ra = j_.aval_of(e.in[1]);
     const auto nb = pr.lhs_batch.size(), nc = pr.lhs_contract.size();
+    // An elementwise operand is fused into the reduction's body when it is recomputed at most
+    // kDotRecompute times (the other operand's free size: batched small matrices), else
+    // materialized; the body must fit the budget.
+    constexpr std::int64_t kDotRecompute = 4;
+    const std::int64_t recompute[2] = {free_size(ra, pr.rhs_batch, pr.rhs_contract), free_size(la, pr.lhs_batch, pr.lhs_contract)};
+    for (std::size_t i = 0; i < 2; ++i)
+      if (args[i]->k != Expr::K::load && (!footprint({args[i]}).reds.empty() || (!o_.inline_multi_use && recompute[i] > kDotRecompute)))
+        args[i] = materialized(args[i]);
+    while (!fits(footprint(args).bufs.size())) {
+      const std::size_t i = footprint({args[0]}).bufs.size() >= footprint({args[1]}).bufs.size() ? 0 : 1;
+      const std::size_t pick = args[i]->k != Expr::K::load ? i : 1 - i;
+      if (args[pick]->k == Expr::K::load) break;  // two buffers: any budget of 3 fits
+      args[pick] = materialized(args[pick]);
+    }
     const std::size_t nfree = out.ndim() - nb;
     Shape space = out.shape;
     for (auto d : pr.lhs_contract) space.push_back(la.shape[d]);
@@ -396,9 +496,71 @@ class Lowering {
     return outs;
   }
 
-  // A concatenate binding more buffers than the budget becomes a tree of concatenates of at
-  // most budget-1 operands each.
-  std::vector<EP> concatenate(const Eqn& e, std::vector<EP> level) {
+  // concatenate and pad fuse into their consumers as selects over windows of their operands:
+  // out[i] = x_j[i - o_j] where o_j <= i_ax < o_j + n_j (pad: the value outside the window).
+  // Where a window does not hold, its loads are clamped into their buffer and the select
+  // discards what they read. Operands with a pending reduction are materialized first.
+  EP window(const EP& x, const Shape& ns, const std::vector<std::int64_t>& lo) {
+    std::vector<std::int64_t> start(ns.size()), step(ns.size(), 1);
+    for (std::size_t d = 0; d < ns.size(); ++d) start[d] = -lo[d];
+    Memo m, c;
+    return clamped(restride(x, ns, start, step, m), c);
+  }
+  static EP index_cmp(Prim p, const Shape& s, std::int64_t ax, std::int64_t bound) {
+    return alu(p, DType::bool_, s, {index_of(s, ax), constant(static_cast<double>(bound), DType::int32, s)});
+  }
+  EP without_reduction(const EP& x) { return footprint({x}).reds.empty() ? x : materialized(x); }
+
+  std::vector<EP> concatenate(const Eqn& e, std::vector<EP> args) {
+    const AVal& out = j_.avals[e.out[0]];
+    const std::int64_t ax = e.params.axis;
+    for (EP& a : args) a = without_reduction(a);
+    for (;;) {
+      EP acc;
+      std::int64_t end = out.shape[ax];
+      for (std::size_t j = args.size(); j-- > 0;) {
+        const std::int64_t n = args[j]->shape[ax];
+        end -= n;
+        if (numel(args[j]->shape) == 0) continue;
+        std::vector<std::int64_t> lo(out.ndim(), 0);
+        lo[ax] = end;
+        EP w = window(args[j], out.shape, lo);
+        acc = acc ? alu(Prim::select, out.dtype, out.shape, {index_cmp(Prim::lt, out.shape, ax, end + n), w, acc}) : w;
+      }
+      if (!acc) return {constant(0.0, out.dtype, out.shape)};  // empty
+      if (fits(footprint({acc}).bufs.size())) return {acc};
+      // over the budget: materialize the operand binding the most buffers, or (all plain
+      // buffers) fall back to the concatenate routine
+      int pick = -1;
+      std::size_t most = 1;
+      for (std::size_t j = 0; j < args.size(); ++j)
+        if (const std::size_t b = footprint({args[j]}).bufs.size(); args[j]->k != Expr::K::load && b >= most) {
+          pick = static_cast<int>(j);
+          most = b;
+        }
+      if (pick < 0) return concatenate_routine(e, std::move(args));
+      args[pick] = materialized(args[pick]);
+    }
+  }
+
+  EP pad(const Eqn& e, const EP& arg) {
+    const AVal& out = j_.avals[e.out[0]];
+    const Params& pr = e.params;
+    if (numel(arg->shape) == 0) return constant(pr.value, out.dtype, out.shape);
+    EP x = without_reduction(arg), inside;
+    for (std::size_t d = 0; d < out.ndim(); ++d) {
+      if (pr.lo[d] == 0 && pr.hi[d] == 0) continue;
+      EP c = index_cmp(Prim::lt, out.shape, static_cast<std::int64_t>(d), pr.lo[d] + x->shape[d]);
+      if (pr.lo[d] > 0) c = alu(Prim::logical_and, DType::bool_, out.shape, {index_cmp(Prim::ge, out.shape, static_cast<std::int64_t>(d), pr.lo[d]), c});
+      inside = inside ? alu(Prim::logical_and, DType::bool_, out.shape, {inside, c}) : c;
+    }
+    if (!inside) return x;
+    return alu(Prim::select, out.dtype, out.shape, {inside, window(x, out.shape, pr.lo), constant(pr.value, out.dtype, out.shape)});
+  }
+
+  // A concatenate routine binding more buffers than the budget becomes a tree of concatenates
+  // of at most budget-1 operands each.
+  std::vector<EP> concatenate_routine(const Eqn& e, std::vector<EP> level) {
     const int per = o_.max_buffers > 2 ? o_.max_buffers - 1 : 0;
     const auto ax = static_cast<std::size_t>(e.params.axis);
     while (per > 0 && static_cast<int>(level.size()) > per) {
@@ -446,8 +608,13 @@ class Lowering {
             order.push_back(e->buffer);
             k.inputs.push_back(buffers[e->buffer]);
           }
-          KLoad l{it->second, e->offset, std::vector<std::int64_t>(k.space.size(), 0)};
-          for (std::size_t d = 0; d < dmap.size(); ++d) l.strides[dmap[d]] = e->strides[d];
+          KLoad l{it->second, e->offset, std::vector<std::int64_t>(k.space.size(), 0), e->clamp, e->indexed};
+          if (e->indexed) {
+            l.offset = 0;
+            n.a = emit(e->args[0], dmap, ctx);
+          } else {
+            for (std::size_t d = 0; d < dmap.size(); ++d) l.strides[dmap[d]] = e->strides[d];
+          }
           auto li = std::find(k.loads.begin(), k.loads.end(), l);
           n.kind = KNodeKind::load;
           n.load = static_cast<int>(li - k.loads.begin());

@@ -11,8 +11,10 @@ namespace jx {
 
 struct LowerOptions {
   int max_buffers = 0;  // buffers one kernel may bind (inputs + output); 0: unlimited
-  // replay ignore_buffer_budget: elementwise values used several times are recomputed in every
-  // consumer instead of materialized (fusing as far as it goes), so kernels gather more buffers
+  // replay ignore_buffer_budget, the JS runtime's fusion as a model: elementwise values used
+  // several times are recomputed in every consumer instead of materialized, every elementwise
+  // operand of a dot_general is fused into its reduction whatever it costs, and pad is a step
+  // of its own (its output a buffer), so kernels gather more buffers
   bool inline_multi_use = false;
 };
 

@@ -16,7 +16,8 @@ std::string Kernel::str() const {
     switch (n.kind) {
       case KNodeKind::load: {
         const KLoad& l = loads[n.load];
-        rhs = fmt::format("load in{}[{} + {}·i]", l.buffer, l.offset, shape_str(l.strides));
+        rhs = l.indexed ? fmt::format("load in{}[{}%{}]", l.buffer, l.clamp ? "clamp " : "", n.a)
+                        : fmt::format("load in{}[{}{} + {}·i]", l.buffer, l.clamp ? "clamp " : "", l.offset, shape_str(l.strides));
         break;
       }
       case KNodeKind::constant: rhs = fmt::format("const {}", n.value); break;
@@ -39,7 +40,7 @@ std::vector<int> Kernel::reachable(int root) const {
   std::vector<bool> need(nodes.size(), false);
   need[root] = true;
   for (int i = root; i >= 0; --i)
-    if (need[i] && nodes[i].kind == KNodeKind::alu)
+    if (need[i] && (nodes[i].kind == KNodeKind::alu || nodes[i].kind == KNodeKind::load))
       for (int a : {nodes[i].a, nodes[i].b, nodes[i].c})
         if (a >= 0) need[a] = true;
   std::vector<int> order;
@@ -55,7 +56,7 @@ std::string Kernel::key() const {
   for (auto& n : nodes)
     k += fmt::format("{}:{}:{}:{}:{}:{}:{}:{}:{};", static_cast<int>(n.kind), static_cast<int>(n.dtype),
                      static_cast<int>(n.prim), n.a, n.b, n.c, n.load, n.value, n.dim);
-  for (auto& l : loads) k += fmt::format("{}@{}{};", l.buffer, l.offset, shape_str(l.strides));
+  for (auto& l : loads) k += fmt::format("{}@{}{}{}{};", l.buffer, l.offset, shape_str(l.strides), l.clamp ? "c" : "", l.indexed ? "x" : "");
   return k;
 }
 

@@ -11,7 +11,8 @@ namespace jx {
 // transpose, broadcast (stride 0), slice and rev never copy. Scalar expressions are a DAG of
 // nodes in topological order. With reduce_axes, `body` is accumulated over those axes with
 // `reduce_op` and `epilogue` (which may read the accumulator through a ReduceResult node, and
-// loads whose strides on the reduced axes are 0) maps it to the output element.
+// loads whose strides on the reduced axes are 0) maps it to the output element. A load may be
+// clamped into its buffer (windows of concatenate/pad under a select).
 // One primitive application with everything resolved: the unit a backend prepares.
 struct Op {
   Prim prim;
@@ -25,7 +26,7 @@ struct KNode {
   KNodeKind kind;
   DType dtype;
   Prim prim = Prim::add;  // alu: the elementwise primitive (unary, binary, select, convert)
-  int a = -1, b = -1, c = -1;  // alu operands (node indices)
+  int a = -1, b = -1, c = -1;  // alu operands (node indices); an indexed load's index in a
   int load = -1;               // load: index into Kernel::loads
   double value = 0.0;          // constant
   int dim = 0;                 // iota: space dimension
@@ -36,6 +37,12 @@ struct KLoad {
   int buffer;  // kernel input index
   std::int64_t offset = 0;
   std::vector<std::int64_t> strides;  // one per space dimension
+  // The element index is clamped into [0, size of the buffer): a window of concatenate or pad
+  // read where its select discards the value (the read stays inside the buffer).
+  bool clamp = false;
+  // The element index is the load node's operand `a` (an int32 node) instead of offset and
+  // strides: a view no affine map expresses (a reshape merging dims that are not contiguous).
+  bool indexed = false;
   bool operator==(const KLoad&) const = default;
 };
 

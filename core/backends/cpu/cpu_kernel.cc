@@ -137,7 +137,10 @@ class Evaluator {
           const DType d = k_.inputs[l.buffer].dtype;
           for (std::int64_t e = 0; e < n; ++e) {
             std::int64_t off = l.offset;
-            for (std::size_t s = 0; s < l.strides.size(); ++s) off += l.strides[s] * idx_of(e, s);
+            if (l.indexed) off = static_cast<std::int64_t>(vals_[static_cast<std::size_t>(nd.a) * kChunk + static_cast<std::size_t>(e)]);
+            else
+              for (std::size_t s = 0; s < l.strides.size(); ++s) off += l.strides[s] * idx_of(e, s);
+            if (l.clamp) off = std::clamp<std::int64_t>(off, 0, k_.inputs[l.buffer].size() - 1);
             v[e] = read(d, in_[l.buffer], off);
           }
           break;

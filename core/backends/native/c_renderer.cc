@@ -32,6 +32,7 @@ static inline int32_t jx_mini(int32_t a, int32_t b) { return a < b ? a : b; }
 static inline int32_t jx_addi(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
 static inline int32_t jx_subi(int32_t a, int32_t b) { return (int32_t)((uint32_t)a - (uint32_t)b); }
 static inline int32_t jx_muli(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
+static inline int64_t jx_clamp(int64_t i, int64_t hi) { return i < 0 ? 0 : i > hi ? hi : i; }
 static inline int32_t jx_f2i(double v) {
   if (v != v) return 0;
   if (v >= 2147483647.0) return 2147483647;
@@ -115,6 +116,8 @@ std::string nodes_code(const Kernel& k, const std::vector<int>& order, const std
         std::string off = fmt::format("{}", l.offset);
         for (std::size_t d = 0; d < l.strides.size(); ++d)
           if (l.strides[d] != 0) off += fmt::format(" + {}*{}", l.strides[d], idx[d]);
+        if (l.indexed) off = fmt::format("(int64_t)v{}", n.a);
+        if (l.clamp) off = fmt::format("jx_clamp({}, {})", off, k.inputs[l.buffer].size() - 1);
         e = fmt::format("({})in{}[{}]", c_type(n.dtype), l.buffer, off);
         break;
       }

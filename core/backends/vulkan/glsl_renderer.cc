@@ -260,6 +260,8 @@ std::string nodes_code(const KernelCtx& c, const std::vector<int>& order, const 
         std::string off = fmt::format("{}", l.offset);
         for (std::size_t d = 0; d < l.strides.size(); ++d)
           if (l.strides[d] != 0) off += fmt::format(" + {}*{}", l.strides[d], idx[d]);
+        if (l.indexed) off = fmt::format("v{}", n.a);
+        if (l.clamp) off = fmt::format("clamp({}, 0, {})", off, k.inputs[l.buffer].size() - 1);
         e = c.load ? c.load(l.buffer, off) : load_expr(k.inputs[l.buffer].dtype, l.buffer, off);
         if (k.inputs[l.buffer].dtype != n.dtype) e = fmt::format("{}({})", gtype(n.dtype), e);
         break;

@@ -112,7 +112,7 @@ std::int64_t reduce_iterations(const Kernel& k) {
 }
 
 bool identity_view(const Kernel& k, const KLoad& l, std::int64_t n) {
-  return numel(k.space) == n && l.offset == 0 && l.strides == row_major_strides(k.space);
+  return numel(k.space) == n && !l.indexed && l.offset == 0 && l.strides == row_major_strides(k.space);
 }
 
 }  // namespace
