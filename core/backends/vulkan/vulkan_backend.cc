@@ -310,6 +310,10 @@ void VulkanBackend::choose_memory() {
     throw BackendError("vulkan: no usable memory type for storage buffers");
   }
   staging_type_ = static_cast<std::uint32_t>(staging);
+  // pooled free buffers: 1/16 of a GPU's heap (at least 256 MiB); 256 MiB where device memory
+  // is the process's own (llvmpipe), so RSS stays bounded by what programs hold
+  if (!llvmpipe())
+    pool_budget_ = std::max<std::size_t>(pool_budget_, static_cast<std::size_t>(mp.memoryHeaps[mp.memoryTypes[mem_type_].heapIndex].size / 16));
   readback_type_ = static_cast<std::uint32_t>(cached >= 0 ? cached : staging);
   mapped_reads_cached_ = (mp.memoryTypes[mem_type_].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) != 0 || cached < 0;
   // test switch: the staged read path on a device whose memory is all host-cached (lavapipe)
@@ -350,8 +354,17 @@ std::unique_ptr<Buf> VulkanBackend::create_buffer(std::size_t bytes, std::uint32
   return b;
 }
 
+// Over the budget, free pooled buffers from the largest size class down until this one fits
+// (clearing the whole pool instead made programs whose live set exceeds the budget allocate
+// afresh at every step: the H100 gradient at N = 102400 spent 0.65 s per call in vkAllocateMemory).
 void VulkanBackend::give_back(std::unique_ptr<Buf> b) {
-  if (pooled_bytes_ + b->capacity > pool_budget_) trim_pool();
+  while (pooled_bytes_ + b->capacity > pool_budget_ && !free_.empty()) {
+    auto last = std::prev(free_.end());
+    pooled_bytes_ -= last->second.back()->capacity;
+    last->second.pop_back();
+    if (last->second.empty()) free_.erase(last);
+  }
+  if (b->capacity > pool_budget_) return;
   pooled_bytes_ += b->capacity;
   free_[b->capacity].push_back(std::move(b));
 }
