@@ -103,7 +103,7 @@ class Lowering {
         return {make(std::move(x))};
       }
       case Prim::reduce_sum: case Prim::reduce_max: case Prim::reduce_min: case Prim::reduce_prod: {
-        EP a = footprint({args[0]}).reds.empty() ? args[0] : materialized(args[0]);
+        EP a = without_reduction(args[0]);
         if (pr.axes.empty()) return {a};
         Expr r{Expr::K::reduce, out.dtype, out.shape};
         r.red = std::make_shared<const Pending>(Pending{a->shape, pr.axes, e.prim, a});
@@ -178,9 +178,10 @@ class Lowering {
     // materialized; the body must fit the budget.
     constexpr std::int64_t kDotRecompute = 4;
     const std::int64_t recompute[2] = {free_size(ra, pr.rhs_batch, pr.rhs_contract), free_size(la, pr.lhs_batch, pr.lhs_contract)};
-    for (std::size_t i = 0; i < 2; ++i)
-      if (args[i]->k != Expr::K::load && (!footprint({args[i]}).reds.empty() || (!o_.inline_multi_use && recompute[i] > kDotRecompute)))
-        args[i] = materialized(args[i]);
+    for (std::size_t i = 0; i < 2; ++i) {
+      args[i] = without_reduction(args[i]);
+      if (args[i]->k != Expr::K::load && !o_.inline_multi_use && recompute[i] > kDotRecompute) args[i] = materialized(args[i]);
+    }
     while (!fits(footprint(args).bufs.size())) {
       const std::size_t i = footprint({args[0]}).bufs.size() >= footprint({args[1]}).bufs.size() ? 0 : 1;
       const std::size_t pick = args[i]->k != Expr::K::load ? i : 1 - i;
