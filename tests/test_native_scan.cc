@@ -183,3 +183,68 @@ TEST(NativeScan, SlicingBodiesAndTheirTransposesMatchCpu) {
   EXPECT_TRUE(all_close(c, vals(wc)));
   EXPECT_TRUE(all_close(y, vals(wy)));
 }
+
+namespace {
+// Equal as float32 bit patterns: NaN where NaN, and the sign of every zero.
+::testing::AssertionResult same_bits(const Array& got, const Array& want) {
+  const auto g = got.to_vector<double>(), w = want.to_vector<double>();
+  if (g.size() != w.size()) return ::testing::AssertionFailure() << g.size() << " vs " << w.size() << " elements";
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    const bool same = std::isnan(g[i]) ? std::isnan(w[i]) : g[i] == w[i] && std::signbit(g[i]) == std::signbit(w[i]);
+    if (!same) return ::testing::AssertionFailure() << "element " << i << ": " << g[i] << " vs " << w[i];
+  }
+  return ::testing::AssertionSuccess();
+}
+bool unrolled(const ScanPathTracker& t) { return t.choices().back().details.find("unrolled") != std::string::npos; }
+}  // namespace
+
+TEST(NativeScan, SmallBodiesUnrollAndMatchTheInterpreterBitForBit) {
+  // float32 2x2 products (two-term sums accumulate in float there: exact), max, int32 and bool
+  // arithmetic, a constant, reverse; terms of -0, inf and NaN along the way. A @ [-0, 1.5] sums
+  // -0 + -0: +0 as the interpreter (which starts from the identity +0), never -0.
+  Array A = np::array({{1.0, -0.0}, {0.5, 2.0}}, DType::float32);
+  auto run = [&](const Array& xs, const Array& ks) {
+    auto body = [&](const std::tuple<Array, Array, Array>& c, const std::pair<Array, Array>& x) {
+      const auto& [v, m, n] = c;
+      Array v2 = np::matmul(A, v) * x.first + np::matmul(np::transpose(A), v * -0.0);
+      Array m2 = np::maximum(m, np::max(v2));
+      Array n2 = n + np::astype(np::greater(x.second, np::full({}, 2, DType::int32)), DType::int32) * x.second;
+      return std::pair{std::tuple{v2, m2, n2}, std::vector<Array>{np::sum(v2), np::astype(np::less(v2, np::zeros({}, DType::float32)), DType::int32), np::matmul(A, v)}};
+    };
+    auto init = std::tuple{np::array({-0.0, 1.5}, DType::float32), np::full({}, -1e30, DType::float32), np::zeros({}, DType::int32)};
+    auto [c, ys] = lax::scan(body, init, std::pair{xs, ks}, {.reverse = true});
+    return std::vector<Array>{std::get<0>(c), std::get<1>(c), std::get<2>(c), ys[0], ys[1], ys[2]};
+  };
+  Array xs = np::array({0.5, -0.0, 3.0, 1e30, 1e30, -2.0, 0.25, INFINITY, 1.0, NAN, 1.0}, DType::float32);
+  Array ks = np::arange(0, 11, 1, DType::int32);
+  std::vector<std::vector<Array>> want;
+  for (std::int64_t n : {3, 6, 11}) want.push_back(run(np::index(xs, {np::Slice{0, n}}), np::index(ks, {np::Slice{0, n}})));
+  DefaultDeviceScope native("native");
+  auto jr = jit(run);
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const std::int64_t n = std::vector<std::int64_t>{3, 6, 11}[i];
+    ScanPathTracker t;
+    auto got = jr(device_put(np::index(xs, {np::Slice{0, n}}), "native"), device_put(np::index(ks, {np::Slice{0, n}}), "native"));
+    t.expect_path(ScanPath::fused);
+    EXPECT_TRUE(unrolled(t)) << t.choices().back().details;
+    for (std::size_t j = 0; j < got.size(); ++j) EXPECT_TRUE(same_bits(got[j], want[i][j])) << "n " << n << " output " << j;
+  }
+}
+
+TEST(NativeScan, LargeBodiesLoopOverTheirKernels) {
+  // a 48x48 matmul per step is beyond the unrolling budget: kernels stay loops over a block
+  auto run = [](const Array& m, const Array& xs) {
+    return lax::scan([&](const Array& c, const Array& x) { return AP{np::tanh(np::matmul(m, c) * x), np::sum(c)}; },
+                     np::ones({48, 48}, DType::float32) * 0.1, xs);
+  };
+  Array m = np::reshape(np::sin(np::arange(0, 48 * 48, 1, DType::float32)), {48, 48}) * 0.2;
+  Array xs = np::array({1.0, -0.5, 2.0, 0.75}, DType::float32);
+  auto [wc, wy] = run(m, xs);
+  DefaultDeviceScope native("native");
+  ScanPathTracker t;
+  auto [c, y] = jit(run)(device_put(m, "native"), device_put(xs, "native"));
+  t.expect_path(ScanPath::fused);
+  EXPECT_FALSE(unrolled(t)) << t.choices().back().details;
+  EXPECT_TRUE(all_close(c, vals(wc), 1e-5, 1e-6));  // tanhf in C, the interpreter's in double
+  EXPECT_TRUE(all_close(y, vals(wy), 1e-5, 1e-5));
+}

@@ -43,8 +43,6 @@ static inline int32_t jx_d2i_wrap(double v) { return (int32_t)(uint32_t)(int64_t
 )";
 }
 
-namespace {
-
 std::string literal(DType d, double v) {
   if (std::isnan(v)) return d == DType::float32 ? "NAN" : "(double)NAN";
   if (std::isinf(v)) return v > 0 ? "INFINITY" : "(-INFINITY)";
@@ -57,6 +55,7 @@ std::string literal(DType d, double v) {
   return "0";
 }
 
+namespace {
 
 std::string alu_expr(const Kernel& k, const KNode& n) {
   const auto v = [](int i) { return fmt::format("v{}", i); };
@@ -104,8 +103,10 @@ std::string alu_expr(const Kernel& k, const KNode& n) {
   }
 }
 
-// The statements computing `order`'s nodes; idx(d) names the loop index of space dim d.
-std::string nodes_code(const Kernel& k, const std::vector<int>& order, const std::vector<std::string>& idx, const std::string& ind) {
+}  // namespace
+
+std::string nodes_code(const Kernel& k, const std::vector<int>& order, const std::vector<std::string>& idx, const std::string& ind,
+                       const std::vector<std::string>* in_names) {
   std::string s;
   for (int i : order) {
     const KNode& n = k.nodes[i];
@@ -118,7 +119,8 @@ std::string nodes_code(const Kernel& k, const std::vector<int>& order, const std
           if (l.strides[d] != 0) off += fmt::format(" + {}*{}", l.strides[d], idx[d]);
         if (l.indexed) off = fmt::format("(int64_t)v{}", n.a);
         if (l.clamp) off = fmt::format("jx_clamp({}, {})", off, k.inputs[l.buffer].size() - 1);
-        e = fmt::format("({})in{}[{}]", c_type(n.dtype), l.buffer, off);
+        const std::string in = in_names ? (*in_names)[static_cast<std::size_t>(l.buffer)] : fmt::format("in{}", l.buffer);
+        e = fmt::format("({}){}[{}]", c_type(n.dtype), in, off);
         break;
       }
       case KNodeKind::constant: e = literal(n.dtype, n.value); break;
@@ -136,7 +138,33 @@ std::string store(DType d, const std::string& v) {
   return fmt::format("({}){}", c_type(d), v);
 }
 
-}  // namespace
+std::string reduce_identity(const Kernel& k) {
+  return k.reduce_op == Prim::reduce_sum ? "0.0" : k.reduce_op == Prim::reduce_prod ? "1.0" : k.reduce_op == Prim::reduce_max ? "-INFINITY" : "INFINITY";
+}
+
+std::string reduce_update(const Kernel& k, const std::string& v, const std::string& ind) {
+  switch (k.reduce_op) {
+    case Prim::reduce_sum: return fmt::format("{}acc += {};\n", ind, v);
+    case Prim::reduce_prod:
+      return is_floating(k.nodes[k.body].dtype) ? fmt::format("{}acc *= {};\n", ind, v)
+                                                : fmt::format("{}acc = (double)((int64_t)acc * (int64_t){});\n", ind, v);
+    default:  // max/min: NaN propagates, as in the interpreter
+      return fmt::format("{0}if (acc == acc && ({1} != {1} || {1} {2} acc)) acc = {1};\n", ind, v, k.reduce_op == Prim::reduce_max ? ">" : "<");
+  }
+}
+
+std::string reduce_finish(const Kernel& k, const std::string& ind) {
+  const DType bd = k.nodes[k.body].dtype;
+  std::string s;
+  if (!is_floating(bd) && (k.reduce_op == Prim::reduce_max || k.reduce_op == Prim::reduce_min)) s += fmt::format("{}if (isinf(acc)) acc = 0.0;\n", ind);
+  // round the accumulator to the body dtype, as the interpreter does
+  if (bd == DType::float32) s += fmt::format("{}acc = (double)(float)acc;\n", ind);
+  else if (bd == DType::int32) s += fmt::format("{}acc = (double)jx_d2i_wrap(acc);\n", ind);
+  else if (bd == DType::bool_) s += fmt::format("{}acc = acc != 0.0;\n", ind);
+  return s;
+}
+
+std::string reduce_store(const Kernel& k) { return k.out.dtype == DType::int32 ? "jx_d2i_wrap(acc)" : store(k.out.dtype, "acc"); }
 
 std::string render_kernel(const Kernel& k, const std::string& name, bool is_static) {
   std::string s = fmt::format("// {}\n{}void {}(const void* const* in_, void* const* out_) {{\n", k.name,
@@ -171,31 +199,13 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
     close(false);
     return s + "}\n";
   }
-  const DType bd = k.nodes[k.body].dtype;
-  const bool flt = is_floating(bd);
-  std::string ident = k.reduce_op == Prim::reduce_sum ? "0.0" : k.reduce_op == Prim::reduce_prod ? "1.0"
-                      : k.reduce_op == Prim::reduce_max ? "-INFINITY" : "INFINITY";
   open(false);
-  s += fmt::format("{}double acc = {};\n", ind, ident);
+  s += fmt::format("{}double acc = {};\n", ind, reduce_identity(k));
   open(true);
   s += nodes_code(k, k.reachable(k.body), idx, ind);
-  const std::string v = fmt::format("(double)v{}", k.body);
-  switch (k.reduce_op) {
-    case Prim::reduce_sum: s += fmt::format("{}acc += {};\n", ind, v); break;
-    case Prim::reduce_prod:
-      s += flt ? fmt::format("{}acc *= {};\n", ind, v) : fmt::format("{}acc = (double)((int64_t)acc * (int64_t){});\n", ind, v);
-      break;
-    default:  // max/min: NaN propagates, as in the interpreter
-      s += fmt::format("{0}if (acc == acc && ({1} != {1} || {1} {2} acc)) acc = {1};\n", ind, v,
-                       k.reduce_op == Prim::reduce_max ? ">" : "<");
-      break;
-  }
+  s += reduce_update(k, fmt::format("(double)v{}", k.body), ind);
   close(true);
-  if (!flt && (k.reduce_op == Prim::reduce_max || k.reduce_op == Prim::reduce_min)) s += fmt::format("{}if (isinf(acc)) acc = 0.0;\n", ind);
-  // round the accumulator to the body dtype, as the interpreter does
-  if (bd == DType::float32) s += fmt::format("{}acc = (double)(float)acc;\n", ind);
-  else if (bd == DType::int32) s += fmt::format("{}acc = (double)jx_d2i_wrap(acc);\n", ind);
-  else if (bd == DType::bool_) s += fmt::format("{}acc = acc != 0.0;\n", ind);
+  s += reduce_finish(k, ind);
   if (k.epilogue >= 0) {
     std::vector<std::string> eidx = idx;
     for (std::size_t d = 0; d < k.space.size(); ++d)
@@ -203,204 +213,11 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
     s += nodes_code(k, k.reachable(k.epilogue), eidx, ind);
     s += fmt::format("{}out[o++] = {};\n", ind, store(k.out.dtype, fmt::format("v{}", k.epilogue)));
   } else {
-    s += fmt::format("{}out[o++] = {};\n", ind, k.out.dtype == DType::int32 ? "jx_d2i_wrap(acc)" : store(k.out.dtype, "acc"));
+    s += fmt::format("{}out[o++] = {};\n", ind, reduce_store(k));
   }
   close(false);
   return s + "}\n";
 }
 
-
-namespace {
-
-// Dense routines on row-major batches, matching core/backends/cpu/cpu_linalg.cc (double
-// accumulation). In a compiled loop there is no host to throw to: a matrix that is not positive
-// definite gives NaNs (as in JAX), a zero pivot gives inf/NaN.
-const char* kRoutines = R"(
-#define JX_ROUTINES(T, S) \
-static void jx_chol_##S(const T* a, T* l, int64_t n, int64_t batch) { \
-  for (int64_t b = 0; b < batch; ++b, a += n * n, l += n * n) { \
-    for (int64_t i = 0; i < n * n; ++i) l[i] = 0; \
-    int bad = 0; \
-    for (int64_t j = 0; j < n && !bad; ++j) { \
-      double s = a[j * n + j]; \
-      for (int64_t k = 0; k < j; ++k) s -= (double)l[j * n + k] * l[j * n + k]; \
-      if (!(s > 0.0)) { bad = 1; break; } \
-      double d = sqrt(s); \
-      l[j * n + j] = (T)d; \
-      for (int64_t i = j + 1; i < n; ++i) { \
-        double t = a[i * n + j]; \
-        for (int64_t k = 0; k < j; ++k) t -= (double)l[i * n + k] * l[j * n + k]; \
-        l[i * n + j] = (T)(t / d); \
-      } \
-    } \
-    if (bad) for (int64_t i = 0; i < n * n; ++i) l[i] = (T)NAN; \
-  } \
-} \
-static void jx_trsm_##S(const T* a, const T* b, T* x, int64_t n, int64_t k, int64_t batch, int left, int lower, int trans, int unit) { \
-  const int tr = trans != !left; \
-  const int low = lower != tr; \
-  for (int64_t bi = 0; bi < batch; ++bi, a += n * n, b += n * k, x += n * k) \
-    for (int64_t c = 0; c < k; ++c) \
-      for (int64_t s = 0; s < n; ++s) { \
-        const int64_t i = low ? s : n - 1 - s; \
-        double v = b[left ? i * k + c : c * n + i]; \
-        if (low) { for (int64_t j = 0; j < i; ++j) v -= (double)(tr ? a[j * n + i] : a[i * n + j]) * x[left ? j * k + c : c * n + j]; } \
-        else { for (int64_t j = i + 1; j < n; ++j) v -= (double)(tr ? a[j * n + i] : a[i * n + j]) * x[left ? j * k + c : c * n + j]; } \
-        if (!unit) v /= (double)a[i * n + i]; \
-        x[left ? i * k + c : c * n + i] = (T)v; \
-      } \
-} \
-static void jx_lu_##S(const T* a, T* f, T* pm, T* sign, int64_t n, int64_t batch) { \
-  int64_t perm[64]; \
-  for (int64_t b = 0; b < batch; ++b, a += n * n, f += n * n, pm += n * n) { \
-    memcpy(f, a, sizeof(T) * n * n); \
-    for (int64_t i = 0; i < n; ++i) perm[i] = i; \
-    T det = 1; \
-    for (int64_t c = 0; c < n; ++c) { \
-      int64_t piv = c; \
-      for (int64_t r = c + 1; r < n; ++r) if (fabs((double)f[r * n + c]) > fabs((double)f[piv * n + c])) piv = r; \
-      if (piv != c) { \
-        for (int64_t j = 0; j < n; ++j) { T t = f[c * n + j]; f[c * n + j] = f[piv * n + j]; f[piv * n + j] = t; } \
-        int64_t t = perm[c]; perm[c] = perm[piv]; perm[piv] = t; det = -det; \
-      } \
-      const T d = f[c * n + c]; \
-      if (d == 0) continue; \
-      for (int64_t r = c + 1; r < n; ++r) { \
-        const T m = f[r * n + c] / d; \
-        f[r * n + c] = m; \
-        for (int64_t j = c + 1; j < n; ++j) f[r * n + j] -= m * f[c * n + j]; \
-      } \
-    } \
-    for (int64_t i = 0; i < n * n; ++i) pm[i] = 0; \
-    for (int64_t i = 0; i < n; ++i) pm[perm[i] * n + i] = 1; \
-    sign[b] = det; \
-  } \
-}
-JX_ROUTINES(float, f)
-JX_ROUTINES(double, d)
-)";
-
-// pad: fill, then copy the operand into its window; concatenate: per outer index, each
-// operand's contiguous chunk in turn.
-std::string movement_call(const Op& op, const std::vector<std::string>& in, const std::string& out) {
-  const AVal& a = op.in[0];
-  const std::string T = c_type(a.dtype);
-  if (op.prim == Prim::pad) {
-    const auto ost = row_major_strides(op.out[0].shape);
-    std::string s = fmt::format("{{ {0}* o = ({0}*){1}; const {0}* x = (const {0}*){2}; int64_t k = 0;\n", T, out, in[0]);
-    s += fmt::format("      for (int64_t i = 0; i < {}; ++i) o[i] = {};\n", op.out[0].size(), literal(a.dtype, op.params.value));
-    std::string idx = "0";
-    for (std::size_t d = 0; d < a.ndim(); ++d) {
-      s += fmt::format("      for (int64_t i{0} = 0; i{0} < {1}; ++i{0})\n", d, a.shape[d]);
-      idx += fmt::format(" + ({} + i{}) * {}", op.params.lo[d], d, ost[d]);
-    }
-    return s + fmt::format("        o[{}] = x[k++];\n    }}", idx);
-  }
-  // concatenate
-  const std::int64_t axis = op.params.axis;
-  std::int64_t outer = 1, inner = 1;
-  for (std::int64_t i = 0; i < axis; ++i) outer *= a.shape[i];
-  for (std::size_t i = axis + 1; i < a.ndim(); ++i) inner *= a.shape[i];
-  std::string s = fmt::format("{{ unsigned char* o = (unsigned char*){};\n      for (int64_t q = 0; q < {}; ++q) {{\n", out, outer);
-  for (std::size_t k = 0; k < op.in.size(); ++k) {
-    const std::size_t chunk = static_cast<std::size_t>(op.in[k].shape[axis] * inner) * dtype_size(a.dtype);
-    if (chunk) s += fmt::format("        memcpy(o, (const unsigned char*){} + q * {}, {}); o += {};\n", in[k], chunk, chunk, chunk);
-  }
-  return s + "      }\n    }";
-}
-
-std::string routine_call(const Op& op, const std::vector<std::string>& in, const std::vector<std::string>& out) {
-  if (op.prim == Prim::pad || op.prim == Prim::concatenate) return movement_call(op, in, out[0]);
-  if (op.prim != Prim::cholesky && op.prim != Prim::lu && op.prim != Prim::triangular_solve)
-    throw BackendError(fmt::format("native: {} in a scan body runs as a host loop", prim_name(op.prim)));
-  const AVal& a = op.in[0];
-  const std::int64_t n = a.shape.back();
-  const std::int64_t batch = numel(Shape(a.shape.begin(), a.shape.end() - 2));
-  const std::string S = a.dtype == DType::float32 ? "f" : "d", T = c_type(a.dtype);
-  switch (op.prim) {
-    case Prim::cholesky: return fmt::format("jx_chol_{}((const {}*){}, ({}*){}, {}, {});", S, T, in[0], T, out[0], n, batch);
-    case Prim::lu:
-      return fmt::format("jx_lu_{}((const {}*){}, ({}*){}, ({}*){}, ({}*){}, {}, {});", S, T, in[0], T, out[0], T, out[1], T, out[2], n,
-                         batch);
-    case Prim::triangular_solve: {
-      const auto& p = op.params;
-      const AVal& b = op.in[1];
-      const std::int64_t k = p.left_side ? b.shape.back() : b.shape[b.ndim() - 2];
-      return fmt::format("jx_trsm_{}((const {}*){}, (const {}*){}, ({}*){}, {}, {}, {}, {}, {}, {}, {});", S, T, in[0], T, in[1], T,
-                         out[0], n, k, batch, int(p.left_side), int(p.lower), int(p.transpose_a), int(p.unit_diagonal));
-    }
-    default: throw BackendError(fmt::format("native: no compiled-loop rendering for routine {}", prim_name(op.prim)));
-  }
-}
-
-}  // namespace
-
-std::string render_scan(const ScanProgram& sp, const std::string& name) {
-  const Program& b = sp.body;
-  for (const Step& st : b.steps)
-    if (st.kind == Step::Kind::control) throw BackendError("native: nested scans in a scan body run as host loops");
-  for (const Op& op : b.routines)
-    if (op.prim == Prim::lu && op.in[0].shape.back() > 64)
-      throw BackendError("native: lu of matrices larger than 64 in a scan body runs as a host loop");
-  const std::size_t nc = sp.num_consts, nk = sp.num_carry, nin = b.num_inputs, nx = nin - nc - nk;
-  const std::size_t ny = b.outputs.size() - nk;
-  std::string s = kRoutines;
-  for (std::size_t i = 0; i < b.kernels.size(); ++i) s += render_kernel(b.kernels[i], fmt::format("{}_k{}", name, i), true) + "\n";
-  s += fmt::format("void {}(const void* const* in_, void* const* out_) {{\n", name);
-  // storage: carries, carry staging, temporaries (stack when small, else one heap block)
-  std::size_t local = 0;
-  for (std::size_t k = 0; k < nk; ++k) local += 2 * ((b.buffers[nc + k].bytes() + 63) / 64 * 64);
-  for (std::size_t t = nin; t < b.buffers.size(); ++t) local += (b.buffers[t].bytes() + 63) / 64 * 64;
-  const bool heap = local > (std::size_t{128} << 10);
-  if (heap) s += fmt::format("  unsigned char* heap = (unsigned char*)aligned_alloc(64, {});\n  if (!heap) return;\n", std::max<std::size_t>(local, 64));
-  else s += fmt::format("  unsigned char heap[{}] __attribute__((aligned(64)));\n", std::max<std::size_t>(local, 64));
-  std::size_t off = 0;
-  auto region = [&](const std::string& var, std::size_t bytes) {
-    s += fmt::format("  unsigned char* {} = heap + {};\n", var, off);
-    off += (bytes + 63) / 64 * 64;
-  };
-  for (std::size_t k = 0; k < nk; ++k) {
-    region(fmt::format("c{}", k), b.buffers[nc + k].bytes());
-    region(fmt::format("st{}", k), b.buffers[nc + k].bytes());
-    s += fmt::format("  memcpy(c{0}, in_[{1}], {2});\n", k, nc + k, b.buffers[nc + k].bytes());
-  }
-  for (std::size_t t = nin; t < b.buffers.size(); ++t) region(fmt::format("t{}", t), b.buffers[t].bytes());
-  auto ptr = [&](int buf) -> std::string {
-    const std::size_t u = static_cast<std::size_t>(buf);
-    if (u < nc) return fmt::format("(const void*)in_[{}]", u);
-    if (u < nc + nk) return fmt::format("(void*)c{}", u - nc);
-    if (u < nin) return fmt::format("(void*)x{}", u - nc - nk);
-    return fmt::format("(void*)t{}", u);
-  };
-  s += fmt::format("  for (int64_t it = 0; it < {}; ++it) {{\n", sp.length);
-  s += fmt::format("    const int64_t t = {};\n", sp.reverse ? fmt::format("{} - 1 - it", sp.length) : "it");
-  for (std::size_t j = 0; j < nx; ++j)
-    s += fmt::format("    const unsigned char* x{0} = (const unsigned char*)in_[{1}] + t * {2};\n", j, nc + nk + j, b.buffers[nc + nk + j].bytes());
-  for (const Step& st : b.steps) {
-    if (st.kind == Step::Kind::free) continue;
-    std::vector<std::string> in, out;
-    for (int x : st.in) in.push_back(ptr(x));
-    for (int x : st.out) out.push_back(ptr(x));
-    if (st.kind == Step::Kind::kernel) {
-      s += "    {\n      const void* a[] = {";
-      for (auto& p : in) s += p + ", ";
-      s += "0};\n      void* o[] = {" + out[0] + "};\n";
-      s += fmt::format("      {}_k{}(a, o);\n    }}\n", name, st.index);
-    } else {
-      s += "    " + routine_call(b.routines[st.index], in, out) + "\n";
-    }
-  }
-  for (std::size_t j = 0; j < ny; ++j) {  // ys[t] before the carries change
-    const int buf = b.outputs[nk + j];
-    s += fmt::format("    memcpy((unsigned char*)out_[{}] + t * {}, {}, {});\n", nk + j, b.buffers[buf].bytes(), ptr(buf), b.buffers[buf].bytes());
-  }
-  for (std::size_t k = 0; k < nk; ++k)
-    s += fmt::format("    memcpy(st{}, {}, {});\n", k, ptr(b.outputs[k]), b.buffers[nc + k].bytes());
-  for (std::size_t k = 0; k < nk; ++k) s += fmt::format("    memcpy(c{0}, st{0}, {1});\n", k, b.buffers[nc + k].bytes());
-  s += "  }\n";
-  for (std::size_t k = 0; k < nk; ++k) s += fmt::format("  memcpy(out_[{0}], c{0}, {1});\n", k, b.buffers[nc + k].bytes());
-  if (heap) s += "  free(heap);\n";
-  return s + "}\n";
-}
 
 }  // namespace jx::native

@@ -1,5 +1,6 @@
 #pragma once
 #include <string>
+#include <vector>
 
 #include "core/kernel/kernel.h"
 #include "core/kernel/program.h"
@@ -12,10 +13,25 @@ std::string c_prelude();
 // One kernel as `void <name>(const void* const* in, void* const* out)`.
 std::string render_kernel(const Kernel& k, const std::string& name, bool is_static = false);
 // A whole scan as `void <name>(const void* const* operands, void* const* results)`: one C
-// loop over the steps; body kernels become static functions, routines C code, carries and
-// temporaries local arrays allocated once per call (on the stack when small). Throws
-// BackendError when the body holds a step it cannot render (a nested scan).
-std::string render_scan(const ScanProgram& s, const std::string& name);
+// loop over the steps. Small bodies without routines are unrolled into straight-line code over
+// local arrays indexed by constants (registers once compiled; *unrolled set true); otherwise body
+// kernels become static functions, routines C code, carries and temporaries one block allocated
+// once per call (on the stack when small). Throws BackendError when the body holds a step it
+// cannot render (a nested scan).
+std::string render_scan(const ScanProgram& s, const std::string& name, bool* unrolled = nullptr);
 std::string c_type(DType d);
+std::string literal(DType d, double v);  // exact (hex floats)
+// The statements `const T v<i> = ...;` computing `order`'s nodes; idx[d] is the C expression of
+// space dim d's index (a loop variable, or a constant when unrolled); loads read `in<buffer>`, or
+// (*in_names)[buffer] where given.
+std::string nodes_code(const Kernel& k, const std::vector<int>& order, const std::vector<std::string>& idx, const std::string& ind,
+                       const std::vector<std::string>* in_names = nullptr);
+std::string store(DType d, const std::string& v);  // v converted to d (bools normalised to 0/1)
+// A reduction kernel's accumulator `acc` (double, as in the interpreter): its identity, its update
+// by the value v, its rounding to the body dtype once all terms are in, and the stored result.
+std::string reduce_identity(const Kernel& k);
+std::string reduce_update(const Kernel& k, const std::string& v, const std::string& ind);
+std::string reduce_finish(const Kernel& k, const std::string& ind);
+std::string reduce_store(const Kernel& k);
 
 }  // namespace jx::native

@@ -92,13 +92,14 @@ class NativeBackend final : public HostBackend {
     const std::string key = sp.key();
     std::lock_guard lock(kmu_);
     if (auto it = scans_.find(key); it != scans_.end()) {
-      why = "native compiles the whole loop into one function";
-      return it->second;
+      why = it->second.why;
+      return it->second.exe;
     }
     const std::string sym = fmt::format("jx_s{:016x}", native::fnv1a(key));
     std::string source;
+    bool unrolled = false;
     try {
-      source = native::c_prelude() + native::render_scan(sp, sym);
+      source = native::c_prelude() + native::render_scan(sp, sym, &unrolled);
     } catch (const BackendError& e) {
       why = e.what();
       return nullptr;
@@ -107,9 +108,10 @@ class NativeBackend final : public HostBackend {
     auto r = native::compile(source);
     trace::emit({trace::EventKind::compile, "native", "cc", 0, false, r.ms, r.from_disk ? "disk cache" : r.path});
     auto exe = std::make_shared<NativeKernel>(r.lib, reinterpret_cast<KernelFn>(r.lib->symbol(sym)));
-    trim_unused(scans_);
-    scans_[key] = exe;
-    why = "native compiles the whole loop into one function";
+    trim_unused(scans_, [](const CompiledScan& c) -> const auto& { return c.exe; });
+    why = unrolled ? "native compiles the whole loop into one function, its body unrolled (carries and temporaries in registers)"
+                   : "native compiles the whole loop into one function";
+    scans_[key] = CompiledScan{exe, why};
     return exe;
   }
 
@@ -117,7 +119,12 @@ class NativeBackend final : public HostBackend {
  private:
   DeviceInfo info_;
   mutable std::mutex kmu_;
-  std::unordered_map<std::string, std::shared_ptr<NativeKernel>> kernels_, scans_;
+  struct CompiledScan {
+    std::shared_ptr<NativeKernel> exe;
+    std::string why;
+  };
+  std::unordered_map<std::string, std::shared_ptr<NativeKernel>> kernels_;
+  std::unordered_map<std::string, CompiledScan> scans_;
 };
 
 }  // namespace
