@@ -105,9 +105,20 @@ void run(benchmark::State& st, const std::string& name, const std::string& be) {
   auto f = jit(workload(name, m));
   Array th = theta0();
   double check = f(th, m.y)[0].item<double>();  // compile and warm up
-  if (be == "vulkan") vulkan::reset_counters();
+  if (be == "vulkan") {
+    vulkan::reset_counters();
+    vulkan::reset_timings();
+  }
   for (auto _ : st) check = f(th, m.y)[0].item<double>();
   const double calls = static_cast<double>(st.iterations());
+  if (be == "vulkan" && !jxbench::env("JX_VK_TIMING", "").empty()) {  // GPU time per pipeline and call, largest first
+    const auto t = vulkan::timings();
+    double total = 0;
+    for (const auto& e : t) total += e.ms;
+    std::fprintf(stderr, "%s/%s/%lld: GPU %.4f ms per call in %zu pipelines\n", name.c_str(), be.c_str(), static_cast<long long>(m.n), total / calls, t.size());
+    for (std::size_t i = 0; i < t.size() && i < 25; ++i)
+      std::fprintf(stderr, "  %9.4f ms %6.1f dispatches  %s\n", t[i].ms / calls, static_cast<double>(t[i].dispatches) / calls, t[i].name.c_str());
+  }
   st.counters["checksum"] = check;
   // rate inverted: seconds / (steps · 1e-9) = ns per step
   st.counters["ns_per_step"] = benchmark::Counter(calls * static_cast<double>(m.n) * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);

@@ -119,6 +119,7 @@ DeviceDesc describe(VkPhysicalDevice p) {
   d.max_storage_buffers = pr.limits.maxPerStageDescriptorStorageBuffers;
   d.max_invocations = pr.limits.maxComputeWorkGroupInvocations;
   d.max_shared_bytes = pr.limits.maxComputeSharedMemorySize;
+  d.timestamp_ns = pr.limits.timestampPeriod;  // the chosen queue family may still have none
   return d;
 }
 
@@ -199,6 +200,7 @@ Context::Context(bool validation) : validation_(validation) {
       if (qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
         family_ = i;
         found = true;
+        if (qs[i].timestampValidBits == 0) desc_.timestamp_ns = 0;
       }
     if (!found) throw BackendError(fmt::format("vulkan: {} has no compute queue", desc_.name));
     const float prio = 1.0f;

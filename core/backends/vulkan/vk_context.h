@@ -58,6 +58,7 @@ JX_VK_OWNED(PipelineCacheH, VkPipelineCache, vkDestroyPipelineCache)
 JX_VK_OWNED(DescriptorPoolH, VkDescriptorPool, vkDestroyDescriptorPool)
 JX_VK_OWNED(CommandPoolH, VkCommandPool, vkDestroyCommandPool)
 JX_VK_OWNED(FenceH, VkFence, vkDestroyFence)
+JX_VK_OWNED(QueryPoolH, VkQueryPool, vkDestroyQueryPool)
 #undef JX_VK_OWNED
 
 struct DeviceDesc {
@@ -65,6 +66,7 @@ struct DeviceDesc {
   std::uint32_t api = 0;
   bool float64 = false;
   std::uint32_t max_storage_buffers = 0, max_invocations = 0, max_shared_bytes = 0;
+  float timestamp_ns = 0;  // nanoseconds per timestamp tick; 0 where the compute queue has none
 };
 
 // Validation messages (warnings and errors) seen since start, when validation is on.

@@ -49,6 +49,7 @@ void VulkanBackend::record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptor
   vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.layout.get(), 0, 1, &set, 0, nullptr);
   auto [gx, gy] = workgroups(invocations);
   vkCmdDispatch(b.cmd, gx, gy, 1);
+  time_dispatch(b, pipe, invocations);
   b.commands++;
   counters_.dispatches++;
   counters_.max_buffers_per_dispatch = std::max<std::uint64_t>(counters_.max_buffers_per_dispatch, static_cast<std::uint64_t>(buffers));
@@ -80,6 +81,7 @@ Batch& VulkanBackend::recording() {
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(b->cmd, &bi), "vkBeginCommandBuffer");
+  time_batch_start(*b);
   written_.clear();
   read_.clear();
   current_ = std::move(b);
@@ -178,6 +180,7 @@ void VulkanBackend::finish() {
 
 void VulkanBackend::recycle(std::unique_ptr<Batch> b) {
   VkDevice d = ctx_->device();
+  time_collect(*b);
   for (auto& r : b->released) give_back(std::move(r));
   b->released.clear();
   b->staging.clear();

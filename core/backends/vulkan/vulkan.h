@@ -23,6 +23,19 @@ struct Counters {
 Counters counters();
 void reset_counters();
 
+// GPU time per pipeline and size ("name [invocations]") while timing is on (set_timing(true), or
+// JX_VK_TIMING=1 at start): a timestamp is written after every dispatch, and a dispatch's time is
+// the gap since the previous timestamp of its command buffer (copies and barrier waits before it
+// included). Sorted by time, descending; empty where the compute queue has no timestamps.
+struct TimedPipeline {
+  std::string name;
+  std::uint64_t dispatches = 0;
+  double ms = 0;
+};
+void set_timing(bool on);
+std::vector<TimedPipeline> timings();
+void reset_timings();
+
 // Limits profiles: "webgpu" (default; WebGPU's defaults: 8 storage buffers per stage, 256
 // invocations per workgroup, 16384 bytes of workgroup storage) or "device" (the device's own).
 // JX_LIMITS sets the initial profile. Throws BackendError for another name.

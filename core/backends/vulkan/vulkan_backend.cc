@@ -22,6 +22,8 @@ VulkanBackend::VulkanBackend() {
     choose_memory();
     const char* lim = std::getenv("JX_LIMITS");
     apply_limits(lim && *lim ? lim : "webgpu");
+    const char* timing = std::getenv("JX_VK_TIMING");
+    timing_ = timing && *timing && std::string(timing) != "0";
     g_instance = this;
     std::atexit([] {
       if (g_instance) g_instance->shutdown();

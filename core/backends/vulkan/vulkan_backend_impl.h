@@ -86,6 +86,8 @@ struct Batch {
   int commands = 0;
   std::vector<std::unique_ptr<Buf>> released;  // back to the pool once the batch completed
   std::vector<std::unique_ptr<Buf>> staging;   // destroyed once the batch completed
+  QueryPoolH timestamps;              // created on first use while timing is on
+  std::vector<std::string> timed;     // label of timestamp i (0: the start of the batch); empty: untimed
 };
 
 inline std::size_t size_class(std::size_t n) {
@@ -132,6 +134,9 @@ class VulkanBackend final : public Backend {
   void synchronize();
   vulkan::Counters counters() const;
   void reset_counters();
+  void set_timing(bool on);
+  std::vector<vulkan::TimedPipeline> timings() const;
+  void reset_timings();
 
   // Waits for the device, then destroys every Vulkan object (registered with atexit: after it,
   // handles still alive only drop their references). At process exit the instance is left to the
@@ -209,6 +214,13 @@ class VulkanBackend final : public Backend {
   // once the device is lost.
   void finish();
   void recycle(std::unique_ptr<Batch> b);
+  // Timing (vk_timing.cc): a timestamp at the start of each batch and after every dispatch; a
+  // dispatch's GPU time is the gap since the previous timestamp.
+  void time_batch_start(Batch& b);
+  void time_dispatch(Batch& b, const Pipeline& pipe, std::int64_t invocations);
+  void time_collect(Batch& b);  // after the batch's fence: adds its gaps to timings_
+  bool timing_ = false;
+  std::map<std::string, vulkan::TimedPipeline> timings_;
 
   DeviceInfo info_;
   std::shared_ptr<Context> ctx_;  // pipelines still held elsewhere keep the device until they go

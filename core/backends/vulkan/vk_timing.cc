@@ -1,0 +1,78 @@
+// GPU timing of the vulkan backend: timestamp queries around the dispatches of each batch, read
+// back once the batch's fence has signalled (no extra host waits).
+#include "core/backends/vulkan/vulkan_backend_impl.h"
+
+namespace jx::vk {
+
+namespace {
+constexpr std::uint32_t kTimestamps = 4096;  // per batch; dispatches beyond it go untimed
+}
+
+void VulkanBackend::time_batch_start(Batch& b) {
+  b.timed.clear();
+  if (!timing_ || ctx_->desc().timestamp_ns <= 0) return;
+  if (!b.timestamps) {
+    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = kTimestamps;
+    VkQueryPool q = VK_NULL_HANDLE;
+    check(vkCreateQueryPool(ctx_->device(), &qi, nullptr, &q), "vkCreateQueryPool");
+    b.timestamps = QueryPoolH(ctx_->device(), q);
+  }
+  vkCmdResetQueryPool(b.cmd, b.timestamps.get(), 0, kTimestamps);
+  vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, b.timestamps.get(), 0);
+  b.timed.emplace_back();
+}
+
+void VulkanBackend::time_dispatch(Batch& b, const Pipeline& pipe, std::int64_t invocations) {
+  if (b.timed.empty() || b.timed.size() >= kTimestamps) return;
+  vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, b.timestamps.get(), static_cast<std::uint32_t>(b.timed.size()));
+  b.timed.push_back(fmt::format("{} [{}]", pipe.name, invocations));
+}
+
+void VulkanBackend::time_collect(Batch& b) {
+  const auto n = static_cast<std::uint32_t>(b.timed.size());
+  if (n >= 2 && !lost_) {
+    std::vector<std::uint64_t> ts(n);
+    const VkResult r = vkGetQueryPoolResults(ctx_->device(), b.timestamps.get(), 0, n, n * sizeof(std::uint64_t), ts.data(),
+                                             sizeof(std::uint64_t), VK_QUERY_RESULT_64_BIT);
+    if (r == VK_SUCCESS) {
+      const double ms_per_tick = static_cast<double>(ctx_->desc().timestamp_ns) * 1e-6;
+      for (std::uint32_t i = 1; i < n; ++i) {
+        auto& e = timings_[b.timed[i]];
+        e.name = b.timed[i];
+        e.dispatches++;
+        e.ms += static_cast<double>(ts[i] - ts[i - 1]) * ms_per_tick;
+      }
+    }
+  }
+  b.timed.clear();
+}
+
+void VulkanBackend::set_timing(bool on) {
+  std::lock_guard lock(mu_);
+  timing_ = on;
+}
+
+std::vector<vulkan::TimedPipeline> VulkanBackend::timings() const {
+  std::lock_guard lock(mu_);
+  std::vector<vulkan::TimedPipeline> out;
+  for (const auto& [name, e] : timings_) out.push_back(e);
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.ms > b.ms; });
+  return out;
+}
+
+void VulkanBackend::reset_timings() {
+  std::lock_guard lock(mu_);
+  timings_.clear();
+}
+
+}  // namespace jx::vk
+
+namespace jx::vulkan {
+
+void set_timing(bool on) { vk::instance()->set_timing(on); }
+std::vector<TimedPipeline> timings() { return vk::instance()->timings(); }
+void reset_timings() { vk::instance()->reset_timings(); }
+
+}  // namespace jx::vulkan
