@@ -127,6 +127,7 @@ void run(benchmark::State& st, const std::string& name, const std::string& be) {
     st.counters["dispatches"] = static_cast<double>(c.dispatches) / calls;
     st.counters["submits"] = static_cast<double>(c.submits) / calls;
     st.counters["host_waits"] = static_cast<double>(c.host_waits) / calls;
+    st.counters["barriers"] = static_cast<double>(c.barriers) / calls;
   }
 }
 

@@ -202,8 +202,8 @@ TEST(NativeScan, SmallBodiesUnrollAndMatchTheInterpreterBitForBit) {
   // float32 2x2 products (two-term sums accumulate in float there: exact), max, int32 and bool
   // arithmetic, a constant, reverse; terms of -0, inf and NaN along the way. A @ [-0, 1.5] sums
   // -0 + -0: +0 as the interpreter (which starts from the identity +0), never -0.
-  Array A = np::array({{1.0, -0.0}, {0.5, 2.0}}, DType::float32);
-  auto run = [&](const Array& xs, const Array& ks) {
+  auto run = [](const Array& xs, const Array& ks) {
+    Array A = np::array({{1.0, -0.0}, {0.5, 2.0}}, DType::float32);  // on the device of the call
     auto body = [&](const std::tuple<Array, Array, Array>& c, const std::pair<Array, Array>& x) {
       const auto& [v, m, n] = c;
       Array v2 = np::matmul(A, v) * x.first + np::matmul(np::transpose(A), v * -0.0);
@@ -218,7 +218,11 @@ TEST(NativeScan, SmallBodiesUnrollAndMatchTheInterpreterBitForBit) {
   Array xs = np::array({0.5, -0.0, 3.0, 1e30, 1e30, -2.0, 0.25, INFINITY, 1.0, NAN, 1.0}, DType::float32);
   Array ks = np::arange(0, 11, 1, DType::int32);
   std::vector<std::vector<Array>> want;
-  for (std::int64_t n : {3, 6, 11}) want.push_back(run(np::index(xs, {np::Slice{0, n}}), np::index(ks, {np::Slice{0, n}})));
+  {
+    DefaultDeviceScope cpu("cpu");  // the interpreter, whatever JX_DEVICE says
+    for (std::int64_t n : {3, 6, 11})
+      want.push_back(run(device_put(np::index(xs, {np::Slice{0, n}}), "cpu"), device_put(np::index(ks, {np::Slice{0, n}}), "cpu")));
+  }
   DefaultDeviceScope native("native");
   auto jr = jit(run);
   for (std::size_t i = 0; i < want.size(); ++i) {

@@ -51,7 +51,7 @@ def jx_results(path):
         wl, be, n = parts[1], parts[2], int(parts[3])
         ms = b["real_time"] * {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]]
         out[(wl, n)] = {"ms": ms, "backend": be, "checksum": b.get("checksum"),
-                        **{k: b[k] for k in ("dispatches", "submits", "host_waits") if k in b}}
+                        **{k: b[k] for k in ("dispatches", "submits", "host_waits", "barriers") if k in b}}
     return out, doc.get("context", {})
 
 
@@ -67,7 +67,7 @@ def compare(kind, jx, jx_ctx, jax, jax_ctx):
         a, b = jx.get((wl, n)), jax.get((wl, n))
         row = {"workload": wl, "n": n, "jx_ms": a and a["ms"], "jax_ms": b and b["ms"]}
         if a:
-            row.update({k: a[k] for k in ("dispatches", "submits", "host_waits") if k in a})
+            row.update({k: a[k] for k in ("dispatches", "submits", "host_waits", "barriers") if k in a})
         if a and b:
             ca, cb = a.get("checksum"), b.get("checksum")
             agree = ca is not None and cb is not None and abs(ca - cb) <= 1e-3 * max(1.0, abs(cb))

@@ -20,6 +20,9 @@ struct Shader {
   bool float64 = false;        // uses doubles (needs shaderFloat64)
   std::int64_t max_loop = 0;   // trip count of the longest loop (a reduction's extent)
   std::int64_t loop_iterations = 0;  // loop iterations one invocation runs in total (0: none)
+  // > 0: one more storage buffer of this size, the last binding, zeroed once by the backend and
+  // left zeroed by every dispatch (a split reduction's partials and counters)
+  std::size_t scratch_bytes = 0;
 };
 
 std::string gtype(DType d);                  // GLSL scalar type of a dtype
@@ -44,7 +47,8 @@ std::string routine_element_code(const Op& op, const std::string& elem, Shader& 
 
 // `f64_math`: the device has shaderFloat64, so float64 transcendentals (and float32 ones, for
 // accuracy) use the double-precision helpers; reductions accumulate in double as the oracle does.
-Shader render_kernel(const Kernel& k, bool f64_math);
+// max_buffers: the pipeline's budget (a split reduction needs one binding beyond the kernel's).
+Shader render_kernel(const Kernel& k, bool f64_math, int max_buffers);
 // pad, concatenate, argmax, argmin; nullopt for primitives without a shader (linear algebra).
 std::optional<Shader> render_routine(const Op& op);
 

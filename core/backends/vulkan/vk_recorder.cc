@@ -184,6 +184,7 @@ void VulkanBackend::recycle(std::unique_ptr<Batch> b) {
   for (auto& r : b->released) give_back(std::move(r));
   b->released.clear();
   b->staging.clear();
+  b->held.clear();
   VkFence f = b->fence.get();
   check(vkResetFences(d, 1, &f), "vkResetFences");
   check(vkResetCommandPool(d, b->pool.get(), 0), "vkResetCommandPool");

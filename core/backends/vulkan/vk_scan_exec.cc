@@ -161,6 +161,7 @@ void VulkanBackend::run_preencoded(PreencodedExe& x, std::span<const SlotId> in,
     std::vector<VkBuffer> bs;
     for (int v : steps[i]->in) bs.push_back(buf[v]);
     for (int v : steps[i]->out) bs.push_back(buf[v]);
+    bind_scratch(b, static_cast<KernelExe&>(*x.steps[i]), bs);
     sets.push_back(bind_set(b, *static_cast<KernelExe&>(*x.steps[i]).pipe, bs));
   }
   for (int k = 0; k < nk; ++k) copy(b, get(in[nc + k]).buf->buf.get(), 0, buf[nc + k], 0, body.buffers[nc + k].bytes());
@@ -176,6 +177,7 @@ void VulkanBackend::run_preencoded(PreencodedExe& x, std::span<const SlotId> in,
       std::vector<VkBuffer> reads, writes;
       for (int v : steps[i]->in) reads.push_back(buf[v]);
       for (int v : steps[i]->out) writes.push_back(buf[v]);
+      if (k.scratch) writes.push_back(k.scratch->buf.get());
       barrier_for(reads, writes, b);
       record_dispatch(b, *k.pipe, sets[i], k.invocations, k.buffers);
     }

@@ -193,9 +193,9 @@ std::shared_ptr<Executable> VulkanBackend::prepare(const Op& op) {
 std::shared_ptr<Executable> VulkanBackend::prepare_kernel(const Kernel& k) {
   std::lock_guard lock(mu_);
   alive();
-  const std::string key = k.key();
+  const std::string key = fmt::format("{}|{}", k.key(), max_buffers_);  // the budget decides split reductions
   if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
-  auto exe = make_kernel_exe(render_kernel(k, ctx_->desc().float64), key);
+  auto exe = make_kernel_exe(render_kernel(k, ctx_->desc().float64, max_buffers_), key);
   trim_unused(kernels_);
   kernels_[key] = exe;
   return exe;
@@ -213,9 +213,10 @@ void VulkanBackend::dispatch(Executable& exe, std::span<const SlotId> in, std::s
   std::vector<VkBuffer> reads, writes;
   for (auto id : in) reads.push_back(get(id).buf->buf.get());
   for (auto id : out) writes.push_back(get(id).buf->buf.get());
+  Batch& b = batch_with_room(1, static_cast<std::uint32_t>(reads.size() + writes.size()) + 1);
+  bind_scratch(b, k, writes);
   std::vector<VkBuffer> bufs = reads;
   bufs.insert(bufs.end(), writes.begin(), writes.end());
-  Batch& b = batch_with_room(1, static_cast<std::uint32_t>(bufs.size()));
   VkDescriptorSet set = bind_set(b, *k.pipe, bufs);
   barrier_for(reads, writes, b);
   record_dispatch(b, *k.pipe, set, k.invocations, static_cast<int>(bufs.size()));
@@ -402,6 +403,14 @@ std::shared_ptr<KernelExe> VulkanBackend::make_kernel_exe(const Shader& sh, cons
   exe->pipe = pipes_->get(it->second, sh.buffers, sh.name, push_bytes);
   exe->invocations = sh.invocations;
   exe->buffers = sh.buffers;
+  if (sh.scratch_bytes) {  // zeroed once here; every dispatch leaves it zeroed
+    exe->scratch = acquire(sh.scratch_bytes);
+    Batch& b = recording();
+    barrier_for({}, {exe->scratch->buf.get()}, b);
+    vkCmdFillBuffer(b.cmd, exe->scratch->buf.get(), 0, VK_WHOLE_SIZE, 0);
+    b.commands++;
+    b.held.push_back(exe->scratch);  // the fill may run after the executable is gone
+  }
   return exe;
 }
 

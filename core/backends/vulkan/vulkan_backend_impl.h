@@ -40,9 +40,10 @@ struct Buf {
 };
 
 struct KernelExe final : Executable {
-  std::shared_ptr<Pipeline> pipe;
+  std::shared_ptr<Pipeline> pipe;  // holds the device: declared before scratch, destroyed after it
   std::int64_t invocations = 0;
   int buffers = 0;
+  std::shared_ptr<Buf> scratch;  // Shader::scratch_bytes (bound last); batches using it hold it too
 };
 
 // A scan as one shader over packed operands (path fused).
@@ -86,9 +87,18 @@ struct Batch {
   int commands = 0;
   std::vector<std::unique_ptr<Buf>> released;  // back to the pool once the batch completed
   std::vector<std::unique_ptr<Buf>> staging;   // destroyed once the batch completed
+  std::vector<std::shared_ptr<Buf>> held;  // executables' scratch buffers used by this batch
   QueryPoolH timestamps;              // created on first use while timing is on
   std::vector<std::string> timed;     // label of timestamp i (0: the start of the batch); empty: untimed
 };
+
+// A split reduction's scratch buffer is bound after the kernel's own buffers (appended to
+// `bufs`), and the batch holds it until it completes.
+inline void bind_scratch(Batch& b, const KernelExe& k, std::vector<VkBuffer>& bufs) {
+  if (!k.scratch) return;
+  bufs.push_back(k.scratch->buf.get());
+  b.held.push_back(k.scratch);
+}
 
 inline std::size_t size_class(std::size_t n) {
   std::size_t c = 256;
