@@ -371,6 +371,57 @@ TEST(VulkanAssociativeScan, KoggeStoneRoundsEagerAndJit) {
   }
 }
 
+// Blocked scans: each workgroup scans 256 positions in its memory, levels of stride 256^L go up
+// until one workgroup holds a level, then fix-ups come down: n = 70000 is 2 scans + 2 fix-ups,
+// n = 257 one scan and one fix-up.
+// Sizes around the block and superblock edges, forward and reverse; an int32 sum (exact), an
+// affine composition (not commutative) and a bool or, against the interpreter. An element over
+// 16 words does not fit the WebGPU profile's 16 KiB per workgroup: Kogge-Stone rounds instead.
+TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
+  using V = std::vector<Array>;
+  auto op = [](const V& p, const V& q) { return V{p[0] + q[0], q[1] * p[1], q[1] * p[2] + q[2], np::logical_or(p[3], q[3])}; };
+  vulkan::set_limits("webgpu");
+  for (std::int64_t n : {255, 256, 257, 511, 65535, 65536, 65537, 70000}) {
+    for (bool reverse : {false, true}) {
+      V want;
+      V in;
+      {
+        DefaultDeviceScope cpu("cpu");
+        Array t = np::arange(0, static_cast<double>(n), 1, DType::float64);
+        in = {np::astype(np::sin(t) * 3.5, DType::int32), np::sin(t) * 1e-6 + 1.0, np::cos(t) * 1e-3,
+              np::greater(np::sin(t * 0.001), np::full({}, 0.999, DType::float64))};
+        want = lax::associative_scan_flat(op, in, reverse, 0);
+      }
+      DefaultDeviceScope vk("vulkan");
+      V ev = on(in, "vulkan");
+      V got;
+      const std::uint64_t disp = dispatches_of([&] { got = lax::associative_scan_flat(op, ev, reverse, 0); });
+      // scans at strides 1 and 256 while their level has positions beyond one workgroup's 256; a
+      // fix-up for each level that spanned several workgroups
+      const std::uint64_t levels = 1 + (n / 256 > 1), fixups = (n > 256) + (n / 256 > 256);
+      EXPECT_EQ(disp, levels + fixups) << n;
+      EXPECT_EQ(vals(got[0]), vals(want[0])) << n << " reverse " << reverse;
+      EXPECT_TRUE(all_close(got[1], vals(want[1]), 1e-12, 0)) << n << " reverse " << reverse;
+      EXPECT_TRUE(all_close(got[2], vals(want[2]), 1e-9, 1e-12)) << n << " reverse " << reverse;
+      EXPECT_EQ(vals(got[3]), vals(want[3])) << n << " reverse " << reverse;
+    }
+  }
+  // 17 float32 words per element: over the profile's workgroup memory, Kogge-Stone rounds
+  auto wide = [](const V& p, const V& q) { return V{p[0] + q[0]}; };
+  Array x;
+  V want;
+  {
+    DefaultDeviceScope cpu("cpu");
+    x = np::reshape(np::sin(np::arange(0, 1000 * 17, 1, DType::float32)), {1000, 17});
+    want = lax::associative_scan_flat(wide, {x}, false, 0);
+  }
+  DefaultDeviceScope vk("vulkan");
+  Array xv = device_put(x, "vulkan");
+  V got;
+  EXPECT_EQ(dispatches_of([&] { got = lax::associative_scan_flat(wide, {xv}, false, 0); }), 10u);  // ceil(log2 1000)
+  EXPECT_TRUE(all_close(got[0], vals(want[0]), 1e-4, 1e-4));
+}
+
 TEST(VulkanAssociativeScan, ReverseAxisBoolsAndTheTripleLoss) {
   Array x = np::reshape(np::arange(0, 60, 1, DType::float64), {3, 20});
   auto add = [](const std::vector<Array>& a, const std::vector<Array>& b) { return std::vector<Array>{a[0] + b[0], np::logical_or(a[1], b[1])}; };

@@ -1,6 +1,7 @@
 #include "core/backends/vulkan/glsl_scan.h"
 
 #include <algorithm>
+#include <functional>
 #include <fmt/format.h>
 #include <set>
 
@@ -349,6 +350,86 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
   return out;
 }
 
+// The blocked scan (work-efficient over workgroups; Kogge-Stone inside one): one shader in place
+// on the packed leaves, push constants {mode, s}. The positions taking part are j = s·m + s - 1
+// (m the invocation; logical order, mirrored for reverse). mode 0: each workgroup scans its 256
+// positions in workgroup memory (8 rounds), so position j holds the combine of its group's from
+// the group's first on. mode 1 (fix-up): j outside the first superblock of S = 256·s positions,
+// and not the last of its superblock, becomes x[p] ⊕ x[j] with p the last position of the previous
+// superblock (which already holds its full prefix). run_assoc scans up s = 1, 256, ... until one
+// workgroup holds a level, then fixes up the levels below: 4 dispatches at n = 102400, not 17.
+template <class LeafIndex, class Combine>
+void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& out, const LeafIndex& leaf_index, const Combine& combine) {
+  const Program& b = ap.body;
+  const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
+  const std::int64_t n = ap.operands[nc].shape[ap.axis];
+  std::vector<std::int64_t> sm_base;  // words of each leaf's element in a position's slot
+  std::int64_t W = 0;
+  for (int l = 0; l < k; ++l) {
+    sm_base.push_back(W);
+    W += shared_words(b.buffers[nc + l]);
+  }
+  if (W == 0 || static_cast<std::int64_t>(kWorkgroup) * W * 4 > lim.shared_bytes) return;
+  auto read = [&](int buf, const std::string& off) -> std::string {
+    if (buf < nc) return gread("gin", b.buffers[buf].dtype, out.const_words[buf], off);
+    if (buf < nc + k) return fmt::format("pa{}[{}]", buf - nc, off);
+    if (buf < nc + 2 * k) return fmt::format("xa{}[{}]", buf - nc - k, off);
+    return fmt::format("r{}[{}]", buf, off);
+  };
+  Shader sh;
+  sh.name = "associative_scan_blocked";
+  sh.buffers = 2;
+  sh.invocations = n;  // the largest level; run_assoc dispatches fewer for the others
+  sh.float64 = out.sh.float64;
+  std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
+  s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
+  s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
+  s += "layout(push_constant) uniform PC { int mode; int s; } pc;\n";
+  s += fmt::format("shared uint sm[{}];\n", kWorkgroup * W);
+  s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
+  s += fmt::format("void main() {{\nconst int m = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + gl_LocalInvocationIndex);\n"
+                   "const int lid = int(gl_LocalInvocationIndex);\nconst int j = pc.s * m + pc.s - 1;\nconst bool live = j < {};\n",
+                   kWorkgroup, n);
+  auto phys = [&](const std::string& logical) { return ap.reverse ? fmt::format("({} - 1 - ({}))", n, logical) : logical; };
+  s += fmt::format("const int i = {};\n", phys("j"));
+  for (int l = 0; l < k; ++l) {
+    const AVal& e = b.buffers[nc + l];
+    s += fmt::format("{0} xa{1}[{2}]; {0} pa{1}[{2}]; {0} nx{1}[{2}];\n", gtype(e.dtype), l, std::max<std::int64_t>(e.size(), 1));
+  }
+  auto each = [&](int l, const std::string& body) { return fmt::format("for (int e = 0; e < {}; ++e) {{ {} }}\n", b.buffers[nc + l].size(), body); };
+  auto load_global = [&](const char* arr, const std::string& pos) {
+    std::string c;
+    for (int l = 0; l < k; ++l)
+      c += each(l, fmt::format("{}{}[e] = {};", arr, l, gread("dst", b.buffers[nc + l].dtype, out.leaf_words[l], leaf_index(l, pos, "e"))));
+    return c;
+  };
+  std::string comb;  // combine pa ⊕ xa into xa
+  std::int64_t loops = combine(read, sh, comb);
+  for (int l = 0; l < k; ++l) comb += each(l, fmt::format("nx{}[e] = {};", l, read(b.outputs[l], "e")));
+  for (int l = 0; l < k; ++l) comb += each(l, fmt::format("xa{0}[e] = nx{0}[e];", l));
+  std::string store_global;
+  for (int l = 0; l < k; ++l)
+    store_global += each(l, gwrite(b.buffers[nc + l].dtype, out.leaf_words[l], leaf_index(l, "i", "e"), fmt::format("xa{}[e]", l), "dst"));
+  // mode 1: fix-up
+  s += "if (pc.mode == 1) {\nconst int S = pc.s * " + std::to_string(kWorkgroup) + ";\n";
+  s += "if (!live || j < S || (j + 1) % S == 0) return;\n";
+  s += fmt::format("const int partner = {};\n", phys("(j / S) * S - 1"));
+  s += load_global("pa", "partner") + load_global("xa", "i") + "{\n" + comb + "}\n" + store_global + "return;\n}\n";
+  // mode 0: block scan through workgroup memory
+  s += "if (live) {\n" + load_global("xa", "i") + "}\n";
+  s += fmt::format("for (int d = 1; d < {}; d <<= 1) {{\n", kWorkgroup);
+  for (int l = 0; l < k; ++l) s += each(l, swrite(b.buffers[nc + l].dtype, sm_base[l], fmt::format("lid * {} + e", W), fmt::format("xa{}[e]", l)));
+  s += "barrier();\nif (live && lid >= d) {\n";
+  for (int l = 0; l < k; ++l) s += each(l, fmt::format("pa{}[e] = {};", l, sread(b.buffers[nc + l].dtype, sm_base[l], fmt::format("(lid - d) * {} + e", W))));
+  s += "{\n" + comb + "}\n}\nbarrier();\n}\n";
+  s += "if (live) {\n" + store_global + "}\n";
+  sh.glsl = s + "}\n";
+  std::int64_t per_round = loops;
+  for (int l = 0; l < k; ++l) per_round += 5 * b.buffers[nc + l].size();
+  if (lim.max_loop_iterations > 0 && per_round * 9 > lim.max_loop_iterations) return;
+  out.blocked = std::move(sh);
+}
+
 std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanLimits& lim, std::string& why) {
   const Program& b = ap.body;
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
@@ -418,24 +499,30 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
     loops += e.size();
   }
   s += "return;\n}\n";
-  for (std::size_t i = nc + 2 * k; i < b.buffers.size(); ++i)
-    s += fmt::format("{} r{}[{}];\n", gtype(b.buffers[i].dtype), i, std::max<std::int64_t>(b.buffers[i].size(), 1));
-  for (const Step& st : b.steps) {
-    if (st.kind == Step::Kind::free) continue;
-    auto load = [&](int in, const std::string& off) { return read(st.in[in], off); };
-    auto store = [&](const std::string& v) { return fmt::format("r{}[e] = {};\n", st.out[0], v); };
-    const std::int64_t m = b.buffers[st.out[0]].size();
-    s += fmt::format("for (int e = 0; e < {}; ++e) {{\n", m);
-    if (st.kind == Step::Kind::kernel) {
-      const Kernel& kk = b.kernels[st.index];
-      s += kernel_element_code(KernelCtx{kk, lim.f64_math, load}, "e", sh, store) + "}\n";
-      loops += m * (1 + reduce_iterations(kk));
-    } else {
-      const Op& op = b.routines[st.index];
-      s += routine_element_code(op, "e", sh, load, store) + "}\n";
-      loops += m * (1 + ((op.prim == Prim::argmax || op.prim == Prim::argmin) ? op.in[0].shape[op.params.axis] : 0));
+  // the combine's steps into temporaries r<buffer>; returns the loop iterations they run
+  auto combine = [&](const std::function<std::string(int, const std::string&)>& rd, Shader& into, std::string& code) {
+    std::int64_t it = 0;
+    for (std::size_t i = nc + 2 * k; i < b.buffers.size(); ++i)
+      code += fmt::format("{} r{}[{}];\n", gtype(b.buffers[i].dtype), i, std::max<std::int64_t>(b.buffers[i].size(), 1));
+    for (const Step& st : b.steps) {
+      if (st.kind == Step::Kind::free) continue;
+      auto load = [&](int in, const std::string& off) { return rd(st.in[in], off); };
+      auto store = [&](const std::string& v) { return fmt::format("r{}[e] = {};\n", st.out[0], v); };
+      const std::int64_t m = b.buffers[st.out[0]].size();
+      code += fmt::format("for (int e = 0; e < {}; ++e) {{\n", m);
+      if (st.kind == Step::Kind::kernel) {
+        const Kernel& kk = b.kernels[st.index];
+        code += kernel_element_code(KernelCtx{kk, lim.f64_math, load}, "e", into, store) + "}\n";
+        it += m * (1 + reduce_iterations(kk));
+      } else {
+        const Op& op = b.routines[st.index];
+        code += routine_element_code(op, "e", into, load, store) + "}\n";
+        it += m * (1 + ((op.prim == Prim::argmax || op.prim == Prim::argmin) ? op.in[0].shape[op.params.axis] : 0));
+      }
     }
-  }
+    return it;
+  };
+  loops += combine(read, sh, s);
   for (int l = 0; l < k; ++l) {
     const int o = b.outputs[l];
     const AVal& e = b.buffers[nc + l];
@@ -448,6 +535,7 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
     why = fmt::format("one combine runs {} loop iterations, over the driver's {} per invocation", loops, lim.max_loop_iterations);
     return std::nullopt;
   }
+  render_blocked(ap, lim, out, leaf_index, combine);
   return out;
 }
 

@@ -47,6 +47,9 @@ struct AssocShader {
   Shader sh;
   std::vector<std::int64_t> const_words, leaf_words;
   std::int64_t const_size = 0, leaf_size = 0;  // words
+  // The blocked form (glsl_scan.cc: render_blocked), where a workgroup's 256 elements fit in its
+  // workgroup memory; run_assoc prefers it (O(log_256 n) dispatches, O(n) work).
+  std::optional<Shader> blocked;
 };
 std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanLimits& lim, std::string& why);
 

@@ -63,6 +63,21 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
   return exe;
 }
 
+// The blocked scan's dispatches (mode, stride): scans up the strides 1, 256, 65536, ... while
+// more than one position takes part, until a level fits one workgroup; then, top down, a fix-up
+// of every level that spanned several workgroups.
+std::vector<std::pair<int, std::int64_t>> blocked_levels(std::int64_t n) {
+  std::vector<std::pair<int, std::int64_t>> up, out;
+  for (std::int64_t s = 1; n / s > 1; s *= kWorkgroup) {
+    up.emplace_back(0, s);
+    if (n / s <= static_cast<std::int64_t>(kWorkgroup)) break;
+  }
+  out = up;
+  for (std::size_t i = up.size(); i-- > 0;)  // levels that took more than one workgroup
+    if (n / up[i].second > static_cast<std::int64_t>(kWorkgroup)) out.emplace_back(1, up[i].second);
+  return out;
+}
+
 std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocProgram& ap, std::string& why) {
   std::lock_guard lock(mu_);
   alive();
@@ -72,7 +87,8 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
     return it->second.first;
   }
   const auto& d = ctx_->desc();
-  ScanLimits lim{d.float64, 0, llvmpipe() ? std::int64_t{65535} : std::int64_t{0}};
+  ScanLimits lim{d.float64, profile_ == "webgpu" ? std::int64_t{16384} : static_cast<std::int64_t>(d.max_shared_bytes),
+                 llvmpipe() ? std::int64_t{65535} : std::int64_t{0}};
   auto plan = render_assoc_scan(ap, lim, why);
   if (!plan) return nullptr;
   auto x = std::make_shared<AssocExe>();
@@ -81,9 +97,11 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
   x->num_consts = ap.num_consts;
   x->length = ap.operands[ap.num_consts].shape[ap.axis];
   x->plan = std::move(*plan);
+  if (x->plan.blocked) x->blocked = make_kernel_exe(*x->plan.blocked, "assoc-blocked|" + x->plan.blocked->glsl, 8)->pipe;
   int rounds = 0;
   for (std::int64_t dd = 1; dd < x->length; dd *= 2) ++rounds;
-  why = fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)", rounds);
+  why = x->blocked ? fmt::format("blocked: {} dispatches (each workgroup scans 256 positions in its memory, then fix-ups)", blocked_levels(x->length).size())
+                   : fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)", rounds);
   remember_scan(key, x, why);
   return x;
 }
@@ -112,6 +130,27 @@ void VulkanBackend::run_scan(ScanExe& x, std::span<const SlotId> in, std::span<c
 void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span<const SlotId> out) {
   const AssocShader& p = x.plan;
   const std::size_t nc = static_cast<std::size_t>(x.num_consts);
+  if (x.blocked) {
+    Batch& b = batch_with_room(1, 2);
+    std::unique_ptr<Buf> gin = acquire(static_cast<std::size_t>(p.const_size) * 4), q = acquire(static_cast<std::size_t>(p.leaf_size) * 4);
+    for (std::size_t i = 0; i < nc; ++i)
+      copy(b, get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.const_words[i]) * 4, x.operands[i].bytes());
+    for (std::size_t l = 0; l + nc < in.size(); ++l)
+      copy(b, get(in[nc + l]).buf->buf.get(), 0, q->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, x.operands[nc + l].bytes());
+    VkDescriptorSet set = bind_set(b, *x.blocked, {gin->buf.get(), q->buf.get()});
+    for (const auto& [mode, s] : blocked_levels(x.length)) {
+      barrier_for({gin->buf.get(), q->buf.get()}, {q->buf.get()}, b);
+      const std::int32_t pc[2] = {static_cast<std::int32_t>(mode), static_cast<std::int32_t>(s)};
+      vkCmdPushConstants(b.cmd, x.blocked->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
+      record_dispatch(b, *x.blocked, set, x.length / s, 2);
+    }
+    for (std::size_t l = 0; l < out.size(); ++l)
+      copy(b, q->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, get(out[l]).buf->buf.get(), 0, x.operands[nc + l].bytes());
+    b.released.push_back(std::move(gin));
+    b.released.push_back(std::move(q));
+    touch(in, out);
+    return;
+  }
   Batch& b = batch_with_room(2, 6);
   std::unique_ptr<Buf> gin = acquire(static_cast<std::size_t>(p.const_size) * 4);
   std::unique_ptr<Buf> q[2] = {acquire(static_cast<std::size_t>(p.leaf_size) * 4), acquire(static_cast<std::size_t>(p.leaf_size) * 4)};

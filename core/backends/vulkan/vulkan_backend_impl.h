@@ -66,6 +66,7 @@ struct PreencodedExe final : Executable {
 // An associative scan as Kogge-Stone rounds of one shader.
 struct AssocExe final : Executable {
   std::shared_ptr<Pipeline> pipe;
+  std::shared_ptr<Pipeline> blocked;  // null where a workgroup's elements do not fit its memory
   AssocShader plan;
   std::vector<AVal> operands;
   int num_consts = 0;
