@@ -432,42 +432,6 @@ std::string reduction_finish(const KernelCtx& c, const std::vector<std::string>&
 // and over llvmpipe's loop limit past 65535).
 constexpr std::int64_t kWorkgroupReduceMin = 1024;
 
-Shader render_workgroup_reduction(const Kernel& k, bool f64_math) {
-  const std::int64_t reduced = reduced_elements(k);
-  KernelCtx c{k, f64_math, nullptr};
-  Shader sh;
-  sh.name = k.name + "_wg";
-  sh.buffers = k.buffers();
-  sh.float64 = uses_double(k.inputs, k.out.dtype, k.nodes);
-  sh.invocations = k.out.size() * kWorkgroup;
-  const std::string at = accumulator_type(k, f64_math);
-  std::string s = header(k.inputs, k.out.dtype, sh.float64 || f64_math, f64_math, sh.invocations);
-  s.insert(s.find("void main() {"), fmt::format("shared {} red_[{}];\n", at, kWorkgroup));
-  s += fmt::format("  const int wg = gi / {};\n  const int lid = int(gl_LocalInvocationIndex);\n", kWorkgroup);
-  auto is_red = [&](std::size_t d) { return reduced_dim(k, d); };
-  std::vector<std::string> idx, outer_names, red_names;
-  Shape outer, red;
-  for (std::size_t d = 0; d < k.space.size(); ++d) {
-    idx.push_back(fmt::format("i{}", d));
-    (is_red(d) ? red : outer).push_back(k.space[d]);
-    (is_red(d) ? red_names : outer_names).push_back(idx.back());
-  }
-  s += decompose(outer, outer_names, "wg");
-  s += fmt::format("  {} acc = {};\n", at, reduction_identity(k, at));
-  s += fmt::format("  for (int rr_ = lid; rr_ < {}; rr_ += {}) {{\n", reduced, kWorkgroup);
-  s += decompose(red, red_names, "rr_");
-  s += nodes_code(c, k.reachable(k.body), idx, "    ");
-  s += "    " + combine_code(k, "acc", fmt::format("{}(v{})", at, k.body)) + "  }\n";
-  s += "  red_[lid] = acc;\n  barrier();\n";
-  s += fmt::format("  for (int h_ = {}; h_ > 0; h_ >>= 1) {{\n    if (lid < h_) {{\n      {} b_ = red_[lid + h_];\n      {}    }}\n    barrier();\n  }}\n",
-                   kWorkgroup / 2, at, combine_code(k, "red_[lid]", "b_"));
-  s += "  if (lid != 0) return;\n  acc = red_[0];\n";
-  s += reduction_finish(c, idx, is_red, [&](const std::string& v) { return store_code(k.out.dtype, "wg", v); });
-  sh.glsl = s + "}\n";
-  sh.max_loop = sh.loop_iterations = (reduced + kWorkgroup - 1) / kWorkgroup;
-  return sh;
-}
-
 // Larger reductions split each output over G workgroups in the same dispatch (one workgroup per
 // output is latency-bound: the H100's log-likelihood sum over 102400 terms took 0.6 ms in one).
 // Workgroup p of output o folds elements p·256 + lid, stepping G·256, as above; lane 0 stores the
@@ -482,20 +446,25 @@ std::int64_t split_count(const Kernel& k) {
   return std::min(kMaxSplit, (reduced_elements(k) + per_group - 1) / per_group);
 }
 
-Shader render_split_reduction(const Kernel& k, bool f64_math, std::int64_t G) {
+// G = 1: one workgroup per output, no scratch buffer.
+Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t G) {
   const std::int64_t reduced = reduced_elements(k), outs = k.out.size();
+  const bool split = G > 1;
   KernelCtx c{k, f64_math, nullptr};
   Shader sh;
-  sh.name = k.name + "_split";
-  sh.buffers = k.buffers() + 1;
+  sh.name = k.name + (split ? "_split" : "_wg");
+  sh.buffers = k.buffers() + (split ? 1 : 0);
   sh.float64 = uses_double(k.inputs, k.out.dtype, k.nodes);
   sh.invocations = outs * G * kWorkgroup;
   const std::string at = accumulator_type(k, f64_math);
-  sh.scratch_bytes = static_cast<std::size_t>(outs * G) * (at == "double" ? 8 : 4) + static_cast<std::size_t>(outs) * 4;
   std::string s = header(k.inputs, k.out.dtype, sh.float64 || f64_math, f64_math, sh.invocations);
-  s.insert(s.find("void main() {"), fmt::format("shared {} red_[{}];\nshared bool last_;\n"
-                                                 "layout(std430, set = 0, binding = {}) coherent buffer BS {{ {} part_[{}]; uint cnt_[{}]; }} scr;\n",
-                                                 at, kWorkgroup, k.buffers(), at, outs * G, outs));
+  std::string decl = fmt::format("shared {} red_[{}];\n", at, kWorkgroup);
+  if (split) {
+    sh.scratch_bytes = static_cast<std::size_t>(outs * G) * (at == "double" ? 8 : 4) + static_cast<std::size_t>(outs) * 4;
+    decl += fmt::format("shared bool last_;\nlayout(std430, set = 0, binding = {}) coherent buffer BS {{ {} part_[{}]; uint cnt_[{}]; }} scr;\n",
+                        k.buffers(), at, outs * G, outs);
+  }
+  s.insert(s.find("void main() {"), decl);
   s += fmt::format("  const int wg = gi / {0};\n  const int lid = int(gl_LocalInvocationIndex);\n  const int o_ = wg / {1};\n  const int p_ = wg % {1};\n",
                    kWorkgroup, G);
   std::vector<std::string> idx, outer_names, red_names;
@@ -514,14 +483,18 @@ Shader render_split_reduction(const Kernel& k, bool f64_math, std::int64_t G) {
   s += "  red_[lid] = acc;\n  barrier();\n";
   s += fmt::format("  for (int h_ = {}; h_ > 0; h_ >>= 1) {{\n    if (lid < h_) {{\n      {} b_ = red_[lid + h_];\n      {}    }}\n    barrier();\n  }}\n",
                    kWorkgroup / 2, at, combine_code(k, "red_[lid]", "b_"));
-  s += fmt::format("  if (lid == 0) {{\n    scr.part_[wg] = red_[0];\n    memoryBarrierBuffer();\n    last_ = atomicAdd(scr.cnt_[o_], 1u) == {}u;\n  }}\n"
-                   "  barrier();\n  if (lid != 0 || !last_) return;\n  memoryBarrierBuffer();\n", G - 1);
-  s += fmt::format("  acc = {};\n  for (int q_ = 0; q_ < {}; ++q_) {{\n    {} b_ = scr.part_[o_ * {} + q_];\n    {}  }}\n  scr.cnt_[o_] = 0u;\n",
-                   reduction_identity(k, at), G, at, G, combine_code(k, "acc", "b_"));
+  if (!split) {
+    s += "  if (lid != 0) return;\n  acc = red_[0];\n";
+  } else {
+    s += fmt::format("  if (lid == 0) {{\n    scr.part_[wg] = red_[0];\n    memoryBarrierBuffer();\n    last_ = atomicAdd(scr.cnt_[o_], 1u) == {}u;\n  }}\n"
+                     "  barrier();\n  if (lid != 0 || !last_) return;\n  memoryBarrierBuffer();\n", G - 1);
+    s += fmt::format("  acc = {};\n  for (int q_ = 0; q_ < {}; ++q_) {{\n    {} b_ = scr.part_[o_ * {} + q_];\n    {}  }}\n  scr.cnt_[o_] = 0u;\n",
+                     reduction_identity(k, at), G, at, G, combine_code(k, "acc", "b_"));
+  }
   s += reduction_finish(c, idx, [&](std::size_t d) { return reduced_dim(k, d); },
                         [&](const std::string& v) { return store_code(k.out.dtype, "o_", v); });
   sh.glsl = s + "}\n";
-  sh.max_loop = sh.loop_iterations = std::max<std::int64_t>((reduced + G * kWorkgroup - 1) / (G * kWorkgroup), G);
+  sh.max_loop = sh.loop_iterations = std::max<std::int64_t>((reduced + G * kWorkgroup - 1) / (G * kWorkgroup), split ? G : 0);
   return sh;
 }
 }  // namespace
@@ -529,8 +502,7 @@ Shader render_split_reduction(const Kernel& k, bool f64_math, std::int64_t G) {
 Shader render_kernel(const Kernel& k, bool f64_math, int max_buffers) {
   if (k.is_reduction() && reduced_elements(k) >= kWorkgroupReduceMin) {
     const std::int64_t split = split_count(k);
-    if (split > 1 && k.buffers() + 1 <= max_buffers) return render_split_reduction(k, f64_math, split);
-    return render_workgroup_reduction(k, f64_math);
+    return render_workgroup_reduction(k, f64_math, split > 1 && k.buffers() + 1 <= max_buffers ? split : 1);
   }
   KernelCtx c{k, f64_math, nullptr};
   Shader sh;

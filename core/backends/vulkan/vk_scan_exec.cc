@@ -130,48 +130,38 @@ void VulkanBackend::run_scan(ScanExe& x, std::span<const SlotId> in, std::span<c
 void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span<const SlotId> out) {
   const AssocShader& p = x.plan;
   const std::size_t nc = static_cast<std::size_t>(x.num_consts);
-  if (x.blocked) {
-    Batch& b = batch_with_room(1, 2);
-    std::unique_ptr<Buf> gin = acquire(static_cast<std::size_t>(p.const_size) * 4), q = acquire(static_cast<std::size_t>(p.leaf_size) * 4);
-    for (std::size_t i = 0; i < nc; ++i)
-      copy(b, get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.const_words[i]) * 4, x.operands[i].bytes());
-    for (std::size_t l = 0; l + nc < in.size(); ++l)
-      copy(b, get(in[nc + l]).buf->buf.get(), 0, q->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, x.operands[nc + l].bytes());
-    VkDescriptorSet set = bind_set(b, *x.blocked, {gin->buf.get(), q->buf.get()});
-    for (const auto& [mode, s] : blocked_levels(x.length)) {
-      barrier_for({gin->buf.get(), q->buf.get()}, {q->buf.get()}, b);
-      const std::int32_t pc[2] = {static_cast<std::int32_t>(mode), static_cast<std::int32_t>(s)};
-      vkCmdPushConstants(b.cmd, x.blocked->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
-      record_dispatch(b, *x.blocked, set, x.length / s, 2);
-    }
-    for (std::size_t l = 0; l < out.size(); ++l)
-      copy(b, q->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, get(out[l]).buf->buf.get(), 0, x.operands[nc + l].bytes());
-    b.released.push_back(std::move(gin));
-    b.released.push_back(std::move(q));
-    touch(in, out);
-    return;
-  }
   Batch& b = batch_with_room(2, 6);
+  // constants packed into gin, leaves into q[0]; the result ends in q[cur]
   std::unique_ptr<Buf> gin = acquire(static_cast<std::size_t>(p.const_size) * 4);
-  std::unique_ptr<Buf> q[2] = {acquire(static_cast<std::size_t>(p.leaf_size) * 4), acquire(static_cast<std::size_t>(p.leaf_size) * 4)};
+  std::unique_ptr<Buf> q[2] = {acquire(static_cast<std::size_t>(p.leaf_size) * 4), x.blocked ? nullptr : acquire(static_cast<std::size_t>(p.leaf_size) * 4)};
   for (std::size_t i = 0; i < nc; ++i)
     copy(b, get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.const_words[i]) * 4, x.operands[i].bytes());
   for (std::size_t l = 0; l + nc < in.size(); ++l)
     copy(b, get(in[nc + l]).buf->buf.get(), 0, q[0]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, x.operands[nc + l].bytes());
-  VkDescriptorSet sets[2] = {bind_set(b, *x.pipe, {gin->buf.get(), q[0]->buf.get(), q[1]->buf.get()}),
-                             bind_set(b, *x.pipe, {gin->buf.get(), q[1]->buf.get(), q[0]->buf.get()})};
   int cur = 0;
-  for (std::int64_t d = 1; d < x.length; d *= 2, cur ^= 1) {
-    barrier_for({gin->buf.get(), q[cur]->buf.get()}, {q[cur ^ 1]->buf.get()}, b);
-    const std::int32_t dd = static_cast<std::int32_t>(d);
-    vkCmdPushConstants(b.cmd, x.pipe->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(dd), &dd);
-    record_dispatch(b, *x.pipe, sets[cur], p.sh.invocations, 3);
+  if (x.blocked) {  // in place on q[0]
+    VkDescriptorSet set = bind_set(b, *x.blocked, {gin->buf.get(), q[0]->buf.get()});
+    for (const auto& [mode, s] : blocked_levels(x.length)) {
+      barrier_for({gin->buf.get(), q[0]->buf.get()}, {q[0]->buf.get()}, b);
+      const std::int32_t pc[2] = {static_cast<std::int32_t>(mode), static_cast<std::int32_t>(s)};
+      vkCmdPushConstants(b.cmd, x.blocked->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
+      record_dispatch(b, *x.blocked, set, x.length / s, 2);
+    }
+  } else {  // Kogge-Stone rounds, ping-pong between q[0] and q[1]
+    VkDescriptorSet sets[2] = {bind_set(b, *x.pipe, {gin->buf.get(), q[0]->buf.get(), q[1]->buf.get()}),
+                               bind_set(b, *x.pipe, {gin->buf.get(), q[1]->buf.get(), q[0]->buf.get()})};
+    for (std::int64_t d = 1; d < x.length; d *= 2, cur ^= 1) {
+      barrier_for({gin->buf.get(), q[cur]->buf.get()}, {q[cur ^ 1]->buf.get()}, b);
+      const std::int32_t dd = static_cast<std::int32_t>(d);
+      vkCmdPushConstants(b.cmd, x.pipe->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(dd), &dd);
+      record_dispatch(b, *x.pipe, sets[cur], p.sh.invocations, 3);
+    }
   }
   for (std::size_t l = 0; l < out.size(); ++l)
     copy(b, q[cur]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, get(out[l]).buf->buf.get(), 0, x.operands[nc + l].bytes());
   b.released.push_back(std::move(gin));
-  b.released.push_back(std::move(q[0]));
-  b.released.push_back(std::move(q[1]));
+  for (auto& buf : q)
+    if (buf) b.released.push_back(std::move(buf));
   touch(in, out);
 }
 
