@@ -1,3 +1,4 @@
+#include <bit>
 #include "core/instrument/instrument.h"
 #include "core/ir/passes.h"
 #include "leakcheck/leakcheck.h"
@@ -88,14 +89,14 @@ namespace {
 // jit(f) against f run op by op (every primitive its own program); returns the dispatches of
 // one compiled call.
 std::size_t jit_matches_eager(const std::function<Array(const std::vector<Array>&)>& f, const std::vector<Array>& xs,
-                              JitOptions o = {}) {
+                              JitOptions o = {}, double tol = 1e-13) {
   Array want = f(xs);
   auto jf = jit(f, o);
   (void)jf(xs);  // compile
   trace::DispatchTracker t;
   Array got = jf(xs);
   EXPECT_EQ(got.aval(), want.aval());
-  EXPECT_TRUE(all_close(got, vals(want), 1e-13, 1e-13));
+  EXPECT_TRUE(all_close(got, vals(want), tol, tol));
   if (o.max_buffers > 0) {
     EXPECT_LE(t.max_buffers(), o.max_buffers);
   }
@@ -124,12 +125,54 @@ TEST(Fusion, ConcatenateAndPadFuseIntoTheirConsumers) {
   // bool and int32 windows
   EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::where(np::concatenate({np::greater(x[0], np::full({3}, 1.5, DType::float64)), np::less(x[1], np::zeros({2}, DType::float64))}), np::ones({5}, DType::float64), np::zeros({5}, DType::float64)); }, {a, b}), 1u);
   EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::astype(np::concatenate({np::astype(x[0], DType::int32), np::astype(x[1], DType::int32)}), DType::float64) * 2.0; }, {a, b}), 1u);
-  // a window of a pending reduction: the reduction is materialized first
-  EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::concatenate({np::sum(x[0], std::vector<std::int64_t>{1}), x[1]}) * 2.0; }, {m, b}), 2u);
+  // a window of a pending reduction (9 terms: not unrolled): the reduction is materialized first
+  Array w = np::reshape(np::arange(0.0, 18.0, 1.0, DType::float64), {2, 9});
+  EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::concatenate({np::sum(x[0], std::vector<std::int64_t>{1}), x[1]}) * 2.0; }, {w, b}), 2u);
+  // a sum of 3 terms is elementwise: it fuses into the window
+  EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::concatenate({np::sum(x[0], std::vector<std::int64_t>{1}), x[1]}) * 2.0; }, {m, b}), 1u);
   // over a budget of 3 buffers: operands materialized, then the concatenate routine's tree
   Array c = f64({4.0}), d = f64({0.5, 0.25});
   EXPECT_GE(jit_matches_eager([](const Xs& x) { return np::concatenate({x[0], x[1], x[2], x[3]}) * 2.0; }, {a, b, c, d}, {.max_buffers = 3}), 2u);
   EXPECT_GE(jit_matches_eager([](const Xs& x) { return np::concatenate({x[0] + x[0], x[1] * x[1], x[2] - np::index(x[3], {np::Slice{0, 1}})}); }, {a, b, c, d}, {.max_buffers = 3}), 2u);
+}
+
+// Sums of at most 8 terms per output are elementwise code with the reduction's own arithmetic:
+// bit for bit the oracle's double accumulation of float32 terms (sign of zero included), and
+// fused into their consumers, products of products included.
+TEST(Fusion, SmallSumsUnrollWithTheReductionsArithmetic) {
+  const DType f = DType::float32;
+  // float accumulation would give 0 for 1e8 + 1 - 1e8, and -0 for -0 + -0
+  Array t3 = np::array(std::vector<double>{1e8, 1.0, -1e8, 0.5, 0.25, 3.0}, Shape{2, 3}, f);
+  Array z2 = np::array(std::vector<double>{-0.0, -0.0, 1.0, -1.0}, Shape{2, 2}, f);
+  Array t8 = np::array(jxt::randn(64, 3), Shape{8, 8}, f) * np::array(std::vector<double>{1e7}, Shape{}, f);
+  for (const Array& x : {t3, z2, t8})
+    for (std::int64_t ax : {0, 1}) {
+      auto g = [ax](const Xs& v) { return np::sum(v[0], std::vector<std::int64_t>{ax}) * 1.0; };
+      Array want = g(Xs{x});
+      auto jg = jit(g);
+      (void)jg(Xs{x});
+      trace::DispatchTracker t;
+      Array got = jg(Xs{x});
+      EXPECT_EQ(t.dispatches(), 1u);
+      auto a = got.to_vector<float>(), b = want.to_vector<float>();
+      ASSERT_EQ(a.size(), b.size());
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(a[i]), std::bit_cast<std::uint32_t>(b[i])) << "axis " << ax << " element " << i << ": " << a[i] << " vs " << b[i];
+      }
+    }
+  auto sum0 = jit([](const Xs& v) { return np::sum(v[0], std::vector<std::int64_t>{1}); });
+  EXPECT_EQ(sum0(Xs{t3}).to_vector<float>()[0], 1.0f);
+  // batched 2x2 products of products, int32 and float64 too: one kernel (float32 products round
+  // to float in a kernel, the eager oracle keeps them exact in double)
+  Array A = np::array(jxt::randn(32, 11), Shape{8, 2, 2}, f), B = np::array(jxt::randn(32, 12), Shape{8, 2, 2}, f);
+  EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::matmul(x[0], np::matmul(x[1], x[0] + 1.0)) - x[1]; }, {A, B}, {}, 1e-5), 1u);
+  EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::matmul(x[0], np::matmul(x[1], x[0])); }, {np::astype(A, DType::float64), np::astype(B, DType::float64)}), 1u);
+  Array I = np::astype(A * 10.0, DType::int32);
+  EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::sum(np::matmul(x[0], x[0]), std::vector<std::int64_t>{2}); }, {I}), 1u);
+  // 9 terms stay a reduction kernel
+  Array W = np::array(jxt::randn(81, 13), Shape{9, 9}, f);
+  EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::matmul(x[0], x[0]) + 1.0; }, {W}, {}, 1e-5), 1u);
+  EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::matmul(np::matmul(x[0], x[0]), x[0]); }, {W}, {}, 1e-5), 2u);
 }
 
 TEST(Fusion, SmallBatchedMatmulFusesItsElementwiseOperands) {

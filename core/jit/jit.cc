@@ -114,7 +114,7 @@ std::optional<std::vector<Array>> run_scan_compiled(Prim prim, const Params& p, 
   const std::string key = fmt::format("eager-scan|{}|{}|{}|{}", j.str(), be.info().backend, budget, replay::policy().key());
   auto prog = cache().get(key);
   if (!prog) {
-    prog = std::make_shared<const CompiledProgram>(lower(j, {budget}), be, budget);
+    prog = std::make_shared<const CompiledProgram>(lower(j, lower_options(be, budget)), be, budget);
     cache().put(key, prog);
   }
   // The scan's own host loop is the eager fallback: use the program only for a compiled loop.
@@ -154,7 +154,7 @@ std::vector<Array> run_op_program(const Op& op, const std::vector<Array>& args, 
     if (auto it = ops.progs.find(key); it != ops.progs.end()) prog = it->second;
   }
   if (!prog) {
-    prog = std::make_shared<const CompiledProgram>(lower(j, {budget}), be, budget);
+    prog = std::make_shared<const CompiledProgram>(lower(j, lower_options(be, budget)), be, budget);
     std::lock_guard lock(ops.mu);
     if (ops.progs.size() >= 4096) ops.progs.clear();
     ops.progs.emplace(key, prog);
@@ -220,7 +220,11 @@ std::vector<Array> JitCore::call(const std::string& signature, const std::vector
   auto prog = cache().get(entry->key);
   if (!prog) {
     const auto t0 = std::chrono::steady_clock::now();
-    Program p = lower(entry->jaxpr.jaxpr, {entry->max_buffers, rp.ignore_buffer_budget});
+    Program p = lower(entry->jaxpr.jaxpr, [&] {
+      LowerOptions lo = lower_options(be, entry->max_buffers);
+      lo.inline_multi_use = rp.ignore_buffer_budget;
+      return lo;
+    }());
     auto compiled = std::make_shared<const CompiledProgram>(std::move(p), be, entry->max_buffers);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     cache().put(entry->key, compiled);

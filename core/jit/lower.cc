@@ -66,7 +66,7 @@ class Lowering {
       auto outs = lower_eqn(e, args);
       for (std::size_t k = 0; k < e.out.size(); ++k) {
         EP r = outs[k];
-        const bool inline_it = o_.inline_multi_use && footprint({r}).reds.empty();
+        const bool inline_it = footprint({r}).reds.empty() && (o_.inline_multi_use || recomputed(r));
         if (uses[e.out[k]] > 1 && r->k != Expr::K::load && r->k != Expr::K::constant && !inline_it)
           r = load_of(materialize(r), j_.avals[e.out[k]]);
         val[e.out[k]] = r;
@@ -81,6 +81,25 @@ class Lowering {
  private:
   bool fits(std::size_t input_buffers) const {
     return o_.max_buffers <= 0 || static_cast<int>(input_buffers) + 1 <= o_.max_buffers;
+  }
+
+  // A multi-use value cheap enough to recompute in every consumer (see LowerOptions).
+  bool recomputed(const EP& r) const {
+    std::set<const Expr*> seen;
+    std::vector<const Expr*> stack{r.get()};
+    while (!stack.empty()) {
+      const Expr* x = stack.back();
+      stack.pop_back();
+      if (!seen.insert(x).second) continue;
+      if (seen.size() > o_.recompute_nodes) return false;
+      if (x->k == Expr::K::alu && !o_.recompute_expensive) switch (x->prim) {
+          case Prim::exp: case Prim::log: case Prim::log1p: case Prim::sqrt: case Prim::sin: case Prim::cos: case Prim::tanh:
+          case Prim::div: case Prim::pow: return false;
+          default: break;
+        }
+      for (const EP& a : x->args) stack.push_back(a.get());
+    }
+    return true;
   }
 
   int new_buffer(const AVal& a) {
@@ -105,8 +124,10 @@ class Lowering {
       case Prim::reduce_sum: case Prim::reduce_max: case Prim::reduce_min: case Prim::reduce_prod: {
         EP a = without_reduction(args[0]);
         if (pr.axes.empty()) return {a};
+        Pending p{a->shape, pr.axes, e.prim, a};
+        if (EP u = unrolled(p, out)) return {u};
         Expr r{Expr::K::reduce, out.dtype, out.shape};
-        r.red = std::make_shared<const Pending>(Pending{a->shape, pr.axes, e.prim, a});
+        r.red = std::make_shared<const Pending>(std::move(p));
         return {make(std::move(r))};
       }
       case Prim::dot_general: return {lower_dot(e, args, out)};
@@ -207,11 +228,59 @@ class Lowering {
     EP r = remap(args[1], space, dims_of(ra, pr.rhs_batch, pr.rhs_contract, nb + lfree), m2);
     EP body = alu(Prim::mul, out.dtype, space, {l, r});
     if (nc == 0) return body;
-    Expr red{Expr::K::reduce, out.dtype, out.shape};
     std::vector<std::int64_t> axes;
     for (std::size_t i = 0; i < nc; ++i) axes.push_back(static_cast<std::int64_t>(nb + nfree + i));
-    red.red = std::make_shared<const Pending>(Pending{space, axes, Prim::reduce_sum, body});
+    Pending p{space, axes, Prim::reduce_sum, body};
+    if (EP u = unrolled(p, out)) return u;
+    Expr red{Expr::K::reduce, out.dtype, out.shape};
+    red.red = std::make_shared<const Pending>(std::move(p));
     return make(std::move(red));
+  }
+
+  // A sum of at most kUnrollTerms elements per output (batched small matrix products, sums over
+  // short axes) becomes an elementwise expression with the reduction's own arithmetic: the terms
+  // in the body's type, added in row-major order of the reduced index to a zero of the
+  // accumulator type, rounded to the output type. Float32 accumulates in double (as every
+  // renderer's reduction loop and the oracle) where the backend has doubles, except for two
+  // terms: the double sum of two floats rounded to float is the float sum. Nothing is left
+  // pending, so the value fuses into its consumers (and further products) like any elementwise
+  // one; a chain of products recomputes its operands, bounded by kUnrollNodes. Not in the replay
+  // fusion model (the JS runtime keeps every reduction a kernel of its own).
+  static constexpr std::int64_t kUnrollTerms = 8;
+  static constexpr std::size_t kUnrollNodes = 384;
+  EP unrolled(const Pending& p, const AVal& out) {
+    const DType bd = p.body->dtype;
+    if (o_.inline_multi_use || p.op != Prim::reduce_sum || bd != out.dtype) return nullptr;
+    if (bd != DType::float32 && bd != DType::float64 && bd != DType::int32) return nullptr;
+    std::vector<std::int64_t> axes = p.axes;
+    std::sort(axes.begin(), axes.end());
+    std::int64_t terms = 1;
+    for (auto ax : axes) terms *= p.space[ax];
+    if (terms < 1 || terms > kUnrollTerms) return nullptr;
+    const DType at = bd == DType::float32 && terms > 2 && o_.f64 ? DType::float64 : bd;
+    Shape one = p.space;
+    std::vector<std::int64_t> dmap(p.space.size(), 0);  // reduced dims (now of size 1) go anywhere
+    for (std::size_t d = 0, k = 0; d < p.space.size(); ++d) {
+      if (std::binary_search(axes.begin(), axes.end(), static_cast<std::int64_t>(d))) one[d] = 1;
+      else dmap[d] = static_cast<std::int64_t>(k++);
+    }
+    EP acc = constant(0.0, at, out.shape);
+    std::vector<std::int64_t> start(p.space.size(), 0), step(p.space.size(), 1);
+    for (std::int64_t t = 0; t < terms; ++t) {
+      for (std::int64_t r = t, i = static_cast<std::int64_t>(axes.size()) - 1; i >= 0; --i) {
+        start[axes[i]] = r % p.space[axes[i]];
+        r /= p.space[axes[i]];
+      }
+      Memo m1, m2;
+      EP term = restride(p.body, one, start, step, m1);
+      if (term) term = remap(term, out.shape, dmap, m2);
+      if (!term) return nullptr;
+      if (at != bd) term = alu(Prim::convert, at, out.shape, {term});
+      acc = alu(Prim::add, at, out.shape, {acc, term});
+    }
+    if (at != out.dtype) acc = alu(Prim::convert, out.dtype, out.shape, {acc});
+    if (dag_size(acc) > kUnrollNodes) return nullptr;
+    return acc;
   }
 
   // An opaque step (routine, or a control primitive such as scan) over materialized operands.
@@ -408,7 +477,11 @@ class Lowering {
       k.body = em.emit(e, ident, 0);
     }
     k.name = kernel_name(k);
+    // the same kernel over the same buffers already ran: its output is this value
+    std::string key = k.key() + fmt::format("|{}", fmt::join(em.order, ","));
+    if (auto it = computed_.find(key); it != computed_.end()) return it->second;
     const int out = new_buffer(k.out);
+    computed_.emplace(std::move(key), out);
     p_.steps.push_back({Step::Kind::kernel, static_cast<int>(p_.kernels.size()), em.order, {out}});
     p_.kernels.push_back(std::move(k));
     return out;
@@ -446,6 +519,7 @@ class Lowering {
 
   const Jaxpr& j_;
   LowerOptions o_;
+  std::map<std::string, int> computed_;  // kernel key | input buffers -> its output buffer
   Program p_;
 };
 

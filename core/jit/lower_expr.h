@@ -80,6 +80,19 @@ inline Footprint footprint(const std::vector<EP>& es) {
   return f;
 }
 
+// Distinct nodes of a tree (shared subtrees once): what a kernel built from it evaluates.
+inline std::size_t dag_size(const EP& e) {
+  std::set<const Expr*> seen;
+  std::vector<const Expr*> stack{e.get()};
+  while (!stack.empty()) {
+    const Expr* x = stack.back();
+    stack.pop_back();
+    if (!seen.insert(x).second) continue;
+    for (const EP& a : x->args) stack.push_back(a.get());
+    if (x->k == Expr::K::reduce) stack.push_back(x->red->body.get());
+  }
+  return seen.size();
+}
 
 // Rewrites memoized by node; `keep` holds temporaries whose addresses are keys (a freed
 // node's address could be reused by a new one and hit a stale entry).

@@ -9,6 +9,17 @@
 
 namespace jx {
 
+LowerOptions lower_options(const Backend& be, int budget) {
+  LowerOptions o;
+  o.max_buffers = budget;
+  o.f64 = be.info().limits.float64;
+  if (be.info().limits.launch_bound) {
+    o.recompute_nodes = 48;
+    o.recompute_expensive = true;
+  }
+  return o;
+}
+
 CompiledProgram::CompiledProgram(Program p, Backend& be, int budget) : prog_(std::move(p)), be_(be), budget_(budget) {
   kexe_ = be_.prepare_kernels(prog_.kernels);
   for (const Op& op : prog_.routines) rexe_.push_back(be_.prepare(op));
@@ -17,7 +28,7 @@ CompiledProgram::CompiledProgram(Program p, Backend& be, int budget) : prog_(std
       scans_.push_back(prepare_associative_scan(op, budget));
       continue;
     }
-    Program body = lower(simplify(scan_body_jaxpr(op.params)), {budget});
+    Program body = lower(simplify(scan_body_jaxpr(op.params)), lower_options(be_, budget));
     ScanStep s;
     ScanProgram sp{body, op.params.num_consts, op.params.num_carry, op.params.length, op.params.reverse, op.in, op.out};
     s.fused = be_.prepare_scan(sp, s.why);
@@ -33,18 +44,18 @@ CompiledProgram::ScanStep CompiledProgram::prepare_associative_scan(const Op& op
   ScanStep s;
   s.associative = true;
   const Params& p = op.params;
-  AssocProgram ap{lower(simplify(assoc_body_jaxpr(p)), {budget}), p.num_consts, p.axis, p.reverse, op.in};
+  AssocProgram ap{lower(simplify(assoc_body_jaxpr(p)), lower_options(be_, budget)), p.num_consts, p.axis, p.reverse, op.in};
   s.fused = be_.prepare_associative_scan(ap, s.why);
   if (s.fused) {
     debug_log(1, fmt::format("associative_scan on {}: {}", be_.info().backend, s.why));
     return s;
   }
-  auto folded = std::make_shared<const CompiledProgram>(lower(simplify(assoc_decomposition(p, op.in, true)), {budget}), be_, budget);
+  auto folded = std::make_shared<const CompiledProgram>(lower(simplify(assoc_decomposition(p, op.in, true)), lower_options(be_, budget)), be_, budget);
   if (folded->host_loop_reason().empty()) {
     s.body = folded;
     s.why += "; a sequential fold compiled as one loop";
   } else {
-    s.body = std::make_shared<const CompiledProgram>(lower(simplify(assoc_decomposition(p, op.in, false)), {budget}), be_, budget);
+    s.body = std::make_shared<const CompiledProgram>(lower(simplify(assoc_decomposition(p, op.in, false)), lower_options(be_, budget)), be_, budget);
     s.why += "; the odd/even recursion";
   }
   debug_log(1, fmt::format("associative_scan on {}: {}", be_.info().backend, s.why));

@@ -16,7 +16,16 @@ struct LowerOptions {
   // operand of a dot_general is fused into its reduction whatever it costs, and pad is a step
   // of its own (its output a buffer), so kernels gather more buffers
   bool inline_multi_use = false;
+  // the backend has float64: unrolled float sums accumulate in double, as its reductions do
+  bool f64 = true;
+  // an elementwise value used by several equations is recomputed in each when its tree has at
+  // most recompute_nodes nodes, and no exp/log/div-class operation unless recompute_expensive;
+  // else it is materialized once
+  std::size_t recompute_nodes = 16;
+  bool recompute_expensive = false;
 };
+// The options a backend's programs are lowered with under a buffer budget.
+LowerOptions lower_options(const Backend& be, int budget);
 
 // Fuses elementwise chains (through views) and reduction epilogues into kernels that never
 // bind more than max_buffers buffers; routines and data-dependent primitives become routine
