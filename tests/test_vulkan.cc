@@ -123,6 +123,23 @@ TEST(Vulkan, DispatchesAreBatchedIntoOneSubmitAndTheHostWaitsOnlyToRead) {
   EXPECT_LE(c1.max_buffers_per_dispatch, 8u);
 }
 
+// A stream longer than one batch's descriptor pool is submitted in parts; the first reader in a
+// later part still waits on the writes of the part before (a barrier's first scope is every
+// earlier command in submission order, so the tracking of written buffers outlives the submit).
+TEST(Vulkan, ABarrierOrdersReadsAfterAMidStreamSubmit) {
+  DefaultDeviceScope vk("vulkan");
+  Array x = np::ones({4096}, DType::float32);
+  vulkan::synchronize();
+  vulkan::reset_counters();
+  Array y = x;
+  for (int i = 0; i < 600; ++i) y = y + x;  // 600 dependent dispatches: more than one batch holds
+  auto c0 = vulkan::counters();
+  EXPECT_EQ(c0.dispatches, 600u);
+  EXPECT_GE(c0.submits, 1u);  // the stream did not fit one batch
+  EXPECT_EQ(c0.barriers, 599u) << "every op reads the previous one's output, across the submit too";
+  EXPECT_EQ(y.to_vector<float>()[4095], 601.0f);
+}
+
 TEST(Vulkan, JitProgramsStayWithinTheWebGpuBudget) {
   DefaultDeviceScope vk("vulkan");
   std::vector<Array> xs;

@@ -82,8 +82,6 @@ Batch& VulkanBackend::recording() {
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   check(vkBeginCommandBuffer(b->cmd, &bi), "vkBeginCommandBuffer");
   time_batch_start(*b);
-  written_.clear();
-  read_.clear();
   current_ = std::move(b);
   return *current_;
 }
@@ -152,8 +150,8 @@ void VulkanBackend::submit() {
   check(r, "vkQueueSubmit");
   counters_.submits++;
   inflight_.push_back(std::move(current_));
-  written_.clear();
-  read_.clear();
+  // written_ and read_ stay: a barrier's first scope is every earlier command in submission
+  // order, so the next batch's first reader of these buffers still gets its barrier
 }
 
 void VulkanBackend::finish() {
@@ -176,6 +174,8 @@ void VulkanBackend::finish() {
     inflight_.pop_front();
   }
   used_.clear();
+  written_.clear();
+  read_.clear();
 }
 
 void VulkanBackend::recycle(std::unique_ptr<Batch> b) {
