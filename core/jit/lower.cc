@@ -74,6 +74,7 @@ class Lowering {
     }
     for (const Atom& a : j_.outs)
       p_.outputs.push_back(materialize(a.is_literal() ? constant(a.value, a.dtype, {}) : val[a.var]));
+    schedule_by_level();
     insert_frees();
     return std::move(p_);
   }
@@ -497,6 +498,23 @@ class Lowering {
       }
     if (ops.empty()) ops.push_back(k.nodes.size() == 1 && k.nodes[0].kind == KNodeKind::load ? "copy" : "fill");
     return fmt::format("{}", fmt::join(ops, "_"));
+  }
+
+  // Steps in order of dependency level (each as early as its inputs allow; ties keep program
+  // order): independent kernels sit next to each other, so a backend that orders dispatches with
+  // barriers (vulkan) needs one per level rather than one per kernel.
+  void schedule_by_level() {
+    std::vector<int> made_at(p_.buffers.size(), -1), level(p_.steps.size(), 0);
+    for (std::size_t i = 0; i < p_.steps.size(); ++i) {
+      for (int b : p_.steps[i].in) level[i] = std::max(level[i], made_at[b] + 1);
+      for (int b : p_.steps[i].out) made_at[b] = level[i];
+    }
+    std::vector<std::size_t> order(p_.steps.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return level[a] < level[b]; });
+    std::vector<Step> steps;
+    for (auto i : order) steps.push_back(std::move(p_.steps[i]));
+    p_.steps = std::move(steps);
   }
 
   void insert_frees() {

@@ -23,6 +23,24 @@ void VulkanBackend::copy(Batch& b, VkBuffer src, std::size_t src_off, VkBuffer d
   counters_.copies++;
 }
 
+void VulkanBackend::copy_disjoint(Batch& b, const std::vector<Region>& rs) {
+  std::vector<VkBuffer> reads, writes;
+  for (const Region& r : rs)
+    if (r.bytes) {
+      reads.push_back(r.src);
+      writes.push_back(r.dst);
+    }
+  if (reads.empty()) return;
+  barrier_for(reads, writes, b);
+  for (const Region& r : rs)
+    if (r.bytes) {
+      VkBufferCopy c{r.src_off, r.dst_off, r.bytes};
+      vkCmdCopyBuffer(b.cmd, r.src, r.dst, 1, &c);
+      b.commands++;
+      counters_.copies++;
+    }
+}
+
 VkDescriptorSet VulkanBackend::bind_set(Batch& b, const Pipeline& pipe, const std::vector<VkBuffer>& bufs) {
   VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
   ai.descriptorPool = b.dpool.get();

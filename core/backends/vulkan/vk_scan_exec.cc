@@ -110,8 +110,10 @@ void VulkanBackend::run_scan(ScanExe& x, std::span<const SlotId> in, std::span<c
   const ScanShader& p = x.plan;
   Batch& b = batch_with_room(1, 2);
   std::unique_ptr<Buf> gin = acquire(static_cast<std::size_t>(p.in_size) * 4), gout = acquire(static_cast<std::size_t>(p.out_size) * 4);
+  std::vector<Region> pack;
   for (std::size_t i = 0; i < in.size(); ++i)
-    copy(b, get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.in_words[i]) * 4, x.operands[i].bytes());
+    pack.push_back({get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.in_words[i]) * 4, x.operands[i].bytes()});
+  copy_disjoint(b, pack);
   VkDescriptorSet set = bind_set(b, *x.pipe, {gin->buf.get(), gout->buf.get()});
   // a length-0 scan still runs once over no steps: it moves the init carries to the results
   for (std::int64_t it0 = 0; it0 < std::max<std::int64_t>(x.length, 1); it0 += p.steps_per_dispatch) {
@@ -120,8 +122,10 @@ void VulkanBackend::run_scan(ScanExe& x, std::span<const SlotId> in, std::span<c
     vkCmdPushConstants(b.cmd, x.pipe->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(range), range);
     record_dispatch(b, *x.pipe, set, p.sh.invocations, 2);
   }
+  std::vector<Region> unpack;
   for (std::size_t r = 0; r < out.size(); ++r)
-    copy(b, gout->buf.get(), static_cast<std::size_t>(p.out_words[r]) * 4, get(out[r]).buf->buf.get(), 0, x.results[r].bytes());
+    unpack.push_back({gout->buf.get(), static_cast<std::size_t>(p.out_words[r]) * 4, get(out[r]).buf->buf.get(), 0, x.results[r].bytes()});
+  copy_disjoint(b, unpack);
   b.released.push_back(std::move(gin));
   b.released.push_back(std::move(gout));
   touch(in, out);
@@ -134,10 +138,12 @@ void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span
   // constants packed into gin, leaves into q[0]; the result ends in q[cur]
   std::unique_ptr<Buf> gin = acquire(static_cast<std::size_t>(p.const_size) * 4);
   std::unique_ptr<Buf> q[2] = {acquire(static_cast<std::size_t>(p.leaf_size) * 4), x.blocked ? nullptr : acquire(static_cast<std::size_t>(p.leaf_size) * 4)};
+  std::vector<Region> pack;
   for (std::size_t i = 0; i < nc; ++i)
-    copy(b, get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.const_words[i]) * 4, x.operands[i].bytes());
+    pack.push_back({get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.const_words[i]) * 4, x.operands[i].bytes()});
   for (std::size_t l = 0; l + nc < in.size(); ++l)
-    copy(b, get(in[nc + l]).buf->buf.get(), 0, q[0]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, x.operands[nc + l].bytes());
+    pack.push_back({get(in[nc + l]).buf->buf.get(), 0, q[0]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, x.operands[nc + l].bytes()});
+  copy_disjoint(b, pack);
   int cur = 0;
   if (x.blocked) {  // in place on q[0]
     VkDescriptorSet set = bind_set(b, *x.blocked, {gin->buf.get(), q[0]->buf.get()});
@@ -157,8 +163,10 @@ void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span
       record_dispatch(b, *x.pipe, sets[cur], p.sh.invocations, 3);
     }
   }
+  std::vector<Region> unpack;
   for (std::size_t l = 0; l < out.size(); ++l)
-    copy(b, q[cur]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, get(out[l]).buf->buf.get(), 0, x.operands[nc + l].bytes());
+    unpack.push_back({q[cur]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, get(out[l]).buf->buf.get(), 0, x.operands[nc + l].bytes()});
+  copy_disjoint(b, unpack);
   b.released.push_back(std::move(gin));
   for (auto& buf : q)
     if (buf) b.released.push_back(std::move(buf));

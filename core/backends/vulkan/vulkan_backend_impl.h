@@ -187,6 +187,15 @@ class VulkanBackend final : public Backend {
   // not yet made visible (RAW, WAW) or overwrite what an earlier command may still read (WAR).
   void barrier_for(const std::vector<VkBuffer>& reads, const std::vector<VkBuffer>& writes, Batch& b);
   void copy(Batch& b, VkBuffer src, std::size_t src_off, VkBuffer dst, std::size_t dst_off, std::size_t bytes);
+  struct Region {
+    VkBuffer src;
+    std::size_t src_off;
+    VkBuffer dst;
+    std::size_t dst_off, bytes;
+  };
+  // copies into disjoint destination regions (packing operands, unpacking results): one barrier
+  // check for all of them, none between them
+  void copy_disjoint(Batch& b, const std::vector<Region>& rs);
   VkDescriptorSet bind_set(Batch& b, const Pipeline& pipe, const std::vector<VkBuffer>& bufs);
   void record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptorSet set, std::int64_t invocations, int buffers);
   Batch& batch_with_room(std::uint32_t sets, std::uint32_t descriptors);
