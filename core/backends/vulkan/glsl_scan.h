@@ -47,9 +47,10 @@ struct AssocShader {
   Shader sh;
   std::vector<std::int64_t> const_words, leaf_words;
   std::int64_t const_size = 0, leaf_size = 0;  // words
-  // The blocked form (glsl_scan.cc: render_blocked), where a workgroup's 256 elements fit in its
-  // workgroup memory; run_assoc prefers it (O(log_256 n) dispatches, O(n) work).
+  // The blocked form (glsl_scan.cc: render_blocked), where 256 elements fit in a workgroup's
+  // memory; run_assoc prefers it (O(log_B n) dispatches, O(n) work).
   std::optional<Shader> blocked;
+  std::int64_t blocked_per_invocation = 1;  // C: a workgroup's block is 256·C positions
 };
 std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanLimits& lim, std::string& why);
 

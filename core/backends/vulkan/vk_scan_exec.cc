@@ -63,18 +63,18 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
   return exe;
 }
 
-// The blocked scan's dispatches (mode, stride): scans up the strides 1, 256, 65536, ... while
-// more than one position takes part, until a level fits one workgroup; then, top down, a fix-up
-// of every level that spanned several workgroups.
-std::vector<std::pair<int, std::int64_t>> blocked_levels(std::int64_t n) {
+// The blocked scan's dispatches (mode, stride) for blocks of B positions: scans up the strides
+// 1, B, B², ... while more than one position takes part, until a level fits one workgroup; then,
+// top down, a fix-up of every level that spanned several workgroups.
+std::vector<std::pair<int, std::int64_t>> blocked_levels(std::int64_t n, std::int64_t B) {
   std::vector<std::pair<int, std::int64_t>> up, out;
-  for (std::int64_t s = 1; n / s > 1; s *= kWorkgroup) {
+  for (std::int64_t s = 1; n / s > 1; s *= B) {
     up.emplace_back(0, s);
-    if (n / s <= static_cast<std::int64_t>(kWorkgroup)) break;
+    if (n / s <= B) break;
   }
   out = up;
   for (std::size_t i = up.size(); i-- > 0;)  // levels that took more than one workgroup
-    if (n / up[i].second > static_cast<std::int64_t>(kWorkgroup)) out.emplace_back(1, up[i].second);
+    if (n / up[i].second > B) out.emplace_back(1, up[i].second);
   return out;
 }
 
@@ -100,7 +100,9 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
   if (x->plan.blocked) x->blocked = make_kernel_exe(*x->plan.blocked, "assoc-blocked|" + x->plan.blocked->glsl, 8)->pipe;
   int rounds = 0;
   for (std::int64_t dd = 1; dd < x->length; dd *= 2) ++rounds;
-  why = x->blocked ? fmt::format("blocked: {} dispatches (each workgroup scans 256 positions in its memory, then fix-ups)", blocked_levels(x->length).size())
+  x->block = kWorkgroup * x->plan.blocked_per_invocation;
+  why = x->blocked ? fmt::format("blocked: {} dispatches (each workgroup scans {} positions, {} per invocation, then fix-ups)",
+                                 blocked_levels(x->length, x->block).size(), x->block, x->plan.blocked_per_invocation)
                    : fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)", rounds);
   remember_scan(key, x, why);
   return x;
@@ -147,11 +149,12 @@ void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span
   int cur = 0;
   if (x.blocked) {  // in place on q[0]
     VkDescriptorSet set = bind_set(b, *x.blocked, {gin->buf.get(), q[0]->buf.get()});
-    for (const auto& [mode, s] : blocked_levels(x.length)) {
+    const std::int64_t C = p.blocked_per_invocation;
+    for (const auto& [mode, s] : blocked_levels(x.length, x.block)) {
       barrier_for({gin->buf.get(), q[0]->buf.get()}, {q[0]->buf.get()}, b);
       const std::int32_t pc[2] = {static_cast<std::int32_t>(mode), static_cast<std::int32_t>(s)};
       vkCmdPushConstants(b.cmd, x.blocked->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
-      record_dispatch(b, *x.blocked, set, x.length / s, 2);
+      record_dispatch(b, *x.blocked, set, (x.length / s + C - 1) / C, 2);
     }
   } else {  // Kogge-Stone rounds, ping-pong between q[0] and q[1]
     VkDescriptorSet sets[2] = {bind_set(b, *x.pipe, {gin->buf.get(), q[0]->buf.get(), q[1]->buf.get()}),

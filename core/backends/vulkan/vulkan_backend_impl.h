@@ -67,6 +67,7 @@ struct PreencodedExe final : Executable {
 struct AssocExe final : Executable {
   std::shared_ptr<Pipeline> pipe;
   std::shared_ptr<Pipeline> blocked;  // null where a workgroup's elements do not fit its memory
+  std::int64_t block = 0;             // positions per workgroup of the blocked form
   AssocShader plan;
   std::vector<AVal> operands;
   int num_consts = 0;
