@@ -371,10 +371,11 @@ TEST(VulkanAssociativeScan, KoggeStoneRoundsEagerAndJit) {
   }
 }
 
-// Blocked scans: each invocation scans C = 4 elements in registers (these elements: 6 values),
-// each workgroup the 256 totals in its memory, so a block is B = 1024 positions; levels of stride
-// B^L go up until one workgroup holds a level, then fix-ups come down: n = 70000 is 2 scans + 1
-// fix-up, n = B² + 1 three scans and two fix-ups, n = 1025 one scan and one fix-up.
+// Blocked scans: each workgroup scans 256 positions in its memory, levels of stride 256^L go up
+// until a level fits one workgroup, then fix-ups come down. A top level of up to 1024 positions
+// (these elements: 6 values, so up to 4 in an invocation's registers) is one workgroup of the top
+// shader: n = 1000 is one dispatch, n = 70000 (273 totals) 2 scans + 1 fix-up, n = 256^2 + 1 2
+// scans + 1 fix-up, n = 1024·256 + 1 (1024 totals) 2 + 1, n = 1025·256 (1025 totals) 3 scans + 2.
 // Sizes around the invocation, block and superblock edges, forward and reverse; an int32 sum
 // (exact), an affine composition (not commutative) and a bool or, against the interpreter. An
 // element over 16 words does not fit the WebGPU profile's 16 KiB per workgroup: Kogge-Stone.
@@ -382,8 +383,7 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
   using V = std::vector<Array>;
   auto op = [](const V& p, const V& q) { return V{p[0] + q[0], q[1] * p[1], q[1] * p[2] + q[2], np::logical_or(p[3], q[3])}; };
   vulkan::set_limits("webgpu");
-  constexpr std::int64_t B = 1024;
-  for (std::int64_t n : std::vector<std::int64_t>{1, 2, 3, 5, 255, 1023, 1024, 1025, 2047, 4099, 70000, B * B + 1}) {
+  for (std::int64_t n : std::vector<std::int64_t>{1, 2, 3, 5, 255, 256, 257, 1000, 1023, 1024, 1025, 2047, 70000, 65537, 1024 * 256 + 1, 1025 * 256}) {
     for (bool reverse : {false, true}) {
       V want;
       V in;
@@ -398,9 +398,14 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
       V ev = on(in, "vulkan");
       V got;
       const std::uint64_t disp = dispatches_of([&] { got = lax::associative_scan_flat(op, ev, reverse, 0); });
-      // scans at strides 1, B, B² while their level has positions beyond one workgroup's B; a
-      // fix-up for each level that spanned several workgroups
-      const std::uint64_t levels = (n > 1) + (n / B > 1) + (n / (B * B) > 1), fixups = (n > B) + (n / B > B);
+      // scans at strides 1, 256, 256² while their level has more than one position and the level
+      // below did not fit one workgroup; a fix-up for each level but the top
+      std::uint64_t levels = 0;
+      for (std::int64_t s = 1; n / s > 1; s *= 256) {
+        ++levels;
+        if (n / s <= 1024) break;
+      }
+      const std::uint64_t fixups = levels > 0 ? levels - 1 : 0;
       EXPECT_EQ(disp, levels + fixups) << n;
       EXPECT_EQ(vals(got[0]), vals(want[0])) << n << " reverse " << reverse;
       EXPECT_TRUE(all_close(got[1], vals(want[1]), 1e-12, 0)) << n << " reverse " << reverse;

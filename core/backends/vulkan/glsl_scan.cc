@@ -350,17 +350,19 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
   return out;
 }
 
-// The blocked scan (work-efficient over workgroups; Kogge-Stone inside one): one shader in place
-// on the packed leaves, push constants {mode, s}. Invocation m owns C consecutive positions
-// p = C·m + c, each at j = s·p + s - 1 (logical order, mirrored for reverse); a workgroup owns a
-// block of B = 256·C positions. mode 0: each invocation scans its C elements in registers, the
-// workgroup scans the 256 totals in workgroup memory (8 rounds), and every element takes the
-// total of the invocations before it, so position j holds the combine of its block's from the
-// block's first on. mode 1 (fix-up): j outside the first superblock of S = B·s positions, and not
-// the last of its superblock, becomes x[q] ⊕ x[j] with q the last position of the previous
-// superblock (already holding its full prefix). run_assoc scans up s = 1, B, B², ... until one
-// workgroup holds a level, then fixes up the levels below: 3 dispatches at n = 102400 (C = 4).
-// The element values live in module-scope arrays (private per invocation) so that the combine,
+// The blocked scan (work-efficient over workgroups; Kogge-Stone inside one): in place on the
+// packed leaves, push constants {mode, s}. Invocation m owns C consecutive positions p = C·m + c,
+// each at j = s·p + s - 1 (logical order, mirrored for reverse); a workgroup owns a block of
+// B = 256·C positions. mode 0: each invocation scans its C elements in registers, the workgroup
+// scans the 256 totals in workgroup memory (8 rounds), and every element takes the total of the
+// invocations before it, so position j holds the combine of its block's from the block's first
+// on. mode 1 (fix-up, C = 1): j outside the first superblock of S = 256·s positions, and not the
+// last of its superblock, becomes x[q] ⊕ x[j] with q the last position of the previous superblock
+// (already holding its full prefix). run_assoc scans up s = 1, 256, ... with C = 1 (one position
+// per invocation: the most workgroups in flight, which is what a GPU's latency needs) until a
+// level fits one workgroup: the top level, where C = ceil(positions / 256) ≤ 4 (its own shader);
+// then fixes up the levels below: 3 dispatches at n = 102400 (400 totals, C = 2 at the top).
+// Element values live in module-scope arrays (private per invocation), so the combine,
 // xa := pa ⊕ xa, is one function called from every place.
 template <class LeafIndex, class Combine>
 void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& out, const LeafIndex& leaf_index, const Combine& combine) {
@@ -375,99 +377,113 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     regs += b.buffers[nc + l].size();
   }
   if (W == 0 || static_cast<std::int64_t>(kWorkgroup) * W * 4 > lim.shared_bytes) return;
-  const std::int64_t C = std::clamp<std::int64_t>(128 / std::max<std::int64_t>(regs, 1), 1, 4);  // elements held in registers
-  auto read = [&](int buf, const std::string& off) -> std::string {
-    if (buf < nc) return gread("gin", b.buffers[buf].dtype, out.const_words[buf], off);
-    if (buf < nc + k) return fmt::format("pa{}[{}]", buf - nc, off);
-    if (buf < nc + 2 * k) return fmt::format("xa{}[{}]", buf - nc - k, off);
-    return fmt::format("r{}[{}]", buf, off);
-  };
-  Shader sh;
-  sh.name = "associative_scan_blocked";
-  sh.buffers = 2;
-  sh.invocations = (n + C - 1) / C;  // the largest level; run_assoc dispatches fewer for the others
-  sh.float64 = out.sh.float64;
-  std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
-  s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
-  s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
-  s += "layout(push_constant) uniform PC { int mode; int s; } pc;\n";
-  s += fmt::format("shared uint sm[{}];\n", kWorkgroup * W);
-  s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
-  auto arrays = [&](const std::string& name) {
-    std::string d;
-    for (int l = 0; l < k; ++l) {
-      const AVal& e = b.buffers[nc + l];
-      d += fmt::format("{} {}{}[{}];\n", gtype(e.dtype), name, l, std::max<std::int64_t>(e.size(), 1));
+  const std::int64_t c_max = std::clamp<std::int64_t>(128 / std::max<std::int64_t>(regs, 1), 1, 4);  // elements held in registers
+  std::int64_t top = n;  // positions of the top level (strides 256^L while more than a workgroup's worth)
+  while (top > kWorkgroup * c_max) top /= kWorkgroup;
+  const std::int64_t c_top = top > kWorkgroup ? (top + kWorkgroup - 1) / kWorkgroup : 1;
+  std::int64_t loops = 0;
+  auto render = [&](std::int64_t C) -> std::optional<Shader> {
+    auto read = [&](int buf, const std::string& off) -> std::string {
+      if (buf < nc) return gread("gin", b.buffers[buf].dtype, out.const_words[buf], off);
+      if (buf < nc + k) return fmt::format("pa{}[{}]", buf - nc, off);
+      if (buf < nc + 2 * k) return fmt::format("xa{}[{}]", buf - nc - k, off);
+      return fmt::format("r{}[{}]", buf, off);
+    };
+    Shader sh;
+    sh.buffers = 2;
+    sh.name = C > 1 ? "associative_scan_top" : "associative_scan_blocked";
+    sh.invocations = (n + C - 1) / C;  // the largest level; run_assoc dispatches fewer for the others
+    sh.float64 = out.sh.float64;
+    std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
+    s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
+    s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
+    s += "layout(push_constant) uniform PC { int mode; int s; } pc;\n";
+    s += fmt::format("shared uint sm[{}];\n", kWorkgroup * W);
+    s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
+    auto arrays = [&](const std::string& name) {
+      std::string d;
+      for (int l = 0; l < k; ++l) {
+        const AVal& e = b.buffers[nc + l];
+        d += fmt::format("{} {}{}[{}];\n", gtype(e.dtype), name, l, std::max<std::int64_t>(e.size(), 1));
+      }
+      return d;
+    };
+    s += arrays("xa") + arrays("pa") + arrays("nx");
+    for (std::int64_t c = 0; c < C; ++c) s += arrays(fmt::format("x{}_", c));
+    auto each = [&](int l, const std::string& body) { return fmt::format("for (int e = 0; e < {}; ++e) {{ {} }}\n", b.buffers[nc + l].size(), body); };
+    auto assign = [&](const std::string& to, const std::string& from) {
+      std::string c;
+      for (int l = 0; l < k; ++l) c += each(l, fmt::format("{0}{1}[e] = {2}{1}[e];", to, l, from));
+      return c;
+    };
+    std::string comb;
+    loops = combine(read, sh, comb);
+    for (int l = 0; l < k; ++l) comb += each(l, fmt::format("nx{}[e] = {};", l, read(b.outputs[l], "e")));
+    s += "void combine_() {\n" + comb + assign("xa", "nx") + "}\n";
+    auto phys = [&](const std::string& logical) { return ap.reverse ? fmt::format("({} - 1 - ({}))", n, logical) : logical; };
+    auto load_global = [&](const std::string& arr, const std::string& pos) {
+      std::string c;
+      for (int l = 0; l < k; ++l)
+        c += each(l, fmt::format("{}{}[e] = {};", arr, l, gread("dst", b.buffers[nc + l].dtype, out.leaf_words[l], leaf_index(l, pos, "e"))));
+      return c;
+    };
+    auto store_global = [&](const std::string& arr, const std::string& pos) {
+      std::string c;
+      for (int l = 0; l < k; ++l)
+        c += each(l, gwrite(b.buffers[nc + l].dtype, out.leaf_words[l], leaf_index(l, pos, "e"), fmt::format("{}{}[e]", arr, l), "dst"));
+      return c;
+    };
+    auto to_shared = [&](const std::string& slot) {
+      std::string c;
+      for (int l = 0; l < k; ++l) c += each(l, swrite(b.buffers[nc + l].dtype, sm_base[l], fmt::format("({}) * {} + e", slot, W), fmt::format("xa{}[e]", l)));
+      return c;
+    };
+    auto from_shared = [&](const std::string& slot) {
+      std::string c;
+      for (int l = 0; l < k; ++l) c += each(l, fmt::format("pa{}[e] = {};", l, sread(b.buffers[nc + l].dtype, sm_base[l], fmt::format("({}) * {} + e", slot, W))));
+      return c;
+    };
+    s += fmt::format("void main() {{\nconst int m = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + gl_LocalInvocationIndex);\n"
+                     "const int lid = int(gl_LocalInvocationIndex);\n", kWorkgroup);
+    for (std::int64_t c = 0; c < C; ++c)
+      s += fmt::format("const int j{0} = pc.s * ({1} * m + {0}) + pc.s - 1;\nconst bool live{0} = j{0} < {2};\nconst int i{0} = {3};\n", c, C, n,
+                       phys(fmt::format("j{}", c)));
+    // mode 1: fix-up, one partner for the invocation's C positions (B is a multiple of C)
+    s += fmt::format("if (pc.mode == 1) {{\nconst int S = pc.s * {};\n", kWorkgroup * C);
+    s += "if (!live0 || j0 < S) return;\n";
+    s += load_global("pa", phys("(j0 / S) * S - 1"));
+    for (std::int64_t c = 0; c < C; ++c)
+      s += fmt::format("if (live{0} && (j{0} + 1) % S != 0) {{\n", c) + load_global("xa", fmt::format("i{}", c)) + "combine_();\n" +
+           store_global("xa", fmt::format("i{}", c)) + "}\n";
+    s += "return;\n}\n";
+    // mode 0: the invocation's elements in order, then the workgroup's totals
+    for (std::int64_t c = 0; c < C; ++c) s += fmt::format("if (live{}) {{\n", c) + load_global(fmt::format("x{}_", c), fmt::format("i{}", c)) + "}\n";
+    for (std::int64_t c = 1; c < C; ++c)
+      s += fmt::format("if (live{}) {{\n", c) + assign("pa", fmt::format("x{}_", c - 1)) + assign("xa", fmt::format("x{}_", c)) + "combine_();\n" +
+           assign(fmt::format("x{}_", c), "xa") + "}\n";
+    s += assign("xa", "x0_");
+    for (std::int64_t c = 1; c < C; ++c) s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "}\n";
+    s += fmt::format("for (int d = 1; d < {}; d <<= 1) {{\n", kWorkgroup) + to_shared("lid") + "barrier();\nif (live0 && lid >= d) {\n" +
+         from_shared("lid - d") + "combine_();\n}\nbarrier();\n}\n";
+    if (C == 1) {  // the inclusive total is the element's prefix
+      s += "if (live0) {\n" + assign("x0_", "xa") + "}\n";
+    } else {
+      s += to_shared("lid") + "barrier();\nif (live0 && lid > 0) {\n" + from_shared("lid - 1");
+      for (std::int64_t c = 0; c < C; ++c)
+        s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "combine_();\n" + assign(fmt::format("x{}_", c), "xa") + "}\n";
+      s += "}\n";
     }
-    return d;
+    for (std::int64_t c = 0; c < C; ++c) s += fmt::format("if (live{}) {{\n", c) + store_global(fmt::format("x{}_", c), fmt::format("i{}", c)) + "}\n";
+    sh.glsl = s + "}\n";
+    const std::int64_t per_combine = loops + 3 * regs;
+    if (lim.max_loop_iterations > 0 && per_combine * (2 * C + 9) + 8 * regs * C > lim.max_loop_iterations) return std::nullopt;
+    return sh;
   };
-  s += arrays("xa") + arrays("pa") + arrays("nx");
-  for (std::int64_t c = 0; c < C; ++c) s += arrays(fmt::format("x{}_", c));
-  auto each = [&](int l, const std::string& body) { return fmt::format("for (int e = 0; e < {}; ++e) {{ {} }}\n", b.buffers[nc + l].size(), body); };
-  auto assign = [&](const std::string& to, const std::string& from) {
-    std::string c;
-    for (int l = 0; l < k; ++l) c += each(l, fmt::format("{0}{1}[e] = {2}{1}[e];", to, l, from));
-    return c;
-  };
-  std::string comb;
-  std::int64_t loops = combine(read, sh, comb);
-  for (int l = 0; l < k; ++l) comb += each(l, fmt::format("nx{}[e] = {};", l, read(b.outputs[l], "e")));
-  s += "void combine_() {\n" + comb + assign("xa", "nx") + "}\n";
-  auto phys = [&](const std::string& logical) { return ap.reverse ? fmt::format("({} - 1 - ({}))", n, logical) : logical; };
-  auto load_global = [&](const std::string& arr, const std::string& pos) {
-    std::string c;
-    for (int l = 0; l < k; ++l)
-      c += each(l, fmt::format("{}{}[e] = {};", arr, l, gread("dst", b.buffers[nc + l].dtype, out.leaf_words[l], leaf_index(l, pos, "e"))));
-    return c;
-  };
-  auto store_global = [&](const std::string& arr, const std::string& pos) {
-    std::string c;
-    for (int l = 0; l < k; ++l)
-      c += each(l, gwrite(b.buffers[nc + l].dtype, out.leaf_words[l], leaf_index(l, pos, "e"), fmt::format("{}{}[e]", arr, l), "dst"));
-    return c;
-  };
-  auto to_shared = [&](const std::string& slot) {
-    std::string c;
-    for (int l = 0; l < k; ++l) c += each(l, swrite(b.buffers[nc + l].dtype, sm_base[l], fmt::format("({}) * {} + e", slot, W), fmt::format("xa{}[e]", l)));
-    return c;
-  };
-  auto from_shared = [&](const std::string& slot) {
-    std::string c;
-    for (int l = 0; l < k; ++l) c += each(l, fmt::format("pa{}[e] = {};", l, sread(b.buffers[nc + l].dtype, sm_base[l], fmt::format("({}) * {} + e", slot, W))));
-    return c;
-  };
-  s += fmt::format("void main() {{\nconst int m = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + gl_LocalInvocationIndex);\n"
-                   "const int lid = int(gl_LocalInvocationIndex);\n", kWorkgroup);
-  for (std::int64_t c = 0; c < C; ++c)
-    s += fmt::format("const int j{0} = pc.s * ({1} * m + {0}) + pc.s - 1;\nconst bool live{0} = j{0} < {2};\nconst int i{0} = {3};\n", c, C, n,
-                     phys(fmt::format("j{}", c)));
-  // mode 1: fix-up, one partner for the invocation's C positions (B is a multiple of C)
-  s += fmt::format("if (pc.mode == 1) {{\nconst int S = pc.s * {};\n", kWorkgroup * C);
-  s += "if (!live0 || j0 < S) return;\n";
-  s += load_global("pa", phys("(j0 / S) * S - 1"));
-  for (std::int64_t c = 0; c < C; ++c)
-    s += fmt::format("if (live{0} && (j{0} + 1) % S != 0) {{\n", c) + load_global("xa", fmt::format("i{}", c)) + "combine_();\n" +
-         store_global("xa", fmt::format("i{}", c)) + "}\n";
-  s += "return;\n}\n";
-  // mode 0: the invocation's elements in order, then the workgroup's totals
-  for (std::int64_t c = 0; c < C; ++c) s += fmt::format("if (live{}) {{\n", c) + load_global(fmt::format("x{}_", c), fmt::format("i{}", c)) + "}\n";
-  for (std::int64_t c = 1; c < C; ++c)
-    s += fmt::format("if (live{}) {{\n", c) + assign("pa", fmt::format("x{}_", c - 1)) + assign("xa", fmt::format("x{}_", c)) + "combine_();\n" +
-         assign(fmt::format("x{}_", c), "xa") + "}\n";
-  s += assign("xa", "x0_");
-  for (std::int64_t c = 1; c < C; ++c) s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "}\n";
-  s += fmt::format("for (int d = 1; d < {}; d <<= 1) {{\n", kWorkgroup) + to_shared("lid") + "barrier();\nif (live0 && lid >= d) {\n" +
-       from_shared("lid - d") + "combine_();\n}\nbarrier();\n}\n";
-  s += to_shared("lid") + "barrier();\nif (live0 && lid > 0) {\n" + from_shared("lid - 1");
-  for (std::int64_t c = 0; c < C; ++c)
-    s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "combine_();\n" + assign(fmt::format("x{}_", c), "xa") + "}\n";
-  s += "}\n";
-  for (std::int64_t c = 0; c < C; ++c) s += fmt::format("if (live{}) {{\n", c) + store_global(fmt::format("x{}_", c), fmt::format("i{}", c)) + "}\n";
-  sh.glsl = s + "}\n";
-  std::int64_t per_combine = loops + 3 * regs;
-  if (lim.max_loop_iterations > 0 && per_combine * (2 * C + 9) + 8 * regs * C > lim.max_loop_iterations) return;
-  out.blocked = std::move(sh);
-  out.blocked_per_invocation = C;
+  out.blocked = render(1);
+  if (out.blocked && c_top > 1) {
+    out.blocked_top = render(c_top);
+    if (out.blocked_top) out.top_per_invocation = c_top;
+  }
 }
 
 std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanLimits& lim, std::string& why) {

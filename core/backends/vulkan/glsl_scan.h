@@ -49,8 +49,9 @@ struct AssocShader {
   std::int64_t const_size = 0, leaf_size = 0;  // words
   // The blocked form (glsl_scan.cc: render_blocked), where 256 elements fit in a workgroup's
   // memory; run_assoc prefers it (O(log_B n) dispatches, O(n) work).
-  std::optional<Shader> blocked;
-  std::int64_t blocked_per_invocation = 1;  // C: a workgroup's block is 256·C positions
+  std::optional<Shader> blocked;      // one position per invocation
+  std::optional<Shader> blocked_top;  // the top level: top_per_invocation positions per invocation
+  std::int64_t top_per_invocation = 1;
 };
 std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanLimits& lim, std::string& why);
 

@@ -63,18 +63,28 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
   return exe;
 }
 
-// The blocked scan's dispatches (mode, stride) for blocks of B positions: scans up the strides
-// 1, B, B², ... while more than one position takes part, until a level fits one workgroup; then,
-// top down, a fix-up of every level that spanned several workgroups.
-std::vector<std::pair<int, std::int64_t>> blocked_levels(std::int64_t n, std::int64_t B) {
-  std::vector<std::pair<int, std::int64_t>> up, out;
-  for (std::int64_t s = 1; n / s > 1; s *= B) {
-    up.emplace_back(0, s);
-    if (n / s <= B) break;
+// The blocked scan's dispatches: scans up the strides 1, 256, 65536, ... while more than one
+// position takes part, until a level fits one workgroup (256 positions, or 256·c_top with the top
+// shader); then, top down, a fix-up of every level that spanned several workgroups.
+struct BlockedLevel {
+  std::int32_t mode;
+  std::int64_t s;
+  bool top;  // the top shader: several positions per invocation
+};
+std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top) {
+  std::vector<BlockedLevel> up, out;
+  for (std::int64_t s = 1; n / s > 1; s *= kWorkgroup) {
+    const std::int64_t count = n / s;
+    if (count > kWorkgroup && count <= kWorkgroup * c_top) {
+      up.push_back({0, s, true});
+      break;
+    }
+    up.push_back({0, s, false});
+    if (count <= kWorkgroup) break;
   }
   out = up;
   for (std::size_t i = up.size(); i-- > 0;)  // levels that took more than one workgroup
-    if (n / up[i].second > B) out.emplace_back(1, up[i].second);
+    if (!up[i].top && n / up[i].s > kWorkgroup) out.push_back({1, up[i].s, false});
   return out;
 }
 
@@ -100,9 +110,10 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
   if (x->plan.blocked) x->blocked = make_kernel_exe(*x->plan.blocked, "assoc-blocked|" + x->plan.blocked->glsl, 8)->pipe;
   int rounds = 0;
   for (std::int64_t dd = 1; dd < x->length; dd *= 2) ++rounds;
-  x->block = kWorkgroup * x->plan.blocked_per_invocation;
-  why = x->blocked ? fmt::format("blocked: {} dispatches (each workgroup scans {} positions, {} per invocation, then fix-ups)",
-                                 blocked_levels(x->length, x->block).size(), x->block, x->plan.blocked_per_invocation)
+  if (x->plan.blocked_top) x->top = make_kernel_exe(*x->plan.blocked_top, "assoc-top|" + x->plan.blocked_top->glsl, 8)->pipe;
+  const std::int64_t c_top = x->top ? x->plan.top_per_invocation : 1;
+  why = x->blocked ? fmt::format("blocked: {} dispatches (each workgroup scans 256 positions in its memory, the top level {} per invocation, then fix-ups)",
+                                 blocked_levels(x->length, c_top).size(), c_top)
                    : fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)", rounds);
   remember_scan(key, x, why);
   return x;
@@ -136,7 +147,7 @@ void VulkanBackend::run_scan(ScanExe& x, std::span<const SlotId> in, std::span<c
 void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span<const SlotId> out) {
   const AssocShader& p = x.plan;
   const std::size_t nc = static_cast<std::size_t>(x.num_consts);
-  Batch& b = batch_with_room(2, 6);
+  Batch& b = batch_with_room(3, 8);
   // constants packed into gin, leaves into q[0]; the result ends in q[cur]
   std::unique_ptr<Buf> gin = acquire(static_cast<std::size_t>(p.const_size) * 4);
   std::unique_ptr<Buf> q[2] = {acquire(static_cast<std::size_t>(p.leaf_size) * 4), x.blocked ? nullptr : acquire(static_cast<std::size_t>(p.leaf_size) * 4)};
@@ -148,13 +159,16 @@ void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span
   copy_disjoint(b, pack);
   int cur = 0;
   if (x.blocked) {  // in place on q[0]
+    const std::int64_t c_top = x.top ? p.top_per_invocation : 1;
     VkDescriptorSet set = bind_set(b, *x.blocked, {gin->buf.get(), q[0]->buf.get()});
-    const std::int64_t C = p.blocked_per_invocation;
-    for (const auto& [mode, s] : blocked_levels(x.length, x.block)) {
+    VkDescriptorSet top_set = x.top ? bind_set(b, *x.top, {gin->buf.get(), q[0]->buf.get()}) : VK_NULL_HANDLE;
+    for (const BlockedLevel& lv : blocked_levels(x.length, c_top)) {
+      const Pipeline& pipe = lv.top ? *x.top : *x.blocked;
+      const std::int64_t C = lv.top ? c_top : 1;
       barrier_for({gin->buf.get(), q[0]->buf.get()}, {q[0]->buf.get()}, b);
-      const std::int32_t pc[2] = {static_cast<std::int32_t>(mode), static_cast<std::int32_t>(s)};
-      vkCmdPushConstants(b.cmd, x.blocked->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
-      record_dispatch(b, *x.blocked, set, (x.length / s + C - 1) / C, 2);
+      const std::int32_t pc[2] = {lv.mode, static_cast<std::int32_t>(lv.s)};
+      vkCmdPushConstants(b.cmd, pipe.layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
+      record_dispatch(b, pipe, lv.top ? top_set : set, (x.length / lv.s + C - 1) / C, 2);
     }
   } else {  // Kogge-Stone rounds, ping-pong between q[0] and q[1]
     VkDescriptorSet sets[2] = {bind_set(b, *x.pipe, {gin->buf.get(), q[0]->buf.get(), q[1]->buf.get()}),

@@ -67,7 +67,7 @@ struct PreencodedExe final : Executable {
 struct AssocExe final : Executable {
   std::shared_ptr<Pipeline> pipe;
   std::shared_ptr<Pipeline> blocked;  // null where a workgroup's elements do not fit its memory
-  std::int64_t block = 0;             // positions per workgroup of the blocked form
+  std::shared_ptr<Pipeline> top;      // the blocked form's top level, several positions per invocation
   AssocShader plan;
   std::vector<AVal> operands;
   int num_consts = 0;
