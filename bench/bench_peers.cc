@@ -8,7 +8,8 @@
 // Every call's result is read back inside the timed loop (the GPU's work and its wait included).
 // Counters per call: dispatches, submits, host_waits (vulkan), and a checksum the driver
 // compares with JAX's. Backends: JX_PEER_BACKENDS (default "native,vulkan"); sizes: JX_PEER_N
-// (default 100,400,1600,6400,25600,102400); JX_PEER_SKIP ("seq_smoother:vulkan:102400,...").
+// (default 100,400,1600,6400,25600,102400); JX_PEER_SKIP ("seq_smoother:vulkan:102400,...");
+// JX_PEER_MIN_TIME (seconds per benchmark, default 0.5).
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -148,6 +149,7 @@ int main(int argc, char** argv) {
   const auto backends = split(env("JX_PEER_BACKENDS", "native,vulkan"));
   const auto sizes = split(env("JX_PEER_N", "100,400,1600,6400,25600,102400"));
   const auto skip = split(env("JX_PEER_SKIP", ""));
+  const double min_time = std::stod(env("JX_PEER_MIN_TIME", "0.5"));  // seconds per benchmark
   for (const auto& be : backends) {
     if (!backend_available(be)) {
       std::fprintf(stderr, "bench_peers: backend %s unavailable, skipped\n", be.c_str());
@@ -162,7 +164,7 @@ int main(int argc, char** argv) {
             ->Arg(std::stoll(n))
             ->Unit(benchmark::kMillisecond)
             ->UseRealTime()
-            ->MinTime(0.5);
+            ->MinTime(min_time);
       }
   }
   benchmark::Initialize(&argc, argv);
