@@ -25,8 +25,9 @@ struct SlotInfo {
 struct BackendLimits {
   int max_buffers_per_kernel = 0;  // inputs + outputs one kernel may bind; 0 = unlimited
   bool float64 = true;
-  // a kernel launch costs more than recomputing a few dozen operations per element (a GPU):
-  // jit recomputes multi-use elementwise values in each consumer, transcendentals included
+  // a kernel launch costs more than recomputing a few dozen operations per element (a GPU): jit
+  // unrolls small sums and recomputes multi-use elementwise values in each consumer (a CPU
+  // backend keeps them kernels of their own: there the recomputation costs more)
   bool launch_bound = false;
 };
 

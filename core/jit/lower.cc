@@ -86,6 +86,7 @@ class Lowering {
 
   // A multi-use value cheap enough to recompute in every consumer (see LowerOptions).
   bool recomputed(const EP& r) const {
+    if (o_.recompute_nodes == 0) return false;
     std::set<const Expr*> seen;
     std::vector<const Expr*> stack{r.get()};
     while (!stack.empty()) {
@@ -245,13 +246,15 @@ class Lowering {
   // renderer's reduction loop and the oracle) where the backend has doubles, except for two
   // terms: the double sum of two floats rounded to float is the float sum. Nothing is left
   // pending, so the value fuses into its consumers (and further products) like any elementwise
-  // one; a chain of products recomputes its operands, bounded by kUnrollNodes. Not in the replay
-  // fusion model (the JS runtime keeps every reduction a kernel of its own).
+  // one; a chain of products recomputes its operands, bounded by kUnrollNodes. Only where
+  // LowerOptions::unroll_sums (launch-bound backends: on a CPU the recomputation costs more than
+  // the kernels it saves), and not in the replay fusion model (the JS runtime keeps every
+  // reduction a kernel of its own).
   static constexpr std::int64_t kUnrollTerms = 8;
   static constexpr std::size_t kUnrollNodes = 384;
   EP unrolled(const Pending& p, const AVal& out) {
     const DType bd = p.body->dtype;
-    if (o_.inline_multi_use || p.op != Prim::reduce_sum || bd != out.dtype) return nullptr;
+    if (!o_.unroll_sums || o_.inline_multi_use || p.op != Prim::reduce_sum || bd != out.dtype) return nullptr;
     if (bd != DType::float32 && bd != DType::float64 && bd != DType::int32) return nullptr;
     std::vector<std::int64_t> axes = p.axes;
     std::sort(axes.begin(), axes.end());

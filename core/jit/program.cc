@@ -13,7 +13,8 @@ LowerOptions lower_options(const Backend& be, int budget) {
   LowerOptions o;
   o.max_buffers = budget;
   o.f64 = be.info().limits.float64;
-  if (be.info().limits.launch_bound) {
+  if (be.info().limits.launch_bound) {  // fewer, bigger kernels: recompute rather than launch
+    o.unroll_sums = true;
     o.recompute_nodes = 48;
     o.recompute_expensive = true;
   }

@@ -18,10 +18,12 @@ struct LowerOptions {
   bool inline_multi_use = false;
   // the backend has float64: unrolled float sums accumulate in double, as its reductions do
   bool f64 = true;
+  // sums of at most 8 terms per output become elementwise code (lower.cc: unrolled)
+  bool unroll_sums = false;
   // an elementwise value used by several equations is recomputed in each when its tree has at
-  // most recompute_nodes nodes, and no exp/log/div-class operation unless recompute_expensive;
-  // else it is materialized once
-  std::size_t recompute_nodes = 16;
+  // most recompute_nodes nodes (0: never), and no exp/log/div-class operation unless
+  // recompute_expensive; else it is materialized once
+  std::size_t recompute_nodes = 0;
   bool recompute_expensive = false;
 };
 // The options a backend's programs are lowered with under a buffer budget.
