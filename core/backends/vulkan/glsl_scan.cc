@@ -363,9 +363,12 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
 // level fits one workgroup: the top level, where C = ceil(positions / 256) ≤ 4 (its own shader);
 // then fixes up the levels below: 3 dispatches at n = 102400 (400 totals, C = 2 at the top).
 // Element values live in module-scope arrays (private per invocation), so the combine,
-// xa := pa ⊕ xa, is one function called from every place.
+// xa := pa ⊕ xa, is one function called from every place. Where the budget has 2k + 1 bindings
+// (k leaves), each leaf binds its input and its output (no packing copies): mode 2 is mode 0
+// reading the inputs, for the first level; every other dispatch works in place on the outputs.
 template <class LeafIndex, class Combine>
 void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& out, const LeafIndex& leaf_index, const Combine& combine) {
+  const bool direct = static_cast<std::int64_t>(ap.operands.size() - ap.num_consts) * 2 + 1 <= lim.max_buffers;
   const Program& b = ap.body;
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
   const std::int64_t n = ap.operands[nc].shape[ap.axis];
@@ -396,7 +399,14 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     sh.float64 = out.sh.float64;
     std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
     s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
-    s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
+    if (direct) {
+      sh.buffers = 1 + 2 * k;
+      for (int l = 0; l < k; ++l)
+        s += fmt::format("layout(std430, set = 0, binding = {}) readonly buffer BL{} {{ uint d[]; }} li{};\n", 1 + l, l, l);
+      for (int l = 0; l < k; ++l) s += fmt::format("layout(std430, set = 0, binding = {}) buffer BO{} {{ uint d[]; }} lo{};\n", 1 + k + l, l, l);
+    } else {
+      s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
+    }
     s += "layout(push_constant) uniform PC { int mode; int s; } pc;\n";
     s += fmt::format("shared uint sm[{}];\n", kWorkgroup * W);
     s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
@@ -421,16 +431,23 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     for (int l = 0; l < k; ++l) comb += each(l, fmt::format("nx{}[e] = {};", l, read(b.outputs[l], "e")));
     s += "void combine_() {\n" + comb + assign("xa", "nx") + "}\n";
     auto phys = [&](const std::string& logical) { return ap.reverse ? fmt::format("({} - 1 - ({}))", n, logical) : logical; };
-    auto load_global = [&](const std::string& arr, const std::string& pos) {
+    // leaf l at an index: in the packed buffer, or (direct) in the leaf's own input or output
+    auto leaf_read = [&](int l, bool from_in, const std::string& idx) {
+      const AVal& e = b.buffers[nc + l];
+      if (!direct) return gread("dst", e.dtype, out.leaf_words[l], idx);
+      return gread(fmt::format("{}{}", from_in ? "li" : "lo", l).c_str(), e.dtype, 0, idx);
+    };
+    auto load_global = [&](const std::string& arr, const std::string& pos, bool from_in = false) {
       std::string c;
-      for (int l = 0; l < k; ++l)
-        c += each(l, fmt::format("{}{}[e] = {};", arr, l, gread("dst", b.buffers[nc + l].dtype, out.leaf_words[l], leaf_index(l, pos, "e"))));
+      for (int l = 0; l < k; ++l) c += each(l, fmt::format("{}{}[e] = {};", arr, l, leaf_read(l, from_in, leaf_index(l, pos, "e"))));
       return c;
     };
     auto store_global = [&](const std::string& arr, const std::string& pos) {
       std::string c;
-      for (int l = 0; l < k; ++l)
-        c += each(l, gwrite(b.buffers[nc + l].dtype, out.leaf_words[l], leaf_index(l, pos, "e"), fmt::format("{}{}[e]", arr, l), "dst"));
+      for (int l = 0; l < k; ++l) {
+        const std::string buf = direct ? fmt::format("lo{}", l) : std::string("dst");
+        c += each(l, gwrite(b.buffers[nc + l].dtype, direct ? 0 : out.leaf_words[l], leaf_index(l, pos, "e"), fmt::format("{}{}[e]", arr, l), buf.c_str()));
+      }
       return c;
     };
     auto to_shared = [&](const std::string& slot) {
@@ -457,7 +474,11 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
            store_global("xa", fmt::format("i{}", c)) + "}\n";
     s += "return;\n}\n";
     // mode 0: the invocation's elements in order, then the workgroup's totals
-    for (std::int64_t c = 0; c < C; ++c) s += fmt::format("if (live{}) {{\n", c) + load_global(fmt::format("x{}_", c), fmt::format("i{}", c)) + "}\n";
+    for (std::int64_t c = 0; c < C; ++c) {  // mode 2 (direct): the first level reads the inputs
+      const std::string arr = fmt::format("x{}_", c), pos = fmt::format("i{}", c);
+      s += fmt::format("if (live{}) {{\n", c) +
+           (direct ? "if (pc.mode == 2) {\n" + load_global(arr, pos, true) + "} else {\n" + load_global(arr, pos) + "}\n" : load_global(arr, pos)) + "}\n";
+    }
     for (std::int64_t c = 1; c < C; ++c)
       s += fmt::format("if (live{}) {{\n", c) + assign("pa", fmt::format("x{}_", c - 1)) + assign("xa", fmt::format("x{}_", c)) + "combine_();\n" +
            assign(fmt::format("x{}_", c), "xa") + "}\n";
@@ -480,6 +501,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     return sh;
   };
   out.blocked = render(1);
+  out.direct = direct;
   if (out.blocked && c_top > 1) {
     out.blocked_top = render(c_top);
     if (out.blocked_top) out.top_per_invocation = c_top;

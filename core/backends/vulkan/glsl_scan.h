@@ -22,6 +22,7 @@ struct ScanLimits {
   bool f64_math = true;
   std::int64_t shared_bytes = 16384;        // workgroup storage the profile allows
   std::int64_t max_loop_iterations = 0;     // per invocation (llvmpipe: 65535); 0 = unlimited
+  std::int64_t max_buffers = 8;             // bindings one shader may have
 };
 
 struct ScanShader {
@@ -52,6 +53,7 @@ struct AssocShader {
   std::optional<Shader> blocked;      // one position per invocation
   std::optional<Shader> blocked_top;  // the top level: top_per_invocation positions per invocation
   std::int64_t top_per_invocation = 1;
+  bool direct = false;  // the blocked shaders bind consts | leaf inputs | leaf outputs
 };
 std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanLimits& lim, std::string& why);
 

@@ -16,7 +16,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
   }
   const auto& d = ctx_->desc();
   ScanLimits lim{d.float64, profile_ == "webgpu" ? std::int64_t{16384} : static_cast<std::int64_t>(d.max_shared_bytes),
-                 llvmpipe() ? std::int64_t{65535} : std::int64_t{0}};
+                 llvmpipe() ? std::int64_t{65535} : std::int64_t{0}, max_buffers_};
   std::string not_fused;
   std::shared_ptr<Executable> exe;
   auto plan = render_fused_scan(sp, lim, not_fused);
@@ -98,7 +98,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
   }
   const auto& d = ctx_->desc();
   ScanLimits lim{d.float64, profile_ == "webgpu" ? std::int64_t{16384} : static_cast<std::int64_t>(d.max_shared_bytes),
-                 llvmpipe() ? std::int64_t{65535} : std::int64_t{0}};
+                 llvmpipe() ? std::int64_t{65535} : std::int64_t{0}, max_buffers_};
   auto plan = render_assoc_scan(ap, lim, why);
   if (!plan) return nullptr;
   auto x = std::make_shared<AssocExe>();
@@ -112,8 +112,9 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
   for (std::int64_t dd = 1; dd < x->length; dd *= 2) ++rounds;
   if (x->plan.blocked_top) x->top = make_kernel_exe(*x->plan.blocked_top, "assoc-top|" + x->plan.blocked_top->glsl, 8)->pipe;
   const std::int64_t c_top = x->top ? x->plan.top_per_invocation : 1;
-  why = x->blocked ? fmt::format("blocked: {} dispatches (each workgroup scans 256 positions in its memory, the top level {} per invocation, then fix-ups)",
-                                 blocked_levels(x->length, c_top).size(), c_top)
+  why = x->blocked ? fmt::format("blocked: {} dispatches (each workgroup scans 256 positions in its memory, the top level {} per invocation, then fix-ups; "
+                                 "leaves {})",
+                                 blocked_levels(x->length, c_top).size(), c_top, x->plan.direct ? "bound directly" : "packed into one buffer")
                    : fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)", rounds);
   remember_scan(key, x, why);
   return x;
@@ -146,29 +147,54 @@ void VulkanBackend::run_scan(ScanExe& x, std::span<const SlotId> in, std::span<c
 
 void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span<const SlotId> out) {
   const AssocShader& p = x.plan;
-  const std::size_t nc = static_cast<std::size_t>(x.num_consts);
-  Batch& b = batch_with_room(3, 8);
-  // constants packed into gin, leaves into q[0]; the result ends in q[cur]
+  const std::size_t nc = static_cast<std::size_t>(x.num_consts), k = out.size();
+  const bool direct = x.blocked && p.direct;
+  Batch& b = batch_with_room(3, static_cast<std::uint32_t>(2 * (2 * k + 1)) + 4);
+  // constants packed into gin; leaves packed into q[0] (the result ends in q[cur]), or (direct)
+  // read from the inputs by the first level and scanned in place in the outputs
   std::unique_ptr<Buf> gin = acquire(static_cast<std::size_t>(p.const_size) * 4);
-  std::unique_ptr<Buf> q[2] = {acquire(static_cast<std::size_t>(p.leaf_size) * 4), x.blocked ? nullptr : acquire(static_cast<std::size_t>(p.leaf_size) * 4)};
+  std::unique_ptr<Buf> q[2];
+  if (!direct) {
+    q[0] = acquire(static_cast<std::size_t>(p.leaf_size) * 4);
+    if (!x.blocked) q[1] = acquire(static_cast<std::size_t>(p.leaf_size) * 4);
+  }
   std::vector<Region> pack;
   for (std::size_t i = 0; i < nc; ++i)
     pack.push_back({get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.const_words[i]) * 4, x.operands[i].bytes()});
-  for (std::size_t l = 0; l + nc < in.size(); ++l)
-    pack.push_back({get(in[nc + l]).buf->buf.get(), 0, q[0]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, x.operands[nc + l].bytes()});
+  if (!direct)
+    for (std::size_t l = 0; l < k; ++l)
+      pack.push_back({get(in[nc + l]).buf->buf.get(), 0, q[0]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, x.operands[nc + l].bytes()});
   copy_disjoint(b, pack);
   int cur = 0;
-  if (x.blocked) {  // in place on q[0]
+  if (x.blocked) {
+    std::vector<VkBuffer> bufs{gin->buf.get()}, reads{gin->buf.get()}, writes;
+    if (direct) {
+      for (std::size_t l = 0; l < k; ++l) bufs.push_back(get(in[nc + l]).buf->buf.get());
+      for (std::size_t l = 0; l < k; ++l) bufs.push_back(get(out[l]).buf->buf.get());
+      reads.insert(reads.end(), bufs.begin() + 1, bufs.end());
+      writes.assign(bufs.begin() + 1 + static_cast<std::ptrdiff_t>(k), bufs.end());
+    } else {
+      bufs.push_back(q[0]->buf.get());
+      reads.push_back(q[0]->buf.get());
+      writes.push_back(q[0]->buf.get());
+    }
     const std::int64_t c_top = x.top ? p.top_per_invocation : 1;
-    VkDescriptorSet set = bind_set(b, *x.blocked, {gin->buf.get(), q[0]->buf.get()});
-    VkDescriptorSet top_set = x.top ? bind_set(b, *x.top, {gin->buf.get(), q[0]->buf.get()}) : VK_NULL_HANDLE;
-    for (const BlockedLevel& lv : blocked_levels(x.length, c_top)) {
+    VkDescriptorSet set = bind_set(b, *x.blocked, bufs);
+    VkDescriptorSet top_set = x.top ? bind_set(b, *x.top, bufs) : VK_NULL_HANDLE;
+    const auto levels = blocked_levels(x.length, c_top);
+    if (direct && levels.empty()) {  // one position (or none): the outputs are the inputs
+      std::vector<Region> same;
+      for (std::size_t l = 0; l < k; ++l) same.push_back({get(in[nc + l]).buf->buf.get(), 0, get(out[l]).buf->buf.get(), 0, x.operands[nc + l].bytes()});
+      copy_disjoint(b, same);
+    }
+    for (std::size_t i = 0; i < levels.size(); ++i) {
+      const BlockedLevel& lv = levels[i];
       const Pipeline& pipe = lv.top ? *x.top : *x.blocked;
       const std::int64_t C = lv.top ? c_top : 1;
-      barrier_for({gin->buf.get(), q[0]->buf.get()}, {q[0]->buf.get()}, b);
-      const std::int32_t pc[2] = {lv.mode, static_cast<std::int32_t>(lv.s)};
+      barrier_for(reads, writes, b);
+      const std::int32_t pc[2] = {direct && i == 0 ? 2 : lv.mode, static_cast<std::int32_t>(lv.s)};
       vkCmdPushConstants(b.cmd, pipe.layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
-      record_dispatch(b, pipe, lv.top ? top_set : set, (x.length / lv.s + C - 1) / C, 2);
+      record_dispatch(b, pipe, lv.top ? top_set : set, (x.length / lv.s + C - 1) / C, static_cast<int>(bufs.size()));
     }
   } else {  // Kogge-Stone rounds, ping-pong between q[0] and q[1]
     VkDescriptorSet sets[2] = {bind_set(b, *x.pipe, {gin->buf.get(), q[0]->buf.get(), q[1]->buf.get()}),
@@ -180,10 +206,12 @@ void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span
       record_dispatch(b, *x.pipe, sets[cur], p.sh.invocations, 3);
     }
   }
-  std::vector<Region> unpack;
-  for (std::size_t l = 0; l < out.size(); ++l)
-    unpack.push_back({q[cur]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, get(out[l]).buf->buf.get(), 0, x.operands[nc + l].bytes()});
-  copy_disjoint(b, unpack);
+  if (!direct) {
+    std::vector<Region> unpack;
+    for (std::size_t l = 0; l < k; ++l)
+      unpack.push_back({q[cur]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, get(out[l]).buf->buf.get(), 0, x.operands[nc + l].bytes()});
+    copy_disjoint(b, unpack);
+  }
   b.released.push_back(std::move(gin));
   for (auto& buf : q)
     if (buf) b.released.push_back(std::move(buf));
