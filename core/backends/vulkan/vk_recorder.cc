@@ -51,6 +51,7 @@ VkDescriptorSet VulkanBackend::bind_set(Batch& b, const Pipeline& pipe, const st
   check(vkAllocateDescriptorSets(ctx_->device(), &ai, &set), "vkAllocateDescriptorSets");
   b.sets++;
   b.descriptors += static_cast<std::uint32_t>(bufs.size());
+  counters_.descriptor_sets++;
   std::vector<VkDescriptorBufferInfo> infos(bufs.size());
   std::vector<VkWriteDescriptorSet> writes(bufs.size());
   for (std::size_t i = 0; i < bufs.size(); ++i) {
@@ -59,6 +60,49 @@ VkDescriptorSet VulkanBackend::bind_set(Batch& b, const Pipeline& pipe, const st
                  VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nullptr, &infos[i], nullptr};
   }
   vkUpdateDescriptorSets(ctx_->device(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  return set;
+}
+
+VkDescriptorSet VulkanBackend::cached_set(Batch& b, const Pipeline& pipe, const std::vector<const Buf*>& bufs) {
+  std::vector<VkBuffer> handles;
+  const VkDescriptorSetLayout layout = pipe.set_layout.get();
+  std::string key(reinterpret_cast<const char*>(&layout), sizeof(layout));
+  for (const Buf* x : bufs) {
+    handles.push_back(x->buf.get());
+    key.append(reinterpret_cast<const char*>(&x->id), sizeof(x->id));
+  }
+  if (auto it = sets_.find(key); it != sets_.end()) return it->second;
+  if (set_pool_full_) return bind_set(b, pipe, handles);
+  VkDevice d = ctx_->device();
+  if (!set_pool_) {
+    VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kCachedDescriptors};
+    VkDescriptorPoolCreateInfo dci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    dci.maxSets = kCachedSets;
+    dci.poolSizeCount = 1;
+    dci.pPoolSizes = &ps;
+    VkDescriptorPool dp = VK_NULL_HANDLE;
+    check(vkCreateDescriptorPool(d, &dci, nullptr, &dp), "vkCreateDescriptorPool");
+    set_pool_ = DescriptorPoolH(d, dp);
+  }
+  VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  ai.descriptorPool = set_pool_.get();
+  ai.descriptorSetCount = 1;
+  ai.pSetLayouts = &layout;
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  if (sets_.size() >= kCachedSets || vkAllocateDescriptorSets(d, &ai, &set) != VK_SUCCESS) {  // full: reset at the next host wait
+    set_pool_full_ = true;
+    return bind_set(b, pipe, handles);
+  }
+  std::vector<VkDescriptorBufferInfo> infos(handles.size());
+  std::vector<VkWriteDescriptorSet> writes(handles.size());
+  for (std::size_t i = 0; i < handles.size(); ++i) {
+    infos[i] = {handles[i], 0, VK_WHOLE_SIZE};
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, set, static_cast<std::uint32_t>(i), 0, 1,
+                 VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nullptr, &infos[i], nullptr};
+  }
+  vkUpdateDescriptorSets(d, static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  counters_.descriptor_sets++;
+  sets_.emplace(std::move(key), set);
   return set;
 }
 
@@ -194,6 +238,11 @@ void VulkanBackend::finish() {
   used_.clear();
   written_.clear();
   read_.clear();
+  if (set_pool_full_) {  // nothing recorded refers to the cached sets now
+    sets_.clear();
+    check(vkResetDescriptorPool(ctx_->device(), set_pool_.get(), 0), "vkResetDescriptorPool");
+    set_pool_full_ = false;
+  }
 }
 
 void VulkanBackend::recycle(std::unique_ptr<Batch> b) {

@@ -19,6 +19,7 @@ struct Counters {
   std::uint64_t bytes_uploaded = 0, bytes_downloaded = 0, host_routines = 0;
   std::uint64_t max_buffers_per_dispatch = 0;
   std::uint64_t copies = 0;  // buffer-to-buffer copies recorded (scan operands packed, x slices)
+  std::uint64_t descriptor_sets = 0;  // written (a cached set reused by a later call is not)
 };
 Counters counters();
 void reset_counters();

@@ -211,15 +211,17 @@ void VulkanBackend::dispatch(Executable& exe, std::span<const SlotId> in, std::s
   auto& k = static_cast<KernelExe&>(exe);
   if (k.invocations == 0) return;
   std::vector<VkBuffer> reads, writes;
-  for (auto id : in) reads.push_back(get(id).buf->buf.get());
-  for (auto id : out) writes.push_back(get(id).buf->buf.get());
+  std::vector<const Buf*> bound;
+  for (auto id : in) bound.push_back(get(id).buf.get());
+  for (auto id : out) bound.push_back(get(id).buf.get());
+  for (std::size_t i = 0; i < bound.size(); ++i) (i < in.size() ? reads : writes).push_back(bound[i]->buf.get());
   Batch& b = batch_with_room(1, static_cast<std::uint32_t>(reads.size() + writes.size()) + 1);
   bind_scratch(b, k, writes);
-  std::vector<VkBuffer> bufs = reads;
-  bufs.insert(bufs.end(), writes.begin(), writes.end());
-  VkDescriptorSet set = bind_set(b, *k.pipe, bufs);
+  if (k.scratch) bound.push_back(k.scratch.get());
+  VkDescriptorSet set = cached_set(b, *k.pipe, bound);
+  const int nbufs = static_cast<int>(bound.size());
   barrier_for(reads, writes, b);
-  record_dispatch(b, *k.pipe, set, k.invocations, static_cast<int>(bufs.size()));
+  record_dispatch(b, *k.pipe, set, k.invocations, nbufs);
   touch(in, out);
 }
 
@@ -253,6 +255,8 @@ void VulkanBackend::shutdown(bool with_instance) {
   current_.reset();
   inflight_.clear();
   spare_.clear();
+  sets_.clear();
+  set_pool_ = {};
   slots_.clear();
   readback_.reset();
   free_.clear();
@@ -327,6 +331,7 @@ std::unique_ptr<Buf> VulkanBackend::create_buffer(std::size_t bytes, std::uint32
   VkDevice d = ctx_->device();
   auto b = std::make_unique<Buf>();
   b->capacity = bytes;
+  b->id = ++next_buf_id_;
   VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bi.size = bytes;
   bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;

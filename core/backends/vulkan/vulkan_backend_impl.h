@@ -31,12 +31,14 @@ namespace jx::vk {
 
 constexpr std::uint32_t kSetsPerBatch = 512;
 constexpr std::uint32_t kDescriptorsPerBatch = 8192;
+constexpr std::uint32_t kCachedSets = 4096, kCachedDescriptors = 65536;  // cached_set's pool
 
 struct Buf {
   BufferH buf;
   MemoryH mem;
   std::size_t capacity = 0;
   void* mapped = nullptr;
+  std::uint64_t id = 0;  // creation order, never reused (keys of cached descriptor sets)
 };
 
 struct KernelExe final : Executable {
@@ -198,6 +200,16 @@ class VulkanBackend final : public Backend {
   // check for all of them, none between them
   void copy_disjoint(Batch& b, const std::vector<Region>& rs);
   VkDescriptorSet bind_set(Batch& b, const Pipeline& pipe, const std::vector<VkBuffer>& bufs);
+  // A descriptor set that outlives its batch, for the same pipeline layout over the same buffers
+  // (a jit program's kernels over its pooled buffers, call after call): keyed by the buffers'
+  // creation ids, so a destroyed buffer's sets are never hit again. Their pool is reset at the
+  // first host wait after it fills (no recorded command refers to them then); meanwhile, and for
+  // anything not cached, bind_set.
+  VkDescriptorSet cached_set(Batch& b, const Pipeline& pipe, const std::vector<const Buf*>& bufs);
+  DescriptorPoolH set_pool_;
+  bool set_pool_full_ = false;
+  std::unordered_map<std::string, VkDescriptorSet> sets_;
+  std::uint64_t next_buf_id_ = 0;
   void record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptorSet set, std::int64_t invocations, int buffers);
   Batch& batch_with_room(std::uint32_t sets, std::uint32_t descriptors);
   void touch(std::span<const SlotId> in, std::span<const SlotId> out);
