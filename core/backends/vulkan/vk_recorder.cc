@@ -41,6 +41,19 @@ void VulkanBackend::copy_disjoint(Batch& b, const std::vector<Region>& rs) {
     }
 }
 
+// binding i of set = the whole of bufs[i]
+void VulkanBackend::write_set(VkDescriptorSet set, const std::vector<VkBuffer>& bufs) {
+  std::vector<VkDescriptorBufferInfo> infos(bufs.size());
+  std::vector<VkWriteDescriptorSet> writes(bufs.size());
+  for (std::size_t i = 0; i < bufs.size(); ++i) {
+    infos[i] = {bufs[i], 0, VK_WHOLE_SIZE};
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, set, static_cast<std::uint32_t>(i), 0, 1,
+                 VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nullptr, &infos[i], nullptr};
+  }
+  vkUpdateDescriptorSets(ctx_->device(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  counters_.descriptor_sets++;
+}
+
 VkDescriptorSet VulkanBackend::bind_set(Batch& b, const Pipeline& pipe, const std::vector<VkBuffer>& bufs) {
   VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
   ai.descriptorPool = b.dpool.get();
@@ -51,15 +64,7 @@ VkDescriptorSet VulkanBackend::bind_set(Batch& b, const Pipeline& pipe, const st
   check(vkAllocateDescriptorSets(ctx_->device(), &ai, &set), "vkAllocateDescriptorSets");
   b.sets++;
   b.descriptors += static_cast<std::uint32_t>(bufs.size());
-  counters_.descriptor_sets++;
-  std::vector<VkDescriptorBufferInfo> infos(bufs.size());
-  std::vector<VkWriteDescriptorSet> writes(bufs.size());
-  for (std::size_t i = 0; i < bufs.size(); ++i) {
-    infos[i] = {bufs[i], 0, VK_WHOLE_SIZE};
-    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, set, static_cast<std::uint32_t>(i), 0, 1,
-                 VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nullptr, &infos[i], nullptr};
-  }
-  vkUpdateDescriptorSets(ctx_->device(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
+  write_set(set, bufs);
   return set;
 }
 
@@ -93,15 +98,7 @@ VkDescriptorSet VulkanBackend::cached_set(Batch& b, const Pipeline& pipe, const 
     set_pool_full_ = true;
     return bind_set(b, pipe, handles);
   }
-  std::vector<VkDescriptorBufferInfo> infos(handles.size());
-  std::vector<VkWriteDescriptorSet> writes(handles.size());
-  for (std::size_t i = 0; i < handles.size(); ++i) {
-    infos[i] = {handles[i], 0, VK_WHOLE_SIZE};
-    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, set, static_cast<std::uint32_t>(i), 0, 1,
-                 VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nullptr, &infos[i], nullptr};
-  }
-  vkUpdateDescriptorSets(d, static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
-  counters_.descriptor_sets++;
+  write_set(set, handles);
   sets_.emplace(std::move(key), set);
   return set;
 }

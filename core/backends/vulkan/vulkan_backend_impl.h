@@ -200,6 +200,7 @@ class VulkanBackend final : public Backend {
   // check for all of them, none between them
   void copy_disjoint(Batch& b, const std::vector<Region>& rs);
   VkDescriptorSet bind_set(Batch& b, const Pipeline& pipe, const std::vector<VkBuffer>& bufs);
+  void write_set(VkDescriptorSet set, const std::vector<VkBuffer>& bufs);
   // A descriptor set that outlives its batch, for the same pipeline layout over the same buffers
   // (a jit program's kernels over its pooled buffers, call after call): keyed by the buffers'
   // creation ids, so a destroyed buffer's sets are never hit again. Their pool is reset at the
