@@ -163,6 +163,9 @@ void VulkanBackend::clear_caches() {
   kernels_.clear();
   scans_.clear();
   spirv_.clear();
+  sets_.clear();  // their layouts go with the pipelines; nothing recorded refers to them after finish()
+  if (set_pool_ && !lost_) check(vkResetDescriptorPool(ctx_->device(), set_pool_.get(), 0), "vkResetDescriptorPool");
+  set_pool_full_ = false;
   pipes_->clear();
   for (auto& [cls, v] : free_) v.clear();
   free_.clear();
