@@ -3,6 +3,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "tests/vulkan_helpers.h"  // under JX_VULKAN_VALIDATION=1 a validation message fails its test
 #include "tests/helpers.h"
 #include "workloads/dlm/dlm.h"
 

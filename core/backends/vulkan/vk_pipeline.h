@@ -15,7 +15,9 @@ namespace jx::vk {
 // Throws BackendError naming the shader with glslang's log when the GLSL does not compile.
 std::vector<std::uint32_t> compile_glsl(const std::string& glsl, const std::string& name);
 
-struct Pipeline {
+// Shared: a batch holds every pipeline its commands bind until it completes (a cache may drop
+// one mid-recording, when the last program using it goes).
+struct Pipeline : std::enable_shared_from_this<Pipeline> {
   std::shared_ptr<const Context> keep;  // first member: destroyed last, after the handles below
   SetLayoutH set_layout;
   PipelineLayoutH layout;

@@ -104,6 +104,7 @@ VkDescriptorSet VulkanBackend::cached_set(Batch& b, const Pipeline& pipe, const 
 }
 
 void VulkanBackend::record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptorSet set, std::int64_t invocations, int buffers) {
+  if (b.pipes.empty() || b.pipes.back().get() != &pipe) b.pipes.push_back(pipe.shared_from_this());
   vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.pipeline.get());
   vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.layout.get(), 0, 1, &set, 0, nullptr);
   auto [gx, gy] = workgroups(invocations);
@@ -249,6 +250,7 @@ void VulkanBackend::recycle(std::unique_ptr<Batch> b) {
   b->released.clear();
   b->staging.clear();
   b->held.clear();
+  b->pipes.clear();
   VkFence f = b->fence.get();
   check(vkResetFences(d, 1, &f), "vkResetFences");
   check(vkResetCommandPool(d, b->pool.get(), 0), "vkResetCommandPool");

@@ -92,6 +92,7 @@ struct Batch {
   std::vector<std::unique_ptr<Buf>> released;  // back to the pool once the batch completed
   std::vector<std::unique_ptr<Buf>> staging;   // destroyed once the batch completed
   std::vector<std::shared_ptr<Buf>> held;  // executables' scratch buffers used by this batch
+  std::vector<std::shared_ptr<const Pipeline>> pipes;  // every pipeline a command binds
   QueryPoolH timestamps;              // created on first use while timing is on
   std::vector<std::string> timed;     // label of timestamp i (0: the start of the batch); empty: untimed
 };
