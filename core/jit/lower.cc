@@ -87,21 +87,18 @@ class Lowering {
   // A multi-use value cheap enough to recompute in every consumer (see LowerOptions).
   bool recomputed(const EP& r) const {
     if (o_.recompute_nodes == 0) return false;
-    std::set<const Expr*> seen;
-    std::vector<const Expr*> stack{r.get()};
-    while (!stack.empty()) {
-      const Expr* x = stack.back();
-      stack.pop_back();
-      if (!seen.insert(x).second) continue;
-      if (seen.size() > o_.recompute_nodes) return false;
-      if (x->k == Expr::K::alu && !o_.recompute_expensive) switch (x->prim) {
+    bool cheap = true;
+    std::size_t nodes = 0;
+    visit_nodes(r, [&](const Expr& x) {
+      if (++nodes > o_.recompute_nodes) cheap = false;
+      if (x.k == Expr::K::alu && !o_.recompute_expensive) switch (x.prim) {
           case Prim::exp: case Prim::log: case Prim::log1p: case Prim::sqrt: case Prim::sin: case Prim::cos: case Prim::tanh:
-          case Prim::div: case Prim::pow: return false;
+          case Prim::div: case Prim::pow: cheap = false; break;
           default: break;
         }
-      for (const EP& a : x->args) stack.push_back(a.get());
-    }
-    return true;
+      return cheap;
+    });
+    return cheap;
   }
 
   int new_buffer(const AVal& a) {

@@ -80,18 +80,25 @@ inline Footprint footprint(const std::vector<EP>& es) {
   return f;
 }
 
-// Distinct nodes of a tree (shared subtrees once): what a kernel built from it evaluates.
-inline std::size_t dag_size(const EP& e) {
+// Visits every distinct node of a tree once (shared subtrees once, pending reductions' bodies
+// included) until f returns false; returns the nodes visited.
+template <class F>
+std::size_t visit_nodes(const EP& e, F f) {
   std::set<const Expr*> seen;
   std::vector<const Expr*> stack{e.get()};
   while (!stack.empty()) {
     const Expr* x = stack.back();
     stack.pop_back();
     if (!seen.insert(x).second) continue;
+    if (!f(*x)) break;
     for (const EP& a : x->args) stack.push_back(a.get());
     if (x->k == Expr::K::reduce) stack.push_back(x->red->body.get());
   }
   return seen.size();
+}
+// What a kernel built from the tree evaluates.
+inline std::size_t dag_size(const EP& e) {
+  return visit_nodes(e, [](const Expr&) { return true; });
 }
 
 // Rewrites memoized by node; `keep` holds temporaries whose addresses are keys (a freed

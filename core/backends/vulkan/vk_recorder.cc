@@ -15,12 +15,7 @@ void VulkanBackend::barrier_for(const std::vector<VkBuffer>& reads, const std::v
 }
 
 void VulkanBackend::copy(Batch& b, VkBuffer src, std::size_t src_off, VkBuffer dst, std::size_t dst_off, std::size_t bytes) {
-  if (!bytes) return;
-  barrier_for({src}, {dst}, b);
-  VkBufferCopy c{src_off, dst_off, bytes};
-  vkCmdCopyBuffer(b.cmd, src, dst, 1, &c);
-  b.commands++;
-  counters_.copies++;
+  copy_disjoint(b, {{src, src_off, dst, dst_off, bytes}});
 }
 
 void VulkanBackend::copy_disjoint(Batch& b, const std::vector<Region>& rs) {
