@@ -14,9 +14,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
     why = it->second.second;
     return it->second.first;
   }
-  const auto& d = ctx_->desc();
-  ScanLimits lim{d.float64, profile_ == "webgpu" ? std::int64_t{16384} : static_cast<std::int64_t>(d.max_shared_bytes),
-                 llvmpipe() ? std::int64_t{65535} : std::int64_t{0}, max_buffers_};
+  const ScanLimits lim = scan_limits();
   std::string not_fused;
   std::shared_ptr<Executable> exe;
   auto plan = render_fused_scan(sp, lim, not_fused);
@@ -32,7 +30,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
     x->results = sp.results;
     x->length = sp.length;
     why = plan->steps_per_dispatch < sp.length
-              ? fmt::format("{}; {} steps per dispatch ({} stops shader loops after 65535 iterations)", plan->mode, plan->steps_per_dispatch, d.name)
+              ? fmt::format("{}; {} steps per dispatch ({} stops shader loops after 65535 iterations)", plan->mode, plan->steps_per_dispatch, ctx_->desc().name)
               : plan->mode;
     x->plan = std::move(*plan);
     exe = x;
@@ -66,11 +64,13 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
 // The blocked scan's dispatches: scans up the strides 1, 256, 65536, ... while more than one
 // position takes part, until a level fits one workgroup (256 positions, or 256·c_top with the top
 // shader); then, top down, a fix-up of every level that spanned several workgroups.
-struct BlockedLevel {
-  std::int32_t mode;
-  std::int64_t s;
-  bool top;  // the top shader: several positions per invocation
-};
+// What scan shaders may use under the current limits profile.
+ScanLimits VulkanBackend::scan_limits() const {
+  const auto& d = ctx_->desc();
+  return {d.float64, profile_ == "webgpu" ? std::int64_t{16384} : static_cast<std::int64_t>(d.max_shared_bytes),
+          llvmpipe() ? std::int64_t{65535} : std::int64_t{0}, max_buffers_};
+}
+
 std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top) {
   std::vector<BlockedLevel> up, out;
   for (std::int64_t s = 1; n / s > 1; s *= kWorkgroup) {
@@ -96,9 +96,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
     why = it->second.second;
     return it->second.first;
   }
-  const auto& d = ctx_->desc();
-  ScanLimits lim{d.float64, profile_ == "webgpu" ? std::int64_t{16384} : static_cast<std::int64_t>(d.max_shared_bytes),
-                 llvmpipe() ? std::int64_t{65535} : std::int64_t{0}, max_buffers_};
+  const ScanLimits lim = scan_limits();
   auto plan = render_assoc_scan(ap, lim, why);
   if (!plan) return nullptr;
   auto x = std::make_shared<AssocExe>();
@@ -112,9 +110,10 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
   for (std::int64_t dd = 1; dd < x->length; dd *= 2) ++rounds;
   if (x->plan.blocked_top) x->top = make_kernel_exe(*x->plan.blocked_top, "assoc-top|" + x->plan.blocked_top->glsl, 8)->pipe;
   const std::int64_t c_top = x->top ? x->plan.top_per_invocation : 1;
+  if (x->blocked) x->levels = blocked_levels(x->length, c_top);
   why = x->blocked ? fmt::format("blocked: {} dispatches (each workgroup scans 256 positions in its memory, the top level {} per invocation, then fix-ups; "
                                  "leaves {})",
-                                 blocked_levels(x->length, c_top).size(), c_top, x->plan.direct ? "bound directly" : "packed into one buffer")
+                                 x->levels.size(), c_top, x->plan.direct ? "bound directly" : "packed into one buffer")
                    : fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)", rounds);
   remember_scan(key, x, why);
   return x;
@@ -181,7 +180,7 @@ void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span
     const std::int64_t c_top = x.top ? p.top_per_invocation : 1;
     VkDescriptorSet set = bind_set(b, *x.blocked, bufs);
     VkDescriptorSet top_set = x.top ? bind_set(b, *x.top, bufs) : VK_NULL_HANDLE;
-    const auto levels = blocked_levels(x.length, c_top);
+    const auto& levels = x.levels;
     if (direct && levels.empty()) {  // one position (or none): the outputs are the inputs
       std::vector<Region> same;
       for (std::size_t l = 0; l < k; ++l) same.push_back({get(in[nc + l]).buf->buf.get(), 0, get(out[l]).buf->buf.get(), 0, x.operands[nc + l].bytes()});

@@ -66,10 +66,17 @@ struct PreencodedExe final : Executable {
 };
 
 // An associative scan as Kogge-Stone rounds of one shader.
+struct BlockedLevel {
+  std::int32_t mode;  // 0 scan, 1 fix-up (2: a scan reading the inputs, set at dispatch)
+  std::int64_t s;     // stride
+  bool top;           // the top shader: several positions per invocation
+};
+
 struct AssocExe final : Executable {
   std::shared_ptr<Pipeline> pipe;
   std::shared_ptr<Pipeline> blocked;  // null where a workgroup's elements do not fit its memory
   std::shared_ptr<Pipeline> top;      // the blocked form's top level, several positions per invocation
+  std::vector<BlockedLevel> levels;   // the blocked form's dispatches (vk_scan_exec.cc: blocked_levels)
   AssocShader plan;
   std::vector<AVal> operands;
   int num_consts = 0;
@@ -232,6 +239,7 @@ class VulkanBackend final : public Backend {
 
   // Caches a scan plan (or, with a null executable, the planner's refusal) under its key; the
   // cache keeps what live programs use plus a bounded number of unused plans.
+  ScanLimits scan_limits() const;
   void remember_scan(const std::string& key, std::shared_ptr<Executable> exe, const std::string& why) {
     trim_unused(scans_, [](const auto& v) -> const auto& { return v.first; });
     scans_[key] = {std::move(exe), why};
