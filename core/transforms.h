@@ -21,6 +21,12 @@ template <std::size_t... I> struct Argnums {};
 template <std::size_t... I> inline constexpr Argnums<I...> argnums{};
 struct HasAux {};
 inline constexpr HasAux has_aux{};
+// value_and_grad / grad in forward mode: one jvp per scalar of the differentiated arguments
+// (f runs that many times; no residuals are kept and nothing is transposed). For few
+// parameters: an associative_scan under a forward jvp stays one scan of (element, tangent)
+// pairs, where reverse mode differentiates through its odd/even recursion.
+struct ForwardMode {};
+inline constexpr ForwardMode forward_mode{};
 
 inline Array stop_gradient(const Array& x) { return lax::stop_gradient(x); }
 
@@ -181,8 +187,9 @@ auto vjp(F f, const A&... primals) {
 // ---- grad / value_and_grad ----
 namespace detail {
 
-// value_and_grad with respect to arguments I...; with Aux, f returns (scalar, aux pytree).
-template <bool Aux, std::size_t... I, class F, class... A>
+// value_and_grad with respect to arguments I...; with Aux, f returns (scalar, aux pytree); Fwd:
+// forward mode.
+template <bool Aux, bool Fwd, std::size_t... I, class F, class... A>
 auto value_and_grad_impl(const F& f, const A&... args) {
   using Tup = std::tuple<A...>;
   using Out = std::decay_t<std::invoke_result_t<F, const A&...>>;
@@ -225,13 +232,20 @@ auto value_and_grad_impl(const F& f, const A&... args) {
                                    out[0].aval().str()));
     return out;
   };
-  auto y_lin = linearize_flat(fn, x);
-  auto& y = std::get<0>(y_lin);
-  auto& lin = std::get<1>(y_lin);
-  std::vector<Array> cts(y.size());
-  cts[0] = np::ones({}, y[0].dtype());
-  auto g = lin.transpose(cts);
-  lin.dispose();  // release the residuals before returning
+  std::vector<Array> y, g;
+  if constexpr (Fwd) {
+    auto y_g = value_and_grad_forward_flat(fn, x);
+    y = std::move(y_g.first);
+    g = std::move(y_g.second);
+  } else {
+    auto y_lin = linearize_flat(fn, x);
+    y = std::move(std::get<0>(y_lin));
+    auto& lin = std::get<1>(y_lin);
+    std::vector<Array> cts(y.size());
+    cts[0] = np::ones({}, y[0].dtype());
+    g = lin.transpose(cts);
+    lin.dispose();  // release the residuals before returning
+  }
   std::size_t pos = 0, k = 0;
   auto grads = std::tuple<std::tuple_element_t<I, Tup>...>{[&] {
     const TreeDef& d = defs[k++];
@@ -257,20 +271,31 @@ auto value_and_grad_impl(const F& f, const A&... args) {
 template <class F, std::size_t... I>
 auto value_and_grad(F f, Argnums<I...> = {}) {
   return [f](const auto&... args) {
-    if constexpr (sizeof...(I) == 0) return detail::value_and_grad_impl<false, 0>(f, args...);
-    else return detail::value_and_grad_impl<false, I...>(f, args...);
+    if constexpr (sizeof...(I) == 0) return detail::value_and_grad_impl<false, false, 0>(f, args...);
+    else return detail::value_and_grad_impl<false, false, I...>(f, args...);
   };
 }
 template <class F, std::size_t... I>
 auto value_and_grad(F f, Argnums<I...>, HasAux) {
   return [f](const auto&... args) {
-    if constexpr (sizeof...(I) == 0) return detail::value_and_grad_impl<true, 0>(f, args...);
-    else return detail::value_and_grad_impl<true, I...>(f, args...);
+    if constexpr (sizeof...(I) == 0) return detail::value_and_grad_impl<true, false, 0>(f, args...);
+    else return detail::value_and_grad_impl<true, false, I...>(f, args...);
+  };
+}
+template <class F, std::size_t... I>
+auto value_and_grad(F f, Argnums<I...>, ForwardMode) {
+  return [f](const auto&... args) {
+    if constexpr (sizeof...(I) == 0) return detail::value_and_grad_impl<false, true, 0>(f, args...);
+    else return detail::value_and_grad_impl<false, true, I...>(f, args...);
   };
 }
 template <class F, std::size_t... I>
 auto grad(F f, Argnums<I...> an = {}) {
   return [g = value_and_grad(f, an)](const auto&... args) { return g(args...).second; };
+}
+template <class F, std::size_t... I>
+auto grad(F f, Argnums<I...> an, ForwardMode) {
+  return [g = value_and_grad(f, an, forward_mode)](const auto&... args) { return g(args...).second; };
 }
 // With has_aux: returns (gradients, aux).
 template <class F, std::size_t... I>

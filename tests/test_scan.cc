@@ -325,6 +325,72 @@ TEST(AssociativeScan, GradientsMatchFiniteDifferencesAndThePrimitiveRules) {
   }
 }
 
+namespace {
+std::size_t count_eqns(const Jaxpr& j, Prim p) {
+  std::size_t n = 0;
+  for (const Eqn& e : j.eqns) n += e.prim == p;
+  return n;
+}
+// slices with a stride other than 1: the odd/even recursion's
+std::size_t strided_slices(const Jaxpr& j) {
+  std::size_t n = 0;
+  for (const Eqn& e : j.eqns)
+    if (e.prim == Prim::slice)
+      for (std::int64_t s : e.params.strides) n += s != 1;
+  return n;
+}
+}  // namespace
+
+// Forward mode keeps the scan whole: one associative_scan of (element, tangent) pairs; its
+// gradient equals reverse mode's (odd/even recursion) and central differences, for fn that close
+// over the differentiated value (a const with a tangent), reverse scans and several parameters.
+TEST(AssociativeScan, ForwardModeIsOneScanOfTangentPairs) {
+  auto two = [](const Array& th) {  // th = [p, q]: a const with a tangent (q), a reverse scan, an integer leaf
+    Array t = np::arange(0, 37, 1, DType::float64) * 0.05;
+    Array p = np::index(th, {std::int64_t{0}}), q = np::index(th, {std::int64_t{1}});
+    Array a = np::exp(p * t) * 0.9, b = np::sin(q + t);
+    Array k = np::arange(0, 37, 1, DType::int32), w = np::cos(t) * 0.1;
+    auto r = lax::associative_scan_flat(  // w ∘ z = w + z + q w z is associative (and commutative)
+        [&](const std::vector<Array>& u, const std::vector<Array>& v) {
+          return std::vector<Array>{v[0] * u[0], v[0] * u[1] + v[1], u[2] + v[2], u[3] + v[3] + q * u[3] * v[3]};
+        },
+        {a, b, k, w}, /*reverse=*/true);
+    return np::sum(r[1] * r[1]) + np::sum(lax::convert_element_type(r[2], DType::float64)) * 1e-3 + np::sum(r[3]);
+  };
+  Array th = f64({0.3, -0.7});
+  auto j = make_jaxpr(grad(two, argnums<0>, forward_mode))(th);
+  EXPECT_EQ(count_eqns(j.jaxpr, Prim::associative_scan), 2u);  // one per parameter
+  EXPECT_EQ(strided_slices(j.jaxpr), 0u) << j.jaxpr.str();
+  EXPECT_GT(strided_slices(make_jaxpr(grad(two))(th).jaxpr), 0u);  // reverse mode: the recursion
+  auto [v, g] = value_and_grad(two)(th);
+  auto [fv, fg] = value_and_grad(two, argnums<0>, forward_mode)(th);
+  auto [jv, jg] = jit(value_and_grad(two, argnums<0>, forward_mode))(th);
+  EXPECT_NEAR(fv.item<double>(), v.item<double>(), 1e-12 * std::abs(v.item<double>()));
+  EXPECT_NEAR(jv.item<double>(), v.item<double>(), 1e-12 * std::abs(v.item<double>()));
+  EXPECT_TRUE(all_close(fg, vals(g), 1e-10, 1e-10));
+  EXPECT_TRUE(all_close(jg, vals(g), 1e-10, 1e-10));
+  for (std::int64_t i = 0; i < 2; ++i) {
+    auto at = [&](double d) {
+      std::vector<double> x = vals(th);
+      x[static_cast<std::size_t>(i)] += d;
+      return two(np::array(x, Shape{2}, DType::float64)).item<double>();
+    };
+    const double fd = (at(1e-6) - at(-1e-6)) / 2e-6;
+    EXPECT_NEAR(vals(fg)[static_cast<std::size_t>(i)], fd, 1e-6 * (1 + std::abs(fd)));
+  }
+  // nested: the primitive inside a scan body (its own jvp rule under forward mode)
+  for (double x : {0.3, -0.7}) {
+    const double fd = central(scanned_loss, x);
+    EXPECT_NEAR(grad(scanned_loss, argnums<0>, forward_mode)(np::full({}, x, DType::float64)).item<double>(), fd, 1e-6 * (1 + std::abs(fd)));
+    EXPECT_NEAR(jit(grad(scanned_loss, argnums<0>, forward_mode))(np::full({}, x, DType::float64)).item<double>(), fd,
+                1e-6 * (1 + std::abs(fd)));
+  }
+  // jvp itself (not grad): one pair scan, reverse mode's linear map gives the same tangent
+  auto [y, ty] = jvp([&](const Array& a) { return affine_loss(a); }, std::tuple{np::full({}, 0.3, DType::float64)},
+                     std::tuple{np::full({}, 1.0, DType::float64)});
+  EXPECT_NEAR(ty.item<double>(), grad(affine_loss)(np::full({}, 0.3, DType::float64)).item<double>(), 1e-10);
+}
+
 TEST(AssociativeScan, JitOnNativeIsOneCompiledLoop) {
   auto f = [](const Array& a, const Array& b) {
     return lax::associative_scan_flat(

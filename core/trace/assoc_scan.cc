@@ -172,10 +172,61 @@ Jaxpr assoc_decomposition(const Params& p, const std::vector<AVal>& in, bool use
 std::vector<Array> assoc_eval(const std::vector<Array>& ops, const Params& p) { return decompose(ops, p); }
 
 std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
-                                                            const Params& p) {
+                                                            const Params& p, bool linearizing) {
   std::vector<Array> tan;
   for (std::size_t i = 0; i < x.size(); ++i) tan.push_back(t[i] ? *t[i] : np::zeros_like(x[i]));
-  return jvp_flat([&](const std::vector<Array>& in) { return decompose(in, p); }, x, tan);
+  if (linearizing) return jvp_flat([&](const std::vector<Array>& in) { return decompose(in, p); }, x, tan, true);
+  // (e, ė) ∘ (f, ḟ) = (e ∘ f, D₁∘·ė + D₂∘·ḟ) is associative when ∘ is (the chain rule applied to
+  // (e ∘ f) ∘ g = e ∘ (f ∘ g)), and its inclusive scan holds the scan's tangents. Pair scan:
+  //   operands  consts | tangents of the consts that have one | e (k) | ė (float leaves)
+  //   body      (consts, ċonsts, a, ȧ, b, ḃ) -> (c, ċ)
+  const std::size_t nc = p.num_consts, k = x.size() - nc;
+  const Jaxpr& j = body_of(p);
+  std::vector<std::size_t> tc, fl;  // consts with tangents, float leaves
+  for (std::size_t i = 0; i < nc; ++i)
+    if (t[i] && is_floating(x[i].dtype())) tc.push_back(i);
+  for (std::size_t l = 0; l < k; ++l)
+    if (is_floating(x[nc + l].dtype())) fl.push_back(l);
+  const auto bin = p.body->in_avals();  // consts | a (k) | b (k)
+  std::vector<AVal> in;
+  for (std::size_t i = 0; i < nc; ++i) in.push_back(bin[i]);
+  for (std::size_t i : tc) in.push_back(bin[i]);
+  for (int side = 0; side < 2; ++side) {
+    for (std::size_t l = 0; l < k; ++l) in.push_back(bin[nc + side * k + l]);
+    for (std::size_t l : fl) in.push_back(bin[nc + side * k + l]);
+  }
+  const std::size_t nt = nc + tc.size(), side_n = k + fl.size();
+  auto [body, consts] = hoist(make_jaxpr_flat(
+      [&](const std::vector<Array>& v) {
+        std::vector<Array> prim(v.begin(), v.begin() + nc), dot;
+        for (std::size_t i = 0; i < nc; ++i) dot.push_back(np::zeros_like(v[i]));
+        for (std::size_t q = 0; q < tc.size(); ++q) dot[tc[q]] = v[nc + q];
+        for (int side = 0; side < 2; ++side) {
+          const std::size_t base = nt + side * side_n;
+          for (std::size_t l = 0; l < k; ++l) {
+            prim.push_back(v[base + l]);
+            dot.push_back(np::zeros_like(v[base + l]));
+          }
+          for (std::size_t q = 0; q < fl.size(); ++q) dot[nc + side * k + fl[q]] = v[base + k + q];
+        }
+        auto [c, c_dot] = jvp_flat([&](const std::vector<Array>& a) { return eval_jaxpr(j, {}, a); }, prim, dot);
+        for (std::size_t l : fl) c.push_back(c_dot[l]);
+        return c;
+      },
+      in));
+  std::vector<Array> ops = consts;
+  ops.insert(ops.end(), x.begin(), x.begin() + nc);
+  for (std::size_t i : tc) ops.push_back(tan[i]);
+  ops.insert(ops.end(), x.begin() + nc, x.end());
+  for (std::size_t l : fl) ops.push_back(tan[nc + l]);
+  Params q = p;
+  q.num_consts = static_cast<int>(consts.size() + nt);
+  q.body = std::make_shared<JaxprBody>(std::move(body));
+  auto out = bind(Prim::associative_scan, ops, q);
+  std::vector<Array> y(out.begin(), out.begin() + k), ty;
+  for (std::size_t l = 0, q2 = 0; l < k; ++l)
+    ty.push_back(q2 < fl.size() && fl[q2] == l ? out[k + q2++] : np::zeros_like(y[l]));
+  return {y, ty};
 }
 
 std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std::vector<Array>& vals,
@@ -197,7 +248,12 @@ std::vector<Array> associative_scan_flat(const AssocFn& fn, const std::vector<Ar
   for (const Array& e : elems)
     if (static_cast<int>(e.ndim()) <= ax || e.shape()[ax] != n)
       throw ShapeError(fmt::format("associative_scan: all elements need the same length {} along axis {}, got {}", n, ax, e.aval().str()));
-  if (!stageable(elems)) return assoc_tree(fn, elems, reverse, ax);
+  // Under a forward-mode jvp the primitive is bound (its jvp rule scans (element, tangent)
+  // pairs); under linearize and vmap the fn runs in the odd/even recursion.
+  const MainTrace* top = nullptr;
+  for (const Array& e : elems)
+    if (e.is_tracer() && (!top || e.tracer()->main->level > top->level)) top = e.tracer()->main.get();
+  if (!stageable(elems) && !(top && is_forward_jvp(*top))) return assoc_tree(fn, elems, reverse, ax);
   std::vector<AVal> avals;
   for (int side = 0; side < 2; ++side)
     for (const Array& e : elems) {

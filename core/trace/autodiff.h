@@ -8,8 +8,15 @@ namespace jx {
 
 // ---- forward mode ----
 // (outputs, output tangents) of fn at primals along tangents (one per primal, same avals).
+// linearizing: called by linearize_flat (tangent work is recorded for transposition).
 std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& fn, const std::vector<Array>& primals,
-                                                           const std::vector<Array>& tangents);
+                                                           const std::vector<Array>& tangents, bool linearizing = false);
+// Outputs of fn at x and d outputs[0] / d x (one array per input, x's shapes) by one jvp per
+// scalar of x: the tangent is that scalar's basis vector.
+std::pair<std::vector<Array>, std::vector<Array>> value_and_grad_forward_flat(const FlatFn& fn, const std::vector<Array>& x);
+class MainTrace;
+// A jvp trace not under linearize: its tangent work is evaluated, never transposed.
+bool is_forward_jvp(const MainTrace& m);
 
 // ---- linearize / reverse mode ----
 // The linear map x_dot -> y_dot of fn at the primals, as a jaxpr whose constants are the
@@ -55,7 +62,8 @@ std::vector<std::optional<Array>> transpose_rule(Prim p, const std::vector<Linea
 // ---- control flow (core/trace/scan.cc) ----
 // JVP of a control primitive: primal outputs and their tangents (zeros instantiated).
 std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim p, const std::vector<Array>& x,
-                                                              const std::vector<std::optional<Array>>& t, const Params& params);
+                                                              const std::vector<std::optional<Array>>& t, const Params& params,
+                                                              bool linearizing);
 std::vector<std::optional<Array>> control_transpose(Prim p, const std::vector<LinearIn>& in, const std::vector<Array>& cts,
                                                     const Params& params);
 // vmap of a control primitive: values with their batch dims (nullopt: unbatched), batch size.

@@ -30,8 +30,10 @@ struct JaxprBody final : SubProgram {
 std::pair<Jaxpr, std::vector<Array>> hoist(ClosedJaxpr cj);
 
 std::vector<Array> assoc_eval(const std::vector<Array>& ops, const Params& p);
+// Forward mode: one associative scan of (element, tangent) pairs whose body is the jvp of the
+// combine. Under linearize: the odd/even decomposition (its tangent equations transpose).
 std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
-                                                            const Params& p);
+                                                            const Params& p, bool linearizing);
 std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std::vector<Array>& vals,
                                                                         const std::vector<std::optional<std::int64_t>>& bd,
                                                                         const Params& p);

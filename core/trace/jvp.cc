@@ -20,7 +20,11 @@ struct JvpTracer final : Tracer {
 
 class JvpTrace final : public MainTrace {
  public:
+  explicit JvpTrace(bool linearizing) : linearizing(linearizing) {}
   std::string_view kind() const override { return "jvp"; }
+  // under linearize the tangent equations are recorded for transposition: a control rule must
+  // keep them apart from the primal ones
+  const bool linearizing;
 
   Array pack(Array p, std::optional<Array> t) {
     if (!t) return p;  // constant w.r.t. this jvp: hand back the lower-level value
@@ -46,7 +50,7 @@ class JvpTrace final : public MainTrace {
     }
     if (!any) return bind(p, x, params);
     if (prim_kind(p) == PrimKind::control) {
-      auto [y, ty] = control_jvp(p, x, t, params);
+      auto [y, ty] = control_jvp(p, x, t, params, linearizing);
       std::vector<Array> out;
       for (std::size_t i = 0; i < y.size(); ++i) out.push_back(pack(y[i], is_floating(y[i].dtype()) ? std::optional<Array>(ty[i]) : std::nullopt));
       return out;
@@ -62,11 +66,16 @@ class JvpTrace final : public MainTrace {
 
 }  // namespace
 
+bool is_forward_jvp(const MainTrace& m) {
+  const auto* j = dynamic_cast<const JvpTrace*>(&m);
+  return j && !j->linearizing;
+}
+
 std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& fn, const std::vector<Array>& primals,
-                                                           const std::vector<Array>& tangents) {
+                                                           const std::vector<Array>& tangents, bool linearizing) {
   if (primals.size() != tangents.size())
     throw ShapeError(fmt::format("jvp: {} primals but {} tangents", primals.size(), tangents.size()));
-  auto trace = std::make_shared<JvpTrace>();
+  auto trace = std::make_shared<JvpTrace>(linearizing);
   MainScope scope(trace);
   std::vector<Array> in;
   for (std::size_t i = 0; i < primals.size(); ++i) {
@@ -81,6 +90,26 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& fn, con
     y.push_back(std::move(p));
   }
   return {y, ty};
+}
+
+std::pair<std::vector<Array>, std::vector<Array>> value_and_grad_forward_flat(const FlatFn& fn, const std::vector<Array>& x) {
+  std::vector<Array> y, g;
+  std::vector<Array> zero;
+  for (const Array& a : x) zero.push_back(np::zeros_like(a));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::int64_t n = x[i].size();
+    std::vector<Array> column;  // d y[0] / d x[i][s], s in row-major order
+    for (std::int64_t s = 0; s < n; ++s) {
+      std::vector<Array> t = zero;
+      t[i] = np::reshape(np::index(np::eye(n, {}, 0, x[i].dtype()), {s}), x[i].shape());
+      auto [out, dout] = jvp_flat(fn, x, t);
+      if (y.empty()) y = out;
+      column.push_back(dout[0]);
+    }
+    g.push_back(n ? np::reshape(np::stack(column), x[i].shape()) : np::zeros_like(x[i]));
+  }
+  if (y.empty()) y = fn(x);  // no scalar to differentiate by
+  return {y, g};
 }
 
 }  // namespace jx

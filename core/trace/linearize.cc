@@ -17,7 +17,7 @@ std::pair<std::vector<Array>, LinearFn> linearize_flat(const FlatFn& fn, const s
   MainScope scope(builder);
   std::vector<Array> tangents_in;
   for (const Array& p : primals) tangents_in.push_back(builder->new_arg(p.aval()));
-  auto [y, ty] = jvp_flat(fn, primals, tangents_in);
+  auto [y, ty] = jvp_flat(fn, primals, tangents_in, /*linearizing=*/true);
   ClosedJaxpr lin = builder->finish(ty);
   if (replay::policy().borrowed_residuals) clear_borrows();
   return {y, LinearFn(std::move(lin))};

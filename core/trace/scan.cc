@@ -204,8 +204,9 @@ std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const st
 
 // ---- jvp ----
 std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim prim, const std::vector<Array>& x,
-                                                              const std::vector<std::optional<Array>>& t, const Params& p) {
-  if (prim == Prim::associative_scan) return assoc_jvp(x, t, p);
+                                                              const std::vector<std::optional<Array>>& t, const Params& p,
+                                                              bool linearizing) {
+  if (prim == Prim::associative_scan) return assoc_jvp(x, t, p, linearizing);
   if (prim != Prim::scan) throw Error(fmt::format("jvp: no control rule for {}", prim_name(prim)));
   const std::size_t nc = p.num_consts, nk = p.num_carry, n = x.size();
   const Jaxpr& j = body_of(p);
@@ -233,7 +234,7 @@ std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim prim, const s
     const std::size_t nx = n - nc - nk;
     prim_in.insert(prim_in.end(), in.begin() + 2 * nc + 2 * nk, in.begin() + 2 * nc + 2 * nk + nx);
     tan_in.insert(tan_in.end(), in.begin() + 2 * nc + 2 * nk + nx, in.end());
-    return jvp_flat([&](const std::vector<Array>& a) { return eval_jaxpr(j, {}, a); }, prim_in, tan_in).second;
+    return jvp_flat([&](const std::vector<Array>& a) { return eval_jaxpr(j, {}, a); }, prim_in, tan_in, linearizing).second;
   };
   std::vector<Array> tconsts = consts;
   tconsts.insert(tconsts.end(), tan.begin(), tan.begin() + nc);
