@@ -5,6 +5,8 @@
 //   par_filter    jit(dlm::filter, assoc)          associative-scan filter (Särkkä & García-Fernández)
 //   par_smoother  jit(dlm::smoothed_states, assoc) associative-scan filter + smoother
 //   par_grad      jit(value_and_grad(-2 log L, assoc)) w.r.t. the three log standard deviations
+//   par_grad_fwd  the same in forward mode (value_and_grad(..., forward_mode): three jvps, each
+//                 one associative scan of (element, tangent) pairs)
 // Every call's result is read back inside the timed loop (the GPU's work and its wait included).
 // Counters per call: dispatches, submits, host_waits (vulkan), and a checksum the driver
 // compares with JAX's. Backends: JX_PEER_BACKENDS (default "native,vulkan"); sizes: JX_PEER_N
@@ -90,12 +92,13 @@ Fn workload(const std::string& name, const Model& m) {
       auto [xs, Cs] = dlm::smoothed_states(y, V, x0, G, F, W, C0, alg);
       return std::vector<Array>{np::sum(xs), xs, Cs};
     };
-  if (name == "par_grad")
+  if (name == "par_grad" || name == "par_grad_fwd")
     return [=](const Array& th, const Array& y) {
-      auto [v, g] = value_and_grad([&](const Array& t) {
+      auto loss = [&](const Array& t) {
         auto [V, W] = noise(t, n);
         return dlm::minus2_log_lik(y, V, x0, G, F, W, C0, dlm::Algorithm::assoc);
-      })(th);
+      };
+      auto [v, g] = name == "par_grad" ? value_and_grad(loss)(th) : value_and_grad(loss, argnums<0>, forward_mode)(th);
       return std::vector<Array>{v, g};
     };
   throw Error("bench_peers: unknown workload " + name);
@@ -155,7 +158,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bench_peers: backend %s unavailable, skipped\n", be.c_str());
       continue;
     }
-    for (const char* w : {"seq_filter", "seq_smoother", "par_filter", "par_smoother", "par_grad"})
+    for (const char* w : {"seq_filter", "seq_smoother", "par_filter", "par_smoother", "par_grad", "par_grad_fwd"})
       for (const auto& n : sizes) {
         const std::string tag = std::string(w) + ":" + be + ":" + n;
         if (std::find(skip.begin(), skip.end(), tag) != skip.end()) continue;

@@ -200,8 +200,11 @@ def workloads(y):
     def par_grad(th, y):
         return jax.value_and_grad(par_loss)(th, y)
 
+    def par_grad_fwd(th, y):  # the same value and gradient in forward mode (jvps batched by jacfwd)
+        return par_loss(th, y), jax.jacfwd(par_loss)(th, y)
+
     return {"seq_filter": seq_filter, "seq_smoother": seq_smoother, "par_filter": par_filter,
-            "par_smoother": par_smoother, "par_grad": par_grad}
+            "par_smoother": par_smoother, "par_grad": par_grad, "par_grad_fwd": par_grad_fwd}
 
 
 def main():
