@@ -371,6 +371,40 @@ TEST(VulkanAssociativeScan, KoggeStoneRoundsEagerAndJit) {
   }
 }
 
+// The forward-mode gradient of a loss over an associative scan: per parameter one scan of
+// (element, tangent) pairs on the device (blocked at n = 70000), no odd/even recursion; each
+// scan is submitted as soon as it is recorded (the rest of the call is recorded while it runs),
+// and the call waits for nothing; under half the dispatches of reverse mode. Values against reverse mode on
+// the cpu.
+TEST(VulkanAssociativeScan, ForwardModeGradientIsOnePairScanPerParameterSubmittedEarly) {
+  for (int n : {100, 70000}) {
+    auto loss = [n](const Array& th) {
+      Elem e = kelems(n, th.dtype());
+      Array A = std::get<0>(e) * np::exp(np::index(th, {std::int64_t{0}})), S = std::get<2>(e) * np::exp(np::index(th, {std::int64_t{1}}));
+      auto [pA, pb, pS] = lax::associative_scan(kcompose, Elem{A, std::get<1>(e), S});
+      return np::mean(np::square(pb)) + np::mean(pS);
+    };
+    Array th = np::array({-0.05, 0.2}, DType::float32);
+    auto [v, g] = value_and_grad(loss)(th);
+    DefaultDeviceScope vk("vulkan");
+    auto f = jit(value_and_grad(loss, argnums<0>, forward_mode));
+    Array tv = device_put(th, "vulkan");
+    (void)f(tv);
+    vulkan::synchronize();
+    vulkan::reset_counters();
+    ScanPathTracker t;
+    auto [fv, fg] = f(tv);
+    const auto c = vulkan::counters();  // the call itself: nothing waited for
+    EXPECT_GE(c.submits, 2u) << n;      // two scans, each submitted as soon as recorded
+    EXPECT_EQ(c.host_waits, 0u) << n;
+    EXPECT_NEAR(fv.item<double>(), v.item<double>(), 1e-4 * std::abs(v.item<double>())) << n;
+    EXPECT_TRUE(all_close(fg, vals(g), 1e-3, 1e-3)) << n;
+    auto r = jit(value_and_grad(loss));  // reverse mode: the odd/even recursion's many levels
+    const std::uint64_t reverse = dispatches_of([&] { (void)r(tv); });
+    EXPECT_LT(2 * c.dispatches, reverse) << n;
+  }
+}
+
 // Blocked scans: each workgroup scans 256 positions in its memory, levels of stride 256^L go up
 // until a level fits one workgroup, then fix-ups come down. A top level of up to 1024 positions
 // (these elements: 6 values, so up to 4 in an invocation's registers) is one workgroup of the top

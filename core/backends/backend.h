@@ -99,6 +99,9 @@ class Backend {
     return nullptr;
   }
   virtual void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) = 0;
+  // Starts executing what has been recorded so far, without waiting (a backend that records
+  // commands submits them; the others run at dispatch and do nothing).
+  virtual void flush() {}
 };
 
 // Registry. Backends live for the whole process (never destroyed, so handles released during

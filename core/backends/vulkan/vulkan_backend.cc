@@ -228,6 +228,11 @@ void VulkanBackend::dispatch(Executable& exe, std::span<const SlotId> in, std::s
   touch(in, out);
 }
 
+void VulkanBackend::flush() {
+  std::lock_guard lock(mu_);
+  if (ctx_ && !lost_ && current_ && current_->commands) submit();
+}
+
 void VulkanBackend::synchronize() {
   std::lock_guard lock(mu_);
   if (ctx_) finish();

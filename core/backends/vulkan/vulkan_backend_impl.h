@@ -151,6 +151,7 @@ class VulkanBackend final : public Backend {
   std::shared_ptr<Executable> prepare_associative_scan(const AssocProgram& ap, std::string& why) override;
 
   void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) override;
+  void flush() override;
 
   // ---- control ----
   void synchronize();
