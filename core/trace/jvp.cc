@@ -99,9 +99,10 @@ std::pair<std::vector<Array>, std::vector<Array>> value_and_grad_forward_flat(co
   for (std::size_t i = 0; i < x.size(); ++i) {
     const std::int64_t n = x[i].size();
     std::vector<Array> column;  // d y[0] / d x[i][s], s in row-major order
+    const Array basis = n ? np::eye(n, {}, 0, x[i].dtype()) : Array();
     for (std::int64_t s = 0; s < n; ++s) {
       std::vector<Array> t = zero;
-      t[i] = np::reshape(np::index(np::eye(n, {}, 0, x[i].dtype()), {s}), x[i].shape());
+      t[i] = np::reshape(np::index(basis, {s}), x[i].shape());
       auto [out, dout] = jvp_flat(fn, x, t);
       if (y.empty()) y = out;
       column.push_back(dout[0]);
