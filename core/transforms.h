@@ -268,26 +268,27 @@ auto value_and_grad_impl(const F& f, const A&... args) {
 
 // value_and_grad(f)(x...) -> (f(x...), df/dx_0); argnums<I...> picks the arguments (several
 // give a tuple of gradients); has_aux: f returns (scalar, aux) and the value is (scalar, aux).
-template <class F, std::size_t... I>
-auto value_and_grad(F f, Argnums<I...> = {}) {
+namespace detail {
+// no argnums: the first argument
+template <bool Aux, bool Fwd, class F, std::size_t... I>
+auto value_and_grad_fn(F f, Argnums<I...>) {
   return [f](const auto&... args) {
-    if constexpr (sizeof...(I) == 0) return detail::value_and_grad_impl<false, false, 0>(f, args...);
-    else return detail::value_and_grad_impl<false, false, I...>(f, args...);
+    if constexpr (sizeof...(I) == 0) return value_and_grad_impl<Aux, Fwd, 0>(f, args...);
+    else return value_and_grad_impl<Aux, Fwd, I...>(f, args...);
   };
 }
+}  // namespace detail
 template <class F, std::size_t... I>
-auto value_and_grad(F f, Argnums<I...>, HasAux) {
-  return [f](const auto&... args) {
-    if constexpr (sizeof...(I) == 0) return detail::value_and_grad_impl<true, false, 0>(f, args...);
-    else return detail::value_and_grad_impl<true, false, I...>(f, args...);
-  };
+auto value_and_grad(F f, Argnums<I...> an = {}) {
+  return detail::value_and_grad_fn<false, false>(f, an);
 }
 template <class F, std::size_t... I>
-auto value_and_grad(F f, Argnums<I...>, ForwardMode) {
-  return [f](const auto&... args) {
-    if constexpr (sizeof...(I) == 0) return detail::value_and_grad_impl<false, true, 0>(f, args...);
-    else return detail::value_and_grad_impl<false, true, I...>(f, args...);
-  };
+auto value_and_grad(F f, Argnums<I...> an, HasAux) {
+  return detail::value_and_grad_fn<true, false>(f, an);
+}
+template <class F, std::size_t... I>
+auto value_and_grad(F f, Argnums<I...> an, ForwardMode) {
+  return detail::value_and_grad_fn<false, true>(f, an);
 }
 template <class F, std::size_t... I>
 auto grad(F f, Argnums<I...> an = {}) {

@@ -1,6 +1,6 @@
-#include <cstdlib>
 #include "core/jit/program.h"
 
+#include <cstdlib>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 

@@ -173,9 +173,12 @@ std::vector<Array> assoc_eval(const std::vector<Array>& ops, const Params& p) { 
 
 std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
                                                             const Params& p, bool linearizing) {
-  std::vector<Array> tan;
-  for (std::size_t i = 0; i < x.size(); ++i) tan.push_back(t[i] ? *t[i] : np::zeros_like(x[i]));
-  if (linearizing) return jvp_flat([&](const std::vector<Array>& in) { return decompose(in, p); }, x, tan, true);
+  auto tan = [&](std::size_t i) { return t[i] ? *t[i] : np::zeros_like(x[i]); };
+  if (linearizing) {
+    std::vector<Array> all;
+    for (std::size_t i = 0; i < x.size(); ++i) all.push_back(tan(i));
+    return jvp_flat([&](const std::vector<Array>& in) { return decompose(in, p); }, x, all, true);
+  }
   // (e, ė) ∘ (f, ḟ) = (e ∘ f, D₁∘·ė + D₂∘·ḟ) is associative when ∘ is (the chain rule applied to
   // (e ∘ f) ∘ g = e ∘ (f ∘ g)), and its inclusive scan holds the scan's tangents. Pair scan:
   //   operands  consts | tangents of the consts that have one | e (k) | ė (float leaves)
@@ -216,9 +219,9 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
       in));
   std::vector<Array> ops = consts;
   ops.insert(ops.end(), x.begin(), x.begin() + nc);
-  for (std::size_t i : tc) ops.push_back(tan[i]);
+  for (std::size_t i : tc) ops.push_back(*t[i]);
   ops.insert(ops.end(), x.begin() + nc, x.end());
-  for (std::size_t l : fl) ops.push_back(tan[nc + l]);
+  for (std::size_t l : fl) ops.push_back(tan(nc + l));
   Params q = p;
   q.num_consts = static_cast<int>(consts.size() + nt);
   q.body = std::make_shared<JaxprBody>(std::move(body));
