@@ -4,6 +4,8 @@
 // the same run, Kalman steps/s against the target (20 M/s on one core).
 #include <benchmark/benchmark.h>
 
+#include "bench/bench_util.h"
+
 #include <cstring>
 
 #include "core/jx.h"
@@ -119,4 +121,4 @@ BENCHMARK_CAPTURE(BM_DlmMle, cpu_assoc, "cpu", "assoc")->Unit(benchmark::kMillis
 
 }  // namespace
 
-BENCHMARK_MAIN();
+JXBENCH_MAIN();

@@ -147,4 +147,4 @@ BENCHMARK_CAPTURE(BM_AssociativeScan, cpu, "cpu")->Arg(1600)->Unit(benchmark::kM
 BENCHMARK_CAPTURE(BM_AssociativeScan, native, "native")->Arg(1600)->Arg(102400)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_AssociativeScan, vulkan, "vulkan")->Arg(1600)->Arg(102400)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
-BENCHMARK_MAIN();
+JXBENCH_MAIN();

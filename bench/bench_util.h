@@ -1,9 +1,14 @@
 #pragma once
-// Shared by the benchmark programs: comma-separated environment lists.
+// Shared by the benchmark programs: comma-separated environment lists, and JXBENCH_MAIN
+// (BENCHMARK_MAIN with vulkan torn down before the exit handlers).
+#include <benchmark/benchmark.h>
+
 #include <cstdlib>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "core/backends/vulkan/vulkan.h"
 
 namespace jxbench {
 
@@ -21,3 +26,13 @@ inline std::string env(const char* k, const char* def) {
 }
 
 }  // namespace jxbench
+
+#define JXBENCH_MAIN()                                                       \
+  int main(int argc, char** argv) {                                          \
+    jx::vulkan::ShutdownAtExit vulkan_teardown;                              \
+    benchmark::Initialize(&argc, argv);                                      \
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;        \
+    benchmark::RunSpecifiedBenchmarks();                                     \
+    benchmark::Shutdown();                                                   \
+    return 0;                                                                \
+  }

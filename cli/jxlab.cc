@@ -86,6 +86,7 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  jx::vulkan::ShutdownAtExit vulkan_teardown;
   CLI::App app{"jxlab: a reproduction lab for array/autodiff/JIT runtimes"};
   app.set_version_flag("--version", fmt::format("jxlab {}", jx::kVersion));
   app.require_subcommand(1);

@@ -125,6 +125,12 @@ DeviceDesc describe(VkPhysicalDevice p) {
 
 }  // namespace
 
+namespace {
+std::atomic<bool> g_exiting{false};
+}  // namespace
+bool process_exiting() noexcept { return g_exiting.load(std::memory_order_relaxed); }
+void mark_process_exiting() noexcept { g_exiting.store(true); }
+
 std::string result_name(VkResult r) {
   switch (r) {
     case VK_SUCCESS: return "VK_SUCCESS";
@@ -226,6 +232,7 @@ Context::Context(bool validation) : validation_(validation) {
 Context::~Context() { release(); }
 
 void Context::release() noexcept {
+  if (process_exiting()) return;  // left to the OS, see process_exiting()
   if (device_) {
     vkDeviceWaitIdle(device_);
     vkDestroyDevice(device_, nullptr);
@@ -236,13 +243,8 @@ void Context::release() noexcept {
     if (destroy) destroy(instance_, messenger_, nullptr);
     messenger_ = VK_NULL_HANDLE;
   }
-  if (instance_ && !at_exit_) vkDestroyInstance(instance_, nullptr);
+  if (instance_) vkDestroyInstance(instance_, nullptr);
   instance_ = VK_NULL_HANDLE;
-}
-
-void Context::release_at_exit() noexcept {
-  at_exit_ = true;
-  release();
 }
 
 std::vector<DeviceDesc> enumerate_devices(std::string& why) {

@@ -15,6 +15,13 @@ std::string result_name(VkResult r);
 // Throws BackendError "vulkan: <what> failed: VK_ERROR_..." unless r is VK_SUCCESS.
 void check(VkResult r, const char* what);
 
+// Set once the process's exit handlers run without vulkan::shutdown() having been called: from
+// then on no Vulkan object is destroyed (the OS reclaims them). lavapipe's libLLVM registers some
+// of its static objects (the JIT's GDB listener) on first compile, after our exit handler, so they
+// are destroyed before it runs: destroying a pipeline or compiling a shader then touches freed memory.
+bool process_exiting() noexcept;
+void mark_process_exiting() noexcept;
+
 template <class T, auto Destroy>
 class Owned {
  public:
@@ -33,7 +40,7 @@ class Owned {
   Owned& operator=(const Owned&) = delete;
   ~Owned() { reset(); }
   void reset() {
-    if (h_ != VK_NULL_HANDLE) Destroy(dev_, h_, nullptr);
+    if (h_ != VK_NULL_HANDLE && !process_exiting()) Destroy(dev_, h_, nullptr);
     h_ = VK_NULL_HANDLE;
   }
   T get() const { return h_; }
@@ -82,11 +89,6 @@ class Context {
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
-  // Process exit: destroys the device (and so every object the validation layer tracks) but not
-  // the instance: destroying it lets the loader dlclose the driver during the exit handlers, and
-  // lavapipe's libLLVM then frees its PassRegistry twice.
-  void release_at_exit() noexcept;
-
   VkDevice device() const { return device_; }
   VkPhysicalDevice physical() const { return phys_; }
   VkQueue queue() const { return queue_; }
@@ -107,7 +109,6 @@ class Context {
   DeviceDesc desc_;
   VkPhysicalDeviceMemoryProperties mem_{};
   bool validation_ = false;
-  bool at_exit_ = false;
 };
 
 // Every physical device (for `jxlab devices`); empty with `why` set when there is no loader/ICD.

@@ -26,7 +26,7 @@ VulkanBackend::VulkanBackend() {
     timing_ = timing && *timing && std::string(timing) != "0";
     g_instance = this;
     std::atexit([] {
-      if (g_instance) g_instance->shutdown();
+      if (g_instance) g_instance->shutdown(true);
     });
   } catch (const Error& e) {
     pipes_.reset();
@@ -251,15 +251,18 @@ void VulkanBackend::reset_counters() {
   creations_base_ = pipes_ ? pipes_->creations() : 0;
 }
 
-void VulkanBackend::shutdown(bool with_instance) {
+void VulkanBackend::shutdown(bool at_exit) {
+  if (at_exit) mark_process_exiting();
   clear_program_caches_for_shutdown();  // compiled programs drop their pipelines first
   std::lock_guard lock(mu_);
   if (!ctx_) return;
-  try {
-    finish();
-  } catch (const Error&) {
+  if (!at_exit) {
+    try {
+      finish();
+    } catch (const Error&) {
+    }
+    vkDeviceWaitIdle(ctx_->device());
   }
-  vkDeviceWaitIdle(ctx_->device());
   current_.reset();
   inflight_.clear();
   spare_.clear();
@@ -273,10 +276,9 @@ void VulkanBackend::shutdown(bool with_instance) {
   spirv_.clear();
   pipes_->release_all();
   pipes_.reset();
-  if (!with_instance) ctx_->release_at_exit();
-  ctx_.reset();  // the last reference: the device (and, from vulkan::shutdown(), the instance) goes
+  ctx_.reset();  // the last reference: the device and the instance go (unless at_exit)
   info_.available = false;
-  info_.reason = with_instance ? "the vulkan backend was shut down (vulkan::shutdown)" : "the vulkan backend was shut down (process exit)";
+  info_.reason = at_exit ? "the vulkan backend was shut down (process exit)" : "the vulkan backend was shut down (vulkan::shutdown)";
   g_instance = nullptr;
 }
 
@@ -476,7 +478,7 @@ void synchronize() {
   if (g_instance) g_instance->synchronize();  // never started or shut down: nothing is pending
 }
 void shutdown() {
-  if (g_instance) g_instance->shutdown(true);
+  if (g_instance) g_instance->shutdown(false);
 }
 std::size_t validation_message_count() { return vk::validation_message_count(); }
 std::vector<std::string> validation_messages() { return vk::validation_messages(); }

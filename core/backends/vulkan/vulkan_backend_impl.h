@@ -161,11 +161,11 @@ class VulkanBackend final : public Backend {
   std::vector<vulkan::TimedPipeline> timings() const;
   void reset_timings();
 
-  // Waits for the device, then destroys every Vulkan object (registered with atexit: after it,
-  // handles still alive only drop their references). At process exit the instance is left to the
-  // process's end (destroying it from an exit handler makes the loader unload lavapipe, whose
-  // libLLVM then double-frees); vulkan::shutdown() from the program destroys it too.
-  void shutdown(bool with_instance = false);
+  // From the program (vulkan::shutdown()): submits what is recorded, waits for the device, then
+  // destroys every Vulkan object, the instance included. From the exit handler (at_exit): submits
+  // and destroys nothing (see process_exiting()); recorded work is dropped. Either way handles
+  // still alive afterwards only drop their references.
+  void shutdown(bool at_exit);
 
  private:
   struct Slot {
