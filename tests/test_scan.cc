@@ -341,7 +341,8 @@ std::size_t strided_slices(const Jaxpr& j) {
 }
 }  // namespace
 
-// Forward mode keeps the scan whole: one associative_scan of (element, tangent) pairs; its
+// Forward mode keeps the scan whole: one associative_scan of (element, tangent) pairs, the
+// tangents of every parameter batched in it (a jvp vmapped over the basis); its
 // gradient equals reverse mode's (odd/even recursion) and central differences, for fn that close
 // over the differentiated value (a const with a tangent), reverse scans and several parameters.
 TEST(AssociativeScan, ForwardModeIsOneScanOfTangentPairs) {
@@ -359,7 +360,13 @@ TEST(AssociativeScan, ForwardModeIsOneScanOfTangentPairs) {
   };
   Array th = f64({0.3, -0.7});
   auto j = make_jaxpr(grad(two, argnums<0>, forward_mode))(th);
-  EXPECT_EQ(count_eqns(j.jaxpr, Prim::associative_scan), 2u);  // one per parameter
+  EXPECT_EQ(count_eqns(j.jaxpr, Prim::associative_scan), 1u);  // for both parameters: the tangent leaves batched
+  for (const Eqn& e : j.jaxpr.eqns)
+    if (e.prim == Prim::associative_scan) {
+      std::vector<Shape> outs;
+      for (int o : e.out) outs.push_back(j.jaxpr.avals[o].shape);
+      EXPECT_EQ(outs, (std::vector<Shape>{{37}, {37}, {37}, {37}, {37, 2}, {37, 2}, {37, 2}})) << j.jaxpr.str();  // a b k w | ȧ ḃ ẇ
+    }
   EXPECT_EQ(strided_slices(j.jaxpr), 0u) << j.jaxpr.str();
   EXPECT_GT(strided_slices(make_jaxpr(grad(two))(th).jaxpr), 0u);  // reverse mode: the recursion
   auto [v, g] = value_and_grad(two)(th);
@@ -389,6 +396,41 @@ TEST(AssociativeScan, ForwardModeIsOneScanOfTangentPairs) {
   auto [y, ty] = jvp([&](const Array& a) { return affine_loss(a); }, std::tuple{np::full({}, 0.3, DType::float64)},
                      std::tuple{np::full({}, 1.0, DType::float64)});
   EXPECT_NEAR(ty.item<double>(), grad(affine_loss)(np::full({}, 0.3, DType::float64)).item<double>(), 1e-10);
+}
+
+// vmap keeps the primitive: batched leaves carry the batch axis right after the scan axis, the
+// combine is vmapped, and a leaf whose operand is unbatched becomes batched when the combine makes
+// it depend on a batched one (s below); an integer leaf that does not stays unbatched. Checked
+// against a loop over the batch, eagerly and under jit, on axis 1 and reversed.
+TEST(AssociativeScan, VmapKeepsThePrimitiveBatchingOnlyWhatDependsOnTheBatch) {
+  auto f = [](const Array& th) {
+    Array t = np::reshape(np::arange(0, 46, 1, DType::float64) * 0.03, {2, 23});
+    Array a = np::exp(th * t) * 0.9, b = np::sin(t), s = np::cos(t) * 0.1;
+    Array k = np::reshape(np::arange(0, 46, 1, DType::int32), {2, 23});
+    Array q = th * th;  // closed over by the combine: a batched const
+    auto r = lax::associative_scan_flat(  // x ↦ a x + b and x ↦ a x + s composed (associative); q makes a batched const
+        [&](const std::vector<Array>& u, const std::vector<Array>& v) {
+          return std::vector<Array>{v[0] * u[0], v[0] * u[1] + v[1] + q * 0.0, u[2] * v[0] + v[2], u[3] + v[3]};
+        },
+        {a, b, s, k}, /*reverse=*/true, /*axis=*/1);
+    return np::sum(r[1] * r[2]) + np::sum(lax::convert_element_type(r[3], DType::float64)) * 1e-3;
+  };
+  Array ths = f64({0.3, -0.7, 0.1});
+  auto j = make_jaxpr(vmap(f))(ths);
+  EXPECT_EQ(count_eqns(j.jaxpr, Prim::associative_scan), 1u);
+  EXPECT_EQ(strided_slices(j.jaxpr), 0u) << j.jaxpr.str();
+  for (const Eqn& e : j.jaxpr.eqns)
+    if (e.prim == Prim::associative_scan) {
+      std::vector<Shape> outs;
+      for (int o : e.out) outs.push_back(j.jaxpr.avals[o].shape);
+      EXPECT_EQ(outs, (std::vector<Shape>{{2, 23, 3}, {2, 23, 3}, {2, 23, 3}, {2, 23}})) << j.jaxpr.str();
+    }
+  Array v = vmap(f)(ths), jv = jit(vmap(f))(ths);
+  for (std::int64_t i = 0; i < 3; ++i) {
+    const double want = f(np::index(ths, {i})).item<double>();
+    EXPECT_NEAR(vals(v)[static_cast<std::size_t>(i)], want, 1e-12 * (1 + std::abs(want)));
+    EXPECT_NEAR(vals(jv)[static_cast<std::size_t>(i)], want, 1e-12 * (1 + std::abs(want)));
+  }
 }
 
 TEST(AssociativeScan, JitOnNativeIsOneCompiledLoop) {

@@ -4,9 +4,9 @@
 //   body      (consts..., a..., b...) -> c...  the combine fn traced on single elements (each
 //             leaf with `axis` of length 1); a holds the earlier elements
 //   outputs   the inclusive scans of the leaves
-// Eager and jitted applications bind the primitive; under jvp and vmap the user's fn runs in the
-// odd/even recursion directly (its tracers never enter a body), and the primitive's own jvp and
-// vmap rules (reached when a jaxpr holding it is transformed) apply that recursion to the body.
+// Eager, jitted, vmapped and forward-mode applications bind the primitive (vmap: the combine
+// vmapped; jvp: a scan of (element, tangent) pairs); under linearize the user's fn runs in the
+// odd/even recursion directly, as its tangent equations must transpose.
 #include <fmt/format.h>
 
 #include "core/lax/control.h"
@@ -233,12 +233,71 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
 }
 
 std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std::vector<Array>& vals,
-                                                                        const std::vector<std::optional<std::int64_t>>& bd,
+                                                                        const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
                                                                         const Params& p) {
-  const std::size_t k = vals.size() - p.num_consts;
-  auto out = vmap_flat([&](const std::vector<Array>& in) { return decompose(in, p); }, bd, std::vector<std::int64_t>(k, 0))(vals);
+  // The primitive stays whole: a batched leaf carries its batch axis right after the scan axis
+  // (every leaf still scans along `axis`), a batched const in front, and the body is the combine
+  // vmapped over those axes. A leaf is batched when its operand is, or when the combine makes its
+  // result depend on a batched value (its operand is then broadcast): a fixpoint over the leaves,
+  // reached in at most k + 1 traces of the body.
+  const std::size_t nc = p.num_consts, k = vals.size() - nc;
+  const std::int64_t ax = p.axis;
+  const Jaxpr& j = body_of(p);
+  const auto bin = p.body->in_avals();
+  auto with_axis = [](AVal a, std::int64_t at, std::int64_t n) {
+    a.shape.insert(a.shape.begin() + at, n);
+    return a;
+  };
+  auto broadcast_at = [&with_axis](const Array& v, std::int64_t at, std::int64_t n) {
+    std::vector<std::int64_t> dims;
+    for (std::int64_t d = 0; d < static_cast<std::int64_t>(v.ndim()); ++d) dims.push_back(d < at ? d : d + 1);
+    return lax::broadcast_in_dim(v, with_axis(v.aval(), at, n).shape, dims);
+  };
+  std::vector<bool> leaf(k);
+  for (std::size_t l = 0; l < k; ++l) leaf[l] = bd[nc + l].has_value();
+  std::pair<Jaxpr, std::vector<Array>> traced;
+  for (bool grew = true; grew;) {
+    grew = false;
+    std::vector<std::optional<std::int64_t>> in_axes;
+    std::vector<AVal> avals;
+    for (std::size_t i = 0; i < nc; ++i) {
+      in_axes.push_back(bd[i] ? std::optional<std::int64_t>(0) : std::nullopt);
+      avals.push_back(bd[i] ? with_axis(bin[i], 0, size) : bin[i]);
+    }
+    for (int side = 0; side < 2; ++side)
+      for (std::size_t l = 0; l < k; ++l) {
+        in_axes.push_back(leaf[l] ? std::optional<std::int64_t>(ax + 1) : std::nullopt);
+        avals.push_back(leaf[l] ? with_axis(bin[nc + side * k + l], ax + 1, size) : bin[nc + side * k + l]);
+      }
+    std::vector<bool> next = leaf;
+    traced = hoist(make_jaxpr_flat(
+        [&](const std::vector<Array>& v) {
+          auto outs = vmap_partial([&j](const std::vector<Array>& a) { return eval_jaxpr(j, {}, a); }, in_axes, size, v);
+          std::vector<Array> r;
+          for (std::size_t l = 0; l < k; ++l) {
+            auto& [o, b] = outs[l];
+            if (b && !leaf[l]) next[l] = grew = true;  // traced again with this leaf batched
+            r.push_back(!leaf[l] || grew ? o : b ? np::moveaxis(o, *b, ax + 1) : broadcast_at(o, ax + 1, size));
+          }
+          return r;
+        },
+        avals));
+    leaf = next;
+  }
+  auto& [body, hoisted] = traced;
+  std::vector<Array> ops = hoisted;
+  for (std::size_t i = 0; i < nc; ++i) ops.push_back(bd[i] ? np::moveaxis(vals[i], *bd[i], 0) : vals[i]);
+  for (std::size_t l = 0; l < k; ++l) {
+    const Array& v = vals[nc + l];
+    const auto& b = bd[nc + l];
+    ops.push_back(!leaf[l] ? v : b ? np::moveaxis(v, *b, ax + 1) : broadcast_at(v, ax + 1, size));
+  }
+  Params q = p;
+  q.num_consts = static_cast<int>(hoisted.size() + nc);
+  q.body = std::make_shared<JaxprBody>(std::move(body));
+  auto out = bind(Prim::associative_scan, ops, q);
   std::vector<std::pair<Array, std::optional<std::int64_t>>> r;
-  for (Array& o : out) r.push_back({o, 0});
+  for (std::size_t l = 0; l < k; ++l) r.push_back({out[l], leaf[l] ? std::optional<std::int64_t>(ax + 1) : std::nullopt});
   return r;
 }
 
@@ -251,12 +310,11 @@ std::vector<Array> associative_scan_flat(const AssocFn& fn, const std::vector<Ar
   for (const Array& e : elems)
     if (static_cast<int>(e.ndim()) <= ax || e.shape()[ax] != n)
       throw ShapeError(fmt::format("associative_scan: all elements need the same length {} along axis {}, got {}", n, ax, e.aval().str()));
-  // Under a forward-mode jvp the primitive is bound (its jvp rule scans (element, tangent)
-  // pairs); under linearize and vmap the fn runs in the odd/even recursion.
+  // Under linearize the fn runs in the odd/even recursion; otherwise the primitive is bound.
   const MainTrace* top = nullptr;
   for (const Array& e : elems)
     if (e.is_tracer() && (!top || e.tracer()->main->level > top->level)) top = e.tracer()->main.get();
-  if (!stageable(elems) && !(top && is_forward_jvp(*top))) return assoc_tree(fn, elems, reverse, ax);
+  if (!stageable(elems) && !(top && (is_forward_jvp(*top) || top->kind() == "vmap"))) return assoc_tree(fn, elems, reverse, ax);
   std::vector<AVal> avals;
   for (int side = 0; side < 2; ++side)
     for (const Array& e : elems) {

@@ -11,8 +11,8 @@ namespace jx {
 // linearizing: called by linearize_flat (tangent work is recorded for transposition).
 std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& fn, const std::vector<Array>& primals,
                                                            const std::vector<Array>& tangents, bool linearizing = false);
-// Outputs of fn at x and d outputs[0] / d x (one array per input, x's shapes) by one jvp per
-// scalar of x: the tangent is that scalar's basis vector.
+// Outputs of fn at x and d outputs[0] / d x (one array per input, x's shapes) by forward mode:
+// one jvp vmapped over the scalars of x (each tangent a basis vector), the primal work once.
 std::pair<std::vector<Array>, std::vector<Array>> value_and_grad_forward_flat(const FlatFn& fn, const std::vector<Array>& x);
 class MainTrace;
 // A jvp trace not under linearize: its tangent work is evaluated, never transposed.
@@ -75,5 +75,9 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(Prim p,
 // fn mapped over axis in_axes[i] of argument i (nullopt: not mapped); outputs stacked on
 // out_axes[j] (a single entry applies to every output).
 FlatFn vmap_flat(FlatFn fn, std::vector<std::optional<std::int64_t>> in_axes, std::vector<std::int64_t> out_axes = {0});
+// fn mapped over axis in_axes[i] of argument i, `size` long; each output with its batch axis, or
+// nullopt where it does not depend on a mapped argument (then it is not broadcast).
+std::vector<std::pair<Array, std::optional<std::int64_t>>> vmap_partial(const FlatFn& fn, const std::vector<std::optional<std::int64_t>>& in_axes,
+                                                                        std::int64_t size, const std::vector<Array>& args);
 
 }  // namespace jx

@@ -152,30 +152,37 @@ class BatchTrace final : public MainTrace {
 
 }  // namespace
 
+std::vector<std::pair<Array, std::optional<std::int64_t>>> vmap_partial(const FlatFn& fn, const std::vector<std::optional<std::int64_t>>& in_axes,
+                                                                        std::int64_t size, const std::vector<Array>& args) {
+  auto trace = std::make_shared<BatchTrace>(size);
+  MainScope scope(trace);
+  std::vector<Array> in;
+  for (std::size_t i = 0; i < args.size(); ++i)
+    in.push_back(in_axes[i] ? trace->pack(args[i], normalize_axis(*in_axes[i], args[i].ndim(), "vmap", fmt::format("in_axes[{}]", i))) : args[i]);
+  std::vector<std::pair<Array, std::optional<std::int64_t>>> res;
+  for (const Array& o : fn(in)) res.push_back(trace->unpack(o));
+  return res;
+}
+
 FlatFn vmap_flat(FlatFn fn, std::vector<std::optional<std::int64_t>> in_axes, std::vector<std::int64_t> out_axes) {
   return [fn = std::move(fn), in_axes = std::move(in_axes), out_axes = std::move(out_axes)](const std::vector<Array>& args) {
     if (in_axes.size() != args.size())
       throw ShapeError(fmt::format("vmap: in_axes has {} entries for {} arguments", in_axes.size(), args.size()));
     std::optional<std::int64_t> size;
-    std::vector<std::int64_t> axes(args.size(), -1);
     for (std::size_t i = 0; i < args.size(); ++i) {
       if (!in_axes[i]) continue;
-      axes[i] = normalize_axis(*in_axes[i], args[i].ndim(), "vmap", fmt::format("in_axes[{}]", i));
-      const auto n = args[i].shape()[axes[i]];
+      const auto n = args[i].shape()[normalize_axis(*in_axes[i], args[i].ndim(), "vmap", fmt::format("in_axes[{}]", i))];
       if (size && *size != n)
         throw ShapeError(fmt::format("vmap: inconsistent sizes for the mapped axes: {} and {} (argument {} is {})", *size, n, i,
                                      args[i].aval().str()));
       size = n;
     }
     if (!size) throw ShapeError("vmap: in_axes must map at least one argument");
-    auto trace = std::make_shared<BatchTrace>(*size);
-    MainScope scope(trace);
-    std::vector<Array> in;
-    for (std::size_t i = 0; i < args.size(); ++i)
-      in.push_back(in_axes[i] ? trace->pack(args[i], axes[i]) : args[i]);
-    std::vector<Array> outs = fn(in), res;
+    auto outs = vmap_partial(fn, in_axes, *size, args);
+    std::vector<Array> res;
     for (std::size_t j = 0; j < outs.size(); ++j) {
-      Array v = trace->front(outs[j]);
+      auto& [o, b] = outs[j];
+      Array v = b ? to_front(o, *b) : broadcast_front(o, *size);
       const std::int64_t oa = out_axes.size() == 1 ? out_axes[0] : out_axes.at(j);
       const int d = normalize_axis(oa, v.ndim(), "vmap", "out_axes");
       res.push_back(d == 0 ? v : np::moveaxis(v, 0, d));

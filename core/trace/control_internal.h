@@ -34,8 +34,9 @@ std::vector<Array> assoc_eval(const std::vector<Array>& ops, const Params& p);
 // combine. Under linearize: the odd/even decomposition (its tangent equations transpose).
 std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
                                                             const Params& p, bool linearizing);
+// vmap: the primitive with the combine vmapped (batched leaves carry the batch axis after `axis`).
 std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std::vector<Array>& vals,
-                                                                        const std::vector<std::optional<std::int64_t>>& bd,
+                                                                        const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
                                                                         const Params& p);
 
 }  // namespace jx

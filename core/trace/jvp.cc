@@ -93,23 +93,44 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& fn, con
 }
 
 std::pair<std::vector<Array>, std::vector<Array>> value_and_grad_forward_flat(const FlatFn& fn, const std::vector<Array>& x) {
-  std::vector<Array> y, g;
-  std::vector<Array> zero;
-  for (const Array& a : x) zero.push_back(np::zeros_like(a));
+  // One jvp, vmapped over the P scalars of x: leaf i's tangents are columns off_i .. off_i + n_i
+  // of the P x P identity. The primal work does not depend on the mapped tangents, so it runs
+  // once, and each associative scan runs once with its tangent leaves batched.
+  std::vector<std::int64_t> off{0};
+  for (const Array& a : x) off.push_back(off.back() + a.size());
+  const std::int64_t P = off.back();
+  if (P == 0) return {fn(x), [&] {
+                        std::vector<Array> g;
+                        for (const Array& a : x) g.push_back(np::zeros_like(a));
+                        return g;
+                      }()};
+  std::vector<Array> basis;
+  std::vector<std::optional<std::int64_t>> axes;
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const std::int64_t n = x[i].size();
-    std::vector<Array> column;  // d y[0] / d x[i][s], s in row-major order
-    const Array basis = n ? np::eye(n, {}, 0, x[i].dtype()) : Array();
-    for (std::int64_t s = 0; s < n; ++s) {
-      std::vector<Array> t = zero;
-      t[i] = np::reshape(np::index(basis, {s}), x[i].shape());
-      auto [out, dout] = jvp_flat(fn, x, t);
-      if (y.empty()) y = out;
-      column.push_back(dout[0]);
-    }
-    g.push_back(n ? np::reshape(np::stack(column), x[i].shape()) : np::zeros_like(x[i]));
+    Shape s = x[i].shape();
+    s.insert(s.begin(), P);
+    const Array eye = np::eye(P, {}, 0, x[i].dtype());
+    basis.push_back(np::reshape(lax::slice(eye, {0, off[i]}, {P, off[i + 1]}, {1, 1}), s));
+    axes.push_back(0);
   }
-  if (y.empty()) y = fn(x);  // no scalar to differentiate by
+  std::size_t ny = 0;
+  auto outs = vmap_partial(
+      [&](const std::vector<Array>& t) {
+        auto [y, ty] = jvp_flat(fn, x, t);
+        ny = y.size();
+        y.push_back(ty.at(0));
+        return y;
+      },
+      axes, P, basis);
+  std::vector<Array> y, g;
+  for (std::size_t j = 0; j < ny; ++j) {  // the values (unbatched: they do not depend on the tangents)
+    auto& [v, b] = outs[j];
+    y.push_back(b ? np::index(np::moveaxis(v, *b, 0), {std::int64_t{0}}) : v);
+  }
+  auto& [d, db] = outs[ny];  // d y[0] / d x, [P] once the axis is in front
+  const Array col = db ? np::moveaxis(d, *db, 0) : lax::broadcast_in_dim(d, {P}, {});
+  for (std::size_t i = 0; i < x.size(); ++i)
+    g.push_back(np::reshape(lax::slice(col, {off[i]}, {off[i + 1]}, {1}), x[i].shape()));
   return {y, g};
 }
 

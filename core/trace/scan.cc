@@ -331,7 +331,7 @@ std::vector<std::optional<Array>> control_transpose(Prim prim, const std::vector
 std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(Prim prim, const std::vector<Array>& vals,
                                                                           const std::vector<std::optional<std::int64_t>>& bd,
                                                                           std::int64_t size, const Params& p) {
-  if (prim == Prim::associative_scan) return assoc_batch(vals, bd, p);
+  if (prim == Prim::associative_scan) return assoc_batch(vals, bd, size, p);
   if (prim != Prim::scan) throw Error(fmt::format("vmap: no control rule for {}", prim_name(prim)));
   const std::size_t nc = p.num_consts, nk = p.num_carry, n = vals.size();
   const Jaxpr& j = body_of(p);

@@ -315,8 +315,8 @@ std::string loop_open(const std::string& var, std::int64_t n, const std::string&
 
 }  // namespace
 
-std::pair<std::uint32_t, std::uint32_t> workgroups(std::int64_t n) {
-  const std::int64_t g = (n + kWorkgroup - 1) / kWorkgroup;
+std::pair<std::uint32_t, std::uint32_t> workgroups(std::int64_t n, std::int64_t size) {
+  const std::int64_t g = (n + size - 1) / size;
   const std::int64_t gx = std::min<std::int64_t>(g, 65535);
   const std::int64_t gy = gx ? (g + gx - 1) / gx : 0;
   return {static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy)};

@@ -53,6 +53,6 @@ Shader render_kernel(const Kernel& k, bool f64_math, int max_buffers);
 std::optional<Shader> render_routine(const Op& op);
 
 // Workgroup counts for n invocations (x at most 65535, the rest in y).
-std::pair<std::uint32_t, std::uint32_t> workgroups(std::int64_t n);
+std::pair<std::uint32_t, std::uint32_t> workgroups(std::int64_t n, std::int64_t size = kWorkgroup);
 
 }  // namespace jx::vk

@@ -352,16 +352,18 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
 
 // The blocked scan (work-efficient over workgroups; Kogge-Stone inside one): in place on the
 // packed leaves, push constants {mode, s}. Invocation m owns C consecutive positions p = C·m + c,
-// each at j = s·p + s - 1 (logical order, mirrored for reverse); a workgroup owns a block of
-// B = 256·C positions. mode 0: each invocation scans its C elements in registers, the workgroup
-// scans the 256 totals in workgroup memory (8 rounds), and every element takes the total of the
+// each at j = s·p + s - 1 (logical order, mirrored for reverse); a workgroup of B invocations
+// (256, halved down to 32 while B elements overflow workgroup memory) owns a block of B·C
+// positions. mode 0: each invocation scans its C elements in registers, the workgroup scans the
+// B totals in workgroup memory (log2 B rounds), and every element takes the total of the
 // invocations before it, so position j holds the combine of its block's from the block's first
-// on. mode 1 (fix-up, C = 1): j outside the first superblock of S = 256·s positions, and not the
+// on. mode 1 (fix-up, C = 1): j outside the first superblock of S = B·s positions, and not the
 // last of its superblock, becomes x[q] ⊕ x[j] with q the last position of the previous superblock
-// (already holding its full prefix). run_assoc scans up s = 1, 256, ... with C = 1 (one position
+// (already holding its full prefix). run_assoc scans up s = 1, B, ... with C = 1 (one position
 // per invocation: the most workgroups in flight, which is what a GPU's latency needs) until a
-// level fits one workgroup: the top level, where C = ceil(positions / 256) ≤ 4 (its own shader);
-// then fixes up the levels below: 3 dispatches at n = 102400 (400 totals, C = 2 at the top).
+// level fits one workgroup: the top level, where C = ceil(positions / B) ≤ 4 (its own shader);
+// then fixes up the levels below: 3 dispatches at n = 102400 and B = 256 (400 totals, C = 2 at
+// the top).
 // Element values live in module-scope arrays (private per invocation), so the combine,
 // xa := pa ⊕ xa, is one function called from every place. Where the budget has 2k + 1 bindings
 // (k leaves), each leaf binds its input and its output (no packing copies): mode 2 is mode 0
@@ -379,11 +381,14 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     W += shared_words(b.buffers[nc + l]);
     regs += b.buffers[nc + l].size();
   }
-  if (W == 0 || static_cast<std::int64_t>(kWorkgroup) * W * 4 > lim.shared_bytes) return;
+  // positions per workgroup: 256, or fewer where 256 elements overflow the workgroup's memory
+  std::int64_t B = kWorkgroup;
+  while (B > 32 && B * W * 4 > lim.shared_bytes) B /= 2;
+  if (W == 0 || B * W * 4 > lim.shared_bytes) return;
   const std::int64_t c_max = std::clamp<std::int64_t>(128 / std::max<std::int64_t>(regs, 1), 1, 4);  // elements held in registers
   std::int64_t top = n;  // positions of the top level (strides 256^L while more than a workgroup's worth)
-  while (top > kWorkgroup * c_max) top /= kWorkgroup;
-  const std::int64_t c_top = top > kWorkgroup ? (top + kWorkgroup - 1) / kWorkgroup : 1;
+  while (top > B * c_max) top /= B;
+  const std::int64_t c_top = top > B ? (top + B - 1) / B : 1;
   std::int64_t loops = 0;
   auto render = [&](std::int64_t C) -> std::optional<Shader> {
     auto read = [&](int buf, const std::string& off) -> std::string {
@@ -397,7 +402,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     sh.name = C > 1 ? "associative_scan_top" : "associative_scan_blocked";
     sh.invocations = (n + C - 1) / C;  // the largest level; run_assoc dispatches fewer for the others
     sh.float64 = out.sh.float64;
-    std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
+    std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", B);
     s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
     if (direct) {
       sh.buffers = 1 + 2 * k;
@@ -408,7 +413,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
       s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
     }
     s += "layout(push_constant) uniform PC { int mode; int s; } pc;\n";
-    s += fmt::format("shared uint sm[{}];\n", kWorkgroup * W);
+    s += fmt::format("shared uint sm[{}];\n", B * W);
     s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
     auto arrays = [&](const std::string& name) {
       std::string d;
@@ -461,12 +466,12 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
       return c;
     };
     s += fmt::format("void main() {{\nconst int m = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + gl_LocalInvocationIndex);\n"
-                     "const int lid = int(gl_LocalInvocationIndex);\n", kWorkgroup);
+                     "const int lid = int(gl_LocalInvocationIndex);\n", B);
     for (std::int64_t c = 0; c < C; ++c)
       s += fmt::format("const int j{0} = pc.s * ({1} * m + {0}) + pc.s - 1;\nconst bool live{0} = j{0} < {2};\nconst int i{0} = {3};\n", c, C, n,
                        phys(fmt::format("j{}", c)));
     // mode 1: fix-up, one partner for the invocation's C positions (B is a multiple of C)
-    s += fmt::format("if (pc.mode == 1) {{\nconst int S = pc.s * {};\n", kWorkgroup * C);
+    s += fmt::format("if (pc.mode == 1) {{\nconst int S = pc.s * {};\n", B * C);
     s += "if (!live0 || j0 < S) return;\n";
     s += load_global("pa", phys("(j0 / S) * S - 1"));
     for (std::int64_t c = 0; c < C; ++c)
@@ -484,7 +489,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
            assign(fmt::format("x{}_", c), "xa") + "}\n";
     s += assign("xa", "x0_");
     for (std::int64_t c = 1; c < C; ++c) s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "}\n";
-    s += fmt::format("for (int d = 1; d < {}; d <<= 1) {{\n", kWorkgroup) + to_shared("lid") + "barrier();\nif (live0 && lid >= d) {\n" +
+    s += fmt::format("for (int d = 1; d < {}; d <<= 1) {{\n", B) + to_shared("lid") + "barrier();\nif (live0 && lid >= d) {\n" +
          from_shared("lid - d") + "combine_();\n}\nbarrier();\n}\n";
     if (C == 1) {  // the inclusive total is the element's prefix
       s += "if (live0) {\n" + assign("x0_", "xa") + "}\n";
@@ -502,6 +507,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
   };
   out.blocked = render(1);
   out.direct = direct;
+  out.block = B;
   if (out.blocked && c_top > 1) {
     out.blocked_top = render(c_top);
     if (out.blocked_top) out.top_per_invocation = c_top;

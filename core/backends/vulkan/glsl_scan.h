@@ -48,11 +48,13 @@ struct AssocShader {
   Shader sh;
   std::vector<std::int64_t> const_words, leaf_words;
   std::int64_t const_size = 0, leaf_size = 0;  // words
-  // The blocked form (glsl_scan.cc: render_blocked), where 256 elements fit in a workgroup's
-  // memory; run_assoc prefers it (O(log_B n) dispatches, O(n) work).
+  // The blocked form (glsl_scan.cc: render_blocked), where `block` elements (256, else the
+  // largest power of two down to 32) fit in a workgroup's memory; run_assoc prefers it
+  // (O(log_block n) dispatches, O(n) work). Its shaders' workgroups have `block` invocations.
   std::optional<Shader> blocked;      // one position per invocation
   std::optional<Shader> blocked_top;  // the top level: top_per_invocation positions per invocation
   std::int64_t top_per_invocation = 1;
+  std::int64_t block = 256;
   bool direct = false;  // the blocked shaders bind consts | leaf inputs | leaf outputs
 };
 std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanLimits& lim, std::string& why);

@@ -98,11 +98,12 @@ VkDescriptorSet VulkanBackend::cached_set(Batch& b, const Pipeline& pipe, const 
   return set;
 }
 
-void VulkanBackend::record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptorSet set, std::int64_t invocations, int buffers) {
+void VulkanBackend::record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptorSet set, std::int64_t invocations, int buffers,
+                                    std::int64_t workgroup) {
   if (b.pipes.empty() || b.pipes.back().get() != &pipe) b.pipes.push_back(pipe.shared_from_this());
   vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.pipeline.get());
   vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.layout.get(), 0, 1, &set, 0, nullptr);
-  auto [gx, gy] = workgroups(invocations);
+  auto [gx, gy] = workgroups(invocations, workgroup);
   vkCmdDispatch(b.cmd, gx, gy, 1);
   time_dispatch(b, pipe, invocations);
   b.commands++;

@@ -61,9 +61,10 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
   return exe;
 }
 
-// The blocked scan's dispatches: scans up the strides 1, 256, 65536, ... while more than one
-// position takes part, until a level fits one workgroup (256 positions, or 256·c_top with the top
-// shader); then, top down, a fix-up of every level that spanned several workgroups.
+// The blocked scan's dispatches: scans up the strides 1, B, B², ... (B = 256 positions per
+// workgroup, fewer for large elements) while more than one position takes part, until a level
+// fits one workgroup (B positions, or B·c_top with the top shader); then, top down, a fix-up of
+// every level that spanned several workgroups.
 // What scan shaders may use under the current limits profile.
 ScanLimits VulkanBackend::scan_limits() const {
   const auto& d = ctx_->desc();
@@ -71,20 +72,20 @@ ScanLimits VulkanBackend::scan_limits() const {
           llvmpipe() ? std::int64_t{65535} : std::int64_t{0}, max_buffers_};
 }
 
-std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top) {
+std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std::int64_t B) {
   std::vector<BlockedLevel> up, out;
-  for (std::int64_t s = 1; n / s > 1; s *= kWorkgroup) {
+  for (std::int64_t s = 1; n / s > 1; s *= B) {
     const std::int64_t count = n / s;
-    if (count > kWorkgroup && count <= kWorkgroup * c_top) {
+    if (count > B && count <= B * c_top) {
       up.push_back({0, s, true});
       break;
     }
     up.push_back({0, s, false});
-    if (count <= kWorkgroup) break;
+    if (count <= B) break;
   }
   out = up;
   for (std::size_t i = up.size(); i-- > 0;)  // levels that took more than one workgroup
-    if (!up[i].top && n / up[i].s > kWorkgroup) out.push_back({1, up[i].s, false});
+    if (!up[i].top && n / up[i].s > B) out.push_back({1, up[i].s, false});
   return out;
 }
 
@@ -110,10 +111,10 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
   for (std::int64_t dd = 1; dd < x->length; dd *= 2) ++rounds;
   if (x->plan.blocked_top) x->top = make_kernel_exe(*x->plan.blocked_top, "assoc-top|" + x->plan.blocked_top->glsl, 8)->pipe;
   const std::int64_t c_top = x->top ? x->plan.top_per_invocation : 1;
-  if (x->blocked) x->levels = blocked_levels(x->length, c_top);
-  why = x->blocked ? fmt::format("blocked: {} dispatches (each workgroup scans 256 positions in its memory, the top level {} per invocation, then fix-ups; "
+  if (x->blocked) x->levels = blocked_levels(x->length, c_top, x->plan.block);
+  why = x->blocked ? fmt::format("blocked: {} dispatches (each workgroup scans {} positions in its memory, the top level {} per invocation, then fix-ups; "
                                  "leaves {})",
-                                 x->levels.size(), c_top, x->plan.direct ? "bound directly" : "packed into one buffer")
+                                 x->levels.size(), x->plan.block, c_top, x->plan.direct ? "bound directly" : "packed into one buffer")
                    : fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)", rounds);
   remember_scan(key, x, why);
   return x;
@@ -193,7 +194,7 @@ void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span
       barrier_for(reads, writes, b);
       const std::int32_t pc[2] = {direct && i == 0 ? 2 : lv.mode, static_cast<std::int32_t>(lv.s)};
       vkCmdPushConstants(b.cmd, pipe.layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
-      record_dispatch(b, pipe, lv.top ? top_set : set, (x.length / lv.s + C - 1) / C, static_cast<int>(bufs.size()));
+      record_dispatch(b, pipe, lv.top ? top_set : set, (x.length / lv.s + C - 1) / C, static_cast<int>(bufs.size()), p.block);
     }
   } else {  // Kogge-Stone rounds, ping-pong between q[0] and q[1]
     VkDescriptorSet sets[2] = {bind_set(b, *x.pipe, {gin->buf.get(), q[0]->buf.get(), q[1]->buf.get()}),
