@@ -65,8 +65,9 @@ void HostMemory::release(Block b) {
   free_[b.capacity].push_back(b.ptr);
   pooled_bytes_ += b.capacity;
   const auto idle = std::chrono::steady_clock::now() - last_acquire_;
+  const std::size_t budget = std::max(budget_, 2 * peak_held_);
   if (idle > std::chrono::milliseconds(idle_ms_)) shrink(0);
-  else if (pooled_bytes_ > budget_) shrink(budget_ / 2);
+  else if (pooled_bytes_ > budget) shrink(budget / 2);
 }
 
 void HostMemory::shrink(std::size_t target) {
@@ -84,6 +85,7 @@ SlotId new_slot_id() { return g_next_slot++; }
 void HostMemory::trim() {
   std::lock_guard lock(mu_);
   shrink(0);
+  peak_held_ = held_;  // the budget forgets the peaks before the trim
 }
 
 SlotId HostMemory::malloc(const AVal& tag) {
@@ -95,6 +97,7 @@ SlotId HostMemory::malloc(const AVal& tag) {
   slots_.emplace(id, Slot{b, n, tag, 1});
   bytes_ += n;
   peak_ = std::max(peak_, bytes_);
+  if (pooled_) peak_held_ = std::max(peak_held_, held_ += b.capacity);
   return id;
 }
 
@@ -115,6 +118,7 @@ void HostMemory::decref(SlotId id) {
   if (it == slots_.end()) return;  // never throw on a destructor path
   if (--it->second.refs == 0) {
     bytes_ -= it->second.bytes;
+    if (pooled_) held_ -= it->second.block.capacity;
     release(it->second.block);
     slots_.erase(it);
   }
