@@ -154,11 +154,22 @@ class BatchTrace final : public MainTrace {
 
 std::vector<std::pair<Array, std::optional<std::int64_t>>> vmap_partial(const FlatFn& fn, const std::vector<std::optional<std::int64_t>>& in_axes,
                                                                         std::int64_t size, const std::vector<Array>& args) {
+  if (in_axes.size() != args.size())
+    throw ShapeError(fmt::format("vmap: in_axes has {} entries for {} arguments", in_axes.size(), args.size()));
   auto trace = std::make_shared<BatchTrace>(size);
   MainScope scope(trace);
   std::vector<Array> in;
-  for (std::size_t i = 0; i < args.size(); ++i)
-    in.push_back(in_axes[i] ? trace->pack(args[i], normalize_axis(*in_axes[i], args[i].ndim(), "vmap", fmt::format("in_axes[{}]", i))) : args[i]);
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (!in_axes[i]) {
+      in.push_back(args[i]);
+      continue;
+    }
+    const int ax = normalize_axis(*in_axes[i], args[i].ndim(), "vmap", fmt::format("in_axes[{}]", i));
+    if (args[i].shape()[ax] != size)
+      throw ShapeError(fmt::format("vmap: argument {} is {}, {} long on its mapped axis {}; the batch is {}", i, args[i].aval().str(),
+                                   args[i].shape()[ax], ax, size));
+    in.push_back(trace->pack(args[i], ax));
+  }
   std::vector<std::pair<Array, std::optional<std::int64_t>>> res;
   for (const Array& o : fn(in)) res.push_back(trace->unpack(o));
   return res;

@@ -386,7 +386,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
   while (B > 32 && B * W * 4 > lim.shared_bytes) B /= 2;
   if (W == 0 || B * W * 4 > lim.shared_bytes) return;
   const std::int64_t c_max = std::clamp<std::int64_t>(128 / std::max<std::int64_t>(regs, 1), 1, 4);  // elements held in registers
-  std::int64_t top = n;  // positions of the top level (strides 256^L while more than a workgroup's worth)
+  std::int64_t top = n;  // positions of the top level (strides B^L while more than a workgroup's worth)
   while (top > B * c_max) top /= B;
   const std::int64_t c_top = top > B ? (top + B - 1) / B : 1;
   std::int64_t loops = 0;
