@@ -21,10 +21,11 @@ template <std::size_t... I> struct Argnums {};
 template <std::size_t... I> inline constexpr Argnums<I...> argnums{};
 struct HasAux {};
 inline constexpr HasAux has_aux{};
-// value_and_grad / grad in forward mode: one jvp per scalar of the differentiated arguments
-// (f runs that many times; no residuals are kept and nothing is transposed). For few
-// parameters: an associative_scan under a forward jvp stays one scan of (element, tangent)
-// pairs, where reverse mode differentiates through its odd/even recursion.
+// value_and_grad / grad in forward mode: one jvp vmapped over the basis of the differentiated
+// arguments' P scalars (f is traced once; its primal work runs once, its tangent work P-wide; no
+// residuals are kept and nothing is transposed). For few parameters: an associative_scan under
+// it stays one scan of (element, P tangents), where reverse mode differentiates through its
+// odd/even recursion.
 struct ForwardMode {};
 inline constexpr ForwardMode forward_mode{};
 

@@ -105,6 +105,30 @@ TEST(Nested, VmapOfGradGivesPerExampleGradients) {
   }
 }
 
+// Forward mode over several arguments of different dtypes and shapes (one vmapped jvp over all
+// their scalars), with aux-free scalar output: the same values and gradients as reverse mode;
+// an argument the value does not depend on gets zeros.
+TEST(ForwardMode, SeveralArgumentsAndDtypesEqualReverseMode) {
+  auto f = [](const Array& w, const Array& b, const Array& unused) {
+    return np::sum(np::tanh(np::matmul(w, f64({0.5, -1.0, 2.0})) + lax::convert_element_type(b, DType::float64))) + 0.0 * np::sum(unused * 0.0);
+  };
+  Array w = f64({{0.1, 0.2, -0.3}, {0.4, -0.5, 0.6}});
+  Array b = np::array({0.25f, -0.75f});
+  Array u = f64({1.0, 2.0, 3.0});
+  auto [v, g] = value_and_grad(f, argnums<0, 1, 2>)(w, b, u);
+  auto [fv, fg] = value_and_grad(f, argnums<0, 1, 2>, forward_mode)(w, b, u);
+  auto [jv, jg] = jit(value_and_grad(f, argnums<0, 1, 2>, forward_mode))(w, b, u);
+  EXPECT_DOUBLE_EQ(fv.item<double>(), v.item<double>());
+  EXPECT_DOUBLE_EQ(jv.item<double>(), v.item<double>());
+  EXPECT_EQ(std::get<0>(fg).shape(), (Shape{2, 3}));
+  EXPECT_EQ(std::get<1>(fg).dtype(), DType::float32);
+  EXPECT_TRUE(all_close(std::get<0>(fg), vals(std::get<0>(g)), 1e-14, 1e-14));
+  EXPECT_TRUE(all_close(std::get<1>(fg), vals(std::get<1>(g)), 1e-6, 1e-6));
+  EXPECT_TRUE(all_close(std::get<2>(fg), {0.0, 0.0, 0.0}, 0, 0));
+  EXPECT_TRUE(all_close(std::get<0>(jg), vals(std::get<0>(g)), 1e-14, 1e-14));
+  EXPECT_TRUE(all_close(std::get<1>(jg), vals(std::get<1>(g)), 1e-6, 1e-6));
+}
+
 TEST(Nested, JvpOfVjpIsHessianVectorProduct) {
   auto f = [](const Array& x) { return np::sum(np::exp(x) * x * x); };
   Array x = f64({0.2, -0.4, 1.1}), v = f64({1.0, 2.0, -1.0});

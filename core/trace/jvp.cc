@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <map>
+
 #include "core/replay/policy.h"
 #include "core/trace/builder.h"
 #include "core/np/np.h"
@@ -99,18 +101,20 @@ std::pair<std::vector<Array>, std::vector<Array>> value_and_grad_forward_flat(co
   std::vector<std::int64_t> off{0};
   for (const Array& a : x) off.push_back(off.back() + a.size());
   const std::int64_t P = off.back();
-  if (P == 0) return {fn(x), [&] {
-                        std::vector<Array> g;
-                        for (const Array& a : x) g.push_back(np::zeros_like(a));
-                        return g;
-                      }()};
+  if (P == 0) {  // no scalar to differentiate by
+    std::vector<Array> g;
+    for (const Array& a : x) g.push_back(np::zeros_like(a));
+    return {fn(x), g};
+  }
   std::vector<Array> basis;
   std::vector<std::optional<std::int64_t>> axes;
+  std::map<DType, Array> eye;  // one P x P identity per dtype among the leaves
   for (std::size_t i = 0; i < x.size(); ++i) {
     Shape s = x[i].shape();
     s.insert(s.begin(), P);
-    const Array eye = np::eye(P, {}, 0, x[i].dtype());
-    basis.push_back(np::reshape(lax::slice(eye, {0, off[i]}, {P, off[i + 1]}, {1, 1}), s));
+    auto it = eye.find(x[i].dtype());
+    if (it == eye.end()) it = eye.emplace(x[i].dtype(), np::eye(P, {}, 0, x[i].dtype())).first;
+    basis.push_back(np::reshape(lax::slice(it->second, {0, off[i]}, {P, off[i + 1]}, {1, 1}), s));
     axes.push_back(0);
   }
   std::size_t ny = 0;
@@ -129,8 +133,10 @@ std::pair<std::vector<Array>, std::vector<Array>> value_and_grad_forward_flat(co
   }
   auto& [d, db] = outs[ny];  // d y[0] / d x, [P] once the axis is in front
   const Array col = db ? np::moveaxis(d, *db, 0) : lax::broadcast_in_dim(d, {P}, {});
-  for (std::size_t i = 0; i < x.size(); ++i)
-    g.push_back(np::reshape(lax::slice(col, {off[i]}, {off[i + 1]}, {1}), x[i].shape()));
+  for (std::size_t i = 0; i < x.size(); ++i) {  // in the argument's dtype, as reverse mode gives it
+    Array gi = np::reshape(lax::slice(col, {off[i]}, {off[i + 1]}, {1}), x[i].shape());
+    g.push_back(is_floating(x[i].dtype()) && gi.dtype() != x[i].dtype() ? lax::convert_element_type(gi, x[i].dtype()) : gi);
+  }
   return {y, g};
 }
 
