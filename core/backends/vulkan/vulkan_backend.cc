@@ -434,6 +434,7 @@ std::unique_ptr<Buf> VulkanBackend::acquire(std::size_t n) {
   if (auto it = free_.find(cls); it != free_.end() && !it->second.empty()) {
     std::unique_ptr<Buf> b = std::move(it->second.back());
     it->second.pop_back();
+    if (it->second.empty()) free_.erase(it);  // give_back trims from the last class, which must hold one
     pooled_bytes_ -= cls;
     return b;
   }
