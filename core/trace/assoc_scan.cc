@@ -244,15 +244,6 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std
   const std::int64_t ax = p.axis;
   const Jaxpr& j = body_of(p);
   const auto bin = p.body->in_avals();
-  auto with_axis = [](AVal a, std::int64_t at, std::int64_t n) {
-    a.shape.insert(a.shape.begin() + at, n);
-    return a;
-  };
-  auto broadcast_at = [&with_axis](const Array& v, std::int64_t at, std::int64_t n) {
-    std::vector<std::int64_t> dims;
-    for (std::int64_t d = 0; d < static_cast<std::int64_t>(v.ndim()); ++d) dims.push_back(d < at ? d : d + 1);
-    return lax::broadcast_in_dim(v, with_axis(v.aval(), at, n).shape, dims);
-  };
   std::vector<bool> leaf(k);
   for (std::size_t l = 0; l < k; ++l) leaf[l] = bd[nc + l].has_value();
   std::pair<Jaxpr, std::vector<Array>> traced;
@@ -262,12 +253,12 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std
     std::vector<AVal> avals;
     for (std::size_t i = 0; i < nc; ++i) {
       in_axes.push_back(bd[i] ? std::optional<std::int64_t>(0) : std::nullopt);
-      avals.push_back(bd[i] ? with_axis(bin[i], 0, size) : bin[i]);
+      avals.push_back(bd[i] ? with_batch_axis(bin[i], 0, size) : bin[i]);
     }
     for (int side = 0; side < 2; ++side)
       for (std::size_t l = 0; l < k; ++l) {
         in_axes.push_back(leaf[l] ? std::optional<std::int64_t>(ax + 1) : std::nullopt);
-        avals.push_back(leaf[l] ? with_axis(bin[nc + side * k + l], ax + 1, size) : bin[nc + side * k + l]);
+        avals.push_back(leaf[l] ? with_batch_axis(bin[nc + side * k + l], ax + 1, size) : bin[nc + side * k + l]);
       }
     std::vector<bool> next = leaf;
     traced = hoist(make_jaxpr_flat(
@@ -277,7 +268,7 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std
           for (std::size_t l = 0; l < k; ++l) {
             auto& [o, b] = outs[l];
             if (b && !leaf[l]) next[l] = grew = true;  // traced again with this leaf batched
-            r.push_back(!leaf[l] || grew ? o : b ? np::moveaxis(o, *b, ax + 1) : broadcast_at(o, ax + 1, size));
+            r.push_back(!leaf[l] || grew ? o : batch_axis_at(o, b, ax + 1, size));
           }
           return r;
         },
@@ -286,12 +277,8 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std
   }
   auto& [body, hoisted] = traced;
   std::vector<Array> ops = hoisted;
-  for (std::size_t i = 0; i < nc; ++i) ops.push_back(bd[i] ? np::moveaxis(vals[i], *bd[i], 0) : vals[i]);
-  for (std::size_t l = 0; l < k; ++l) {
-    const Array& v = vals[nc + l];
-    const auto& b = bd[nc + l];
-    ops.push_back(!leaf[l] ? v : b ? np::moveaxis(v, *b, ax + 1) : broadcast_at(v, ax + 1, size));
-  }
+  for (std::size_t i = 0; i < nc; ++i) ops.push_back(bd[i] ? batch_axis_at(vals[i], bd[i], 0, size) : vals[i]);
+  for (std::size_t l = 0; l < k; ++l) ops.push_back(leaf[l] ? batch_axis_at(vals[nc + l], bd[nc + l], ax + 1, size) : vals[nc + l]);
   Params q = p;
   q.num_consts = static_cast<int>(hoisted.size() + nc);
   q.body = std::make_shared<JaxprBody>(std::move(body));

@@ -75,6 +75,10 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(Prim p,
 // fn mapped over axis in_axes[i] of argument i (nullopt: not mapped); outputs stacked on
 // out_axes[j] (a single entry applies to every output).
 FlatFn vmap_flat(FlatFn fn, std::vector<std::optional<std::int64_t>> in_axes, std::vector<std::int64_t> out_axes = {0});
+// The aval with a batch axis of `size` inserted at `at`; a value with its batch axis `b` moved to
+// `at` (nullopt: unbatched, broadcast along a new axis there).
+AVal with_batch_axis(AVal a, std::int64_t at, std::int64_t size);
+Array batch_axis_at(const Array& v, std::optional<std::int64_t> b, std::int64_t at, std::int64_t size);
 // fn mapped over axis in_axes[i] of argument i, `size` long; each output with its batch axis, or
 // nullopt where it does not depend on a mapped argument (then it is not broadcast).
 std::vector<std::pair<Array, std::optional<std::int64_t>>> vmap_partial(const FlatFn& fn, const std::vector<std::optional<std::int64_t>>& in_axes,

@@ -29,12 +29,6 @@ std::vector<std::int64_t> shifted(const std::vector<std::int64_t>& v, std::int64
 
 Array to_front(const Array& v, std::int64_t bdim) { return bdim == 0 ? v : np::moveaxis(v, bdim, 0); }
 
-Array broadcast_front(const Array& v, std::int64_t size) {
-  Shape s = v.shape();
-  s.insert(s.begin(), size);
-  return lax::broadcast_in_dim(v, s, rules::iota_vec(v.ndim(), 1));
-}
-
 class BatchTrace final : public MainTrace {
  public:
   explicit BatchTrace(std::int64_t size) : size_(size) {}
@@ -51,7 +45,7 @@ class BatchTrace final : public MainTrace {
   // Value with the mapped axis in front, broadcasting an unmapped one.
   Array front(const Array& x) const {
     auto [v, b] = unpack(x);
-    return b ? to_front(v, *b) : broadcast_front(v, size_);
+    return batch_axis_at(v, b, 0, size_);
   }
 
   std::vector<Array> process(Prim p, const std::vector<Array>& args, const Params& params) override {
@@ -152,6 +146,18 @@ class BatchTrace final : public MainTrace {
 
 }  // namespace
 
+AVal with_batch_axis(AVal a, std::int64_t at, std::int64_t size) {
+  a.shape.insert(a.shape.begin() + at, size);
+  return a;
+}
+
+Array batch_axis_at(const Array& v, std::optional<std::int64_t> b, std::int64_t at, std::int64_t size) {
+  if (b) return *b == at ? v : np::moveaxis(v, *b, at);
+  std::vector<std::int64_t> dims;
+  for (std::int64_t d = 0; d < static_cast<std::int64_t>(v.ndim()); ++d) dims.push_back(d < at ? d : d + 1);
+  return lax::broadcast_in_dim(v, with_batch_axis(v.aval(), at, size).shape, dims);
+}
+
 std::vector<std::pair<Array, std::optional<std::int64_t>>> vmap_partial(const FlatFn& fn, const std::vector<std::optional<std::int64_t>>& in_axes,
                                                                         std::int64_t size, const std::vector<Array>& args) {
   if (in_axes.size() != args.size())
@@ -193,7 +199,7 @@ FlatFn vmap_flat(FlatFn fn, std::vector<std::optional<std::int64_t>> in_axes, st
     std::vector<Array> res;
     for (std::size_t j = 0; j < outs.size(); ++j) {
       auto& [o, b] = outs[j];
-      Array v = b ? to_front(o, *b) : broadcast_front(o, *size);
+      Array v = batch_axis_at(o, b, 0, *size);
       const std::int64_t oa = out_axes.size() == 1 ? out_axes[0] : out_axes.at(j);
       const int d = normalize_axis(oa, v.ndim(), "vmap", "out_axes");
       res.push_back(d == 0 ? v : np::moveaxis(v, 0, d));

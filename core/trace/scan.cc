@@ -336,21 +336,11 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(Prim pr
   const std::size_t nc = p.num_consts, nk = p.num_carry, n = vals.size();
   const Jaxpr& j = body_of(p);
   const auto bin = p.body->in_avals();
-  auto front = [&](const Array& v, std::optional<std::int64_t> b, std::int64_t to) {
-    if (b) return *b == to ? v : np::moveaxis(v, *b, to);
-    Shape s = v.shape();
-    s.insert(s.begin() + to, size);
-    std::vector<std::int64_t> dims;
-    for (std::size_t d = 0; d < v.ndim(); ++d) dims.push_back(static_cast<std::int64_t>(d < static_cast<std::size_t>(to) ? d : d + 1));
-    return lax::broadcast_in_dim(v, s, dims);
-  };
+  auto front = [size](const Array& v, std::optional<std::int64_t> b, std::int64_t to) { return batch_axis_at(v, b, to, size); };
   std::vector<Array> consts, carry, xs;
   std::vector<std::optional<std::int64_t>> in_axes;
   std::vector<AVal> avals;
-  auto batched = [&](AVal a) {
-    a.shape.insert(a.shape.begin(), size);
-    return a;
-  };
+  auto batched = [size](const AVal& a) { return with_batch_axis(a, 0, size); };
   for (std::size_t i = 0; i < nc; ++i) {
     consts.push_back(bd[i] ? front(vals[i], bd[i], 0) : vals[i]);
     in_axes.push_back(bd[i] ? std::optional<std::int64_t>(0) : std::nullopt);
