@@ -123,11 +123,10 @@ DeviceDesc describe(VkPhysicalDevice p) {
   return d;
 }
 
+std::atomic<bool> g_exiting{false};
+
 }  // namespace
 
-namespace {
-std::atomic<bool> g_exiting{false};
-}  // namespace
 bool process_exiting() noexcept { return g_exiting.load(std::memory_order_relaxed); }
 void mark_process_exiting() noexcept { g_exiting.store(true); }
 

@@ -431,7 +431,7 @@ std::shared_ptr<KernelExe> VulkanBackend::make_kernel_exe(const Shader& sh, cons
 
 std::unique_ptr<Buf> VulkanBackend::acquire(std::size_t n) {
   const std::size_t cls = size_class(n);
-  if (auto it = free_.find(cls); it != free_.end() && !it->second.empty()) {
+  if (auto it = free_.find(cls); it != free_.end()) {  // a listed class holds a buffer
     std::unique_ptr<Buf> b = std::move(it->second.back());
     it->second.pop_back();
     if (it->second.empty()) free_.erase(it);  // give_back trims from the last class, which must hold one
