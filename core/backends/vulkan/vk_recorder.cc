@@ -113,7 +113,8 @@ void VulkanBackend::record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptor
 
 Batch& VulkanBackend::batch_with_room(std::uint32_t sets, std::uint32_t descriptors) {
   Batch* b = &recording();
-  if (b->sets + sets > kSetsPerBatch || b->descriptors + descriptors > kDescriptorsPerBatch) {
+  if (b->sets + sets > kSetsPerBatch || b->descriptors + descriptors > kDescriptorsPerBatch ||
+      (submit_every_ && static_cast<std::uint32_t>(b->commands) >= submit_every_)) {
     submit();
     b = &recording();
   }

@@ -8,6 +8,21 @@ namespace vk {
 
 VulkanBackend* g_instance = nullptr;
 
+namespace {
+std::uint32_t parse_submit_every(const std::string& v) {
+  std::size_t used = 0;
+  unsigned long n = 0;
+  try {
+    n = std::stoul(v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v.size() || v[0] == '-' || n > 1000000)
+    throw Error(fmt::format("JX_VK_SUBMIT_EVERY='{}': expected a number of commands per submit, 0 to 1000000 (0: submit only full batches)", v));
+  return static_cast<std::uint32_t>(n);
+}
+}  // namespace
+
 VulkanBackend::VulkanBackend() {
   info_.backend = "vulkan";
   info_.device = "Vulkan compute";
@@ -24,6 +39,7 @@ VulkanBackend::VulkanBackend() {
     apply_limits(lim && *lim ? lim : "webgpu");
     const char* timing = std::getenv("JX_VK_TIMING");
     timing_ = timing && *timing && std::string(timing) != "0";
+    if (const char* every = std::getenv("JX_VK_SUBMIT_EVERY"); every && *every) submit_every_ = parse_submit_every(every);
     g_instance = this;
     std::atexit([] {
       if (g_instance) g_instance->shutdown(true);

@@ -266,6 +266,10 @@ class VulkanBackend final : public Backend {
   void time_dispatch(Batch& b, const Pipeline& pipe, std::int64_t invocations);
   void time_collect(Batch& b);  // after the batch's fence: adds its gaps to timings_
   bool timing_ = false;
+  // A recording batch is submitted (no wait) once it holds this many commands, so the device
+  // starts on a long call's first commands while the host records the rest
+  // (JX_VK_SUBMIT_EVERY; 0: only when a batch is full or at a host wait).
+  std::uint32_t submit_every_ = 64;
   std::map<std::string, vulkan::TimedPipeline> timings_;
 
   DeviceInfo info_;
