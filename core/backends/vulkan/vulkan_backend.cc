@@ -394,13 +394,15 @@ std::unique_ptr<Buf> VulkanBackend::create_buffer(std::size_t bytes, std::uint32
 void VulkanBackend::give_back(std::unique_ptr<Buf> b) {
   while (pooled_bytes_ + b->capacity > pool_budget_ && !free_.empty()) {
     auto last = std::prev(free_.end());
-    pooled_bytes_ -= last->second.back()->capacity;
-    last->second.pop_back();
+    auto newest = std::prev(last->second.end());
+    pooled_bytes_ -= newest->second->capacity;
+    last->second.erase(newest);
     if (last->second.empty()) free_.erase(last);
   }
   if (b->capacity > pool_budget_) return;
   pooled_bytes_ += b->capacity;
-  free_[b->capacity].push_back(std::move(b));
+  const std::uint64_t id = b->id;
+  free_[b->capacity].emplace(id, std::move(b));
 }
 
 void VulkanBackend::trim_pool() {
@@ -448,8 +450,9 @@ std::shared_ptr<KernelExe> VulkanBackend::make_kernel_exe(const Shader& sh, cons
 std::unique_ptr<Buf> VulkanBackend::acquire(std::size_t n) {
   const std::size_t cls = size_class(n);
   if (auto it = free_.find(cls); it != free_.end()) {  // a listed class holds a buffer
-    std::unique_ptr<Buf> b = std::move(it->second.back());
-    it->second.pop_back();
+    auto oldest = it->second.begin();
+    std::unique_ptr<Buf> b = std::move(oldest->second);
+    it->second.erase(oldest);
     if (it->second.empty()) free_.erase(it);  // give_back trims from the last class, which must hold one
     pooled_bytes_ -= cls;
     return b;

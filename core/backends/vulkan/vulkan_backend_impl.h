@@ -288,7 +288,10 @@ class VulkanBackend final : public Backend {
   bool mapped_reads_cached_ = true;
   std::unique_ptr<Buf> readback_;  // reused staging buffer for reads (grows to the largest read)
   std::unordered_map<SlotId, Slot> slots_;
-  std::map<std::size_t, std::vector<std::unique_ptr<Buf>>> free_;  // size class -> pooled buffers; no empty lists
+  // size class -> pooled buffers by id; no empty lists. acquire takes the oldest (smallest id), so
+  // a call that starts from the same pooled set gets the same buffers in the same order whatever
+  // order the last call released them in, and its cached descriptor sets (keyed by ids) match.
+  std::map<std::size_t, std::map<std::uint64_t, std::unique_ptr<Buf>>> free_;
   std::size_t bytes_ = 0, peak_ = 0, pooled_bytes_ = 0, pool_budget_ = std::size_t{256} << 20;
   std::unordered_map<std::string, std::shared_ptr<KernelExe>> kernels_;
   std::unordered_map<std::string, std::pair<std::shared_ptr<Executable>, std::string>> scans_;  // with the planner's reason
