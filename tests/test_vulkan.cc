@@ -179,6 +179,34 @@ TEST(Vulkan, RepeatedJitCallsReuseTheirDescriptorSets) {
   EXPECT_EQ(c.descriptor_sets, 0u);
 }
 
+// Intermediates of one size class released in another order than taken: the pool hands a call its
+// buffers oldest first, so every call gets the same ones (released last-in first-out they rotate
+// from call to call, and each call wrote a descriptor set per dispatch again).
+TEST(Vulkan, ReleaseOrderDoesNotRotateAJitProgramsBuffers) {
+  DefaultDeviceScope vk("vulkan");
+  auto f = jit([](const Array& a) {
+    // eight sums of 32 terms, then a pairwise tree of sums over two of them: every kernel binds
+    // two intermediates, and the leaves are released before the inner nodes that were taken later
+    auto pair = [&](const Array& x, const Array& y) { return np::sum(np::reshape(x * y, {4, 1}) * a, std::vector<std::int64_t>{1}) * 0.01; };
+    std::vector<Array> r;
+    for (int i = 1; i <= 8; ++i) r.push_back(np::sum(np::exp(a * (0.1 * i)), std::vector<std::int64_t>{1}));
+    while (r.size() > 1) {
+      std::vector<Array> up;
+      for (std::size_t i = 0; i < r.size(); i += 2) up.push_back(pair(r[i], r[i + 1]));
+      r = up;
+    }
+    return r[0];
+  });
+  Array a = np::reshape(np::arange(0, 128, 1, DType::float32), {4, 32}) * 0.01;  // sums of 32 terms: one kernel each
+  const auto first = f(a).to_vector<double>();
+  (void)f(a).to_vector<double>();
+  vulkan::reset_counters();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(f(a).to_vector<double>(), first);
+  const auto c = vulkan::counters();
+  EXPECT_EQ(c.dispatches, 4u * 15u);
+  EXPECT_EQ(c.descriptor_sets, 0u);
+}
+
 TEST(Vulkan, JitProgramsStayWithinTheWebGpuBudget) {
   DefaultDeviceScope vk("vulkan");
   std::vector<Array> xs;
