@@ -176,7 +176,7 @@ TEST(Transforms, JvpLinearizeVjpTyped) {
   EXPECT_TRUE(all_close(cx, {2 * std::cos(0.5), 3 * std::cos(1.0)}, 1e-15));
   EXPECT_TRUE(all_close(cy, {std::sin(0.5), std::sin(1.0)}, 1e-15));
   pb.dispose();
-  EXPECT_TRUE(jxt::throws_with<UseAfterDispose>([&] { pb(f64({1.0, 1.0})); }, {"pullback", "dispose"}));
+  EXPECT_TRUE(jxt::throws_with<UseAfterDispose>([&p = pb] { p(f64({1.0, 1.0})); }, {"pullback", "dispose"}));
   EXPECT_THROW(jvp(f, std::tuple{x, y}, std::tuple{f64({1.0}), y}), ShapeError);
 }
 
