@@ -141,6 +141,12 @@ void run(benchmark::State& st, const std::string& name, const std::string& be) {
     st.counters["host_waits"] = static_cast<double>(c.host_waits) / calls;
     st.counters["barriers"] = static_cast<double>(c.barriers) / calls;
     st.counters["sets_written"] = static_cast<double>(c.descriptor_sets) / calls;  // descriptor sets not reused from an earlier call
+    if (!jxbench::env("JX_VK_TIMING", "").empty()) {  // where the host's recording time goes, µs per call
+      st.counters["host_dispatch_us"] = static_cast<double>(c.host_dispatch_ns) / calls * 1e-3;
+      st.counters["host_driver_us"] = static_cast<double>(c.host_driver_ns) / calls * 1e-3;
+      st.counters["host_submit_us"] = static_cast<double>(c.host_submit_ns) / calls * 1e-3;
+      st.counters["host_alloc_us"] = static_cast<double>(c.host_alloc_ns) / calls * 1e-3;
+    }
   }
 }
 

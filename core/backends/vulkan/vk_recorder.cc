@@ -30,6 +30,7 @@ void VulkanBackend::copy_disjoint(Batch& b, const std::vector<Region>& rs) {
   for (const Region& r : rs)
     if (r.bytes) {
       VkBufferCopy c{r.src_off, r.dst_off, r.bytes};
+      HostTimer ht(timing_, counters_.host_driver_ns);
       vkCmdCopyBuffer(b.cmd, r.src, r.dst, 1, &c);
       b.commands++;
       counters_.copies++;
@@ -45,6 +46,7 @@ void VulkanBackend::write_set(VkDescriptorSet set, const std::vector<VkBuffer>& 
     writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, set, static_cast<std::uint32_t>(i), 0, 1,
                  VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nullptr, &infos[i], nullptr};
   }
+  HostTimer ht(timing_, counters_.host_driver_ns);
   vkUpdateDescriptorSets(ctx_->device(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
   counters_.descriptor_sets++;
 }
@@ -101,10 +103,13 @@ VkDescriptorSet VulkanBackend::cached_set(Batch& b, const Pipeline& pipe, const 
 void VulkanBackend::record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptorSet set, std::int64_t invocations, int buffers,
                                     std::int64_t workgroup) {
   if (b.pipes.empty() || b.pipes.back().get() != &pipe) b.pipes.push_back(pipe.shared_from_this());
-  vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.pipeline.get());
-  vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.layout.get(), 0, 1, &set, 0, nullptr);
   auto [gx, gy] = workgroups(invocations, workgroup);
-  vkCmdDispatch(b.cmd, gx, gy, 1);
+  {
+    HostTimer ht(timing_, counters_.host_driver_ns);
+    vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.pipeline.get());
+    vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.layout.get(), 0, 1, &set, 0, nullptr);
+    vkCmdDispatch(b.cmd, gx, gy, 1);
+  }
   time_dispatch(b, pipe, invocations);
   b.commands++;
   counters_.dispatches++;
@@ -182,6 +187,7 @@ void VulkanBackend::barrier(Batch& b) {
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   const VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  HostTimer ht(timing_, counters_.host_driver_ns);
   vkCmdPipelineBarrier(b.cmd, st, st, 0, 1, &mb, 0, nullptr, 0, nullptr);
   written_.clear();
   read_.clear();
@@ -190,6 +196,7 @@ void VulkanBackend::barrier(Batch& b) {
 
 void VulkanBackend::submit() {
   if (!current_) return;
+  HostTimer ht(timing_, counters_.host_submit_ns);
   Batch& b = *current_;
   {  // shader and transfer writes (staged reads copy into host memory) become visible to the host
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};

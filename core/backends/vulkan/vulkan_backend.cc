@@ -69,6 +69,7 @@ void VulkanBackend::apply_limits(const std::string& profile) {
 SlotId VulkanBackend::malloc(const AVal& tag) {
   std::lock_guard lock(mu_);
   alive();
+  HostTimer ht(timing_, counters_.host_alloc_ns);
   const std::size_t n = tag.bytes();
   std::unique_ptr<Buf> b = acquire(n);
   const SlotId id = new_slot_id();
@@ -87,6 +88,7 @@ void VulkanBackend::incref(SlotId id) {
 void VulkanBackend::decref(SlotId id) {
   std::lock_guard lock(mu_);
   if (!ctx_) return;  // after shutdown
+  HostTimer ht(timing_, counters_.host_alloc_ns);
   Slot& s = get(id);
   if (--s.refs > 0) return;
   bytes_ -= s.bytes;
@@ -223,6 +225,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare_kernel(const Kernel& k) {
 void VulkanBackend::dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) {
   std::lock_guard lock(mu_);
   alive();
+  HostTimer ht(timing_, counters_.host_dispatch_ns);
   if (auto* hr = dynamic_cast<HostRoutineExe*>(&exe)) return host_routine(*hr, in, out);
   if (auto* sc = dynamic_cast<ScanExe*>(&exe)) return run_scan(*sc, in, out);
   if (auto* pe = dynamic_cast<PreencodedExe*>(&exe)) return run_preencoded(*pe, in, out);

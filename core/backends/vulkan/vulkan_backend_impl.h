@@ -7,6 +7,7 @@
 // the public vulkan:: API), vk_recorder.cc (command buffers, barriers, copies, submission) and
 // vk_scan_exec.cc (fused, preencoded and Kogge-Stone scans).
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -30,6 +31,21 @@
 namespace jx::vk {
 
 constexpr std::uint32_t kSetsPerBatch = 512;
+
+// Adds the host time of a scope to a counter while timing is on (a no-op otherwise).
+class HostTimer {
+ public:
+  HostTimer(bool on, std::uint64_t& ns) : ns_(on ? &ns : nullptr), t0_(on ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{}) {}
+  ~HostTimer() {
+    if (ns_) *ns_ += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count());
+  }
+  HostTimer(const HostTimer&) = delete;
+  HostTimer& operator=(const HostTimer&) = delete;
+
+ private:
+  std::uint64_t* ns_;
+  std::chrono::steady_clock::time_point t0_;
+};
 constexpr std::uint32_t kDescriptorsPerBatch = 8192;
 constexpr std::uint32_t kCachedSets = 4096, kCachedDescriptors = 65536;  // cached_set's pool
 
