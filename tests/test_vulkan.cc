@@ -2,6 +2,8 @@
 // the WebGPU limits profile, counters, memory and the documented 3-tuple associative-scan loss.
 // Registered twice in ctest: plain and with JX_VULKAN_VALIDATION=1, where any validation
 // message fails the test that produced it.
+#include <chrono>
+
 #include "core/backends/vulkan/vulkan.h"
 #include "core/instrument/instrument.h"
 #include "core/jit/program.h"
@@ -303,6 +305,32 @@ TEST(Vulkan, LargeReductionsSplitOverWorkgroups) {
     for (int r = 0; r < 3; ++r) again.push_back(jf(iota()));  // no host wait in between
     for (const auto& a : again) EXPECT_TRUE(all_close(a, want, cases[c].second, 1e-6)) << "case " << c << " under jit";
   }
+}
+
+// Host time of the recording, split, while timing is on; nothing is timed (or counted) when off.
+TEST(Vulkan, HostTimersSplitTheRecordingOnlyWhileTimingIsOn) {
+  DefaultDeviceScope vk("vulkan");
+  auto f = jit([](const Array& a) { return np::sum(np::exp(a) * a, std::vector<std::int64_t>{1}); });
+  Array a = np::reshape(np::arange(0, 128, 1, DType::float32), {4, 32}) * 0.01;
+  (void)f(a).to_vector<double>();
+  auto run = [&] {
+    vulkan::reset_counters();
+    for (int i = 0; i < 5; ++i) (void)f(a).to_vector<double>();
+    return vulkan::counters();
+  };
+  const auto off = run();
+  EXPECT_GT(off.dispatches, 0u);
+  EXPECT_EQ(off.host_dispatch_ns + off.host_driver_ns + off.host_submit_ns + off.host_alloc_ns, 0u);
+  vulkan::set_timing(true);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto on = run();
+  const auto wall_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  vulkan::set_timing(false);
+  EXPECT_GT(on.host_dispatch_ns, 0u);
+  EXPECT_GT(on.host_driver_ns, 0u);  // vkCmd* of every dispatch
+  EXPECT_GT(on.host_submit_ns, 0u);  // each read submits
+  EXPECT_GT(on.host_alloc_ns, 0u);
+  EXPECT_LT(on.host_dispatch_ns + on.host_alloc_ns, wall_ns);  // disjoint scopes of the calls timed
 }
 
 // Which pipelines ran, from the GPU timings (names carry _split / _wg).
