@@ -1,7 +1,7 @@
 // The vulkan backend against the cpu oracle (ggml test-backend-ops style) on random inputs, plus
 // the WebGPU limits profile, counters, memory and the documented 3-tuple associative-scan loss.
-// Registered twice in ctest: plain and with JX_VULKAN_VALIDATION=1, where any validation
-// message fails the test that produced it.
+// In ctest: each test on its own, and the whole binary once more with JX_VULKAN_VALIDATION=1
+// (validation.test_vulkan), where any validation message fails the test that produced it.
 #include <chrono>
 
 #include "core/backends/vulkan/vulkan.h"
