@@ -31,6 +31,8 @@
 namespace jx::vk {
 
 constexpr std::uint32_t kSetsPerBatch = 512;
+constexpr std::uint32_t kDescriptorsPerBatch = 8192;
+constexpr std::uint32_t kCachedSets = 4096, kCachedDescriptors = 65536;  // cached_set's pool
 
 // Adds the host time of a scope to a counter while timing is on (a no-op otherwise).
 class HostTimer {
@@ -46,8 +48,6 @@ class HostTimer {
   std::uint64_t* ns_;
   std::chrono::steady_clock::time_point t0_;
 };
-constexpr std::uint32_t kDescriptorsPerBatch = 8192;
-constexpr std::uint32_t kCachedSets = 4096, kCachedDescriptors = 65536;  // cached_set's pool
 
 struct Buf {
   BufferH buf;
