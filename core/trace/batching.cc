@@ -27,8 +27,6 @@ std::vector<std::int64_t> shifted(const std::vector<std::int64_t>& v, std::int64
   return r;
 }
 
-Array to_front(const Array& v, std::int64_t bdim) { return bdim == 0 ? v : np::moveaxis(v, bdim, 0); }
-
 class BatchTrace final : public MainTrace {
  public:
   explicit BatchTrace(std::int64_t size) : size_(size) {}
@@ -120,8 +118,8 @@ class BatchTrace final : public MainTrace {
         return control_batch(p, vals, bd, size_, params);
       case Prim::dot_general: {
         // Both mapped: a new leading batch dim. One mapped: its axis is a free dim of that operand.
-        Array l = bd[0] ? to_front(vals[0], *bd[0]) : vals[0];
-        Array r = bd[1] ? to_front(vals[1], *bd[1]) : vals[1];
+        Array l = bd[0] ? batch_axis_at(vals[0], bd[0], 0, size_) : vals[0];
+        Array r = bd[1] ? batch_axis_at(vals[1], bd[1], 0, size_) : vals[1];
         const std::int64_t sl = bd[0] ? 1 : 0, sr = bd[1] ? 1 : 0;
         q.lhs_contract = shifted(params.lhs_contract, sl);
         q.lhs_batch = shifted(params.lhs_batch, sl);

@@ -336,25 +336,23 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(Prim pr
   const std::size_t nc = p.num_consts, nk = p.num_carry, n = vals.size();
   const Jaxpr& j = body_of(p);
   const auto bin = p.body->in_avals();
-  auto front = [size](const Array& v, std::optional<std::int64_t> b, std::int64_t to) { return batch_axis_at(v, b, to, size); };
   std::vector<Array> consts, carry, xs;
   std::vector<std::optional<std::int64_t>> in_axes;
   std::vector<AVal> avals;
-  auto batched = [size](const AVal& a) { return with_batch_axis(a, 0, size); };
   for (std::size_t i = 0; i < nc; ++i) {
-    consts.push_back(bd[i] ? front(vals[i], bd[i], 0) : vals[i]);
+    consts.push_back(bd[i] ? batch_axis_at(vals[i], bd[i], 0, size) : vals[i]);
     in_axes.push_back(bd[i] ? std::optional<std::int64_t>(0) : std::nullopt);
-    avals.push_back(bd[i] ? batched(bin[i]) : bin[i]);
+    avals.push_back(bd[i] ? with_batch_axis(bin[i], 0, size) : bin[i]);
   }
   for (std::size_t i = nc; i < nc + nk; ++i) {  // every carry batched (a body may batch an unbatched one)
-    carry.push_back(front(vals[i], bd[i], 0));
+    carry.push_back(batch_axis_at(vals[i], bd[i], 0, size));
     in_axes.push_back(0);
-    avals.push_back(batched(bin[i]));
+    avals.push_back(with_batch_axis(bin[i], 0, size));
   }
   for (std::size_t i = nc + nk; i < n; ++i) {  // xs batched on axis 1: the scan axis stays first
-    xs.push_back(bd[i] ? front(vals[i], bd[i], 1) : vals[i]);
+    xs.push_back(bd[i] ? batch_axis_at(vals[i], bd[i], 1, size) : vals[i]);
     in_axes.push_back(bd[i] ? std::optional<std::int64_t>(0) : std::nullopt);
-    avals.push_back(bd[i] ? batched(bin[i]) : bin[i]);
+    avals.push_back(bd[i] ? with_batch_axis(bin[i], 0, size) : bin[i]);
   }
   FlatFn body = vmap_flat([&](const std::vector<Array>& a) { return eval_jaxpr(j, {}, a); }, in_axes, {0});
   auto out = bind_scan(body, avals, consts, carry, xs, p.length, p.reverse, p.require_paths);
