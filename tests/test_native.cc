@@ -1,6 +1,8 @@
 // Differential tests (ggml test-backend-ops style): jitted programs on `native` against the
 // cpu interpreter on random inputs, float64 and float32, plus the compiler, caches and pool.
+#include <bit>
 #include <filesystem>
+#include <unistd.h>
 #include <fstream>
 
 #include "core/backends/native/c_renderer.h"
@@ -52,6 +54,67 @@ TEST_P(NativeEveryCase, JitOfVjpMatchesCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, NativeEveryCase, ::testing::ValuesIn(jxt::cases()), [](const auto& info) { return info.param.name; });
+
+namespace {
+// Equal bit for bit (signed zeros included); NaN matches NaN.
+::testing::AssertionResult same_bits(const std::vector<double>& got, const std::vector<double>& want) {
+  if (got.size() != want.size()) return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (!(std::isnan(got[i]) && std::isnan(want[i])) && std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(want[i]))
+      return ::testing::AssertionFailure() << "element " << i << ": got " << got[i] << ", want " << want[i];
+  return ::testing::AssertionSuccess();
+}
+}  // namespace
+
+// Kernels of at least native::kParallelElements elements run on OpenMP threads: elementwise over
+// their outputs, reductions over their outputs (many) or over each output's terms (few), the
+// terms then summed in the interpreter's order. Every result equals the interpreter's bit for bit.
+TEST(Native, LargeKernelsRunOnThreadsAndMatchTheInterpreterBitForBit) {
+  const std::string flag = native::openmp_flag();
+  const char* off = std::getenv("JX_NATIVE_OPENMP");
+  if (!(off && std::string(off) == "0")) {
+    EXPECT_EQ(flag, " -fopenmp") << "the C compiler should build OpenMP objects (libgomp)";
+  }
+  EXPECT_NE(native::compiler_command().find(flag), std::string::npos);
+  const std::string cache = (std::filesystem::temp_directory_path() / ("jx-native-par-" + std::to_string(::getpid()))).string();
+  ::setenv("JX_NATIVE_CACHE", cache.c_str(), 1);
+  auto prog = [](const Array& a, const Array& b, const Array& c, const Array& i) {
+    Array e = a * a / b + np::log(b);                                                     // elementwise, 3 x 70000
+    Array full = np::sum(e);                                                              // one output, 210000 terms
+    Array rows = np::sum(e, std::vector<std::int64_t>{1});                                // 3 outputs of 70000 terms
+    Array cols = np::max(np::reshape(e, {2100, 100}), std::vector<std::int64_t>{0});      // 100 outputs
+    Array two = np::prod(np::reshape(c, {2, 300, 300}) * 0.001 + 1.0, std::vector<std::int64_t>{1, 2});  // terms over two dims
+    Array ints = np::sum(i * 7, std::vector<std::int64_t>{0, 1});
+    return std::vector<Array>{e, full, rows, cols, two, ints};
+  };
+  auto f = jit([&](const std::vector<Array>& x) { return prog(x[0], x[1], x[2], x[3]); });
+  for (DType d : {DType::float32, DType::float64}) {
+    auto a_v = jxt::randn(210000, 3), b_v = jxt::randn(210000, 4), c_v = jxt::randn(180000, 5);
+    for (auto& x : b_v) x = std::abs(x) + 0.05;
+    a_v[1234] = std::nan("");  // NaN reaches the sum and the max of its column
+    b_v[99] = 0.0;             // -> inf terms
+    std::vector<Array> x{np::array(a_v, Shape{3, 70000}, d), np::array(b_v, Shape{3, 70000}, d), np::array(c_v, Shape{180000}, d),
+                         np::astype(np::array(c_v, Shape{600, 300}, d) * 1000.0, DType::int32)};
+    auto want = f(x);
+    DefaultDeviceScope native("native");
+    auto got = f(on(x, "native"));
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < got.size(); ++k) {
+      EXPECT_EQ(got[k].backend().info().backend, "native");
+      EXPECT_TRUE(same_bits(vals(got[k]), vals(want[k]))) << "output " << k << " " << dtype_name(d);
+    }
+  }
+  ::unsetenv("JX_NATIVE_CACHE");
+  std::size_t parallel_loops = 0;
+  for (const auto& e : std::filesystem::directory_iterator(cache))
+    if (e.path().extension() == ".c") {
+      std::ifstream in(e.path());
+      const std::string src((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      for (std::size_t p = src.find("#pragma omp parallel for"); p != std::string::npos; p = src.find("#pragma omp parallel for", p + 1)) ++parallel_loops;
+    }
+  std::filesystem::remove_all(cache);
+  EXPECT_GE(parallel_loops, 2u * 5u);  // per dtype: the elementwise kernel and every reduction
+}
 
 TEST(Native, DeviceAndEagerOps) {
   auto devs = devices();

@@ -166,58 +166,101 @@ std::string reduce_finish(const Kernel& k, const std::string& ind) {
 
 std::string reduce_store(const Kernel& k) { return k.out.dtype == DType::int32 ? "jx_d2i_wrap(acc)" : store(k.out.dtype, "acc"); }
 
-std::string render_kernel(const Kernel& k, const std::string& name, bool is_static) {
+// Threads (OpenMP, where the compiler has it) split a kernel only along what the interpreter
+// does independently: output elements, each written once, and the terms of a reduction, which
+// are evaluated in parallel into a scratch block and then accumulated by one thread in the
+// interpreter's order. Results are therefore bit for bit those of the one-thread loop.
+std::string render_kernel(const Kernel& k, const std::string& name, bool is_static, bool parallel) {
   std::string s = fmt::format("// {}\n{}void {}(const void* const* in_, void* const* out_) {{\n", k.name,
                               is_static ? "static inline " : "", name);
   for (std::size_t i = 0; i < k.inputs.size(); ++i)
     s += fmt::format("  const {0}* restrict in{1} = (const {0}*)in_[{1}];\n", c_type(k.inputs[i].dtype), i);
-  s += fmt::format("  {0}* restrict out = ({0}*)out_[0];\n  int64_t o = 0;\n", c_type(k.out.dtype));
+  s += fmt::format("  {0}* restrict out = ({0}*)out_[0];\n", c_type(k.out.dtype));
   std::vector<std::string> idx;
   for (std::size_t d = 0; d < k.space.size(); ++d) idx.push_back(fmt::format("i{}", d));
-  auto is_red = [&](std::size_t d) {
-    return std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end();
-  };
+  std::vector<std::size_t> kept, red;
+  for (std::size_t d = 0; d < k.space.size(); ++d)
+    (std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end() ? red : kept).push_back(d);
+  std::int64_t n_out = 1, n_in = 1;
+  for (auto d : kept) n_out *= k.space[d];
+  for (auto d : red) n_in *= k.space[d];
+  const bool big = parallel && n_out * n_in >= kParallelElements;
+  // over the outputs when there are enough of them; else over each output's terms
+  const bool par_out = big && n_out >= kParallelMinOutputs, par_terms = big && !par_out && k.is_reduction();
   std::string ind = "  ";
-  auto open = [&](bool reduced) {
-    for (std::size_t d = 0; d < k.space.size(); ++d)
-      if (is_red(d) == reduced) {
-        s += fmt::format("{0}for (int64_t i{1} = 0; i{1} < {2}; ++i{1}) {{\n", ind, d, k.space[d]);
-        ind += "  ";
-      }
+  // the kept dims' loops, perfectly nested (collapsible); o is the row-major output index
+  auto open_kept = [&] {
+    if (par_out && !kept.empty()) s += fmt::format("{}#pragma omp parallel for collapse({}) schedule(static)\n", ind, kept.size());
+    for (auto d : kept) {
+      s += fmt::format("{0}for (int64_t i{1} = 0; i{1} < {2}; ++i{1}) {{\n", ind, d, k.space[d]);
+      ind += "  ";
+    }
+    std::string o = "0";
+    std::int64_t stride = 1;
+    for (auto d = kept.rbegin(); d != kept.rend(); ++d) {
+      o += fmt::format(" + {}*i{}", stride, *d);
+      stride *= k.space[*d];
+    }
+    s += fmt::format("{}const int64_t o = {};\n", ind, o);
   };
-  auto close = [&](bool reduced) {
-    for (std::size_t d = 0; d < k.space.size(); ++d)
-      if (is_red(d) == reduced) {
-        ind.resize(ind.size() - 2);
-        s += ind + "}\n";
-      }
+  auto close = [&](std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      ind.resize(ind.size() - 2);
+      s += ind + "}\n";
+    }
   };
   if (!k.is_reduction()) {
-    open(false);
+    open_kept();
     s += nodes_code(k, k.reachable(k.body), idx, ind);
-    s += fmt::format("{}out[o++] = {};\n", ind, store(k.out.dtype, fmt::format("v{}", k.body)));
-    close(false);
+    s += fmt::format("{}out[o] = {};\n", ind, store(k.out.dtype, fmt::format("v{}", k.body)));
+    close(kept.size());
     return s + "}\n";
   }
-  open(false);
+  const auto body = k.reachable(k.body);
+  if (par_terms) s += fmt::format("  double* terms = (double*)malloc(sizeof(double) * {});\n", std::min(n_in, kParallelBlock));
+  open_kept();
   s += fmt::format("{}double acc = {};\n", ind, reduce_identity(k));
-  open(true);
-  s += nodes_code(k, k.reachable(k.body), idx, ind);
-  s += reduce_update(k, fmt::format("(double)v{}", k.body), ind);
-  close(true);
+  if (par_terms) {
+    // blocks of terms: evaluated in parallel (the flat term index r gives the reduced dims'
+    // indices), accumulated in order; without scratch memory the loop runs on one thread
+    s += fmt::format("{0}for (int64_t b0 = 0; b0 < {1}; b0 += {2}) {{\n{0}  const int64_t nb = {1} - b0 < {2} ? {1} - b0 : {2};\n", ind, n_in,
+                     kParallelBlock);
+    ind += "  ";
+    s += fmt::format("{}#pragma omp parallel for schedule(static) if (terms != 0)\n", ind);
+    s += fmt::format("{}for (int64_t r = b0; r < b0 + nb; ++r) {{\n", ind);
+    std::int64_t stride = 1;
+    std::string idx_code;
+    for (auto d = red.rbegin(); d != red.rend(); ++d) {
+      idx_code = fmt::format("{}  const int64_t i{} = r / {} % {};\n", ind, *d, stride, k.space[*d]) + idx_code;
+      stride *= k.space[*d];
+    }
+    s += idx_code + nodes_code(k, body, idx, ind + "  ");
+    s += fmt::format("{0}  if (terms) terms[r - b0] = (double)v{1};\n{0}  else {{\n{2}{0}  }}\n{0}}}\n", ind, k.body,
+                     reduce_update(k, fmt::format("(double)v{}", k.body), ind + "    "));
+    s += fmt::format("{}if (terms)\n{}  for (int64_t r = 0; r < nb; ++r) {{\n", ind, ind);
+    s += reduce_update(k, "terms[r]", ind + "    ") + ind + "  }\n";
+    close(1);
+  } else {
+    for (auto d : red) {
+      s += fmt::format("{0}for (int64_t i{1} = 0; i{1} < {2}; ++i{1}) {{\n", ind, d, k.space[d]);
+      ind += "  ";
+    }
+    s += nodes_code(k, body, idx, ind);
+    s += reduce_update(k, fmt::format("(double)v{}", k.body), ind);
+    close(red.size());
+  }
   s += reduce_finish(k, ind);
   if (k.epilogue >= 0) {
     std::vector<std::string> eidx = idx;
-    for (std::size_t d = 0; d < k.space.size(); ++d)
-      if (is_red(d)) eidx[d] = "0";
+    for (auto d : red) eidx[d] = "0";
     s += nodes_code(k, k.reachable(k.epilogue), eidx, ind);
-    s += fmt::format("{}out[o++] = {};\n", ind, store(k.out.dtype, fmt::format("v{}", k.epilogue)));
+    s += fmt::format("{}out[o] = {};\n", ind, store(k.out.dtype, fmt::format("v{}", k.epilogue)));
   } else {
-    s += fmt::format("{}out[o++] = {};\n", ind, reduce_store(k));
+    s += fmt::format("{}out[o] = {};\n", ind, reduce_store(k));
   }
-  close(false);
+  close(kept.size());
+  if (par_terms) s += "  free(terms);\n";
   return s + "}\n";
 }
-
 
 }  // namespace jx::native

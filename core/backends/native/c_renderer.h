@@ -10,8 +10,12 @@ namespace jx::native {
 // C99 helpers every generated translation unit starts with (NaN-propagating max/min, wrapping
 // int32 arithmetic, saturating float->int32), matching the cpu interpreter's semantics.
 std::string c_prelude();
-// One kernel as `void <name>(const void* const* in, void* const* out)`.
-std::string render_kernel(const Kernel& k, const std::string& name, bool is_static = false);
+// One kernel as `void <name>(const void* const* in, void* const* out)`. With `parallel`, a
+// kernel of at least kParallelElements (space) elements runs on OpenMP threads: over its outputs
+// when it has kParallelMinOutputs of them, else (a reduction) over each output's terms in
+// blocks of kParallelBlock, accumulated in order afterwards; the results do not change.
+inline constexpr std::int64_t kParallelElements = 1 << 16, kParallelMinOutputs = 64, kParallelBlock = 1 << 16;
+std::string render_kernel(const Kernel& k, const std::string& name, bool is_static = false, bool parallel = false);
 // A whole scan as `void <name>(const void* const* operands, void* const* results)`: one C
 // loop over the steps. Small bodies without routines are unrolled into straight-line code over
 // local arrays indexed by constants (registers once compiled; *unrolled set true); otherwise body

@@ -43,13 +43,42 @@ std::string cache_dir() {
   return fmt::format("/tmp/jxlab-native-{}", getuid());
 }
 
+// "-fopenmp" when the compiler builds and the loader loads an OpenMP object (probed once per
+// process); empty with JX_NATIVE_OPENMP=0 or without OpenMP (the pragmas are then ignored).
+std::string openmp_flag() {
+  static const std::string flag = [] {
+    if (const char* e = std::getenv("JX_NATIVE_OPENMP"); e && std::string(e) == "0") return std::string();
+    const char* cc = std::getenv("JX_CC");
+    std::error_code ec;
+    const fs::path dir = fs::temp_directory_path(ec);
+    if (ec) return std::string();
+    const std::string tag = fmt::format("jx-omp-probe-{}", getpid());
+    const fs::path src = dir / (tag + ".c"), so = dir / (tag + ".so");
+    {
+      std::ofstream out(src);
+      out << "void jx_probe(int n, int* a) {\n#pragma omp parallel for\n  for (int i = 0; i < n; ++i) a[i] = i;\n}\n";
+    }
+    const std::string line = fmt::format("{} -fopenmp -fPIC -shared -o '{}' '{}' > /dev/null 2>&1", cc && *cc ? cc : "cc", so.string(), src.string());
+    bool ok = std::system(line.c_str()) == 0;
+    if (ok) {
+      void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+      ok = h != nullptr;
+      if (h) dlclose(h);
+    }
+    fs::remove(src, ec);
+    fs::remove(so, ec);
+    return ok ? std::string(" -fopenmp") : std::string();
+  }();
+  return flag;
+}
+
 std::string compiler_command(std::size_t source_bytes) {
   const char* cc = std::getenv("JX_CC");
   // no -ffast-math: NaN/inf semantics and rounding must match the cpu oracle. Very large
   // programs (hessians of unrolled associative scans: 1.1 MB of C took 21.5 s at -O3, 10.4 s at
   // -O1) get -O1: compile time grows faster than the run time they save.
   const char* opt = source_bytes > kLargeSource ? "-O1" : "-O3";
-  return fmt::format("{} -std=c11 {} -march=native -ffp-contract=off -fno-math-errno -fPIC -shared", cc && *cc ? cc : "cc", opt);
+  return fmt::format("{} -std=c11 {} -march=native -ffp-contract=off -fno-math-errno -fPIC -shared{}", cc && *cc ? cc : "cc", opt, openmp_flag());
 }
 
 std::string compiler_version() {

@@ -33,6 +33,9 @@ std::string cache_dir();
 // of the cache key.
 inline constexpr std::size_t kLargeSource = 256 * 1024;
 std::string compiler_command(std::size_t source_bytes = 0);
+// " -fopenmp" when the compiler and loader support OpenMP (probed once), else empty; also empty
+// with JX_NATIVE_OPENMP=0. Threads: OMP_NUM_THREADS, default one per core.
+std::string openmp_flag();
 // The compiler's first --version line, or empty when it cannot run.
 std::string compiler_version();
 

@@ -70,7 +70,7 @@ class NativeBackend final : public HostBackend {
       keys.push_back(k.key());
       if (kernels_.count(keys.back()) || std::any_of(pending.begin(), pending.end(), [&](auto& t) { return t.first == keys.back(); })) continue;
       const std::string sym = fmt::format("jx_k{:016x}", native::fnv1a(keys.back()));
-      source += native::render_kernel(k, sym) + "\n";
+      source += native::render_kernel(k, sym, false, true) + "\n";
       pending.emplace_back(keys.back(), sym);
     }
     if (!pending.empty()) {
