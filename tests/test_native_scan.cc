@@ -235,6 +235,46 @@ TEST(NativeScan, SmallBodiesUnrollAndMatchTheInterpreterBitForBit) {
   }
 }
 
+// A Kalman-like body whose sums meet −0 terms (−0 states and noise, −0 and 0 in the matrices,
+// products that underflow, inf and NaN): the sums whose results only feed products summed again
+// (C·F, G·C, G·m) and the carried C and m start from their first term, and every output (ys and
+// final carries, where the loose carries get +0 added) still equals the interpreter's bit for bit.
+TEST(NativeScan, SumsFromTheirFirstTermKeepTheInterpretersSignsOfZero) {
+  auto run = [](const Array& xs) {
+    const DType f = DType::float32;
+    Array G = np::array({{1.0, -0.0}, {0.0, 1.0}}, f), F = np::array({1.0, -0.0}, f), W = np::array({{-0.0, -0.0}, {-0.0, -0.0}}, f);
+    auto body = [&](const std::pair<Array, Array>& c, const Array& x) {
+      const auto& [C, m] = c;
+      Array CF = np::matmul(C, F);
+      Array Q = np::matmul(F, CF) + x * x;
+      Array K = np::matmul(G, CF) * (x / Q);
+      Array L = G - np::reshape(K, {2, 1}) * np::reshape(F, {1, 2});
+      Array C2 = np::matmul(np::matmul(G, C), np::transpose(L)) + W;
+      Array m2 = np::matmul(G, m) + K * x;
+      return std::pair{std::pair{C2, m2}, std::vector<Array>{C, m, Q, K}};
+    };
+    auto init = std::pair{np::array({{-0.0, -0.0}, {-0.0, 1.0}}, f), np::array({-0.0, -0.0}, f)};
+    auto [c, ys] = lax::scan(body, init, xs);
+    return std::vector<Array>{c.first, c.second, ys[0], ys[1], ys[2], ys[3]};
+  };
+  Array xs = np::array({2.0, 1.5, 1e-30, -1e-30, 0.5, -0.0, INFINITY, 1.0, 0.0, NAN, 0.5}, DType::float32);
+  for (std::int64_t n : {2, 5, 11}) {
+    Array x = np::index(xs, {np::Slice{0, n}});
+    std::vector<Array> want;
+    {
+      DefaultDeviceScope cpu("cpu");
+      want = run(device_put(x, "cpu"));
+    }
+    DefaultDeviceScope native("native");
+    ScanPathTracker t;
+    auto got = jit(run)(device_put(x, "native"));
+    t.expect_path(ScanPath::fused);
+    EXPECT_TRUE(unrolled(t)) << t.choices().back().details;
+    EXPECT_NE(t.choices().back().details.find("sums start from their first term"), std::string::npos) << t.choices().back().details;
+    for (std::size_t j = 0; j < got.size(); ++j) EXPECT_TRUE(same_bits(got[j], want[j])) << "n " << n << " output " << j;
+  }
+}
+
 TEST(NativeScan, LargeBodiesLoopOverTheirKernels) {
   // a 48x48 matmul per step is beyond the unrolling budget: kernels stay loops over a block
   auto run = [](const Array& m, const Array& xs) {

@@ -21,8 +21,10 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
 // local arrays indexed by constants (registers once compiled; *unrolled set true); otherwise body
 // kernels become static functions, routines C code, carries and temporaries one block allocated
 // once per call (on the stack when small). Throws BackendError when the body holds a step it
-// cannot render (a nested scan).
-std::string render_scan(const ScanProgram& s, const std::string& name, bool* unrolled = nullptr);
+// cannot render (a nested scan). In unrolled bodies, sums whose results only flow where a sign of
+// zero cannot matter start from their first term (counted in *first_term_sums); the results
+// leaving the loop are those of the interpreter, bit for bit.
+std::string render_scan(const ScanProgram& s, const std::string& name, bool* unrolled = nullptr, int* first_term_sums = nullptr);
 std::string c_type(DType d);
 std::string literal(DType d, double v);  // exact (hex floats)
 // The statements `const T v<i> = ...;` computing `order`'s nodes; idx[d] is the C expression of

@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cmath>
 #include <fmt/format.h>
 
 #include "core/array/errors.h"
@@ -148,7 +149,8 @@ std::int64_t unroll_cost(const Program& b) {
 // non-reduced dims, as render_kernel's loops. A float32 reduction of at most two terms
 // accumulates in float: the double sum (or product) of two floats rounded once to float is the
 // correctly rounded float result, so this equals the interpreter's double accumulation.
-std::string unrolled_kernel(const Kernel& k, const std::vector<std::string>& in, const std::string& out, const std::string& ind) {
+std::string unrolled_kernel(const Kernel& k, const std::vector<std::string>& in, const std::string& out, const std::string& ind,
+                            bool from_first_term) {
   std::vector<std::size_t> kept, red;
   for (std::size_t d = 0; d < k.space.size(); ++d)
     (std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end() ? red : kept).push_back(d);
@@ -177,11 +179,13 @@ std::string unrolled_kernel(const Kernel& k, const std::vector<std::string>& in,
       s += fmt::format("{}{}[{}] = {};\n", in2, out, o, store(k.out.dtype, fmt::format("v{}", k.body)));
     } else {
       const bool f32 = k.nodes[k.body].dtype == DType::float32 && nred <= 2;
-      s += fmt::format("{}{} acc = {};\n", in2, f32 ? "float" : "double", reduce_identity(k));
+      const bool first = from_first_term && nred > 0;  // see loose_buffers
+      s += fmt::format("{}{} acc{};\n", in2, f32 ? "float" : "double", first ? "" : " = " + reduce_identity(k));
       for (std::int64_t r = 0; r < nred; ++r) {
         assign(idx, red, r);
+        const std::string v = (f32 ? "v" : "(double)v") + std::to_string(k.body);
         s += in2 + "{\n" + nodes_code(k, body, idx, in2 + "  ", &in);
-        s += reduce_update(k, (f32 ? "v" : "(double)v") + std::to_string(k.body), in2 + "  ") + in2 + "}\n";
+        s += (first && r == 0 ? fmt::format("{}  acc = {};\n", in2, v) : reduce_update(k, v, in2 + "  ")) + in2 + "}\n";
       }
       s += reduce_finish(k, in2);
       if (k.epilogue >= 0) {
@@ -197,7 +201,136 @@ std::string unrolled_kernel(const Kernel& k, const std::vector<std::string>& in,
   return s;
 }
 
-std::string render_scan_unrolled(const ScanProgram& sp, const std::string& name) {
+// Signs of zero in unrolled bodies. A float sum that starts from +0 (the interpreter's order)
+// never yields −0, and its value does not depend on the signs of zero of its terms: adding ±0
+// to a partial sum ≠ −0 leaves it unchanged. So a sum whose result is only used where the sign
+// of a zero cannot matter may start from its first term instead (one add less on the path),
+// its result differing from the interpreter's only where that is −0 for +0: call such values
+// loose. add/sub/mul/neg and float conversions map values that differ only in signs of zero to
+// values that do (0·inf is NaN either way), so a loose input read only through them leaves the
+// reader's result loose, and exact if it reaches only the terms of a reader's from-+0 sum. A
+// loop-carried value may be loose when every reader in the body tolerates it; it is made exact
+// (+0 added: −0 + 0 = +0, all else unchanged) where it leaves the loop, as ys or final carry.
+struct LooseUses {
+  bool ok = true;         // only through add/sub/mul/neg/float convert
+  bool terms_only = true; // and only into the terms of the kernel's sum (not its epilogue)
+};
+
+bool sign_preserving(const Kernel& k, const KNode& n) {
+  if (n.kind != KNodeKind::alu) return false;
+  switch (n.prim) {
+    case Prim::add: case Prim::sub: case Prim::mul: case Prim::neg: return true;
+    case Prim::convert: return is_floating(n.dtype) && n.a >= 0 && is_floating(k.nodes[n.a].dtype);
+    default: return false;
+  }
+}
+
+// How kernel k uses the nodes `from` (and everything computed from them).
+LooseUses loose_uses(const Kernel& k, const std::vector<char>& from) {
+  std::vector<char> dep = from;
+  LooseUses u;
+  for (std::size_t i = 0; i < k.nodes.size(); ++i) {  // nodes are in topological order
+    const KNode& n = k.nodes[i];
+    const bool load_index = n.kind == KNodeKind::load && k.loads[n.load].indexed && n.a >= 0 && dep[n.a];
+    const bool uses = n.kind == KNodeKind::alu && ((n.a >= 0 && dep[n.a]) || (n.b >= 0 && dep[n.b]) || (n.c >= 0 && dep[n.c]));
+    if (load_index || (uses && !sign_preserving(k, n))) u.ok = false;
+    if (uses) dep[i] = 1;
+  }
+  const bool float_sum = k.is_reduction() && k.reduce_op == Prim::reduce_sum && is_floating(k.nodes[k.body].dtype);
+  if (!float_sum) u.terms_only = false;
+  if (k.epilogue >= 0)
+    for (int i : k.reachable(k.epilogue))
+      if (dep[i]) u.terms_only = false;
+  if (!k.is_reduction() && dep[k.body]) u.terms_only = false;
+  return u;
+}
+
+// A reduce_sum whose epilogue passes the sum on only through sign-preserving nodes: started from
+// its first term, its output is loose.
+bool can_start_from_first_term(const Kernel& k) {
+  if (!k.is_reduction() || k.reduce_op != Prim::reduce_sum || !is_floating(k.nodes[k.body].dtype)) return false;
+  if (k.epilogue < 0) return true;
+  std::vector<char> acc(k.nodes.size(), 0);
+  for (std::size_t i = 0; i < k.nodes.size(); ++i)
+    if (k.nodes[i].kind == KNodeKind::reduce_result) acc[i] = 1;
+  return loose_uses(k, acc).ok;
+}
+
+// Whether kernel k's output is never −0 in the interpreter (whatever the sign of zero of its
+// loose inputs): a from-+0 sum, an add with such an operand, a constant that is not −0, an input
+// buffer known to be never −0.
+bool never_minus_zero(const Kernel& k, const std::vector<char>& input_nnz) {
+  std::vector<char> nnz(k.nodes.size(), 0);
+  for (std::size_t i = 0; i < k.nodes.size(); ++i) {
+    const KNode& n = k.nodes[i];
+    switch (n.kind) {
+      case KNodeKind::load: nnz[i] = input_nnz[static_cast<std::size_t>(k.loads[n.load].buffer)]; break;
+      case KNodeKind::constant: nnz[i] = !(n.value == 0.0 && std::signbit(n.value)); break;
+      case KNodeKind::reduce_result: nnz[i] = k.reduce_op == Prim::reduce_sum; break;
+      case KNodeKind::iota: nnz[i] = 1; break;
+      case KNodeKind::alu:
+        nnz[i] = (n.prim == Prim::add && (nnz[n.a] || nnz[n.b])) || (n.prim == Prim::convert && nnz[n.a]);
+        break;
+    }
+  }
+  if (k.is_reduction()) return k.epilogue >= 0 ? nnz[k.epilogue] : k.reduce_op == Prim::reduce_sum;
+  return nnz[k.body];
+}
+
+// loose[u] for every body buffer: the greatest set of kernel-written buffers (and carries) whose
+// every reader tolerates a loose value. A carry qualifies only when the interpreter's next value
+// is never −0, so that +0 added where it leaves the loop restores it exactly.
+std::vector<char> loose_buffers(const ScanProgram& sp) {
+  const Program& b = sp.body;
+  const std::size_t nc = sp.num_consts, nk = sp.num_carry, nin = b.num_inputs;
+  std::vector<char> loose(b.buffers.size(), 0);
+  std::vector<int> producer(b.buffers.size(), -1), count(b.buffers.size(), 0);
+  for (std::size_t s = 0; s < b.steps.size(); ++s)
+    if (b.steps[s].kind == Step::Kind::kernel) producer[static_cast<std::size_t>(b.steps[s].out[0])] = static_cast<int>(s);
+  for (int o : b.outputs) ++count[static_cast<std::size_t>(o)];
+  std::vector<int> partner(b.buffers.size(), -1);  // carry-in <-> carry-out
+  for (std::size_t u = nin; u < b.buffers.size(); ++u) loose[u] = producer[u] >= 0 && count[u] == 0;
+  std::vector<char> nnz(b.buffers.size(), 0);  // the interpreter's value is never −0
+  for (const Step& st : b.steps)
+    if (st.kind == Step::Kind::kernel) {
+      std::vector<char> in;
+      for (int x : st.in) in.push_back(nnz[static_cast<std::size_t>(x)]);
+      nnz[static_cast<std::size_t>(st.out[0])] = never_minus_zero(b.kernels[st.index], in);
+    }
+  std::vector<char> carried_on(nin, 0);  // an input that is itself some carry's next value
+  for (std::size_t k = 0; k < nk; ++k)
+    if (static_cast<std::size_t>(b.outputs[k]) < nin) carried_on[static_cast<std::size_t>(b.outputs[k])] = 1;
+  for (std::size_t k = 0; k < nk; ++k) {
+    const auto out = static_cast<std::size_t>(b.outputs[k]);
+    if (out >= nin && producer[out] >= 0 && count[out] == 1 && is_floating(b.buffers[out].dtype) && !carried_on[nc + k] && nnz[out]) {
+      loose[out] = loose[nc + k] = 1;
+      partner[out] = static_cast<int>(nc + k);
+      partner[nc + k] = static_cast<int>(out);
+    }
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Step& st : b.steps) {
+      if (st.kind != Step::Kind::kernel) continue;
+      const Kernel& k = b.kernels[st.index];
+      for (std::size_t i = 0; i < st.in.size(); ++i) {
+        const auto u = static_cast<std::size_t>(st.in[i]);
+        if (!loose[u]) continue;
+        std::vector<char> from(k.nodes.size(), 0);
+        for (std::size_t n = 0; n < k.nodes.size(); ++n)
+          if (k.nodes[n].kind == KNodeKind::load && static_cast<std::size_t>(k.loads[k.nodes[n].load].buffer) == i) from[n] = 1;
+        const LooseUses use = loose_uses(k, from);
+        if (use.ok && (use.terms_only || loose[static_cast<std::size_t>(st.out[0])])) continue;
+        loose[u] = 0;
+        if (partner[u] >= 0) loose[static_cast<std::size_t>(partner[u])] = 0;
+        changed = true;
+      }
+    }
+  }
+  return loose;
+}
+
+std::string render_scan_unrolled(const ScanProgram& sp, const std::string& name, int* first_term_sums) {
   const Program& b = sp.body;
   const std::size_t nc = sp.num_consts, nk = sp.num_carry, nin = b.num_inputs, nx = nin - nc - nk;
   const std::size_t ny = b.outputs.size() - nk;
@@ -211,12 +344,17 @@ std::string render_scan_unrolled(const ScanProgram& sp, const std::string& name)
     if (u < nin) return fmt::format("x{}", u - nc - nk);
     return fmt::format("t{}", u);
   };
-  // dst[e] = src[e] for every element (unrolled: the arrays stay scalarisable)
-  auto copy = [](const std::string& dst, const std::string& src, std::int64_t n, const std::string& ind) {
+  // dst[e] = src[e] for every element (unrolled: the arrays stay scalarisable); exact adds +0
+  // to a loose value leaving the loop
+  auto copy = [](const std::string& dst, const std::string& src, std::int64_t n, const std::string& ind, const std::string& exact = "") {
     std::string s;
-    for (std::int64_t e = 0; e < n; ++e) s += fmt::format("{}{}[{}] = {}[{}];\n", ind, dst, e, src, e);
+    for (std::int64_t e = 0; e < n; ++e) {
+      const std::string v = fmt::format("{}[{}]", src, e);
+      s += fmt::format("{}{}[{}] = {};\n", ind, dst, e, exact.empty() ? v : fmt::format("{0} ? {1} + 0.0f : {1}", exact, v));
+    }
     return s;
   };
+  const std::vector<char> loose = loose_buffers(sp);
   std::string s = fmt::format("void {}(const void* const* in_, void* const* out_) {{\n", name);
   auto decl = [&](const std::string& var, std::size_t u) { s += fmt::format("  {} {}[{}];\n", T(u), var, std::max<std::int64_t>(elems(u), 1)); };
   for (std::size_t u = 0; u < nc; ++u)
@@ -241,22 +379,26 @@ std::string render_scan_unrolled(const ScanProgram& sp, const std::string& name)
     std::vector<std::string> in;
     for (int x : st.in) in.push_back(name_of(x));
     s += fmt::format("    // {}\n", b.kernels[st.index].name);
-    s += unrolled_kernel(b.kernels[st.index], in, name_of(st.out[0]), "    ");
+    const Kernel& k = b.kernels[st.index];
+    const bool first = loose[static_cast<std::size_t>(st.out[0])] && can_start_from_first_term(k);
+    if (first && first_term_sums) ++*first_term_sums;
+    s += unrolled_kernel(k, in, name_of(st.out[0]), "    ", first);
   }
   for (std::size_t j = 0; j < ny; ++j) {  // ys[t] before the carries change
     const std::size_t u = static_cast<std::size_t>(b.outputs[nk + j]);
-    s += copy(fmt::format("(({}*)out_[{}] + t * {})", T(u), nk + j, elems(u)), name_of(b.outputs[nk + j]), elems(u), "    ");
+    s += copy(fmt::format("(({}*)out_[{}] + t * {})", T(u), nk + j, elems(u)), name_of(b.outputs[nk + j]), elems(u), "    ", loose[u] ? "it > 0" : "");
   }
   for (std::size_t k = 0; k < nk; ++k) s += copy(fmt::format("st{}", k), name_of(b.outputs[k]), elems(nc + k), "    ");
   for (std::size_t k = 0; k < nk; ++k) s += copy(fmt::format("c{}", k), fmt::format("st{}", k), elems(nc + k), "    ");
   s += "  }\n";
-  for (std::size_t k = 0; k < nk; ++k) s += copy(fmt::format("(({}*)out_[{}])", T(nc + k), k), fmt::format("c{}", k), elems(nc + k), "  ");
+  for (std::size_t k = 0; k < nk; ++k)
+    s += copy(fmt::format("(({}*)out_[{}])", T(nc + k), k), fmt::format("c{}", k), elems(nc + k), "  ", loose[nc + k] && sp.length > 0 ? "1" : "");
   return s + "}\n";
 }
 
 }  // namespace
 
-std::string render_scan(const ScanProgram& sp, const std::string& name, bool* unrolled) {
+std::string render_scan(const ScanProgram& sp, const std::string& name, bool* unrolled, int* first_term_sums) {
   const Program& b = sp.body;
   for (const Step& st : b.steps)
     if (st.kind == Step::Kind::control) throw BackendError("native: nested scans in a scan body run as host loops");
@@ -267,7 +409,7 @@ std::string render_scan(const ScanProgram& sp, const std::string& name, bool* un
   const std::size_t ny = b.outputs.size() - nk;
   const bool unroll = b.routines.empty() && unroll_cost(b) <= kUnrollStatements;
   if (unrolled) *unrolled = unroll;
-  if (unroll) return render_scan_unrolled(sp, name);
+  if (unroll) return render_scan_unrolled(sp, name, first_term_sums);
   std::string s = kRoutines;
   for (std::size_t i = 0; i < b.kernels.size(); ++i) s += render_kernel(b.kernels[i], fmt::format("{}_k{}", name, i), true) + "\n";
   s += fmt::format("void {}(const void* const* in_, void* const* out_) {{\n", name);

@@ -98,8 +98,9 @@ class NativeBackend final : public HostBackend {
     const std::string sym = fmt::format("jx_s{:016x}", native::fnv1a(key));
     std::string source;
     bool unrolled = false;
+    int first_term = 0;
     try {
-      source = native::c_prelude() + native::render_scan(sp, sym, &unrolled);
+      source = native::c_prelude() + native::render_scan(sp, sym, &unrolled, &first_term);
     } catch (const BackendError& e) {
       why = e.what();
       return nullptr;
@@ -111,6 +112,7 @@ class NativeBackend final : public HostBackend {
     trim_unused(scans_, [](const CompiledScan& c) -> const auto& { return c.exe; });
     why = unrolled ? "native compiles the whole loop into one function, its body unrolled (carries and temporaries in registers)"
                    : "native compiles the whole loop into one function";
+    if (first_term > 0) why += fmt::format("; {} sums start from their first term (their signs of zero cannot matter)", first_term);
     scans_[key] = CompiledScan{exe, why};
     return exe;
   }
