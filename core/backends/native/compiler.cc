@@ -60,11 +60,10 @@ std::string openmp_flag() {
     }
     const std::string line = fmt::format("{} -fopenmp -fPIC -shared -o '{}' '{}' > /dev/null 2>&1", cc && *cc ? cc : "cc", so.string(), src.string());
     bool ok = std::system(line.c_str()) == 0;
-    if (ok) {
-      void* h = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-      ok = h != nullptr;
-      if (h) dlclose(h);
-    }
+    // the probe stays loaded, and with it the OpenMP runtime: its worker threads outlive any
+    // compiled object, and unloading the runtime under them (dlclose of the last object using
+    // it, e.g. after clear_caches()) would crash the process
+    if (ok) ok = dlopen(so.c_str(), RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != nullptr;
     fs::remove(src, ec);
     fs::remove(so, ec);
     return ok ? std::string(" -fopenmp") : std::string();
