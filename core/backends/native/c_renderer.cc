@@ -8,6 +8,16 @@
 
 namespace jx::native {
 
+SpaceSplit split_space(const Kernel& k) {
+  SpaceSplit sp;
+  for (std::size_t d = 0; d < k.space.size(); ++d) {
+    const bool red = std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end();
+    (red ? sp.red : sp.kept).push_back(d);
+    (red ? sp.n_in : sp.n_out) *= k.space[d];
+  }
+  return sp;
+}
+
 std::string c_type(DType d) {
   switch (d) {
     case DType::float32: return "float";
@@ -178,23 +188,24 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
   s += fmt::format("  {0}* restrict out = ({0}*)out_[0];\n", c_type(k.out.dtype));
   std::vector<std::string> idx;
   for (std::size_t d = 0; d < k.space.size(); ++d) idx.push_back(fmt::format("i{}", d));
-  std::vector<std::size_t> kept, red;
-  for (std::size_t d = 0; d < k.space.size(); ++d)
-    (std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end() ? red : kept).push_back(d);
-  std::int64_t n_out = 1, n_in = 1;
-  for (auto d : kept) n_out *= k.space[d];
-  for (auto d : red) n_in *= k.space[d];
+  const SpaceSplit split = split_space(k);  // named members: clang 14 lambdas cannot capture structured bindings
+  const auto& kept = split.kept;
+  const auto& red = split.red;
+  const std::int64_t n_out = split.n_out, n_in = split.n_in;
   const bool big = parallel && n_out * n_in >= kParallelElements;
   // over the outputs when there are enough of them; else over each output's terms
   const bool par_out = big && n_out >= kParallelMinOutputs, par_terms = big && !par_out && k.is_reduction();
   std::string ind = "  ";
-  // the kept dims' loops, perfectly nested (collapsible); o is the row-major output index
-  auto open_kept = [&] {
-    if (par_out && !kept.empty()) s += fmt::format("{}#pragma omp parallel for collapse({}) schedule(static)\n", ind, kept.size());
-    for (auto d : kept) {
+  auto open = [&](const std::vector<std::size_t>& dims) {
+    for (auto d : dims) {
       s += fmt::format("{0}for (int64_t i{1} = 0; i{1} < {2}; ++i{1}) {{\n", ind, d, k.space[d]);
       ind += "  ";
     }
+  };
+  // the kept dims' loops, perfectly nested (collapsible); o is the row-major output index
+  auto open_kept = [&] {
+    if (par_out && !kept.empty()) s += fmt::format("{}#pragma omp parallel for collapse({}) schedule(static)\n", ind, kept.size());
+    open(kept);
     std::string o = "0";
     std::int64_t stride = 1;
     for (auto d = kept.rbegin(); d != kept.rend(); ++d) {
@@ -241,10 +252,7 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
     s += reduce_update(k, "terms[r]", ind + "    ") + ind + "  }\n";
     close(1);
   } else {
-    for (auto d : red) {
-      s += fmt::format("{0}for (int64_t i{1} = 0; i{1} < {2}; ++i{1}) {{\n", ind, d, k.space[d]);
-      ind += "  ";
-    }
+    open(red);
     s += nodes_code(k, body, idx, ind);
     s += reduce_update(k, fmt::format("(double)v{}", k.body), ind);
     close(red.size());

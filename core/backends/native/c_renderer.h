@@ -25,6 +25,13 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
 // zero cannot matter start from their first term (counted in *first_term_sums); the results
 // leaving the loop are those of the interpreter, bit for bit.
 std::string render_scan(const ScanProgram& s, const std::string& name, bool* unrolled = nullptr, int* first_term_sums = nullptr);
+// A kernel's space dims split into kept (the output's) and reduced ones, each in order, with the
+// number of elements each set spans.
+struct SpaceSplit {
+  std::vector<std::size_t> kept, red;
+  std::int64_t n_out = 1, n_in = 1;
+};
+SpaceSplit split_space(const Kernel& k);
 std::string c_type(DType d);
 std::string literal(DType d, double v);  // exact (hex floats)
 // The statements `const T v<i> = ...;` computing `order`'s nodes; idx[d] is the C expression of

@@ -151,14 +151,10 @@ std::int64_t unroll_cost(const Program& b) {
 // correctly rounded float result, so this equals the interpreter's double accumulation.
 std::string unrolled_kernel(const Kernel& k, const std::vector<std::string>& in, const std::string& out, const std::string& ind,
                             bool from_first_term) {
-  std::vector<std::size_t> kept, red;
-  for (std::size_t d = 0; d < k.space.size(); ++d)
-    (std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end() ? red : kept).push_back(d);
-  auto count = [&](const std::vector<std::size_t>& dims) {
-    std::int64_t n = 1;
-    for (auto d : dims) n *= k.space[d];
-    return n;
-  };
+  const SpaceSplit split = split_space(k);
+  const auto& kept = split.kept;
+  const auto& red = split.red;
+  const std::int64_t nout = split.n_out, nred = split.n_in;
   // idx[d] for the dims `dims` from the row-major flat index f
   auto assign = [&](std::vector<std::string>& idx, const std::vector<std::size_t>& dims, std::int64_t f) {
     for (auto d = dims.rbegin(); d != dims.rend(); ++d) {
@@ -170,7 +166,6 @@ std::string unrolled_kernel(const Kernel& k, const std::vector<std::string>& in,
   const std::string in2 = ind + "  ";
   std::vector<std::string> idx(k.space.size(), "0");
   std::string s;
-  const std::int64_t nout = count(kept), nred = count(red);
   for (std::int64_t o = 0; o < nout; ++o) {
     assign(idx, kept, o);
     s += ind + "{\n";
@@ -308,23 +303,29 @@ std::vector<char> loose_buffers(const ScanProgram& sp) {
       partner[nc + k] = static_cast<int>(out);
     }
   }
+  // every kernel input's uses, computed once: the fixpoint below only re-reads them
+  struct Read {
+    std::size_t buffer, out;
+    LooseUses use;
+  };
+  std::vector<Read> reads;
+  for (const Step& st : b.steps) {
+    if (st.kind != Step::Kind::kernel) continue;
+    const Kernel& k = b.kernels[st.index];
+    for (std::size_t i = 0; i < st.in.size(); ++i) {
+      std::vector<char> from(k.nodes.size(), 0);
+      for (std::size_t n = 0; n < k.nodes.size(); ++n)
+        if (k.nodes[n].kind == KNodeKind::load && static_cast<std::size_t>(k.loads[k.nodes[n].load].buffer) == i) from[n] = 1;
+      reads.push_back({static_cast<std::size_t>(st.in[i]), static_cast<std::size_t>(st.out[0]), loose_uses(k, from)});
+    }
+  }
   for (bool changed = true; changed;) {
     changed = false;
-    for (const Step& st : b.steps) {
-      if (st.kind != Step::Kind::kernel) continue;
-      const Kernel& k = b.kernels[st.index];
-      for (std::size_t i = 0; i < st.in.size(); ++i) {
-        const auto u = static_cast<std::size_t>(st.in[i]);
-        if (!loose[u]) continue;
-        std::vector<char> from(k.nodes.size(), 0);
-        for (std::size_t n = 0; n < k.nodes.size(); ++n)
-          if (k.nodes[n].kind == KNodeKind::load && static_cast<std::size_t>(k.loads[k.nodes[n].load].buffer) == i) from[n] = 1;
-        const LooseUses use = loose_uses(k, from);
-        if (use.ok && (use.terms_only || loose[static_cast<std::size_t>(st.out[0])])) continue;
-        loose[u] = 0;
-        if (partner[u] >= 0) loose[static_cast<std::size_t>(partner[u])] = 0;
-        changed = true;
-      }
+    for (const Read& r : reads) {
+      if (!loose[r.buffer] || (r.use.ok && (r.use.terms_only || loose[r.out]))) continue;
+      loose[r.buffer] = 0;
+      if (partner[r.buffer] >= 0) loose[static_cast<std::size_t>(partner[r.buffer])] = 0;
+      changed = true;
     }
   }
   return loose;
