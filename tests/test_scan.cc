@@ -341,23 +341,28 @@ std::size_t strided_slices(const Jaxpr& j) {
 }
 }  // namespace
 
+namespace {
+// th = [p, q]: a const with a tangent (q), a reverse scan, an integer leaf
+Array two_leaf_loss(const Array& th) {
+  Array t = np::arange(0, 37, 1, DType::float64) * 0.05;
+  Array p = np::index(th, {std::int64_t{0}}), q = np::index(th, {std::int64_t{1}});
+  Array a = np::exp(p * t) * 0.9, b = np::sin(q + t);
+  Array k = np::arange(0, 37, 1, DType::int32), w = np::cos(t) * 0.1;
+  auto r = lax::associative_scan_flat(  // w ∘ z = w + z + q w z is associative (and commutative)
+      [&](const std::vector<Array>& u, const std::vector<Array>& v) {
+        return std::vector<Array>{v[0] * u[0], v[0] * u[1] + v[1], u[2] + v[2], u[3] + v[3] + q * u[3] * v[3]};
+      },
+      {a, b, k, w}, /*reverse=*/true);
+  return np::sum(r[1] * r[1]) + np::sum(lax::convert_element_type(r[2], DType::float64)) * 1e-3 + np::sum(r[3]);
+}
+}  // namespace
+
 // Forward mode keeps the scan whole: one associative_scan of (element, tangent) pairs, the
 // tangents of every parameter batched in it (a jvp vmapped over the basis); its
-// gradient equals reverse mode's (odd/even recursion) and central differences, for fn that close
+// gradient equals reverse mode's (a linear recurrence) and central differences, for fn that close
 // over the differentiated value (a const with a tangent), reverse scans and several parameters.
 TEST(AssociativeScan, ForwardModeIsOneScanOfTangentPairs) {
-  auto two = [](const Array& th) {  // th = [p, q]: a const with a tangent (q), a reverse scan, an integer leaf
-    Array t = np::arange(0, 37, 1, DType::float64) * 0.05;
-    Array p = np::index(th, {std::int64_t{0}}), q = np::index(th, {std::int64_t{1}});
-    Array a = np::exp(p * t) * 0.9, b = np::sin(q + t);
-    Array k = np::arange(0, 37, 1, DType::int32), w = np::cos(t) * 0.1;
-    auto r = lax::associative_scan_flat(  // w ∘ z = w + z + q w z is associative (and commutative)
-        [&](const std::vector<Array>& u, const std::vector<Array>& v) {
-          return std::vector<Array>{v[0] * u[0], v[0] * u[1] + v[1], u[2] + v[2], u[3] + v[3] + q * u[3] * v[3]};
-        },
-        {a, b, k, w}, /*reverse=*/true);
-    return np::sum(r[1] * r[1]) + np::sum(lax::convert_element_type(r[2], DType::float64)) * 1e-3 + np::sum(r[3]);
-  };
+  auto two = two_leaf_loss;
   Array th = f64({0.3, -0.7});
   auto j = make_jaxpr(grad(two, argnums<0>, forward_mode))(th);
   EXPECT_EQ(count_eqns(j.jaxpr, Prim::associative_scan), 1u);  // for both parameters: the tangent leaves batched
@@ -368,7 +373,7 @@ TEST(AssociativeScan, ForwardModeIsOneScanOfTangentPairs) {
       EXPECT_EQ(outs, (std::vector<Shape>{{37}, {37}, {37}, {37}, {37, 2}, {37, 2}, {37, 2}})) << j.jaxpr.str();  // a b k w | ȧ ḃ ẇ
     }
   EXPECT_EQ(strided_slices(j.jaxpr), 0u) << j.jaxpr.str();
-  EXPECT_GT(strided_slices(make_jaxpr(grad(two))(th).jaxpr), 0u);  // reverse mode: the recursion
+  EXPECT_EQ(strided_slices(make_jaxpr(grad(two))(th).jaxpr), 0u);  // reverse mode too: no odd/even recursion
   auto [v, g] = value_and_grad(two)(th);
   auto [fv, fg] = value_and_grad(two, argnums<0>, forward_mode)(th);
   auto [jv, jg] = jit(value_and_grad(two, argnums<0>, forward_mode))(th);
@@ -402,6 +407,74 @@ TEST(AssociativeScan, ForwardModeIsOneScanOfTangentPairs) {
 // combine is vmapped, and a leaf whose operand is unbatched becomes batched when the combine makes
 // it depend on a batched one (s below); an integer leaf that does not stays unbatched. Checked
 // against a loop over the batch, eagerly and under jit, on axis 1 and reversed.
+namespace {
+// 2x2 matrices M (leaf [2, 2, n]) and column vectors v ([2, 1, n]) along the last axis, composed as the
+// affine maps x -> M x + v: an element of d = 6 floats on an axis other than the first
+Array matrix_leaf_loss(const Array& th) {
+  const std::int64_t n = 29;
+  Array t = np::arange(0, n, 1, DType::float64) * 0.07;
+  Array p = np::index(th, {std::int64_t{0}}), q = np::index(th, {std::int64_t{1}});
+  Array m = np::stack({np::stack({np::cos(p * t) * 0.8, np::sin(q * t) * 0.3}), np::stack({np::sin(p + t) * -0.2, np::cos(q - t) * 0.7})});
+  Array v = np::expand_dims(np::stack({np::sin(q * t + p), np::cos(t) * q}), 1);
+  auto mat = [](const Array& x) { return np::moveaxis(x, -1, 0); };  // [2, c, L] -> [L, 2, c]
+  auto r = lax::associative_scan_flat(
+      [&](const std::vector<Array>& a, const std::vector<Array>& b) {
+        Array mb = mat(b[0]);
+        return std::vector<Array>{np::moveaxis(np::matmul(mb, mat(a[0])), 0, -1), np::moveaxis(np::matmul(mb, mat(a[1])), 0, -1) + b[1]};
+      },
+      {m, v}, /*reverse=*/false, /*axis=*/-1);
+  return np::sum(r[1] * r[1]) + np::sum(r[0]) * 0.1;
+}
+}  // namespace
+
+// Reverse mode does not differentiate the odd/even recursion. On a sequential backend it
+// linearizes the fold (a lax.scan; its transpose a reversed scan); staged for a GPU (vulkan) the
+// tangents are forward mode's scan of (element, tangent) pairs, whose transpose is one reverse
+// associative_scan of (prefix before the segment, segment, cotangent) triples; on a sequential
+// backend under a buffer budget, the recursion (its kernels fit the budget; a compiled loop binds
+// every operand). All give forward mode's gradient, also through vmap of the pullback (jacrev)
+// and reverse over reverse.
+TEST(AssociativeScan, ReverseModeTransposesAsOneReverseScan) {
+  for (auto f : {two_leaf_loss, matrix_leaf_loss}) {
+    Array th = f64({0.3, -0.7});
+    auto [fv, fg] = value_and_grad(f, argnums<0>, forward_mode)(th);
+    auto row = [&](const Array& x) {  // a vector output, for jacrev (vmap of the pullback)
+      return np::stack({f(x), f(x * 2.0)});
+    };
+    auto fj = jacfwd(row)(th);
+    auto fd_grad = [&](double x0) { return grad(f)(f64({x0, -0.7})); };
+    for (const auto& [staged_for, budget] : {std::pair{"cpu", 0}, std::pair{"vulkan", 8}, std::pair{"cpu", 8}}) {
+      StagingScope staging(backend(staged_for), budget);
+      const std::string on = fmt::format("{}/{}", staged_for, budget);
+      const Jaxpr j = make_jaxpr(grad(f))(th).jaxpr;
+      if (budget == 8 && std::string(staged_for) == "cpu") {  // the recursion
+        EXPECT_GT(strided_slices(j), 0u) << j.str();
+      } else if (budget == 0) {  // the fold: a primal scan and its transposed tangent scan
+        EXPECT_EQ(strided_slices(j), 0u) << j.str();
+        EXPECT_EQ(count_eqns(j, Prim::scan), 2u) << j.str();
+        EXPECT_EQ(count_eqns(j, Prim::associative_scan), 0u) << j.str();
+      } else {  // the primal scan (twice: the transpose binds it again) and the reverse triple scan
+        EXPECT_EQ(strided_slices(j), 0u) << j.str();
+        EXPECT_EQ(count_eqns(j, Prim::scan), 0u) << j.str();
+        EXPECT_EQ(count_eqns(j, Prim::associative_scan), 3u) << j.str();
+        std::size_t triples = 0;
+        for (const Eqn& e : j.eqns)
+          if (e.prim == Prim::associative_scan && e.out.size() == (f == two_leaf_loss ? 4u + 4u + 3u : 2u + 2u + 2u)) ++triples;
+        EXPECT_EQ(triples, 1u) << j.str();
+      }
+      auto [v, g] = value_and_grad(f)(th);
+      EXPECT_NEAR(v.item<double>(), fv.item<double>(), 1e-12 * std::abs(fv.item<double>())) << on;
+      EXPECT_TRUE(all_close(g, vals(fg), 1e-10, 1e-12)) << on;
+      EXPECT_TRUE(all_close(jacrev(row)(th), vals(fj), 1e-10, 1e-12)) << on;
+      // reverse over reverse: d/dp of dL/dp against central differences of the gradient
+      const double h = 1e-5;
+      const double fd = (vals(fd_grad(0.3 + h))[0] - vals(fd_grad(0.3 - h))[0]) / (2 * h);
+      auto dp = [&](const Array& x) { return np::index(grad(f)(x), {std::int64_t{0}}); };
+      EXPECT_NEAR(vals(grad(dp)(th))[0], fd, 1e-5 * (1 + std::abs(fd))) << on;
+    }
+  }
+}
+
 TEST(AssociativeScan, VmapKeepsThePrimitiveBatchingOnlyWhatDependsOnTheBatch) {
   auto f = [](const Array& th) {
     Array t = np::reshape(np::arange(0, 46, 1, DType::float64) * 0.03, {2, 23});

@@ -4,6 +4,7 @@
 // (validation.test_vulkan), where any validation message fails the test that produced it.
 #include <chrono>
 
+#include "core/backends/vulkan/glsl_renderer.h"
 #include "core/backends/vulkan/vulkan.h"
 #include "core/instrument/instrument.h"
 #include "core/jit/program.h"
@@ -347,21 +348,32 @@ TEST(Vulkan, ReductionsSplitOnlyWithABindingToSpare) {
   Array x = np::arange(0, 100000, 1, DType::float32) * 1e-5;
   EXPECT_NE(ran([&] { return np::sum(x); }).find("_split"), std::string::npos);
   EXPECT_NE(ran([&] { return np::sum(np::index(x, {np::Slice{0, 2000}})); }).find("_wg"), std::string::npos);  // one workgroup suffices
-  // seven inputs and the output fill the WebGPU profile's 8 bindings: no room for the scratch buffer
+  // seven inputs and the output fill the WebGPU profile's 8 bindings: jit lowers the terms into a
+  // kernel of their own so that the reduction keeps a binding for its scratch buffer and splits
   std::vector<Array> in;
   for (int i = 0; i < 7; ++i) in.push_back(x + static_cast<double>(i));
-  auto seven = jit([](const std::vector<Array>& v) { return np::sum(v[0] * v[1] + v[2] * v[3] + v[4] * v[5] + v[6]); });
+  auto terms = [](const std::vector<Array>& v) { return v[0] * v[1] + v[2] * v[3] + v[4] * v[5] + v[6]; };
+  auto seven = jit([&](const std::vector<Array>& v) { return np::sum(terms(v)); });
   std::vector<double> want;
   {
     DefaultDeviceScope cpu("cpu");
     std::vector<Array> on_cpu;
     for (const auto& a : in) on_cpu.push_back(device_put(a, "cpu"));
-    want = vals(np::sum(on_cpu[0] * on_cpu[1] + on_cpu[2] * on_cpu[3] + on_cpu[4] * on_cpu[5] + on_cpu[6]));
+    want = vals(np::sum(terms(on_cpu)));
   }
   Array got;
+  trace::DispatchTracker t;
   const std::string names = ran([&] { return got = seven(in); });
-  EXPECT_NE(names.find("_wg"), std::string::npos) << names;
-  EXPECT_EQ(names.find("_split"), std::string::npos) << names;
+  EXPECT_NE(names.find("_split"), std::string::npos) << names;
+  EXPECT_LE(t.max_buffers(), 8) << names;
   EXPECT_TRUE(all_close(got, want, 1e-5, 0));
+  // a kernel that fills the bindings itself (lowered without a budget) renders one workgroup per output
+  ClosedJaxpr cj = make_jaxpr([&](const std::vector<Array>& v) { return np::sum(terms(v)); })(in);
+  Program p = lower(cj.jaxpr, LowerOptions{});
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_EQ(p.kernels[0].buffers(), 8);
+  EXPECT_EQ(vk::render_kernel(p.kernels[0], false, 8).name.find("_split"), std::string::npos);
+  EXPECT_NE(vk::render_kernel(p.kernels[0], false, 8).name.find("_wg"), std::string::npos);
+  EXPECT_NE(vk::render_kernel(p.kernels[0], false, 9).name.find("_split"), std::string::npos);
   vulkan::set_timing(false);
 }

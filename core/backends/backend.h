@@ -29,6 +29,9 @@ struct BackendLimits {
   // unrolls small sums and recomputes multi-use elementwise values in each consumer (a CPU
   // backend keeps them kernels of their own: there the recomputation costs more)
   bool launch_bound = false;
+  // a reduction over at least this many elements per output binds one buffer more (vulkan
+  // splits it over workgroups with a scratch buffer); 0 = never
+  std::int64_t scratch_reduction_min = 0;
 };
 
 struct DeviceInfo {
@@ -112,6 +115,22 @@ std::vector<DeviceInfo> devices();          // every registered backend, usable 
 bool backend_available(const std::string& name);  // registered and usable (false for unknown)
 Backend& default_backend();
 void default_device(const std::string& name);  // throws BackendError; leaves the default unchanged
+// The backend a jit trace is staged for and its buffer budget (storage buffers per kernel, 0 =
+// none), while jit traces on this thread (else nullptr, 0): a transformation that picks its
+// formulation by the backend's limits reads them.
+const Backend* staging_backend();
+int staging_budget();
+class StagingScope {
+ public:
+  StagingScope(const Backend& b, int max_buffers);
+  ~StagingScope();
+  StagingScope(const StagingScope&) = delete;
+  StagingScope& operator=(const StagingScope&) = delete;
+
+ private:
+  const Backend* prev_;
+  int prev_budget_;
+};
 // RAII: makes `name` the default backend for the scope, restoring the previous one after.
 class DefaultDeviceScope {
  public:

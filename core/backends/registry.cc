@@ -103,8 +103,22 @@ DefaultDeviceScope::~DefaultDeviceScope() {
 }
 
 namespace {
+thread_local const Backend* g_staging = nullptr;
+thread_local int g_staging_budget = 0;
 ProgramCacheClearer g_clearer = nullptr;
+}  // namespace
+
+const Backend* staging_backend() { return g_staging; }
+int staging_budget() { return g_staging_budget; }
+StagingScope::StagingScope(const Backend& b, int max_buffers) : prev_(g_staging), prev_budget_(g_staging_budget) {
+  g_staging = &b;
+  g_staging_budget = max_buffers;
 }
+StagingScope::~StagingScope() {
+  g_staging = prev_;
+  g_staging_budget = prev_budget_;
+}
+
 void set_program_cache_clearer(ProgramCacheClearer f) { g_clearer = f; }
 void clear_program_caches_for_shutdown() {
   if (g_clearer) g_clearer();

@@ -198,7 +198,10 @@ std::vector<Array> JitCore::call(const std::string& signature, const std::vector
     std::vector<AVal> avals;
     for (const Array& a : args) avals.push_back(a.aval());
     (void)take_deferred_disposal_error();
-    ClosedJaxpr cj = make_jaxpr_flat(fn, avals);
+    ClosedJaxpr cj = [&] {
+      StagingScope staging(be, budget);
+      return make_jaxpr_flat(fn, avals);
+    }();
     std::string deferred = take_deferred_disposal_error();
     cj.jaxpr = simplify(cj.jaxpr);
     for (Array& c : cj.consts) c = device_put(c, be.info().backend);  // captured constants follow the program

@@ -80,8 +80,37 @@ class Lowering {
   }
 
  private:
-  bool fits(std::size_t input_buffers) const {
-    return o_.max_buffers <= 0 || static_cast<int>(input_buffers) + 1 <= o_.max_buffers;
+  // Inputs + output within the budget, + a scratch buffer when a reduction in the kernel (or the
+  // one about to be made, `new_reduction` elements per output) is large enough for the backend to
+  // split it over workgroups.
+  bool fits(const Footprint& f, std::int64_t new_reduction = 0) const {
+    if (o_.max_buffers <= 0) return true;
+    bool scratch = o_.scratch_reduction_min > 0 && new_reduction >= o_.scratch_reduction_min;
+    for (const Pending* r : f.reds) scratch = scratch || (o_.scratch_reduction_min > 0 && reduced_count(*r) >= o_.scratch_reduction_min);
+    return static_cast<int>(f.bufs.size()) + 1 + (scratch ? 1 : 0) <= o_.max_buffers;
+  }
+  static std::int64_t reduced_count(const Pending& r) {
+    std::int64_t n = 1;
+    for (auto a : r.axes) n *= r.space[a];
+    return n;
+  }
+  // A reduction's body gives up buffers (its operand binding the most is materialized) until the
+  // kernel fits with the reduction's scratch buffer.
+  EP fit_reduction_body(EP body, std::int64_t reduced) {
+    while (!fits(footprint({body}), reduced) && body->k == Expr::K::alu) {
+      int pick = -1;
+      std::size_t most = 0;
+      for (std::size_t i = 0; i < body->args.size(); ++i)
+        if (const EP& a = body->args[i]; a->k != Expr::K::load && a->k != Expr::K::constant && footprint({a}).bufs.size() >= most) {
+          pick = static_cast<int>(i);
+          most = footprint({a}).bufs.size();
+        }
+      if (pick < 0) return materialized(body);
+      std::vector<EP> args = body->args;
+      args[pick] = materialized(args[pick]);
+      body = alu(body->prim, body->dtype, body->shape, std::move(args));
+    }
+    return body;
   }
 
   // A multi-use value cheap enough to recompute in every consumer (see LowerOptions).
@@ -123,6 +152,9 @@ class Lowering {
       case Prim::reduce_sum: case Prim::reduce_max: case Prim::reduce_min: case Prim::reduce_prod: {
         EP a = without_reduction(args[0]);
         if (pr.axes.empty()) return {a};
+        std::int64_t reduced = 1;
+        for (auto ax : pr.axes) reduced *= a->shape[ax];
+        a = fit_reduction_body(a, reduced);
         Pending p{a->shape, pr.axes, e.prim, a};
         if (EP u = unrolled(p, out)) return {u};
         Expr r{Expr::K::reduce, out.dtype, out.shape};
@@ -169,7 +201,7 @@ class Lowering {
   EP fuse_elementwise(Prim p, const AVal& out, std::vector<EP> args) {
     for (;;) {
       Footprint f = footprint(args);
-      if (f.reds.size() <= 1 && fits(f.bufs.size())) break;
+      if (f.reds.size() <= 1 && fits(f)) break;
       int pick = -1;
       std::size_t most = 0;
       for (std::size_t i = 0; i < args.size(); ++i) {
@@ -202,7 +234,9 @@ class Lowering {
       args[i] = without_reduction(args[i]);
       if (args[i]->k != Expr::K::load && !o_.inline_multi_use && recompute[i] > kDotRecompute) args[i] = materialized(args[i]);
     }
-    while (!fits(footprint(args).bufs.size())) {
+    std::int64_t reduced = 1;
+    for (auto d : pr.lhs_contract) reduced *= la.shape[d];
+    while (!fits(footprint(args), pr.lhs_contract.empty() ? 0 : reduced)) {
       const std::size_t i = footprint({args[0]}).bufs.size() >= footprint({args[1]}).bufs.size() ? 0 : 1;
       const std::size_t pick = args[i]->k != Expr::K::load ? i : 1 - i;
       if (args[pick]->k == Expr::K::load) break;  // two buffers: any budget of 3 fits
@@ -341,7 +375,7 @@ class Lowering {
         acc = acc ? alu(Prim::select, out.dtype, out.shape, {index_cmp(Prim::lt, out.shape, ax, end + n), w, acc}) : w;
       }
       if (!acc) return {constant(0.0, out.dtype, out.shape)};  // empty
-      if (fits(footprint({acc}).bufs.size())) return {acc};
+      if (fits(footprint({acc}))) return {acc};
       // over the budget: materialize the operand binding the most buffers, or (all plain
       // buffers) fall back to the concatenate routine
       int pick = -1;

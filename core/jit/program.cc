@@ -14,6 +14,7 @@ LowerOptions lower_options(const Backend& be, int budget) {
   LowerOptions o;
   o.max_buffers = budget;
   o.f64 = be.info().limits.float64;
+  o.scratch_reduction_min = be.info().limits.scratch_reduction_min;
   if (be.info().limits.launch_bound) {  // fewer, bigger kernels: recompute rather than launch
     o.unroll_sums = true;
     o.recompute_nodes = 48;

@@ -25,6 +25,8 @@ struct LowerOptions {
   // recompute_expensive; else it is materialized once
   std::size_t recompute_nodes = 0;
   bool recompute_expensive = false;
+  // BackendLimits::scratch_reduction_min: such reductions need a buffer of the budget
+  std::int64_t scratch_reduction_min = 0;
 };
 // The options a backend's programs are lowered with under a buffer budget.
 LowerOptions lower_options(const Backend& be, int budget);

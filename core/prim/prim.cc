@@ -75,7 +75,9 @@ std::string Params::str(Prim p) const {
                          num_carry, require_paths,
                          body ? body->str() : "null");
     case Prim::associative_scan:
-      return fmt::format("axis={} reverse={} num_consts={} jaxpr={}", axis, reverse, num_consts, body ? body->str() : "null");
+      return fmt::format("axis={} reverse={} num_consts={}{} jaxpr={}", axis, reverse, num_consts,
+                         tangent_of ? fmt::format(" tangent_consts={} tangent_leaves={}", tup(tangent_consts), tup(tangent_leaves)) : "",
+                         body ? body->str() : "null");
     case Prim::triangular_solve:
       return fmt::format("left_side={} lower={} transpose_a={} unit_diagonal={}", left_side, lower,
                          transpose_a, unit_diagonal);

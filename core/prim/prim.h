@@ -59,6 +59,12 @@ struct Params {
   std::int64_t length = 0;
   bool reverse = false;
   unsigned require_paths = 0;  // scan: bitmask of acceptable ScanPath values; 0 = any
+  // associative_scan, set on a scan of (element, tangent) pairs (its body the jvp of the combine
+  // `tangent_of`; operands hoisted | consts | tangents of consts tangent_consts | elements |
+  // tangents of the float leaves tangent_leaves): linear in the tangents, it transposes (as a
+  // reverse scan of cotangents, core/trace/assoc_transpose.cc)
+  std::shared_ptr<const SubProgram> tangent_of;
+  std::vector<std::int64_t> tangent_consts, tangent_leaves;
 
   bool operator==(const Params&) const = default;
   std::string str(Prim p) const;  // only the fields p uses, JAX style: "axes=(0, 1)"

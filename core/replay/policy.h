@@ -26,6 +26,11 @@ struct Policy {
   // workgroup (nor preencoded): they run as a host loop, dispatches linear in the length.
   bool no_workgroup_scan_fusion = false;
 
+  // The switches of the JS runtime's autodiff defects: each shows in the operations of
+  // associative_scan's odd/even recursion, which that runtime differentiates (as JAX does), so
+  // under them reverse mode goes through the recursion too (core/trace/assoc_scan.cc).
+  bool models_recursive_assoc_grad() const { return ignore_buffer_budget || strict_concat_transpose || borrowed_residuals; }
+
   bool operator==(const Policy&) const = default;
   std::string key() const;                  // "" for current; else the switches that are on
   std::vector<std::string> switches() const;  // names of the switches that are on

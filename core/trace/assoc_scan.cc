@@ -4,12 +4,12 @@
 //   body      (consts..., a..., b...) -> c...  the combine fn traced on single elements (each
 //             leaf with `axis` of length 1); a holds the earlier elements
 //   outputs   the inclusive scans of the leaves
-// Eager, jitted, vmapped and forward-mode applications bind the primitive (vmap: the combine
-// vmapped; jvp: a scan of (element, tangent) pairs); under linearize the user's fn runs in the
-// odd/even recursion directly, as its tangent equations must transpose.
+// Every application binds the primitive (vmap: the combine vmapped; jvp: a scan of (element,
+// tangent) pairs; linearize: assoc_linearize.cc, a linear recurrence that transposes).
 #include <fmt/format.h>
 
 #include "core/lax/control.h"
+#include "core/replay/policy.h"
 #include "core/trace/control_internal.h"
 #include "core/trace/autodiff.h"
 
@@ -77,7 +77,9 @@ const Jaxpr& body_of(const Params& p) { return static_cast<const JaxprBody&>(*p.
 
 // The recursion's fn from the body: leaves of length L along ax are split into [L, 1] and the
 // body is vmapped over the L axis.
-lax::AssocFn body_fn(const Jaxpr& j, const std::vector<Array>& consts, int ax) {
+}  // namespace
+
+lax::AssocFn assoc_combine_fn(const Jaxpr& j, const std::vector<Array>& consts, int ax) {
   return [&j, consts, ax](const std::vector<Array>& a, const std::vector<Array>& b) {
     const std::int64_t len = a[0].shape()[ax];
     if (len == 0) return b;  // nothing to combine: the leaves keep their (empty) shapes
@@ -101,14 +103,18 @@ lax::AssocFn body_fn(const Jaxpr& j, const std::vector<Array>& consts, int ax) {
   };
 }
 
+namespace {
+
 // The primitive's meaning in other primitives (ops: consts | elems).
 std::vector<Array> decompose(const std::vector<Array>& ops, const Params& p) {
   const std::vector<Array> consts(ops.begin(), ops.begin() + p.num_consts), elems(ops.begin() + p.num_consts, ops.end());
-  return assoc_tree(body_fn(body_of(p), consts, static_cast<int>(p.axis)), elems, p.reverse, static_cast<int>(p.axis));
+  return assoc_tree(assoc_combine_fn(body_of(p), consts, static_cast<int>(p.axis)), elems, p.reverse, static_cast<int>(p.axis));
 }
 
+}  // namespace
+
 // The same as a fold: carry = the first element, one combine per later element (a lax.scan).
-std::vector<Array> fold(const std::vector<Array>& ops, const Params& p) {
+std::vector<Array> assoc_fold(const std::vector<Array>& ops, const Params& p) {
   const int ax = static_cast<int>(p.axis);
   const std::size_t nc = p.num_consts;
   const Jaxpr& j = body_of(p);
@@ -155,18 +161,11 @@ std::vector<Array> fold(const std::vector<Array>& ops, const Params& p) {
   return out;
 }
 
-bool stageable(const std::vector<Array>& xs) {
-  for (const Array& x : xs)
-    if (x.is_tracer() && x.tracer()->main->kind() != "jaxpr") return false;
-  return true;
-}
-
-}  // namespace
 
 const Jaxpr& assoc_body_jaxpr(const Params& p) { return body_of(p); }
 
 Jaxpr assoc_decomposition(const Params& p, const std::vector<AVal>& in, bool use_fold) {
-  return hoist(make_jaxpr_flat([&](const std::vector<Array>& ops) { return use_fold ? fold(ops, p) : decompose(ops, p); }, in)).first;
+  return hoist(make_jaxpr_flat([&](const std::vector<Array>& ops) { return use_fold ? assoc_fold(ops, p) : decompose(ops, p); }, in)).first;
 }
 
 std::vector<Array> assoc_eval(const std::vector<Array>& ops, const Params& p) { return decompose(ops, p); }
@@ -174,7 +173,11 @@ std::vector<Array> assoc_eval(const std::vector<Array>& ops, const Params& p) { 
 std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
                                                             const Params& p, bool linearizing) {
   auto tan = [&](std::size_t i) { return t[i] ? *t[i] : np::zeros_like(x[i]); };
-  if (linearizing) {
+  const AssocGradForm form = !linearizing ? AssocGradForm::pairs
+                             : replay::policy().models_recursive_assoc_grad() ? AssocGradForm::recursion  // the JS runtime's way
+                                                                              : assoc_grad_form(x);
+  if (form == AssocGradForm::fold) return assoc_linearize_fold(x, t, p);
+  if (form == AssocGradForm::recursion) {
     std::vector<Array> all;
     for (std::size_t i = 0; i < x.size(); ++i) all.push_back(tan(i));
     return jvp_flat([&](const std::vector<Array>& in) { return decompose(in, p); }, x, all, true);
@@ -225,8 +228,13 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
   Params q = p;
   q.num_consts = static_cast<int>(consts.size() + nt);
   q.body = std::make_shared<JaxprBody>(std::move(body));
+  q.tangent_of = p.body;
+  q.tangent_consts.assign(tc.begin(), tc.end());
+  q.tangent_leaves.assign(fl.begin(), fl.end());
   auto out = bind(Prim::associative_scan, ops, q);
-  std::vector<Array> y(out.begin(), out.begin() + k), ty;
+  // under linearize the pair scan is tangent work (recorded, transposed): the primal values come
+  // from the scan itself
+  std::vector<Array> y = linearizing ? bind(Prim::associative_scan, x, p) : std::vector<Array>(out.begin(), out.begin() + k), ty;
   for (std::size_t l = 0, q2 = 0; l < k; ++l)
     ty.push_back(q2 < fl.size() && fl[q2] == l ? out[k + q2++] : np::zeros_like(y[l]));
   return {y, ty};
@@ -282,6 +290,9 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std
   Params q = p;
   q.num_consts = static_cast<int>(hoisted.size() + nc);
   q.body = std::make_shared<JaxprBody>(std::move(body));
+  q.tangent_of = nullptr;  // a batched pair scan's layout is not the one its transpose reads
+  q.tangent_consts.clear();
+  q.tangent_leaves.clear();
   auto out = bind(Prim::associative_scan, ops, q);
   std::vector<std::pair<Array, std::optional<std::int64_t>>> r;
   for (std::size_t l = 0; l < k; ++l) r.push_back({out[l], leaf[l] ? std::optional<std::int64_t>(ax + 1) : std::nullopt});
@@ -297,11 +308,6 @@ std::vector<Array> associative_scan_flat(const AssocFn& fn, const std::vector<Ar
   for (const Array& e : elems)
     if (static_cast<int>(e.ndim()) <= ax || e.shape()[ax] != n)
       throw ShapeError(fmt::format("associative_scan: all elements need the same length {} along axis {}, got {}", n, ax, e.aval().str()));
-  // Under linearize the fn runs in the odd/even recursion; otherwise the primitive is bound.
-  const MainTrace* top = nullptr;
-  for (const Array& e : elems)
-    if (e.is_tracer() && (!top || e.tracer()->main->level > top->level)) top = e.tracer()->main.get();
-  if (!stageable(elems) && !(top && (is_forward_jvp(*top) || top->kind() == "vmap"))) return assoc_tree(fn, elems, reverse, ax);
   std::vector<AVal> avals;
   for (int side = 0; side < 2; ++side)
     for (const Array& e : elems) {

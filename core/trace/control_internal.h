@@ -30,10 +30,25 @@ struct JaxprBody final : SubProgram {
 std::pair<Jaxpr, std::vector<Array>> hoist(ClosedJaxpr cj);
 
 std::vector<Array> assoc_eval(const std::vector<Array>& ops, const Params& p);
+// The scan as a fold: a lax.scan whose carry is the prefix, one combine per later element.
+std::vector<Array> assoc_fold(const std::vector<Array>& ops, const Params& p);
+// The body as a function of leaves of any length L along ax (vmapped over L), consts bound.
+lax::AssocFn assoc_combine_fn(const Jaxpr& body, const std::vector<Array>& consts, int ax);
 // Forward mode: one associative scan of (element, tangent) pairs whose body is the jvp of the
-// combine. Under linearize: the odd/even decomposition (its tangent equations transpose).
+// combine.
 std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
                                                             const Params& p, bool linearizing);
+// Under linearize (assoc_transpose.cc): a pair scan like forward mode's where its transpose, a
+// reverse associative scan, runs in a few dispatches (launch-bound backends); elsewhere the fold
+// (a lax.scan), whose jvp and transpose are the scan's; the odd/even recursion under a buffer
+// budget on a sequential backend, or under the JS runtime's replay switches.
+enum class AssocGradForm { pairs, fold, recursion };
+AssocGradForm assoc_grad_form(const std::vector<Array>& x);
+std::pair<std::vector<Array>, std::vector<Array>> assoc_linearize_fold(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
+                                                                       const Params& p);
+struct LinearIn;
+// Transpose of a pair scan (Params::tangent_of) in its tangent operands.
+std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& in, const std::vector<Array>& cts, const Params& p);
 // vmap: the primitive with the combine vmapped (batched leaves carry the batch axis after `axis`).
 std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std::vector<Array>& vals,
                                                                         const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,

@@ -256,6 +256,7 @@ std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim prim, const s
 // ---- transpose ----
 std::vector<std::optional<Array>> control_transpose(Prim prim, const std::vector<LinearIn>& in, const std::vector<Array>& cts,
                                                     const Params& p) {
+  if (prim == Prim::associative_scan) return assoc_transpose(in, cts, p);
   if (prim != Prim::scan) throw NonlinearError(fmt::format("Nonlinear operation in backward pass for {}", prim_name(prim)));
   const std::size_t nc = p.num_consts, nk = p.num_carry, n = in.size();
   const Jaxpr& j = body_of(p);

@@ -438,7 +438,6 @@ constexpr std::int64_t kWorkgroupReduceMin = 1024;
 // partial in the scratch buffer and counts itself in; the last of the G to count in folds the G
 // partials in index order (deterministic whichever finishes last), finishes the output and resets
 // the counter, so the scratch buffer is left as it was found.
-constexpr std::int64_t kSplitElementsPerInvocation = 8;
 constexpr std::int64_t kMaxSplit = 256;
 
 std::int64_t split_count(const Kernel& k) {

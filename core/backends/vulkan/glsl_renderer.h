@@ -12,6 +12,10 @@
 namespace jx::vk {
 
 constexpr std::uint32_t kWorkgroup = 256;  // invocations per workgroup (WebGPU's default limit)
+// A reduction over more than kWorkgroup · kSplitElementsPerInvocation elements per output splits
+// over several workgroups when its budget leaves a binding for their scratch buffer.
+constexpr std::int64_t kSplitElementsPerInvocation = 8;
+constexpr std::int64_t kSplitReductionMin = kWorkgroup * kSplitElementsPerInvocation + 1;
 
 struct Shader {
   std::string name, glsl;
