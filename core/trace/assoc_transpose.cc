@@ -2,16 +2,19 @@
 // With y_0 = x_0 and y_i = y_{i-1} ∘ x_i (in scan order) the tangents are the scan of (element,
 // tangent) pairs that forward mode binds (assoc_jvp). Linear in the tangents, it transposes to
 //   g_i = ȳ_i + Σ_{i' > i} (∂y_{i'}/∂y_i)ᵀ·ȳ_{i'},   x̄_i = (∂(a ∘ b)/∂b)ᵀ·g_i,   c̄ = Σ_i (∂(a ∘ b)/∂c)ᵀ·g_i
-// (derivatives at (y_{i-1}, x_i); x̄_0 = g_0), and the sums are a reverse associative scan: for a
-// segment [j..m] take (y_{j-1}, S = x_j ∘ … ∘ x_m, w = Σ_{i=j..m} (∂y_i/∂y_{j-1})ᵀ·ȳ_i). Since
-// y_m = y_{j-1} ∘ S, the chain rule joins segment [j..m] with the next one [m+1..k] as
-//   (y_{j-1}, S ∘ S', w + (∂(a ∘ b)/∂a at (y_{j-1}, S))ᵀ·w'),
-// an element three leaves wide whose combine is one combine and one vjp of it: no Jacobian is
-// formed. The pair scan is bound where that reverse scan runs in a few dispatches (launch-bound
-// backends); elsewhere linearize goes through the fold (a lax.scan, one combine per step), whose
-// jvp and transpose are the scan's, or, for a jit under a buffer budget on a sequential backend
-// (whose compiled loops bind every operand at once), the odd/even recursion.
+// (derivatives at (y_{i-1}, x_i); x̄_0 = g_0), and g is a reverse associative scan: for a segment
+// [j..m] take (y_j, T = x_{j+1} ∘ … ∘ x_{m+1}, w = Σ_{i=j..m} (∂y_i/∂y_j)ᵀ·ȳ_i). Since
+// y_{m+1} = y_j ∘ T, the chain rule joins segment [j..m] with the next one [m+1..k] as
+//   (y_j, T ∘ T', w + (∂(a ∘ b)/∂a at (y_j, T))ᵀ·w'),
+// a position's own element is (y_j, x_{j+1}, ȳ_j) and g_j is w of [j..n-1]: an element three
+// leaves wide whose combine is one combine and one vjp of it, no Jacobian formed. The pair scan
+// is bound where that reverse scan runs in a few dispatches (launch-bound backends); elsewhere
+// linearize goes through the fold (a lax.scan, one combine per step), whose jvp and transpose are
+// the scan's, or, for a jit under a buffer budget on a sequential backend (whose compiled loops
+// bind every operand at once), the odd/even recursion.
 #include <fmt/format.h>
+
+#include <array>
 
 #include "core/backends/backend.h"
 #include "core/np/np.h"
@@ -33,6 +36,56 @@ std::vector<Array> vjp_at(const FlatFn& fn, const std::vector<Array>& primals, c
   auto lin = linearize_flat(fn, primals).second;
   return lin.transpose(cts);
 }
+
+// The triple scan's three groups of leaves (prefix, segment, cotangent), each as one [L, Σ s_l]
+// array along axis 0 when every leaf has one dtype: the scan binds 3 buffers each way instead of
+// 3k (no packing copies under a budget of 8). Otherwise the leaves stay as they are.
+struct TripleLayout {
+  int ax;
+  bool flat;
+  std::vector<Shape> elem, welem;  // element shapes (the scanned axis removed) of the leaves, of the w leaves
+
+  static Shape without(Shape s, int ax) {
+    s.erase(s.begin() + ax);
+    return s;
+  }
+  Array pack(const std::vector<Array>& leaves) const {
+    std::vector<Array> r;
+    for (const Array& x : leaves) {
+      const std::int64_t L = x.shape()[ax];
+      r.push_back(lax::reshape(np::moveaxis(x, ax, 0), {L, L == 0 ? 0 : x.size() / L}));
+    }
+    return r.size() == 1 ? r[0] : lax::concatenate(r, 1);
+  }
+  std::vector<Array> unpack(const Array& a, const std::vector<Shape>& shapes) const {
+    std::vector<Array> r;
+    const std::int64_t L = a.shape()[0];
+    std::int64_t off = 0;
+    for (const Shape& e : shapes) {
+      std::int64_t sz = 1;
+      for (auto d : e) sz *= d;
+      Shape s = e;
+      s.insert(s.begin(), L);
+      r.push_back(np::moveaxis(lax::reshape(lax::slice(a, {0, off}, {L, off + sz}), s), 0, ax));
+      off += sz;
+    }
+    return r;
+  }
+  std::vector<Array> to_elems(const std::vector<Array>& y0, const std::vector<Array>& s, const std::vector<Array>& w) const {
+    if (flat) return {pack(y0), pack(s), pack(w)};
+    std::vector<Array> r = y0;
+    r.insert(r.end(), s.begin(), s.end());
+    r.insert(r.end(), w.begin(), w.end());
+    return r;
+  }
+  // (prefix, segment, cotangent) leaves of scan elements
+  std::array<std::vector<Array>, 3> from_elems(const std::vector<Array>& e) const {
+    if (flat) return {unpack(e[0], elem), unpack(e[1], elem), unpack(e[2], welem)};
+    const std::size_t k = elem.size();
+    return {std::vector<Array>(e.begin(), e.begin() + k), std::vector<Array>(e.begin() + k, e.begin() + 2 * k),
+            std::vector<Array>(e.begin() + 2 * k, e.end())};
+  }
+};
 
 [[noreturn]] void nonlinear(const char* why) {
   throw NonlinearError(fmt::format("Nonlinear operation in backward pass for associative_scan ({})", why));
@@ -102,41 +155,42 @@ std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& i
     std::vector<Array> ops = consts;
     ops.insert(ops.end(), x.begin(), x.end());
     const auto y = bind(Prim::associative_scan, ops, pp);
-    std::vector<Array> ystart, xr;  // (y_{j-1}, x_j) for j = 1 .. n-1
+    std::vector<Array> yo, xnext, ystart, xr;  // y_j and x_{j+1} (x_{n-1} again at the end); y_{j-1} and x_j, j ≥ 1
     for (std::size_t l = 0; l < k; ++l) {
-      ystart.push_back(slice_axis(in_order(y[l]), ax, 0, n - 1));
-      xr.push_back(slice_axis(in_order(x[l]), ax, 1, n));
+      yo.push_back(in_order(y[l]));
+      const Array xo = in_order(x[l]);
+      xr.push_back(slice_axis(xo, ax, 1, n));
+      xnext.push_back(lax::concatenate({xr.back(), slice_axis(xo, ax, n - 1, n)}, ax));
+      ystart.push_back(slice_axis(yo.back(), ax, 0, n - 1));
     }
     const lax::AssocFn comb = assoc_combine_fn(j, consts, ax);
-    auto floats = [&](const std::vector<Array>& all, std::size_t from) {
+    auto floats = [&](const std::vector<Array>& all) {
       std::vector<Array> r;
-      for (std::int64_t l : fl) r.push_back(all[from + static_cast<std::size_t>(l)]);
+      for (std::int64_t l : fl) r.push_back(all[static_cast<std::size_t>(l)]);
       return r;
     };
+    TripleLayout lay{ax, true, {}, {}};
+    for (std::size_t l = 0; l < k; ++l) {
+      lay.flat = lay.flat && x[l].dtype() == x[0].dtype();
+      lay.elem.push_back(TripleLayout::without(x[l].shape(), ax));
+    }
+    for (std::int64_t l : fl) lay.welem.push_back(lay.elem[static_cast<std::size_t>(l)]);
+    // segments [j..m] as (y_j, T = x_{j+1} ∘ … ∘ x_{m+1}, w = Σ_{i=j..m} (∂y_i/∂y_j)ᵀ·ȳ_i), so a
+    // position's own element is (y_j, x_{j+1}, ȳ_j) and the segment [j..n-1] gives g_j = w. (The
+    // last element's x_{n-1} stands in for x_n: only T of segments ending at n-1 sees it, and no
+    // segment lies after those.)
+    g = lay.from_elems(lax::associative_scan_flat(
+        [&](const std::vector<Array>& later_e, const std::vector<Array>& earlier_e) {
+          const auto [y0, t, w] = lay.from_elems(earlier_e);
+          const auto later = lay.from_elems(later_e);
+          auto back = floats(vjp_at([&](const std::vector<Array>& a) { return comb(a, t); }, y0, float_cts(later[2])));
+          std::vector<Array> w_new;
+          for (std::size_t q = 0; q < nf; ++q) w_new.push_back(lax::add(w[q], back[q]));
+          return lay.to_elems(y0, comb(t, later[1]), w_new);
+        },
+        lay.to_elems(yo, xnext, g), /*reverse=*/true, lay.flat ? 0 : ax))[2];
     std::vector<Array> g_rest;
     for (const Array& gq : g) g_rest.push_back(slice_axis(gq, ax, 1, n));
-    // one-element segments: w_j = (∂(a ∘ b)/∂a)ᵀ·ȳ_j at (y_{j-1}, x_j)
-    auto w = floats(vjp_at([&](const std::vector<Array>& a) { return comb(a, xr); }, ystart, float_cts(g_rest)), 0);
-    std::vector<Array> elems = ystart;
-    elems.insert(elems.end(), xr.begin(), xr.end());
-    elems.insert(elems.end(), w.begin(), w.end());
-    auto seg = lax::associative_scan_flat(
-        [&](const std::vector<Array>& later, const std::vector<Array>& earlier) {
-          const std::vector<Array> y0(earlier.begin(), earlier.begin() + k), s(earlier.begin() + k, earlier.begin() + 2 * k),
-              s2(later.begin() + k, later.begin() + 2 * k), w2(later.begin() + 2 * k, later.end());
-          auto back = floats(vjp_at([&](const std::vector<Array>& a) { return comb(a, s); }, y0, float_cts(w2)), 0);
-          std::vector<Array> r = y0;
-          for (const Array& c : comb(s, s2)) r.push_back(c);
-          for (std::size_t q = 0; q < nf; ++q) r.push_back(lax::add(earlier[2 * k + q], back[q]));
-          return r;
-        },
-        elems, /*reverse=*/true, ax);
-    for (std::size_t q = 0; q < nf; ++q) {  // g_j = ȳ_j + w of the segment [j+1 .. n-1]
-      Shape zs = g[q].shape();
-      zs[ax] = 1;
-      g[q] = lax::add(g[q], lax::concatenate({seg[2 * k + q], np::zeros(zs, g[q].dtype())}, ax));
-      g_rest[q] = slice_axis(g[q], ax, 1, n);
-    }
     // x̄_j and c̄ through the combine's other operands, at (y_{j-1}, x_j), j ≥ 1
     std::vector<Array> prims;
     for (std::int64_t i : tc) prims.push_back(consts[static_cast<std::size_t>(i)]);
