@@ -3,6 +3,7 @@
 time-vs-N plots through gnuplot (one per comparison: jxlab and JAX per workload, log-log), and the
 analysis kept in bench/peers/analysis.md. Run through scripts/bench-report."""
 import glob
+import re
 import json
 import os
 import subprocess
@@ -39,7 +40,9 @@ def plot(comp, outdir, stem):
 
 
 def main():
-    found = sorted(glob.glob(os.path.join(ROOT, "bench/results/*/peers.json")))
+    # natural order: ...-peers11 is newer than ...-peers8
+    found = sorted(glob.glob(os.path.join(ROOT, "bench/results/*/peers.json")),
+                   key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p)])
     if not found:
         raise SystemExit("bench-report: no bench/results/*/peers.json (run bench/peers/compare.py on the GPU machine first)")
     path = found[-1]
