@@ -476,6 +476,32 @@ TEST(AssociativeScan, ReverseModeTransposesAsOneReverseScan) {
   }
 }
 
+// The transposed scan at the edges: lengths 0 to 3 (no later segment, one, two), float32
+// leaves, a scan of one leaf, in both directions, on every reverse-mode form.
+TEST(AssociativeScan, ReverseModeAtShortLengths) {
+  for (std::int64_t n : {0, 1, 2, 3})
+    for (bool rev : {false, true}) {
+      auto f = [n, rev](const Array& th) {
+        Array t = np::arange(0, static_cast<double>(n), 1, DType::float32) * 0.3;
+        Array a = np::exp(th * t) * 0.9, b = np::sin(th + t);
+        auto r = lax::associative_scan_flat(
+            [](const std::vector<Array>& p, const std::vector<Array>& q) { return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]}; },
+            {a, b}, rev);
+        auto s = lax::associative_scan_flat([](const std::vector<Array>& p, const std::vector<Array>& q) { return std::vector<Array>{p[0] * q[0]}; },
+                                            {a + 1.0}, rev);
+        return np::sum(r[1] * r[0]) + np::sum(s[0]);
+      };
+      Array th = np::array({0.4}, DType::float32);
+      auto [fv, fg] = value_and_grad(f, argnums<0>, forward_mode)(th);
+      for (const auto& [staged_for, budget] : {std::pair{"cpu", 0}, std::pair{"vulkan", 8}, std::pair{"cpu", 8}}) {
+        StagingScope staging(backend(staged_for), budget);
+        auto [v, g] = value_and_grad(f)(th);
+        EXPECT_NEAR(v.item<double>(), fv.item<double>(), 1e-5 * (1 + std::abs(fv.item<double>()))) << n << rev << staged_for;
+        EXPECT_TRUE(all_close(g, vals(fg), 1e-5, 1e-6)) << n << rev << staged_for;
+      }
+    }
+}
+
 TEST(AssociativeScan, VmapKeepsThePrimitiveBatchingOnlyWhatDependsOnTheBatch) {
   auto f = [](const Array& th) {
     Array t = np::reshape(np::arange(0, 46, 1, DType::float64) * 0.03, {2, 23});
