@@ -181,7 +181,8 @@ std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& i
     // segment lies after those.)
     g = lay.from_elems(lax::associative_scan_flat(
         [&](const std::vector<Array>& later_e, const std::vector<Array>& earlier_e) {
-          const auto [y0, t, w] = lay.from_elems(earlier_e);
+          const auto earlier = lay.from_elems(earlier_e);  // (no structured bindings: a lambda below reads them)
+          const std::vector<Array>&y0 = earlier[0], &t = earlier[1], &w = earlier[2];
           const auto later = lay.from_elems(later_e);
           auto back = floats(vjp_at([&](const std::vector<Array>& a) { return comb(a, t); }, y0, float_cts(later[2])));
           std::vector<Array> w_new;
