@@ -5,7 +5,8 @@
 //             leaf with `axis` of length 1); a holds the earlier elements
 //   outputs   the inclusive scans of the leaves
 // Every application binds the primitive (vmap: the combine vmapped; jvp: a scan of (element,
-// tangent) pairs; linearize: assoc_linearize.cc, a linear recurrence that transposes).
+// tangent) pairs; linearize: that pair scan, the fold's lax.scan or the recursion, see
+// assoc_transpose.cc).
 #include <fmt/format.h>
 
 #include "core/lax/control.h"
@@ -75,10 +76,10 @@ std::vector<Array> assoc_tree(const lax::AssocFn& fn, const std::vector<Array>& 
 
 const Jaxpr& body_of(const Params& p) { return static_cast<const JaxprBody&>(*p.body).jaxpr; }
 
-// The recursion's fn from the body: leaves of length L along ax are split into [L, 1] and the
-// body is vmapped over the L axis.
 }  // namespace
 
+// The combine from the body: leaves of length L along ax are split into [L, 1] and the body is
+// vmapped over the L axis.
 lax::AssocFn assoc_combine_fn(const Jaxpr& j, const std::vector<Array>& consts, int ax) {
   return [&j, consts, ax](const std::vector<Array>& a, const std::vector<Array>& b) {
     const std::int64_t len = a[0].shape()[ax];
@@ -161,7 +162,6 @@ std::vector<Array> assoc_fold(const std::vector<Array>& ops, const Params& p) {
   return out;
 }
 
-
 const Jaxpr& assoc_body_jaxpr(const Params& p) { return body_of(p); }
 
 Jaxpr assoc_decomposition(const Params& p, const std::vector<AVal>& in, bool use_fold) {
@@ -232,8 +232,8 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
   q.tangent_consts.assign(tc.begin(), tc.end());
   q.tangent_leaves.assign(fl.begin(), fl.end());
   auto out = bind(Prim::associative_scan, ops, q);
-  // under linearize the pair scan is tangent work (recorded, transposed): the primal values come
-  // from the scan itself
+  // under linearize the pair scan is tangent work (recorded, then transposed): the primal values
+  // come from the primitive bound on the primal elements
   std::vector<Array> y = linearizing ? bind(Prim::associative_scan, x, p) : std::vector<Array>(out.begin(), out.begin() + k), ty;
   for (std::size_t l = 0, q2 = 0; l < k; ++l)
     ty.push_back(q2 < fl.size() && fl[q2] == l ? out[k + q2++] : np::zeros_like(y[l]));
