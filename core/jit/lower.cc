@@ -86,25 +86,36 @@ class Lowering {
   bool fits(const Footprint& f, std::int64_t new_reduction = 0) const {
     if (o_.max_buffers <= 0) return true;
     bool scratch = o_.scratch_reduction_min > 0 && new_reduction >= o_.scratch_reduction_min;
-    for (const Pending* r : f.reds) scratch = scratch || (o_.scratch_reduction_min > 0 && reduced_count(*r) >= o_.scratch_reduction_min);
+    for (const Pending* r : f.reds)
+      scratch = scratch || (o_.scratch_reduction_min > 0 && reduced_count(r->space, r->axes) >= o_.scratch_reduction_min);
     return static_cast<int>(f.bufs.size()) + 1 + (scratch ? 1 : 0) <= o_.max_buffers;
   }
-  static std::int64_t reduced_count(const Pending& r) {
+  static std::int64_t reduced_count(const Shape& space, const std::vector<std::int64_t>& axes) {
     std::int64_t n = 1;
-    for (auto a : r.axes) n *= r.space[a];
+    for (auto a : axes) n *= space[a];
     return n;
   }
-  // A reduction's body gives up buffers (its operand binding the most is materialized) until the
-  // kernel fits with the reduction's scratch buffer.
+  // The operand to materialize first: the one binding the most buffers (those holding a
+  // reduction first when the kernel would hold several); -1 when all are buffers or constants.
+  static int heaviest_operand(const std::vector<EP>& args, bool several_reductions) {
+    int pick = -1;
+    std::size_t most = 0;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      if (args[i]->k == Expr::K::load || args[i]->k == Expr::K::constant) continue;
+      Footprint fi = footprint({args[i]});
+      const std::size_t weight = fi.bufs.size() + (several_reductions && !fi.reds.empty() ? 1000 : 0);
+      if (pick < 0 || weight > most) {
+        pick = static_cast<int>(i);
+        most = weight;
+      }
+    }
+    return pick;
+  }
+  // A reduction's body gives up buffers (its heaviest operand materialized, or all of it) until
+  // the kernel fits with the reduction's scratch buffer.
   EP fit_reduction_body(EP body, std::int64_t reduced) {
     while (!fits(footprint({body}), reduced) && body->k == Expr::K::alu) {
-      int pick = -1;
-      std::size_t most = 0;
-      for (std::size_t i = 0; i < body->args.size(); ++i)
-        if (const EP& a = body->args[i]; a->k != Expr::K::load && a->k != Expr::K::constant && footprint({a}).bufs.size() >= most) {
-          pick = static_cast<int>(i);
-          most = footprint({a}).bufs.size();
-        }
+      const int pick = heaviest_operand(body->args, false);
       if (pick < 0) return materialized(body);
       std::vector<EP> args = body->args;
       args[pick] = materialized(args[pick]);
@@ -152,9 +163,7 @@ class Lowering {
       case Prim::reduce_sum: case Prim::reduce_max: case Prim::reduce_min: case Prim::reduce_prod: {
         EP a = without_reduction(args[0]);
         if (pr.axes.empty()) return {a};
-        std::int64_t reduced = 1;
-        for (auto ax : pr.axes) reduced *= a->shape[ax];
-        a = fit_reduction_body(a, reduced);
+        a = fit_reduction_body(a, reduced_count(a->shape, pr.axes));
         Pending p{a->shape, pr.axes, e.prim, a};
         if (EP u = unrolled(p, out)) return {u};
         Expr r{Expr::K::reduce, out.dtype, out.shape};
@@ -202,17 +211,7 @@ class Lowering {
     for (;;) {
       Footprint f = footprint(args);
       if (f.reds.size() <= 1 && fits(f)) break;
-      int pick = -1;
-      std::size_t most = 0;
-      for (std::size_t i = 0; i < args.size(); ++i) {
-        Footprint fi = footprint({args[i]});
-        if (args[i]->k == Expr::K::load || args[i]->k == Expr::K::constant) continue;
-        const std::size_t weight = fi.bufs.size() + (f.reds.size() > 1 && !fi.reds.empty() ? 1000 : 0);
-        if (pick < 0 || weight > most) {
-          pick = static_cast<int>(i);
-          most = weight;
-        }
-      }
+      const int pick = heaviest_operand(args, f.reds.size() > 1);
       if (pick < 0)
         throw Error(fmt::format("jit: buffer budget {} is too small for {} with {} operand buffers", o_.max_buffers, prim_name(p),
                                 f.bufs.size()));
@@ -234,9 +233,7 @@ class Lowering {
       args[i] = without_reduction(args[i]);
       if (args[i]->k != Expr::K::load && !o_.inline_multi_use && recompute[i] > kDotRecompute) args[i] = materialized(args[i]);
     }
-    std::int64_t reduced = 1;
-    for (auto d : pr.lhs_contract) reduced *= la.shape[d];
-    while (!fits(footprint(args), pr.lhs_contract.empty() ? 0 : reduced)) {
+    while (!fits(footprint(args), nc == 0 ? 0 : reduced_count(la.shape, pr.lhs_contract))) {
       const std::size_t i = footprint({args[0]}).bufs.size() >= footprint({args[1]}).bufs.size() ? 0 : 1;
       const std::size_t pick = args[i]->k != Expr::K::load ? i : 1 - i;
       if (args[pick]->k == Expr::K::load) break;  // two buffers: any budget of 3 fits

@@ -108,6 +108,14 @@ Array slice(const Array& x, std::vector<std::int64_t> start, std::vector<std::in
   return bind1(Prim::slice, {x}, p);
 }
 
+Array slice_in_dim(const Array& x, std::int64_t start, std::int64_t stop, std::int64_t stride, std::int64_t axis) {
+  std::vector<std::int64_t> lo(x.ndim(), 0), hi = x.shape(), st(x.ndim(), 1);
+  lo[axis] = start;
+  hi[axis] = std::max(start, stop);
+  st[axis] = stride;
+  return slice(x, std::move(lo), std::move(hi), std::move(st));
+}
+
 Array rev(const Array& x, std::vector<std::int64_t> axes) { return reduce(Prim::rev, x, std::move(axes)); }
 
 Array concatenate(const std::vector<Array>& xs, std::int64_t axis) {

@@ -59,6 +59,8 @@ Array transpose(const Array& x, std::vector<std::int64_t> perm);
 Array broadcast_in_dim(const Array& x, Shape shape, std::vector<std::int64_t> dims);
 Array slice(const Array& x, std::vector<std::int64_t> start, std::vector<std::int64_t> limit,
             std::vector<std::int64_t> strides = {});
+// x[..., start:stop:stride, ...] along `axis` only (JAX's lax.slice_in_dim; stop clamped up to start)
+Array slice_in_dim(const Array& x, std::int64_t start, std::int64_t stop, std::int64_t stride, std::int64_t axis);
 Array rev(const Array& x, std::vector<std::int64_t> axes);
 Array concatenate(const std::vector<Array>& xs, std::int64_t axis);
 Array pad(const Array& x, std::vector<std::int64_t> lo, std::vector<std::int64_t> hi, double value);

@@ -138,10 +138,7 @@ std::vector<Array> split(const Array& x, const std::vector<std::int64_t>& indice
   for (auto b : bounds) {
     const std::int64_t e = std::clamp(b < 0 ? b + n : b, std::int64_t{0}, n);
     const std::int64_t s = std::min(prev, e);
-    std::vector<std::int64_t> lo(x.ndim(), 0), hi = x.shape();
-    lo[a] = s;
-    hi[a] = e;
-    out.push_back(lax::slice(x, lo, hi));
+    out.push_back(lax::slice_in_dim(x, s, e, 1, a));
     prev = e;
   }
   return out;

@@ -22,11 +22,7 @@ std::vector<Array> assoc_tree(const lax::AssocFn& fn, const std::vector<Array>& 
   std::vector<Array> elems;
   for (const Array& e : elems0) elems.push_back(reverse ? np::flip(e, std::vector<std::int64_t>{ax}) : e);
   auto slice = [&](const Array& x, std::int64_t start, std::int64_t stop, std::int64_t step) {
-    std::vector<std::int64_t> lo(x.ndim(), 0), hi = x.shape(), st(x.ndim(), 1);
-    lo[ax] = start;
-    hi[ax] = std::max(start, stop);
-    st[ax] = step;
-    return jx::lax::slice(x, lo, hi, st);
+    return jx::lax::slice_in_dim(x, start, stop, step, ax);
   };
   auto slices = [&](const std::vector<Array>& xs, std::int64_t start, std::int64_t stop, std::int64_t step) {
     std::vector<Array> r;

@@ -24,17 +24,9 @@
 namespace jx {
 namespace {
 
-Array slice_axis(const Array& x, int ax, std::int64_t start, std::int64_t stop) {
-  std::vector<std::int64_t> lo(x.ndim(), 0), hi = x.shape();
-  lo[ax] = start;
-  hi[ax] = stop;
-  return lax::slice(x, lo, hi);
-}
-
 // Cotangents of fn's inputs at primals, for cotangents of its outputs (empty: zero).
 std::vector<Array> vjp_at(const FlatFn& fn, const std::vector<Array>& primals, const std::vector<Array>& cts) {
-  auto lin = linearize_flat(fn, primals).second;
-  return lin.transpose(cts);
+  return vjp_flat(fn, primals).second.transpose(cts);
 }
 
 // The triple scan's three groups of leaves (prefix, segment, cotangent), each as one [L, Σ s_l]
@@ -159,9 +151,9 @@ std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& i
     for (std::size_t l = 0; l < k; ++l) {
       yo.push_back(in_order(y[l]));
       const Array xo = in_order(x[l]);
-      xr.push_back(slice_axis(xo, ax, 1, n));
-      xnext.push_back(lax::concatenate({xr.back(), slice_axis(xo, ax, n - 1, n)}, ax));
-      ystart.push_back(slice_axis(yo.back(), ax, 0, n - 1));
+      xr.push_back(lax::slice_in_dim(xo, 1, n, 1, ax));
+      xnext.push_back(lax::concatenate({xr.back(), lax::slice_in_dim(xo, n - 1, n, 1, ax)}, ax));
+      ystart.push_back(lax::slice_in_dim(yo.back(), 0, n - 1, 1, ax));
     }
     const lax::AssocFn comb = assoc_combine_fn(j, consts, ax);
     auto floats = [&](const std::vector<Array>& all) {
@@ -191,7 +183,7 @@ std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& i
         },
         lay.to_elems(yo, xnext, g), /*reverse=*/true, lay.flat ? 0 : ax))[2];
     std::vector<Array> g_rest;
-    for (const Array& gq : g) g_rest.push_back(slice_axis(gq, ax, 1, n));
+    for (const Array& gq : g) g_rest.push_back(lax::slice_in_dim(gq, 1, n, 1, ax));
     // x̄_j and c̄ through the combine's other operands, at (y_{j-1}, x_j), j ≥ 1
     std::vector<Array> prims;
     for (std::int64_t i : tc) prims.push_back(consts[static_cast<std::size_t>(i)]);
@@ -208,7 +200,7 @@ std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& i
   }
   for (std::size_t q = 0; q < nf; ++q)
     if (in[te0 + q].linear) {
-      Array xb = n >= 2 ? lax::concatenate({slice_axis(g[q], ax, 0, 1), x_bar[static_cast<std::size_t>(fl[q])]}, ax) : g[q];
+      Array xb = n >= 2 ? lax::concatenate({lax::slice_in_dim(g[q], 0, 1, 1, ax), x_bar[static_cast<std::size_t>(fl[q])]}, ax) : g[q];
       res[te0 + q] = in_order(xb);
     }
   for (std::size_t q = 0; q < ntc; ++q)

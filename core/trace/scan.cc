@@ -108,10 +108,7 @@ std::vector<Array> run_fallback(const FlatFn& body, const Params& p, const std::
     std::vector<Array> in = consts;
     in.insert(in.end(), carry.begin(), carry.end());
     for (const Array& x : xs) {
-      std::vector<std::int64_t> lo(x.ndim(), 0), hi = x.shape();
-      lo[0] = t;
-      hi[0] = t + 1;
-      in.push_back(lax::reshape(lax::slice(x, lo, hi), unstacked(x.aval()).shape));
+      in.push_back(lax::reshape(lax::slice_in_dim(x, t, t + 1, 1, 0), unstacked(x.aval()).shape));
     }
     auto out = body(in);
     for (std::size_t k = 0; k < nk; ++k) carry[k] = out[k];
