@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -11,6 +12,14 @@
 namespace jxt {
 
 inline std::vector<double> vals(const jx::Array& a) { return a.to_vector<double>(); }
+
+// The source tree (scenarios, the DLM fixtures under tests/data or ../shared/data): JX_SOURCE_DIR
+// from the environment where the binaries run from a copy elsewhere (scripts/gpu-check packs
+// them for the GPU machine), else the tree they were built from.
+inline std::string source_dir() {
+  const char* e = std::getenv("JX_SOURCE_DIR");
+  return e && *e ? std::string(e) : std::string(JX_SOURCE_DIR);
+}
 
 // Element-wise |got - want| <= atol + rtol*|want|; NaN matches NaN, infinities match exactly.
 inline ::testing::AssertionResult all_close(const std::vector<double>& got, const std::vector<double>& want,

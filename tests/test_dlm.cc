@@ -13,7 +13,7 @@ using json = nlohmann::json;
 namespace {
 
 json load(const std::string& name) {
-  for (const std::string dir : {std::string(JX_SOURCE_DIR) + "/../shared/data/dlm/", std::string(JX_SOURCE_DIR) + "/tests/data/dlm/"}) {
+  for (const std::string& dir : {jxt::source_dir() + "/../shared/data/dlm/", jxt::source_dir() + "/tests/data/dlm/"}) {
     std::ifstream f(dir + name);
     if (f) return json::parse(f);
   }

@@ -14,6 +14,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// The jxlab binary: JXLAB from the environment, the one built beside this test, or (a packed
+// copy, as on the GPU machine) one in this executable's folder or its parent.
+std::string jxlab_path() {
+  if (const char* e = std::getenv("JXLAB"); e && *e) return e;
+  if (fs::exists(JXLAB_PATH)) return JXLAB_PATH;
+  const fs::path self = fs::read_symlink("/proc/self/exe").parent_path();
+  for (const fs::path& p : {self / "jxlab", self.parent_path() / "jxlab"})
+    if (fs::exists(p)) return p.string();
+  return JXLAB_PATH;  // the error names the path looked for
+}
+
 struct TempDir {
   fs::path path;
   TempDir() : path(fs::temp_directory_path() / fmt::format("jxlab-test-{}-{}", getpid(), counter()++)) { fs::create_directories(path); }
@@ -137,7 +148,7 @@ TEST(Lab, HistoricalProfilesModelTheDocumentedReleases) {
   for (const char* n : {"v0.7.1", "v0.7.2", "v0.7.3", "v0.7.4"}) EXPECT_TRUE(replay::profile(n).historical) << n;
   EXPECT_FALSE(replay::profile("current").historical);
   // the schema's profile enum lists every profile
-  std::ifstream f(std::string(JX_SOURCE_DIR) + "/scenarios/scenario.schema.json");
+  std::ifstream f(jxt::source_dir() + "/scenarios/scenario.schema.json");
   const auto schema = nlohmann::json::parse(f);
   const auto& e = schema["properties"]["cases"]["items"]["properties"]["profile"]["enum"];
   std::vector<std::string> listed(e.begin(), e.end()), known;
@@ -195,7 +206,7 @@ TEST(Lab, AnUnavailableBackendIsSkippedWithItsReason) {
     "workload": {"name": "isnan41"}, "transform": "jit", "backends": ["cpu", "vulkan"],
     "cases": [{"profile": "current", "expect": {"values": {"expected": {"out0": [0, 1, 0, 1]}}}}]})");
   // (JX_DEVICE unset: a default device that is unavailable is an error of its own at start-up)
-  const std::string cmd = fmt::format("env -u JX_DEVICE JX_VULKAN_DEVICE=99 {} run isnan-41 --scenarios {} --report {} > {} 2>&1", JXLAB_PATH, d.path.string(),
+  const std::string cmd = fmt::format("env -u JX_DEVICE JX_VULKAN_DEVICE=99 {} run isnan-41 --scenarios {} --report {} > {} 2>&1", jxlab_path(), d.path.string(),
                                       (d.path / "rep").string(), (d.path / "log").string());
   EXPECT_EQ(std::system(cmd.c_str()), 0);
   std::ifstream jf(d.path / "rep" / "report.json");
@@ -206,8 +217,8 @@ TEST(Lab, AnUnavailableBackendIsSkippedWithItsReason) {
   EXPECT_EQ(j["results"][1]["status"], "skipped");
   EXPECT_NE(j["results"][1]["skip_reason"].get<std::string>().find("JX_VULKAN_DEVICE"), std::string::npos) << j["results"][1]["skip_reason"];
   // unknown ids and bad shards are errors before any work
-  EXPECT_NE(std::system(fmt::format("{} run no-such-id --scenarios {} > /dev/null 2>&1", JXLAB_PATH, d.path.string()).c_str()), 0);
-  EXPECT_NE(std::system(fmt::format("{} run --all --shard 3/2 --scenarios {} > /dev/null 2>&1", JXLAB_PATH, d.path.string()).c_str()), 0);
+  EXPECT_NE(std::system(fmt::format("{} run no-such-id --scenarios {} > /dev/null 2>&1", jxlab_path(), d.path.string()).c_str()), 0);
+  EXPECT_NE(std::system(fmt::format("{} run --all --shard 3/2 --scenarios {} > /dev/null 2>&1", jxlab_path(), d.path.string()).c_str()), 0);
 }
 
 TEST(Soak, TrendFitFlagsGrowthButNotNoise) {

@@ -503,6 +503,100 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
   }
 }
 
+// Every associative-scan path with every leaf dtype in one element, around every level's edge
+// (issue 27: the blocked shader put a float64 leaf of slot s at word 2·s·W instead of s·W, past
+// the end of workgroup memory from slot B/2 on; llvmpipe's slack after the array hid it, the
+// H100 dropped the writes). A position holds an int32 sum, a float32 sum of small integers, a
+// float64 product, a float64 affine x·p + q, a bool or, and p float64 words of padding (a sum)
+// that set how many positions fit the webgpu profile's 16 KiB: p = 0, 8, 20, 40 give B = 256,
+// 128, 64, 32 per workgroup (7 + 2p words); p = 64 fits no 32: Kogge-Stone rounds. Sizes:
+// B - 1, B, B + 1 (the first fix-up), 2B + 1 and 4B + 1 (the top level, several positions per
+// invocation), B² ± 1 (a second level and its fix-up), 4B² + 1 and B³ + 1 (B = 32); both
+// directions, eager and jit; the device profile (each leaf bound directly where 13 bindings
+// are allowed) at the fix-up edges. The slowest to compile on llvmpipe (B = 128, 64) take the
+// edges alone: 30-60 s cold there, ~10 s with mesa's shader cache. The path shows in the dispatches: ceil(log2 n) Kogge-Stone
+// rounds, at most 2L - 1 blocked dispatches for L = ceil(log_B n) levels. llvmpipe
+// bounds-checks workgroup memory, so an addressing error reads NaN there and fails in CI.
+TEST(VulkanAssociativeScan, EveryPathEveryDtypeAroundEveryLevelEdge) {
+  using V = std::vector<Array>;
+  if (!std::getenv("JX_VK_CHECK_SHARED"))
+    EXPECT_EQ(vulkan::checked_shared(), backend("vulkan").info().device.find("llvmpipe") != std::string::npos)
+        << "workgroup memory is bounds-checked on llvmpipe, and only there";
+  auto op = [](const V& p, const V& q) {
+    return V{p[0] + q[0], p[1] + q[1], q[2] * p[2], q[2] * p[3] + q[3], np::logical_or(p[4], q[4]), p[5] + q[5]};
+  };
+  using Ref = std::array<std::vector<double>, 6>;
+  auto sequential = [](const V& in, bool reverse) {  // r[i] = op(r[prev], x[i])
+    Ref x{vals(in[0]), vals(in[1]), vals(in[2]), vals(in[3]), vals(in[4]), vals(in[5])};
+    Ref r = x;
+    const std::int64_t n = static_cast<std::int64_t>(x[0].size()), pad = in[5].shape()[1];
+    for (std::int64_t k = 1; k < n; ++k) {
+      const std::size_t i = static_cast<std::size_t>(reverse ? n - 1 - k : k), prev = reverse ? i + 1 : i - 1;
+      r[0][i] = r[0][prev] + x[0][i];
+      r[1][i] = r[1][prev] + x[1][i];
+      r[2][i] = x[2][i] * r[2][prev];
+      r[3][i] = x[2][i] * r[3][prev] + x[3][i];
+      r[4][i] = (r[4][prev] != 0 || x[4][i] != 0) ? 1.0 : 0.0;
+      for (std::int64_t c = 0; c < pad; ++c) r[5][i * pad + c] = r[5][prev * pad + c] + x[5][i * pad + c];
+    }
+    return r;
+  };
+  auto inputs = [](std::int64_t n, std::int64_t pad) {
+    DefaultDeviceScope cpu("cpu");
+    Array t = np::arange(0, static_cast<double>(n), 1, DType::float64);
+    Array small = np::astype(np::astype(np::sin(t) * 3.5, DType::int32), DType::float64);  // -3 .. 3
+    return V{np::astype(small, DType::int32), np::astype(small, DType::float32), np::sin(t * 0.7) * 1e-6 + 1.0, np::cos(t) * 1e-3,
+             np::greater(np::sin(t * 0.001), np::full({}, 0.999, DType::float64)),
+             np::reshape(np::cos(np::arange(0, static_cast<double>(n * pad), 1, DType::float64)), {n, pad})};
+  };
+  auto jitted = jit([op](const V& x, bool reverse) { return lax::associative_scan_flat(op, x, reverse, 0); });
+  auto ceil_log = [](std::int64_t n, std::int64_t base) {
+    std::int64_t l = 0;
+    for (std::int64_t s = 1; s < n; s *= base) ++l;
+    return l;
+  };
+  for (auto [pad, B] : {std::pair<std::int64_t, std::int64_t>{0, 256}, {8, 128}, {20, 64}, {40, 32}, {64, 0}}) {
+    // B = 128 and 64 (4 positions per invocation at the top level: slow compiles on llvmpipe)
+    // at the edges themselves; B = 256 and 32 at every size
+    const bool full = B == 256 || B == 32;
+    std::vector<std::int64_t> sizes{2};
+    if (B == 0) sizes.insert(sizes.end(), {1, 3, 64, 65, 257, 1000});
+    else if (full) sizes.insert(sizes.end(), {1, 3, B - 1, B, B + 1, 2 * B + 1, 4 * B + 1, B * B - 1, B * B + 1, 4 * B * B + 1});
+    else sizes.insert(sizes.end(), {B - 1, B + 1, 4 * B + 1, B * B + 1});
+    if (B == 32) sizes.push_back(B * B * B + 1);
+    for (std::int64_t n : sizes) {
+      const V in = inputs(n, pad);
+      DefaultDeviceScope vk("vulkan");
+      const V ev = on(in, "vulkan");
+      for (bool reverse : {false, true}) {
+        const Ref want = sequential(in, reverse);
+        const bool edge = n == B + 1 || (full && (n == 4 * B + 1 || n == B * B + 1)) || (B == 0 && n == 257);
+        for (const std::string profile : {"webgpu", "device"}) {
+          if (profile == "device" && !edge) continue;
+          vulkan::set_limits(profile);
+          for (bool use_jit : {false, true}) {
+            const std::string where = fmt::format("pad {} n {} reverse {} {} {}", pad, n, reverse, profile, use_jit ? "jit" : "eager");
+            vulkan::synchronize();
+            vulkan::reset_counters();
+            const V got = use_jit ? jitted(ev, reverse) : lax::associative_scan_flat(op, ev, reverse, 0);
+            vulkan::synchronize();
+            const std::uint64_t disp = vulkan::counters().dispatches;
+            if (profile == "webgpu" && B == 0) EXPECT_EQ(disp, static_cast<std::uint64_t>(ceil_log(n, 2))) << where;
+            if (profile == "webgpu" && B > 0) EXPECT_LE(disp, static_cast<std::uint64_t>(std::max<std::int64_t>(2 * ceil_log(n, B) - 1, 0))) << where;
+            EXPECT_EQ(vals(got[0]), want[0]) << where;
+            EXPECT_EQ(vals(got[1]), want[1]) << where;
+            EXPECT_TRUE(all_close(got[2], want[2], 1e-12, 0)) << where;
+            EXPECT_TRUE(all_close(got[3], want[3], 1e-9, 1e-12)) << where;
+            EXPECT_EQ(vals(got[4]), want[4]) << where;
+            EXPECT_TRUE(all_close(got[5], want[5], 1e-9, 1e-9)) << where;
+          }
+        }
+        vulkan::set_limits("webgpu");
+      }
+    }
+  }
+}
+
 TEST(VulkanAssociativeScan, ReverseAxisBoolsAndTheTripleLoss) {
   Array x = np::reshape(np::arange(0, 60, 1, DType::float64), {3, 20});
   auto add = [](const std::vector<Array>& a, const std::vector<Array>& b) { return std::vector<Array>{a[0] + b[0], np::logical_or(a[1], b[1])}; };

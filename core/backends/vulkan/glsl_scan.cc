@@ -33,22 +33,37 @@ std::string gwrite(DType d, std::int64_t base, const std::string& i, const std::
   return "";
 }
 std::int64_t shared_words(const AVal& a) { return a.size() * (a.dtype == DType::float64 ? 2 : 1); }
-std::string sread(DType d, std::int64_t base, const std::string& i) {
+// Workgroup memory is one array of words, `sm`, read and written only through sm_ld/sm_st
+// (shared_decl). Element i of a value whose words start at word `base` (an expression) is at
+// base + i, or base + 2i (two words) for float64: `base` is in words, `i` in elements.
+std::string sread(DType d, const std::string& base, const std::string& i) {
   switch (d) {
-    case DType::float32: return fmt::format("uintBitsToFloat(sm[{} + ({})])", base, i);
-    case DType::int32: return fmt::format("int(sm[{} + ({})])", base, i);
-    case DType::float64: return fmt::format("packDouble2x32(uvec2(sm[{0} + 2 * ({1})], sm[{0} + 2 * ({1}) + 1]))", base, i);
-    case DType::bool_: return fmt::format("(sm[{} + ({})] != 0u)", base, i);
+    case DType::float32: return fmt::format("uintBitsToFloat(sm_ld({} + ({})))", base, i);
+    case DType::int32: return fmt::format("int(sm_ld({} + ({})))", base, i);
+    case DType::float64: return fmt::format("packDouble2x32(uvec2(sm_ld({0} + 2 * ({1})), sm_ld({0} + 2 * ({1}) + 1)))", base, i);
+    case DType::bool_: return fmt::format("(sm_ld({} + ({})) != 0u)", base, i);
   }
   return "0";
 }
-std::string swrite(DType d, std::int64_t base, const std::string& i, const std::string& v) {
+std::string swrite(DType d, const std::string& base, const std::string& i, const std::string& v) {
   switch (d) {
-    case DType::float32: return fmt::format("sm[{} + ({})] = floatBitsToUint({});\n", base, i, v);
-    case DType::int32: case DType::bool_: return fmt::format("sm[{} + ({})] = uint({});\n", base, i, v);
-    case DType::float64: return fmt::format("{{ uvec2 u_ = unpackDouble2x32({2}); sm[{0} + 2 * ({1})] = u_.x; sm[{0} + 2 * ({1}) + 1] = u_.y; }}\n", base, i, v);
+    case DType::float32: return fmt::format("sm_st({} + ({}), floatBitsToUint({}));\n", base, i, v);
+    case DType::int32: case DType::bool_: return fmt::format("sm_st({} + ({}), uint({}));\n", base, i, v);
+    case DType::float64: return fmt::format("{{ uvec2 u_ = unpackDouble2x32({2}); sm_st({0} + 2 * ({1}), u_.x); sm_st({0} + 2 * ({1}) + 1, u_.y); }}\n", base, i, v);
   }
   return "";
+}
+
+// The declaration of `words` words of workgroup memory and its two accessors. Checked
+// (ScanLimits::checked_shared): a word outside [0, words) reads as 0xffffffff (a NaN in either
+// float type, -1 as int32) and is never written, so an addressing error gives wrong values on
+// every device. Unchecked, such an access is undefined: the H100 drops the write and reads
+// garbage, while llvmpipe's slack after the array made the same code give right answers.
+std::string shared_decl(std::int64_t words, bool checked) {
+  if (!checked)
+    return fmt::format("shared uint sm[{}];\nuint sm_ld(int i) {{ return sm[i]; }}\nvoid sm_st(int i, uint v) {{ sm[i] = v; }}\n", words);
+  return fmt::format("shared uint sm[{0}];\nuint sm_ld(int i) {{ return uint(i) < {0}u ? sm[i] : 0xffffffffu; }}\n"
+                     "void sm_st(int i, uint v) {{ if (uint(i) < {0}u) sm[i] = v; }}\n", words);
 }
 
 // reg: one register per buffer (elementwise bodies); local: a local array per buffer, indexed
@@ -65,7 +80,7 @@ std::string read_loc(const Loc& l, int buffer, const std::string& i) {
   switch (l.home) {
     case Home::global_in: return gread("gin", l.aval.dtype, l.base, i);
     case Home::global_x: return gread("gin", l.aval.dtype, l.base, fmt::format("t * {} + ({})", l.aval.size(), i));
-    case Home::shared: return sread(l.aval.dtype, l.base, i);
+    case Home::shared: return sread(l.aval.dtype, std::to_string(l.base), i);
     case Home::reg: return fmt::format("r{}", buffer);
     case Home::local: return fmt::format("L{}[{}]", buffer, i);
   }
@@ -75,7 +90,7 @@ std::string read_loc(const Loc& l, int buffer, const std::string& i) {
 // Writes element `i` of a body buffer kept in workgroup memory or a local array.
 std::string write_loc(const Loc& l, int buffer, const std::string& i, const std::string& v) {
   if (l.home == Home::local) return fmt::format("L{}[{}] = {};\n", buffer, i, v);
-  return swrite(l.aval.dtype, l.base, i, v);
+  return swrite(l.aval.dtype, std::to_string(l.base), i, v);
 }
 
 // Invocations of one workgroup striding over n elements (no loop when one pass suffices); in
@@ -219,7 +234,7 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
   s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
   s += "layout(std430, set = 0, binding = 1) buffer BO { uint d[]; } gout;\n";
   s += "layout(push_constant) uniform PC { int it0; int it1; } pc;\n";
-  if (!ew && smem) s += fmt::format("shared uint sm[{}];\n", smem);
+  if (!ew && smem) s += shared_decl(smem, lim.checked_shared);
   s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
   s += "void main() {\n";
   std::int64_t per_step = 1;  // loop iterations one invocation runs per step (llvmpipe's limit)
@@ -413,7 +428,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
       s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
     }
     s += "layout(push_constant) uniform PC { int mode; int s; } pc;\n";
-    s += fmt::format("shared uint sm[{}];\n", B * W);
+    s += shared_decl(B * W, lim.checked_shared);
     s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
     auto arrays = [&](const std::string& name) {
       std::string d;
@@ -455,14 +470,16 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
       }
       return c;
     };
+    // a position's slot in workgroup memory: W words, leaf l's element from word sm_base[l] on
+    auto slot_base = [&](const std::string& slot, int l) { return fmt::format("({}) * {} + {}", slot, W, sm_base[l]); };
     auto to_shared = [&](const std::string& slot) {
       std::string c;
-      for (int l = 0; l < k; ++l) c += each(l, swrite(b.buffers[nc + l].dtype, sm_base[l], fmt::format("({}) * {} + e", slot, W), fmt::format("xa{}[e]", l)));
+      for (int l = 0; l < k; ++l) c += each(l, swrite(b.buffers[nc + l].dtype, slot_base(slot, l), "e", fmt::format("xa{}[e]", l)));
       return c;
     };
     auto from_shared = [&](const std::string& slot) {
       std::string c;
-      for (int l = 0; l < k; ++l) c += each(l, fmt::format("pa{}[e] = {};", l, sread(b.buffers[nc + l].dtype, sm_base[l], fmt::format("({}) * {} + e", slot, W))));
+      for (int l = 0; l < k; ++l) c += each(l, fmt::format("pa{}[e] = {};", l, sread(b.buffers[nc + l].dtype, slot_base(slot, l), "e")));
       return c;
     };
     s += fmt::format("void main() {{\nconst int m = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + gl_LocalInvocationIndex);\n"

@@ -23,6 +23,7 @@ struct ScanLimits {
   std::int64_t shared_bytes = 16384;        // workgroup storage the profile allows
   std::int64_t max_loop_iterations = 0;     // per invocation (llvmpipe: 65535); 0 = unlimited
   std::int64_t max_buffers = 8;             // bindings one shader may have
+  bool checked_shared = false;              // bounds-checked workgroup memory (glsl_scan.cc: shared_decl)
 };
 
 struct ScanShader {

@@ -69,7 +69,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
 ScanLimits VulkanBackend::scan_limits() const {
   const auto& d = ctx_->desc();
   return {d.float64, profile_ == "webgpu" ? std::int64_t{16384} : static_cast<std::int64_t>(d.max_shared_bytes),
-          llvmpipe() ? std::int64_t{65535} : std::int64_t{0}, max_buffers_};
+          llvmpipe() ? std::int64_t{65535} : std::int64_t{0}, max_buffers_, checked_shared_};
 }
 
 std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std::int64_t B) {
@@ -101,12 +101,14 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
   auto plan = render_assoc_scan(ap, lim, why);
   if (!plan) return nullptr;
   auto x = std::make_shared<AssocExe>();
-  x->pipe = make_kernel_exe(plan->sh, "assoc|" + plan->sh.glsl, 4)->pipe;
   x->operands = ap.operands;
   x->num_consts = ap.num_consts;
   x->length = ap.operands[ap.num_consts].shape[ap.axis];
   x->plan = std::move(*plan);
+  // the Kogge-Stone shader is compiled only where the blocked form cannot run (each compile
+  // costs 0.1-3 s on llvmpipe)
   if (x->plan.blocked) x->blocked = make_kernel_exe(*x->plan.blocked, "assoc-blocked|" + x->plan.blocked->glsl, 8)->pipe;
+  else x->pipe = make_kernel_exe(x->plan.sh, "assoc|" + x->plan.sh.glsl, 4)->pipe;
   int rounds = 0;
   for (std::int64_t dd = 1; dd < x->length; dd *= 2) ++rounds;
   if (x->plan.blocked_top) x->top = make_kernel_exe(*x->plan.blocked_top, "assoc-top|" + x->plan.blocked_top->glsl, 8)->pipe;

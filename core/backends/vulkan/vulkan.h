@@ -46,6 +46,10 @@ void reset_timings();
 // JX_LIMITS sets the initial profile. Throws BackendError for another name.
 void set_limits(const std::string& profile);
 std::string limits();
+// Whether scan shaders bounds-check workgroup memory (out-of-bounds reads give all-ones words,
+// writes are dropped): on by default on llvmpipe, where such accesses otherwise go unseen;
+// JX_VK_CHECK_SHARED=0|1 at start overrides. Throws BackendError when vulkan is unavailable.
+bool checked_shared();
 
 // Submits recorded work and waits for it (the host normally waits only when it reads data);
 // nothing to do when the backend never started or was shut down.

@@ -21,6 +21,10 @@ std::uint32_t parse_submit_every(const std::string& v) {
     throw Error(fmt::format("JX_VK_SUBMIT_EVERY='{}': expected a number of commands per submit, 0 to 1000000 (0: submit only full batches)", v));
   return static_cast<std::uint32_t>(n);
 }
+bool parse_switch(const char* name, const std::string& v) {
+  if (v == "0" || v == "1") return v == "1";
+  throw Error(fmt::format("{}='{}': expected 0 or 1", name, v));
+}
 }  // namespace
 
 VulkanBackend::VulkanBackend() {
@@ -40,6 +44,8 @@ VulkanBackend::VulkanBackend() {
     const char* timing = std::getenv("JX_VK_TIMING");
     timing_ = timing && *timing && std::string(timing) != "0";
     if (const char* every = std::getenv("JX_VK_SUBMIT_EVERY"); every && *every) submit_every_ = parse_submit_every(every);
+    checked_shared_ = llvmpipe();
+    if (const char* chk = std::getenv("JX_VK_CHECK_SHARED"); chk && *chk) checked_shared_ = parse_switch("JX_VK_CHECK_SHARED", chk);
     g_instance = this;
     std::atexit([] {
       if (g_instance) g_instance->shutdown(true);
@@ -497,6 +503,7 @@ Counters counters() { return instance()->counters(); }
 void reset_counters() { instance()->reset_counters(); }
 void set_limits(const std::string& profile) { instance()->apply_limits(profile); }
 std::string limits() { return instance()->profile(); }
+bool checked_shared() { return instance()->checked_shared(); }
 void synchronize() {
   if (g_instance) g_instance->synchronize();  // never started or shut down: nothing is pending
 }

@@ -89,7 +89,7 @@ struct BlockedLevel {
 };
 
 struct AssocExe final : Executable {
-  std::shared_ptr<Pipeline> pipe;
+  std::shared_ptr<Pipeline> pipe;     // Kogge-Stone rounds; null where the blocked form runs
   std::shared_ptr<Pipeline> blocked;  // null where a workgroup's elements do not fit its memory
   std::shared_ptr<Pipeline> top;      // the blocked form's top level, several positions per invocation
   std::vector<BlockedLevel> levels;   // the blocked form's dispatches (vk_scan_exec.cc: blocked_levels)
@@ -286,6 +286,14 @@ class VulkanBackend final : public Backend {
   // starts on a long call's first commands while the host records the rest
   // (JX_VK_SUBMIT_EVERY; 0: only when a batch is full or at a host wait).
   std::uint32_t submit_every_ = 64;
+  // Scan shaders bounds-check workgroup memory (glsl_scan.cc: shared_decl): on by default on
+  // llvmpipe, which hides out-of-bounds accesses that real GPUs do not (JX_VK_CHECK_SHARED=0|1).
+  bool checked_shared_ = false;
+
+ public:
+  bool checked_shared() const { return checked_shared_; }
+
+ private:
   std::map<std::string, vulkan::TimedPipeline> timings_;
 
   DeviceInfo info_;
