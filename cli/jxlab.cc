@@ -35,19 +35,52 @@ struct DlmArgs {
   std::vector<double> s, w;
   std::int64_t horizon = 12;
   int order = -1;  // -1: from the file (default 1)
+  int max_iter = 0;  // 0: the optimizer's default (newton 200, adam 2000)
+  bool pretty = false;
 };
 
-// Writes next to the destination, then renames: a reader never sees half a file.
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    if (!f) throw jx::Error(fmt::format("{}: cannot write the output file", path));
-    f << text;
-    if (!f) throw jx::Error(fmt::format("{}: write failed", path));
+// The output file, checked before any work: not a folder, in a folder that exists, writable
+// (its temporary file is created at once). commit() writes the temporary file and renames it
+// over the destination, so a reader never sees half a file; a run that fails before leaves
+// nothing behind.
+class OutputFile {
+ public:
+  explicit OutputFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (path_.empty()) throw jx::Error("--out: empty path");
+    if (fs::is_directory(path_, ec)) throw jx::Error(fmt::format("{}: is a directory (--out names the output file)", path_));
+    const fs::path parent = fs::path(path_).parent_path();
+    if (!parent.empty() && !fs::is_directory(parent, ec)) throw jx::Error(fmt::format("{}: folder {} does not exist", path_, parent.string()));
+    f_.open(tmp_, std::ios::binary | std::ios::trunc);
+    if (!f_) throw jx::Error(fmt::format("{}: cannot write the output file (creating {} failed)", path_, tmp_));
   }
-  std::filesystem::rename(tmp, path);
-}
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  ~OutputFile() {
+    if (committed_) return;
+    f_.close();
+    std::error_code ec;
+    std::filesystem::remove(tmp_, ec);
+  }
+  void commit(const std::string& text) {
+    f_ << text;
+    f_.close();
+    if (!f_) throw jx::Error(fmt::format("{}: write failed", path_));
+    std::error_code ec;
+    std::filesystem::rename(tmp_, path_, ec);
+    if (ec) throw jx::Error(fmt::format("{}: cannot replace it: {}", path_, ec.message()));
+    committed_ = true;
+  }
+
+ private:
+  std::string path_, tmp_;
+  std::ofstream f_;
+  bool committed_ = false;
+};
+
+// A forecast holds h·(m² + m + 2) numbers, several times over (scan outputs, JSON text).
+constexpr double kMaxForecastValues = 5e7;
 
 int cmd_dlm(const std::string& verb, const DlmArgs& a) {
   using namespace jx;
@@ -57,6 +90,14 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
   if (a.order >= 0) in.options.order = a.order;
   in.options.algorithm = dlm::parse_algorithm(a.algorithm);
   dlm::validate(in, a.in);
+  if (verb == "forecast") {
+    const double m = static_cast<double>(dlm::system_matrices(in.options).first.shape()[0]);
+    const double values = static_cast<double>(a.horizon) * (m * m + m + 2);
+    if (values > kMaxForecastValues)
+      throw Error(fmt::format("--h {}: the forecast would hold {:.3g} values ({} states); at most {:.0f} steps fit the limit of {:.0g}",
+                              a.horizon, values, m, std::floor(kMaxForecastValues / (m * m + m + 2)), kMaxForecastValues));
+  }
+  OutputFile out_file(a.out);
   std::optional<DefaultDeviceScope> scope;
   if (!a.backend.empty()) scope.emplace(a.backend);
   const DType d = a.dtype == "f32" ? DType::float32 : DType::float64;
@@ -67,19 +108,22 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
     dlm::MleOptions mo;
     mo.optimizer = a.optimizer == "adam" ? dlm::MleOptions::Optimizer::adam : dlm::MleOptions::Optimizer::newton;
     if (a.optimizer == "adam") mo.max_iter = 2000;
+    if (a.max_iter > 0) mo.max_iter = a.max_iter;
     mo.exact_hessian = a.optimizer != "newton-fd";
     dlm::Mle r = dlm::mle(y, s, in.w, in.options, mo);
     out = dlm::to_json(r.fit);
     out["mle"] = {{"obs_std_factor", r.obs_std_factor}, {"w", r.w}, {"lik", r.lik}, {"iterations", r.iterations},
+                  {"converged", r.converged}, {"stop_reason", r.stop_reason},
                   {"history", r.history}, {"elapsed_ms", r.elapsed_ms}, {"compile_ms", r.compile_ms}};
     fmt::print("-2 log L {:.6f} after {} iterations ({:.1f} ms, compile {:.1f} ms)\n", r.lik, r.iterations, r.elapsed_ms, r.compile_ms);
+    if (!r.converged) fmt::print(stderr, "jxlab: warning: the {} optimizer did not converge: {}\n", a.optimizer, r.stop_reason);
   } else {
     dlm::Fit f = dlm::fit(y, s, in.w, in.options);
     if (verb == "forecast") out = dlm::to_json(dlm::forecast(f, a.horizon));
     else out = dlm::to_json(f);
     if (verb == "fit") fmt::print("-2 log L {:.6f}, s2 {:.6f}, nobs {}\n", f.lik, f.s2, f.nobs);
   }
-  write_atomically(a.out, out.dump(1));
+  out_file.commit(a.pretty ? out.dump(1) : out.dump());
   return 0;
 }
 
@@ -103,7 +147,8 @@ int main(int argc, char** argv) {
   for (const char* verb : {"fit", "mle", "forecast"}) {
     auto* c = dlm->add_subcommand(verb, std::string("dlm ") + verb);
     c->add_option("--in", da.in, "input: JSON {y, s, w, options} or CSV with one column of y")->required()->check(CLI::ExistingFile);
-    c->add_option("--out", da.out, "output JSON (the toolbox's *-out-m.json layout)")->required();
+    c->add_option("--out", da.out, "output JSON (the toolbox's *-out-m.json layout; compact)")->required();
+    c->add_flag("--pretty", da.pretty, "indent the output JSON");
     c->add_option("--algorithm", da.algorithm, "filter/smoother: scan (sequential) or assoc (parallel, associative scans)")->check(CLI::IsMember({"scan", "assoc"}));
     c->add_option("--dtype", da.dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}));
     c->add_option("--backend", da.backend, "backend (default: JX_DEVICE or cpu)");
@@ -111,9 +156,12 @@ int main(int argc, char** argv) {
     c->add_option("--w", da.w, "process stds (overrides the file; required for CSV input)");
     c->add_option("--order", da.order, "polynomial trend order (overrides options.order)")->check(CLI::Range(0, 10));
     if (std::string(verb) == "forecast") c->add_option("--h", da.horizon, "forecast horizon")->check(CLI::NonNegativeNumber);
-    if (std::string(verb) == "mle")
+    if (std::string(verb) == "mle") {
       c->add_option("--optimizer", da.optimizer, "newton (exact Hessian), newton-fd, adam")
           ->check(CLI::IsMember({"newton", "newton-fd", "adam"}));
+      c->add_option("--max-iter", da.max_iter, "iteration cap (default: newton 200, adam 2000); a run that reaches it warns")
+          ->check(CLI::Range(1, 1000000));
+    }
     c->callback([&, verb] { rc = cmd_dlm(verb, da); });
   }
   std::string scenarios_dir = jx::lab::default_scenarios_dir();
@@ -168,6 +216,12 @@ int main(int argc, char** argv) {
   } catch (const jx::lab::ScenarioError& e) {
     fmt::print(stderr, "jxlab: {}\n", e.what());
     return 2;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr, "jxlab: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "jxlab: {}\n", e.what());
+    return 1;
   }
   return rc;
 }

@@ -6,6 +6,7 @@
 #include "tests/vulkan_helpers.h"  // under JX_VULKAN_VALIDATION=1 a validation message fails its test
 #include "tests/helpers.h"
 #include "workloads/dlm/dlm.h"
+#include "workloads/dlm/dlm_io.h"
 
 using namespace jx;
 using json = nlohmann::json;
@@ -241,6 +242,93 @@ TEST(Dlm, SystemMatricesAndBadInput) {
   dlm::Options badtrig;
   badtrig.trig = 7;
   EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { dlm::system_matrices(badtrig); }, {"trig = 7"}));
+}
+
+// Input that used to give wrong numbers with exit 0 (issue 33): a CSV's blank lines are
+// missing values (the series no longer shifts), a byte-order mark is skipped, infinities are
+// refused; dlm-js's option names mean what the toolbox's do; an unknown option names the known
+// ones. Library level; tests/dlm_cli_inputs.sh checks the same through jxlab.
+TEST(DlmInput, CsvBlankLinesByteOrderMarkAndNonFiniteValues) {
+  dlm::Input in = dlm::parse_input("\xEF\xBB\xBFy\n1\n\n3\n \nNA\n5\n\n\n", "t.csv");
+  ASSERT_EQ(in.y.size(), 6u);  // header, 1, blank, 3, blank, NA, 5; the two blank lines at the end dropped
+  EXPECT_EQ(in.y[0], 1);
+  EXPECT_TRUE(std::isnan(in.y[1]));
+  EXPECT_EQ(in.y[2], 3);
+  EXPECT_TRUE(std::isnan(in.y[3]) && std::isnan(in.y[4]));
+  EXPECT_EQ(in.y[5], 5);
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input("1\n-inf\n", "t.csv"); }, {"t.csv: line 2", "not finite"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1, 1e999], "s": 1, "w": 1})", "t.json"); }, {"t.json: invalid JSON"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [null, null], "s": 1, "w": 1})", "t.json"); },
+                                           {"no observed value (all 2 are missing)"}));
+}
+
+TEST(DlmInput, ToolboxAndDlmJsOptionNames) {
+  const auto js = dlm::parse_input(R"({"y": [1, 2, 3], "s": 1, "w": [1, 1, 1, 1, 1, 1],
+    "options": {"order": 1, "harmonics": 2, "seasonLength": 6, "fullSeasonal": false, "arCoefficients": [0.5]}})", "js.json");
+  EXPECT_EQ(js.options.trig, 2);
+  EXPECT_EQ(js.options.ns, 6);
+  EXPECT_FALSE(js.options.fullseas);
+  EXPECT_EQ(js.options.arphi, (std::vector<double>{0.5}));
+  const auto tb = dlm::parse_input(R"({"y": [1, 2, 3], "s": 1, "w": [1, 1], "options": {"trig": 2, "ns": 6, "arphi": [0.5]}})", "tb.json");
+  EXPECT_EQ(tb.options.trig, js.options.trig);
+  EXPECT_EQ(tb.options.ns, js.options.ns);
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1], "s": 1, "w": 1, "options": {"harmonic": 2}})", "t.json"); },
+                                           {"unknown option 'harmonic'", "trig (harmonics)", "ns (seasonLength)"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1], "s": 1, "w": 1, "options": {"ns": 12, "seasonLength": 4}})", "t.json"); },
+                                           {"'ns' and 'seasonLength' name the same option with different values"}));
+  EXPECT_EQ(dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": [1, 1, 1, 1], "options": {"trig": 1}})", "t.json").w.size(), 4u);  // m = 4
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": [1, 1, 1, 1, 1], "options": {"trig": 1}})", "t.json"); },
+                                           {"5 values but the model has 4 states (order 1: 2 trend states, trig 1 with ns 12: 2 seasonal states)"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1], "s": 1, "w": 1, "X": [[2]]})", "t.json"); }, {"'X' (covariates)"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1], "s": 1, "w": 1, "z": 0})", "t.json"); }, {"unknown field 'z'"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": 1, "t": [1, 3]})", "t.json"); },
+                                           {"only unit time steps"}));
+}
+
+// The first season's values all missing: the level starts at 0 with the diffuse C0 (as dlm-js
+// does) instead of NaN everywhere; a series with an infinity or nothing observed is refused.
+TEST(Dlm, LeadingMissingSeasonFitsAndBadSeriesAreRefused) {
+  std::vector<double> y;
+  for (int i = 0; i < 60; ++i) y.push_back(i < 12 ? NAN : 100 + 10 * std::sin(i * 0.3));
+  for (auto alg : {dlm::Algorithm::scan, dlm::Algorithm::assoc}) {
+    dlm::Options o;
+    o.algorithm = alg;
+    dlm::Fit f = dlm::fit(np::array(y, std::nullopt, DType::float64), np::scalar(2.0), {1.0, 0.1}, o);
+    EXPECT_TRUE(std::isfinite(f.lik)) << f.lik;
+    EXPECT_EQ(f.nobs, 48);
+    for (double v : jxt::vals(f.x)) EXPECT_TRUE(std::isfinite(v));
+  }
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::fit(np::array({1.0, INFINITY, 2.0}), np::scalar(1.0), {1.0}); }, {"infinite"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::fit(np::array({NAN, NAN}), np::scalar(1.0), {1.0}); }, {"no observed value"}));
+}
+
+// float32 scan smoother at order 2: C − C N C cancels; its symmetric part keeps the second
+// pass's C0 usable (the likelihood was NaN); float64 unchanged.
+TEST(Dlm, Float32OrderTwoScanGivesNumbers) {
+  json in = load("niledemo-in.json");
+  dlm::Options o;
+  o.order = 2;
+  dlm::Fit f32 = dlm::fit(np::array(flat(in["y"]), std::nullopt, DType::float32), np::scalar(in["s"].get<double>(), DType::float32), {27.48, 27.48}, o);
+  dlm::Fit f64 = dlm::fit(np::array(flat(in["y"]), std::nullopt, DType::float64), np::scalar(in["s"].get<double>(), DType::float64), {27.48, 27.48}, o);
+  EXPECT_TRUE(std::isfinite(f32.lik));
+  EXPECT_NEAR(f32.lik, f64.lik, 1e-3 * std::abs(f64.lik));
+}
+
+// An optimizer that stops at its cap says so; Newton reaches the optimum and says that.
+TEST(Dlm, OptimizersReportConvergence) {
+  json in = load("order0-in.json");
+  dlm::Options o;
+  o.order = 0;
+  dlm::MleOptions adam;
+  adam.optimizer = dlm::MleOptions::Optimizer::adam;
+  adam.max_iter = 3;
+  Array y = np::array(flat(in["y"]), std::nullopt, DType::float64), s = np::scalar(in["s"].get<double>(), DType::float64);
+  dlm::Mle a = dlm::mle(y, s, {in["w"].get<double>()}, o, adam);
+  EXPECT_FALSE(a.converged);
+  EXPECT_EQ(a.stop_reason, "iteration cap 3 reached");
+  dlm::Mle n = dlm::mle(y, s, {in["w"].get<double>()}, o, {});
+  EXPECT_TRUE(n.converged) << n.stop_reason;
+  EXPECT_NEAR(n.lik, 1095.763194, 1e-5);
 }
 
 namespace {

@@ -1,6 +1,7 @@
 // Fuzz targets for the two input readers: scenario files (parser + validator) and `jxlab dlm`
 // inputs (JSON or CSV, then a small fit when the input is valid). Only ScenarioError / jx::Error
 // may come out: anything else (nlohmann type errors, std::out_of_range, ...) is a finding.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -62,6 +63,18 @@ int dlm_input(const std::uint8_t* data, std::size_t size) {
     Array s = in.s.size() == 1 ? np::scalar(in.s[0], DType::float64) : np::array(in.s, std::nullopt, DType::float64);
     const dlm::Fit f = dlm::fit(y, s, in.w, in.options);
     (void)dlm::to_json(f).dump();
+    // accepted input of moderate size gives numbers, never NaN or inf (the reader refuses
+    // infinities and all-missing series; leading missing values start from a diffuse prior)
+    auto moderate = [](const std::vector<double>& v, double lo, double hi) {
+      for (double x : v)
+        if (!std::isnan(x) && (std::abs(x) > hi || (x != 0 && std::abs(x) < lo))) return false;
+      return true;
+    };
+    if (moderate(in.y, 1e-3, 1e4) && moderate(in.s, 1e-2, 1e4) && moderate(in.w, 1e-2, 1e3) && in.options.arphi.empty() && in.options.ns <= 24) {
+      if (!std::isfinite(f.lik)) finding(fmt::format("dlm_input: an accepted input gave -2 log L = {}", f.lik));
+      for (double v : f.x.to_vector<double>())
+        if (!std::isfinite(v)) finding("dlm_input: an accepted input gave a non-finite smoothed state");
+    }
   });
   return 0;
 }

@@ -45,6 +45,10 @@ std::pair<Array, Array> rn_smoother(const std::vector<Array>& fo, const Array& o
     Array N2 = np::matmul(np::matmul(np::transpose(L), N), L) + outer(F, F) * (ot / cpt);
     Array xs = xt + np::matmul(Ct, r2);
     Array Cs = Ct - np::matmul(np::matmul(Ct, N2), Ct);
+    // float32: C − C N C cancels to a non-symmetric, possibly indefinite matrix; its symmetric
+    // part is what the next pass's C0 = 100·C₁ needs (dlm-js does the same; float64 keeps the
+    // toolbox's arithmetic)
+    if (d == DType::float32) Cs = (Cs + np::transpose(Cs)) * 0.5;
     return std::pair{FC{r2, N2}, std::vector<Array>{xs, Cs}};
   };
   const std::int64_t m = G.shape()[0];
@@ -191,6 +195,12 @@ Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
   Array y = np::astype(y0, d);
   const std::int64_t n = y.shape()[0];
   if (n == 0) throw ShapeError("dlm: y is empty");
+  // missing values are NaN; an infinity is an error, and so is a series with nothing observed
+  const Array missing = np::isnan(y);
+  if (np::sum(np::astype(np::logical_or(np::isfinite(y), missing), DType::int32)).item<double>() != static_cast<double>(n))
+    throw ShapeError("dlm: y holds an infinite value (missing values are NaN)");
+  if (np::sum(np::astype(missing, DType::int32)).item<double>() == static_cast<double>(n))
+    throw ShapeError(fmt::format("dlm: y has no observed value (all {} are missing)", n));
   if (!(s.ndim() == 0 || (s.ndim() == 1 && (s.shape()[0] == n || s.shape()[0] == 1))))
     throw ShapeError(fmt::format("dlm: s must be a scalar or one std per observation ({}), got {}", n, s.aval().str()));
   auto [G, F] = system_matrices(o, d);
@@ -201,11 +211,13 @@ Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
   for (std::size_t i = 0; i < w.size(); ++i) wd[i] = w[i] * w[i];
   Array W = np::eye(m, {}, 0, d) * np::array(wd, Shape{m}, d);
   Array V = np::broadcast_to(np::reshape(np::astype(s, d), {-1}), {n}) * 1.0;
-  // x0: the first season's mean level; C0 = diag((|x0₁|/2)²), 1e7 where that is 0
+  // x0: the mean level of the first season's observed values; C0 = diag((|x0₁|/2)²), 1e7 where that is 0
   const std::int64_t k = std::min<std::int64_t>(n, o.ns);
   Array head = np::index(y, {np::Slice{0, k}});
   Array ok = np::logical_not(np::isnan(head));
-  const double level = np::sum(np::where(ok, head, 0.0)).item<double>() / np::sum(ok).item<double>();
+  // none observed among them: level 0, and so the diffuse C0 (as dlm-js does)
+  const double observed = np::sum(ok).item<double>();
+  const double level = observed > 0 ? np::sum(np::where(ok, head, 0.0)).item<double>() / observed : 0.0;
   std::vector<double> x0v(static_cast<std::size_t>(m), 0.0);
   x0v[0] = level;
   const double c = std::pow(std::abs(level) * 0.5, 2);
@@ -280,7 +292,11 @@ Mle mle(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
       r.iterations = it;
       const bool done = std::abs(next - cur) <= mo.rtol * std::abs(cur);
       cur = next;
-      if (done) break;
+      if (done) {
+        r.converged = true;
+        r.stop_reason = fmt::format("relative change of -2 log L <= {:g}", mo.rtol);
+        break;
+      }
     }
   } else {
     double lambda = 1e-3;
@@ -316,13 +332,23 @@ Mle mle(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
         }
       }
       r.iterations = it;
-      if (!accepted) break;  // no descent step left: at the optimum to working precision
+      if (!accepted) {  // no descent step left: at the optimum to working precision if the gradient is small
+        const double gmax = np::max(np::abs(g)).item<double>();
+        r.converged = gmax <= std::sqrt(mo.rtol) * std::max(1.0, std::abs(cur));
+        r.stop_reason = fmt::format("no descent step (largest gradient component {:g})", gmax);
+        break;
+      }
       r.history.push_back(next);
       const bool done = std::abs(next - cur) <= mo.rtol * std::abs(cur);
       cur = next;
-      if (done) break;
+      if (done) {
+        r.converged = true;
+        r.stop_reason = fmt::format("relative change of -2 log L <= {:g}", mo.rtol);
+        break;
+      }
     }
   }
+  if (r.stop_reason.empty()) r.stop_reason = fmt::format("iteration cap {} reached", mo.max_iter);
   auto tv = th.to_vector<double>();
   r.obs_std_factor = std::exp(tv[0]);
   for (std::size_t i = 1; i < tv.size(); ++i) r.w.push_back(std::exp(tv[i]));

@@ -85,6 +85,10 @@ struct Mle {
   std::vector<double> w;      // fitted process stds
   double lik = 0;             // -2 log L at the optimum
   int iterations = 0;
+  // false when the optimizer stopped at its iteration cap, or found no descent step while the
+  // gradient was not small; stop_reason says which
+  bool converged = false;
+  std::string stop_reason;
   std::vector<double> history;  // loss per iteration
   double elapsed_ms = 0, compile_ms = 0;
   Fit fit;  // the smoother pass at the optimum

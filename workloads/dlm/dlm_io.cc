@@ -1,5 +1,6 @@
 #include "workloads/dlm/dlm_io.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -14,10 +15,13 @@ using json = nlohmann::json;
 std::vector<double> numbers(const json& j, const std::string& name, const std::string& field, bool allow_null) {
   std::vector<double> v;
   auto one = [&](const json& e, std::size_t i) -> double {
+    const std::string at = j.is_array() ? fmt::format("[{}]", i) : "";
     if (e.is_null() && allow_null) return NAN;
-    if (e.is_string() && allow_null && (e == "NaN" || e == "nan")) return NAN;
-    if (!e.is_number()) bad(name, fmt::format("field '{}'{} is not a number", field, j.is_array() ? fmt::format("[{}]", i) : ""));
-    return e.get<double>();
+    if (e.is_string() && allow_null && (e == "NaN" || e == "nan" || e == "NA")) return NAN;
+    if (!e.is_number()) bad(name, fmt::format("field '{}'{} is not a number", field, at));
+    const double x = e.get<double>();
+    if (!std::isfinite(x)) bad(name, fmt::format("field '{}'{} is not finite ({})", field, at, x));
+    return x;
   };
   if (j.is_array())
     for (std::size_t i = 0; i < j.size(); ++i) v.push_back(one(j[i], i));
@@ -25,30 +29,87 @@ std::vector<double> numbers(const json& j, const std::string& name, const std::s
   return v;
 }
 
+// The options the toolbox (dlmfit's options struct) and dlm-js (DlmOptions) name, each under
+// both spellings: {toolbox, dlm-js}.
+struct OptionName {
+  const char* toolbox;
+  const char* js;
+};
+constexpr OptionName kOptions[] = {{"order", "order"}, {"trig", "harmonics"}, {"fullseas", "fullSeasonal"}, {"ns", "seasonLength"},
+                                   {"arphi", "arCoefficients"}};
+
+std::string known_options() {
+  std::string k;
+  for (const auto& o : kOptions) k += fmt::format("{}{}{}", k.empty() ? "" : ", ", o.toolbox, std::string(o.js) != o.toolbox ? fmt::format(" ({})", o.js) : "");
+  return k;
+}
+
+// The value of an option given under either spelling; both with different values is an error.
+const json* option(const json& o, const OptionName& n, const std::string& name) {
+  const json* a = o.contains(n.toolbox) ? &o[n.toolbox] : nullptr;
+  const json* b = std::string(n.js) != n.toolbox && o.contains(n.js) ? &o[n.js] : nullptr;
+  if (a && b && *a != *b) bad(name, fmt::format("options '{}' and '{}' name the same option with different values", n.toolbox, n.js));
+  return a ? a : b;
+}
+
+Options options_from(const json& o, const std::string& name) {
+  if (!o.is_object()) bad(name, "field 'options' must be an object");
+  for (const auto& [key, value] : o.items()) {
+    bool known = false;
+    for (const auto& n : kOptions) known = known || key == n.toolbox || key == n.js;
+    if (!known) bad(name, fmt::format("unknown option '{}' (known: {})", key, known_options()));
+  }
+  Options r;
+  auto integer = [&](const OptionName& n, int dflt) {
+    const json* v = option(o, n, name);
+    if (!v) return dflt;
+    if (v->is_boolean()) return v->get<bool>() ? 1 : 0;
+    if (!v->is_number_integer()) bad(name, fmt::format("option '{}' must be an integer", o.contains(n.toolbox) ? n.toolbox : n.js));
+    return v->get<int>();
+  };
+  r.order = integer(kOptions[0], 1);
+  r.trig = integer(kOptions[1], 0);
+  r.fullseas = integer(kOptions[2], 0) != 0;
+  r.ns = integer(kOptions[3], 12);
+  if (const json* v = option(o, kOptions[4], name)) r.arphi = numbers(*v, name, "options.arphi", false);
+  return r;
+}
+
+// Time labels: accepted when they step by one (the filter's unit time step), else refused.
+void check_times(const json& t, std::size_t n, const std::string& name) {
+  const std::vector<double> v = numbers(t, name, "t", false);
+  if (v.size() != n) bad(name, fmt::format("field 't' has {} values; expected one per observation ({})", v.size(), n));
+  for (std::size_t i = 1; i < v.size(); ++i)
+    if (v[i] - v[i - 1] != 1)
+      bad(name, fmt::format("field 't' steps from {} to {} at [{}]: only unit time steps are supported", v[i - 1], v[i], i));
+}
+
 Input from_json(const json& j, const std::string& name) {
   if (!j.is_object()) bad(name, "expected a JSON object with fields y, s, w");
+  for (const auto& [key, value] : j.items()) {
+    if (key == "X") bad(name, "field 'X' (covariates) is not supported yet: the model would ignore it");
+    if (key != "y" && key != "s" && key != "w" && key != "options" && key != "t")
+      bad(name, fmt::format("unknown field '{}' (known: y, s, w, options, t)", key));
+  }
   for (const char* f : {"y", "s", "w"})
     if (!j.contains(f)) bad(name, fmt::format("missing field '{}'", f));
   Input in;
   in.y = numbers(j["y"], name, "y", true);
   in.s = numbers(j["s"], name, "s", false);
   in.w = numbers(j["w"], name, "w", false);
-  if (j.contains("options")) {
-    const json& o = j["options"];
-    if (!o.is_object()) bad(name, "field 'options' must be an object");
-    auto integer = [&](const char* f, int dflt) {
-      if (!o.contains(f)) return dflt;
-      if (!o[f].is_number_integer()) bad(name, fmt::format("field 'options.{}' must be an integer", f));
-      return o[f].get<int>();
-    };
-    in.options.order = integer("order", 1);
-    in.options.trig = integer("trig", 0);
-    in.options.fullseas = integer("fullseas", 0) != 0;
-    in.options.ns = integer("ns", 12);
-    if (o.contains("arphi")) in.options.arphi = numbers(o["arphi"], name, "options.arphi", false);
-  }
+  if (j.contains("t")) check_times(j["t"], in.y.size(), name);
+  if (j.contains("options")) in.options = options_from(j["options"], name);
   validate(in, name);
   return in;
+}
+
+// "order 1: 2 trend states, trig 2: 4 seasonal states" for a model-size message.
+std::string model_states(const Options& o) {
+  std::string s = fmt::format("order {}: {} trend states", o.order, o.order + 1);
+  if (o.fullseas) s += fmt::format(", fullseas with ns {}: {} seasonal states", o.ns, o.ns - 1);
+  if (o.trig > 0) s += fmt::format(", trig {} with ns {}: {} seasonal states", o.trig, o.ns, 2 * o.trig - (2 * o.trig == o.ns ? 1 : 0));
+  if (!o.arphi.empty()) s += fmt::format(", arphi: {} AR states", o.arphi.size());
+  return s;
 }
 
 }  // namespace
@@ -59,15 +120,19 @@ void validate(const Input& in, const std::string& name) {
   if (in.w.empty()) bad(name, "no process stds 'w' (give them in the file or with --w)");
   if (in.s.size() != 1 && in.s.size() != in.y.size())
     bad(name, fmt::format("field 's' has {} values; expected 1 or one per observation ({})", in.s.size(), in.y.size()));
+  for (double y : in.y)
+    if (std::isinf(y)) bad(name, "field 'y' holds an infinite value (missing values are NaN, null or empty)");
+  if (std::all_of(in.y.begin(), in.y.end(), [](double y) { return std::isnan(y); }))
+    bad(name, fmt::format("field 'y' has no observed value (all {} are missing)", in.y.size()));
   for (double s : in.s)
-    if (!(s > 0)) bad(name, "field 's' must hold positive standard deviations");
+    if (!(s > 0) || !std::isfinite(s)) bad(name, fmt::format("field 's' must hold positive finite standard deviations (got {})", s));
   for (double w : in.w)
-    if (!(w >= 0)) bad(name, "field 'w' must hold non-negative standard deviations");
+    if (!(w >= 0) || !std::isfinite(w)) bad(name, fmt::format("field 'w' must hold non-negative finite standard deviations (got {})", w));
   if (in.options.fullseas && in.options.trig > 0) bad(name, "options 'fullseas' and 'trig' exclude each other");
   try {
     auto [G, F] = system_matrices(in.options);
     if (static_cast<std::int64_t>(in.w.size()) > G.shape()[0])
-      bad(name, fmt::format("field 'w' has {} values but the model has {} states", in.w.size(), G.shape()[0]));
+      bad(name, fmt::format("field 'w' has {} values but the model has {} states ({})", in.w.size(), G.shape()[0], model_states(in.options)));
   } catch (const ShapeError& e) {
     if (std::string(e.what()).rfind(name, 0) == 0) throw;
     bad(name, fmt::format("inconsistent options: {}", e.what()));
@@ -76,29 +141,42 @@ void validate(const Input& in, const std::string& name) {
 
 namespace {
 
-Input from_csv(const std::string& text, const std::string& name) {
+// One column of y. Blank lines and blank cells are missing values (as NaN, NA and null are),
+// except blank lines at the end of the file; a UTF-8 byte-order mark and a first line that is
+// not a number (a header) are skipped; infinities are refused.
+Input from_csv(const std::string& text0, const std::string& name) {
   Input in;
+  const std::string text = text0.rfind("\xEF\xBB\xBF", 0) == 0 ? text0.substr(3) : text0;
   std::istringstream ss(text);
   std::string line;
   int no = 0;
+  std::size_t blank_run = 0;  // blank lines not yet known to be inside the series
+  auto trim = [](std::string& l) {
+    const auto a = l.find_first_not_of(" \t\r"), b = l.find_last_not_of(" \t\r");
+    l = a == std::string::npos ? std::string() : l.substr(a, b - a + 1);
+  };
   while (std::getline(ss, line)) {
     ++no;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) continue;
+    trim(line);
     if (line.find(',') != std::string::npos) bad(name, fmt::format("line {}: CSV input must have one column", no));
-    if (line == "NaN" || line == "nan" || line == "NA") {
-      in.y.push_back(NAN);
+    if (line.empty()) {
+      ++blank_run;
       continue;
     }
-    std::size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(line, &used);
-    } catch (const std::exception&) {
-      if (no == 1 && in.y.empty()) continue;  // a header
-      bad(name, fmt::format("line {}: '{}' is not a number", no, line));
+    double v = NAN;
+    if (line != "NaN" && line != "nan" && line != "NA") {
+      std::size_t used = 0;
+      try {
+        v = std::stod(line, &used);
+      } catch (const std::exception&) {
+        if (no == 1 && in.y.empty()) continue;  // a header
+        bad(name, fmt::format("line {}: '{}' is not a number", no, line));
+      }
+      if (used != line.size()) bad(name, fmt::format("line {}: '{}' is not a number", no, line));
+      if (!std::isfinite(v)) bad(name, fmt::format("line {}: '{}' is not finite (missing values are empty, NaN or NA)", no, line));
     }
-    if (used != line.size()) bad(name, fmt::format("line {}: '{}' is not a number", no, line));
+    in.y.insert(in.y.end(), blank_run, NAN);
+    blank_run = 0;
     in.y.push_back(v);
   }
   if (in.y.empty()) bad(name, "no observations");
