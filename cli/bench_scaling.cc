@@ -4,6 +4,11 @@
 #include "cli/bench_scaling.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
@@ -75,6 +80,25 @@ Row measure(const std::string& backend_name, const std::string& c, std::int64_t 
 }
 
 // gnuplot data: one block per case:path (blank-line separated, selected with `index`).
+// gnuplot scaling.gp inside `dir`, from argv (no shell), stderr into dir/gnuplot.log: the script
+// names its files relative to dir, so no path reaches a shell or a gnuplot string.
+bool run_gnuplot(const std::string& dir) {
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    if (chdir(dir.c_str()) != 0) _exit(126);
+    const int log = open("gnuplot.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (log >= 0) dup2(log, 2);
+    execlp("gnuplot", "gnuplot", "scaling.gp", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 void plot(const std::string& dir, const std::string& backend, const std::vector<Row>& rows) {
   std::vector<std::string> labels;
   for (const Row& r : rows)
@@ -89,21 +113,20 @@ void plot(const std::string& dir, const std::string& backend, const std::vector<
   write_atomically(dir + "/scaling.dat", dat);
   for (const char* term : {"png", "svg"}) {
     std::string gp = fmt::format(
-        "set terminal {} size 1100,450\nset output '{}/scaling.{}'\nset logscale xy\nset key top left\n"
+        "set terminal {} size 1100,450\nset output 'scaling.{}'\nset logscale xy\nset key top left\n"
         "set multiplot layout 1,2 title 'scan-dispatch cases on {}'\nset xlabel 'N'\nset ylabel 'ms per call'\n",
-        term, dir, term, backend);
+        term, term, backend);
     auto lines = [&](int col) {
       std::string s = "plot ";
       for (std::size_t i = 0; i < labels.size(); ++i)
-        s += fmt::format("{}'{}/scaling.dat' index {} using 1:{} with linespoints title '{}'", i ? ", " : "", dir, i, col, labels[i]);
+        s += fmt::format("{}'scaling.dat' index {} using 1:{} with linespoints title '{}'", i ? ", " : "", i, col, labels[i]);
       return s + "\n";
     };
     gp += lines(2);
     gp += "set ylabel 'dispatches per call'\n" + lines(3) + "unset multiplot\n";
     const std::string script = dir + "/scaling.gp";
     write_atomically(script, gp);
-    if (std::system(fmt::format("gnuplot '{}' 2> '{}/gnuplot.log'", script, dir).c_str()) != 0)
-      throw Error(fmt::format("gnuplot failed on {} (see {}/gnuplot.log; install gnuplot-nox)", script, dir));
+    if (!run_gnuplot(dir)) throw Error(fmt::format("gnuplot failed on {} (see {}/gnuplot.log; install gnuplot-nox)", script, dir));
   }
 }
 

@@ -17,15 +17,41 @@
 namespace jx::lab {
 namespace {
 
+// Text for XML 1.0 attributes and content: markup characters as entities; characters XML 1.0
+// forbids (controls other than tab, newline and return) as "\xNN"; bytes that are not UTF-8 as
+// U+FFFD. A JUnit consumer's XML parser accepts every message this way.
 std::string xml_escape(const std::string& s) {
   std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '&': o += "&amp;"; break;
+        case '<': o += "&lt;"; break;
+        case '>': o += "&gt;"; break;
+        case '"': o += "&quot;"; break;
+        case '\t': case '\n': case '\r': o += static_cast<char>(c); break;
+        default: o += c < 0x20 ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
+      }
+      ++i;
+      continue;
+    }
+    // a UTF-8 sequence: lead byte, continuation bytes, no overlong form, no surrogate, <= U+10FFFF
+    const int len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+    bool ok = len > 0 && i + len <= s.size();
+    std::uint32_t cp = len == 4 ? c & 0x07u : len == 3 ? c & 0x0Fu : c & 0x1Fu;
+    for (int k = 1; ok && k < len; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      ok = (cc & 0xC0) == 0x80;
+      cp = (cp << 6) | (cc & 0x3Fu);
+    }
+    ok = ok && !(len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF)) && !(len == 4 && (cp < 0x10000 || cp > 0x10FFFF));
+    if (ok) {
+      o.append(s, i, static_cast<std::size_t>(len));
+      i += static_cast<std::size_t>(len);
+    } else {
+      o += "\xEF\xBF\xBD";
+      ++i;
     }
   }
   return o;

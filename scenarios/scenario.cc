@@ -153,8 +153,15 @@ Scenario load_scenario(const std::string& path) {
 Scenario parse_scenario(const std::string& text, const std::string& path) {
   Reader r(path);
   json doc;
+  // scenario files are a few levels deep; a deeper one is refused while it is read (printing a
+  // 100,000-deep array into the error overflowed the stack)
+  constexpr int kMaxDepth = 64;
+  auto depth_guard = [&](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxDepth) throw ScenarioError(fmt::format("{}: /: nested deeper than {} levels", path, kMaxDepth));
+    return true;
+  };
   try {
-    doc = json::parse(text);
+    doc = json::parse(text, depth_guard);
   } catch (const json::exception& e) {  // syntax errors, and numbers out of range (out_of_range 406)
     throw ScenarioError(fmt::format("{}: /: not valid JSON: {}", path, e.what()));
   }

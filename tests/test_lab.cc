@@ -7,6 +7,7 @@
 #include "scenarios/runner.h"
 #include "scenarios/soak.h"
 #include "tests/helpers.h"
+#include "workloads/dlm/dlm_io.h"
 
 using namespace jx;
 using namespace jx::lab;
@@ -235,4 +236,40 @@ TEST(Soak, TrendFitFlagsGrowthButNotNoise) {
   EXPECT_NEAR(u.slope_kb, 1024.0, 1e-6);
   EXPECT_NEAR(u.growth_kb, 11 * 1024.0, 1e-6);
   EXPECT_FALSE(rss_trend({1e5}).growing);  // one point: nothing to fit
+}
+
+// JUnit XML of messages with what XML 1.0 forbids (terminal colours, other controls, bytes that
+// are not UTF-8): escaped or replaced, so an XML parser (xmllint, libxml2-utils) accepts the file.
+TEST(Lab, JunitEscapesWhatXmlForbids) {
+  TempDir d;
+  CaseResult r;
+  r.scenario = "ctl<&>\"";
+  r.backend = "cpu";
+  r.profile = "current";
+  r.status = "fail";
+  r.failures = {"\x1b[31mred\x1b[0m \x01\x02 tab\tok, bad bytes \xff\xfe \xc0\xaf \xed\xa0\x80, kept: \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"};
+  const std::string xml = junit_xml({r}, {"jxlab test", "abc123", "here", "2026-11-22T00:00:00Z", 1.5});
+  const std::string path = d.write("junit.xml", xml);
+  EXPECT_EQ(std::system(fmt::format("xmllint --noout '{}' 2> '{}'", path, (d.path / "xmllint.log").string()).c_str()), 0)
+      << "xmllint (libxml2-utils) rejected it:\n" << xml;
+  EXPECT_NE(xml.find("\\x1b[31mred\\x1b[0m \\x01\\x02 tab\tok"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), std::string::npos) << xml;   // valid UTF-8 kept
+  EXPECT_NE(xml.find("bytes \xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd"), std::string::npos) << xml;  // U+FFFD per bad byte
+  EXPECT_NE(xml.find("ctl&lt;&amp;&gt;&quot;"), std::string::npos) << xml;
+}
+
+// A 100,000-deep array (it crashed the loader while being echoed into the error) is refused
+// while it is read, with a short message; so is one inside a DLM input.
+TEST(Lab, DeepNestingIsRefusedWithAShortMessage) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  for (const std::string& text : {deep, R"({"id": "deep", "title": )" + deep + "}"}) {
+    try {
+      (void)parse_scenario(text, "deep.json");
+      ADD_FAILURE() << "accepted";
+    } catch (const ScenarioError& e) {
+      EXPECT_NE(std::string(e.what()).find("deep.json: /: nested deeper than 64 levels"), std::string::npos) << e.what();
+      EXPECT_LT(std::string(e.what()).size(), 200u);
+    }
+  }
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { (void)dlm::parse_input(R"({"y": )" + deep + "}", "d.json"); }, {"d.json: nested deeper than 64 levels"}));
 }

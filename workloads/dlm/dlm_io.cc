@@ -211,7 +211,13 @@ json tensor(const Array& a) {
 }  // namespace
 
 Input parse_input(const std::string& text, const std::string& name) {
-  json j = json::parse(text, nullptr, false);
+  // inputs are a few levels deep; deeper nesting is refused while it is read
+  constexpr int kMaxDepth = 64;
+  auto depth_guard = [&](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxDepth) bad(name, fmt::format("nested deeper than {} levels", kMaxDepth));
+    return true;
+  };
+  json j = json::parse(text, depth_guard, false);
   if (j.is_discarded()) {
     const auto first = text.find_first_not_of(" \t\r\n");
     if (first != std::string::npos && (text[first] == '{' || text[first] == '['))
