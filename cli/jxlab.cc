@@ -33,7 +33,7 @@ int cmd_devices() {
 struct DlmArgs {
   std::string in, out, algorithm = "scan", dtype = "f64", backend, optimizer = "newton";
   std::vector<double> s, w;
-  std::int64_t horizon = 12;
+  std::int64_t horizon = -1;  // -1: the rows of X_forecast, else 12
   int order = -1;  // -1: from the file (default 1)
   int max_iter = 0;  // 0: the optimizer's default (newton 200, adam 2000)
   bool pretty = false;
@@ -90,12 +90,24 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
   if (a.order >= 0) in.options.order = a.order;
   in.options.algorithm = dlm::parse_algorithm(a.algorithm);
   dlm::validate(in, a.in);
+  std::optional<Array> X, X_future;
+  if (!in.X.empty()) X = dlm::matrix(in.X);
+  // the horizon: --h, else the rows of X_forecast, else 12
+  const std::int64_t horizon = a.horizon >= 0 ? a.horizon : !in.X_forecast.empty() ? static_cast<std::int64_t>(in.X_forecast.size()) : 12;
+  if (verb == "forecast" && X) {
+    if (in.X_forecast.empty())
+      throw Error(fmt::format("{}: the model has {} covariates (X): the forecast needs their future values, field 'X_forecast' ({} rows)", a.in,
+                              in.X.front().size(), horizon));
+    if (static_cast<std::int64_t>(in.X_forecast.size()) != horizon)
+      throw Error(fmt::format("{}: field 'X_forecast' has {} rows; --h is {}", a.in, in.X_forecast.size(), horizon));
+    X_future = dlm::matrix(in.X_forecast);
+  }
   if (verb == "forecast") {
-    const double m = static_cast<double>(dlm::system_matrices(in.options).first.shape()[0]);
-    const double values = static_cast<double>(a.horizon) * (m * m + m + 2);
+    const double m = static_cast<double>(dlm::system_matrices(in.options).first.shape()[0] + (X ? X->shape()[1] : 0));
+    const double values = static_cast<double>(horizon) * (m * m + m + 2);
     if (values > kMaxForecastValues)
       throw Error(fmt::format("--h {}: the forecast would hold {:.3g} values ({} states); at most {:.0f} steps fit the limit of {:.0g}",
-                              a.horizon, values, m, std::floor(kMaxForecastValues / (m * m + m + 2)), kMaxForecastValues));
+                              horizon, values, m, std::floor(kMaxForecastValues / (m * m + m + 2)), kMaxForecastValues));
   }
   OutputFile out_file(a.out);
   std::optional<DefaultDeviceScope> scope;
@@ -110,7 +122,7 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
     if (a.optimizer == "adam") mo.max_iter = 2000;
     if (a.max_iter > 0) mo.max_iter = a.max_iter;
     mo.exact_hessian = a.optimizer != "newton-fd";
-    dlm::Mle r = dlm::mle(y, s, in.w, in.options, mo);
+    dlm::Mle r = dlm::mle(y, s, in.w, in.options, mo, X);
     out = dlm::to_json(r.fit);
     out["mle"] = {{"obs_std_factor", r.obs_std_factor}, {"w", r.w}, {"lik", r.lik}, {"iterations", r.iterations},
                   {"converged", r.converged}, {"stop_reason", r.stop_reason},
@@ -118,8 +130,8 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
     fmt::print("-2 log L {:.6f} after {} iterations ({:.1f} ms, compile {:.1f} ms)\n", r.lik, r.iterations, r.elapsed_ms, r.compile_ms);
     if (!r.converged) fmt::print(stderr, "jxlab: warning: the {} optimizer did not converge: {}\n", a.optimizer, r.stop_reason);
   } else {
-    dlm::Fit f = dlm::fit(y, s, in.w, in.options);
-    if (verb == "forecast") out = dlm::to_json(dlm::forecast(f, a.horizon));
+    dlm::Fit f = dlm::fit(y, s, in.w, in.options, X);
+    if (verb == "forecast") out = dlm::to_json(dlm::forecast(f, horizon, X_future));
     else out = dlm::to_json(f);
     if (verb == "fit") fmt::print("-2 log L {:.6f}, s2 {:.6f}, nobs {}\n", f.lik, f.s2, f.nobs);
   }
@@ -155,7 +167,7 @@ int main(int argc, char** argv) {
     c->add_option("--s", da.s, "observation std (overrides the file; required for CSV input)");
     c->add_option("--w", da.w, "process stds (overrides the file; required for CSV input)");
     c->add_option("--order", da.order, "polynomial trend order (overrides options.order)")->check(CLI::Range(0, 10));
-    if (std::string(verb) == "forecast") c->add_option("--h", da.horizon, "forecast horizon")->check(CLI::NonNegativeNumber);
+    if (std::string(verb) == "forecast") c->add_option("--h", da.horizon, "forecast horizon (default: the rows of X_forecast, else 12)")->check(CLI::NonNegativeNumber);
     if (std::string(verb) == "mle") {
       c->add_option("--optimizer", da.optimizer, "newton (exact Hessian), newton-fd, adam")
           ->check(CLI::IsMember({"newton", "newton-fd", "adam"}));

@@ -64,7 +64,17 @@ expect_error "two spellings disagree" "'trig' and 'harmonics' name the same opti
 opt size.json "[1, 2, 3, 4]" '{"order": 1}'
 expect_error "model size explained" "4 values but the model has 2 states \(order 1: 2 trend states\)" o6.json dlm fit --in size.json --out o6.json
 sed 's/"s":/"X": [[1]], "s":/' "$nile" > x.json
-expect_error "covariates refused" "'X' \(covariates\) is not supported" o7.json dlm fit --in x.json --out o7.json
+expect_error "covariates: one row per observation" "field 'X' has 1 rows; expected one per observation \(100\)" o7.json dlm fit --in x.json --out o7.json
+# covariates the way the toolbox's ozone demo gives them: yy, ss, X, options, ys/ym
+printf '{"yy": [1.0, 2.1, 2.9, 4.2, 5.0, 5.8, 7.1, 8.0], "ss": 0.3, "w": [0.1],
+  "X": [[0.1], [0.5], [0.2], [0.9], [0.4], [0.3], [0.8], [0.6]], "ys": 2.0, "ym": 3.0, "options": {"order": 1}}' > cov.json
+"$J" dlm fit --in cov.json --out cov-out.json > cov.txt 2>&1 && grep -Fq '"XX":[[0.1],[0.5],[0.2],[0.9],[0.4],[0.3],[0.8],[0.6]]' cov-out.json &&
+  ok "covariates fit (yy, ss, X, ys, ym)" || no "covariates fit: $(cat cov.txt)"
+expect_error "forecast needs future covariates" "needs their future values, field 'X_forecast' \(12 rows\)" fc.json dlm forecast --in cov.json --out fc.json
+sed 's/"ys"/"X_forecast": [[0.2], [0.7]], "ys"/' cov.json > covf.json
+"$J" dlm forecast --in covf.json --out fc2.json > /dev/null 2>&1 && grep -Eq '"yhat":\[[^],]+,[^],]+\]' fc2.json &&
+  ok "forecast with X_forecast (h = its rows)" || no "forecast with X_forecast: $(cat fc2.json 2>/dev/null | head -c 300)"
+expect_error "X_forecast rows against --h" "field 'X_forecast' has 2 rows; --h is 5" fc3.json dlm forecast --in covf.json --out fc3.json --h 5
 # float32 order 2 (the scan smoother's covariances) on cpu
 "$J" dlm fit --in "$nile" --order 2 --dtype f32 --out f32.json > f32.txt 2>&1 && grep -Eq '^-2 log L 11[0-9][0-9]\.[0-9]+,' f32.txt &&
   ok "float32 order 2 gives numbers" || no "float32 order 2: $(cat f32.txt)"

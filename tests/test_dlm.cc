@@ -279,7 +279,12 @@ TEST(DlmInput, ToolboxAndDlmJsOptionNames) {
   EXPECT_EQ(dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": [1, 1, 1, 1], "options": {"trig": 1}})", "t.json").w.size(), 4u);  // m = 4
   EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": [1, 1, 1, 1, 1], "options": {"trig": 1}})", "t.json"); },
                                            {"5 values but the model has 4 states (order 1: 2 trend states, trig 1 with ns 12: 2 seasonal states)"}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1], "s": 1, "w": 1, "X": [[2]]})", "t.json"); }, {"'X' (covariates)"}));
+  EXPECT_EQ(dlm::parse_input(R"({"yy": [1, 2], "ss": 1, "w": 1, "X": [[2, 1], [3, 1]], "ys": 2.0, "ym": 5.0})", "t.json").X.size(), 2u);
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": 1, "X": [[2]]})", "t.json"); },
+                                           {"field 'X' has 1 rows; expected one per observation (2)"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": 1, "X": [[2, 1], [3]]})", "t.json"); },
+                                           {"field 'X[1]' has 1 columns; 'X[0]' has 2"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1], "yy": [1], "s": 1, "w": 1})", "t.json"); }, {"'y' and 'yy'"}));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1], "s": 1, "w": 1, "z": 0})", "t.json"); }, {"unknown field 'z'"}));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": 1, "t": [1, 3]})", "t.json"); },
                                            {"only unit time steps"}));
@@ -329,6 +334,168 @@ TEST(Dlm, OptimizersReportConvergence) {
   dlm::Mle n = dlm::mle(y, s, {in["w"].get<double>()}, o, {});
   EXPECT_TRUE(n.converged) << n.stop_reason;
   EXPECT_NEAR(n.lik, 1095.763194, 1e-5);
+}
+
+// Covariates (issue 33 item 1): y_t = F x_t + X_t β + v_t with β as static states, so F_t =
+// [F, X_t]. A host reference in plain doubles of the toolbox's dlmsmo.m recursions with a row
+// per step, against dlm::smooth on both algorithms and every backend; then dlm::fit recovers
+// known coefficients, forecasts take future covariates, and the MLE runs with them.
+namespace {
+struct HostDlm {
+  std::vector<double> xf, xs;  // [n][m] predictions, smoothed means
+  double lik = 0;
+};
+HostDlm host_dlm(const std::vector<double>& y, double V, const std::vector<double>& Frows, const std::vector<double>& G,
+                 const std::vector<double>& W, std::vector<double> x, std::vector<double> C, std::size_t m) {
+  const std::size_t n = y.size();
+  auto at = [m](std::vector<double>& a, std::size_t i, std::size_t j) -> double& { return a[i * m + j]; };
+  std::vector<std::vector<double>> xs(n), Cs(n), Ks(n);
+  std::vector<double> vs(n), cps(n);
+  HostDlm r;
+  for (std::size_t t = 0; t < n; ++t) {
+    const double* f = &Frows[t * m];
+    xs[t] = x;
+    Cs[t] = C;
+    std::vector<double> Cf(m, 0.0), GCf(m, 0.0), Gx(m, 0.0);
+    double fx = 0, cp = V * V;
+    for (std::size_t i = 0; i < m; ++i) {
+      fx += f[i] * x[i];
+      for (std::size_t j = 0; j < m; ++j) Cf[i] += at(C, i, j) * f[j];
+    }
+    for (std::size_t i = 0; i < m; ++i) cp += f[i] * Cf[i];
+    const double v = y[t] - fx;
+    std::vector<double> K(m, 0.0), Gm(G);
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < m; ++j) {
+        GCf[i] += G[i * m + j] * Cf[j];
+        Gx[i] += G[i * m + j] * x[j];
+      }
+    for (std::size_t i = 0; i < m; ++i) K[i] = GCf[i] / cp;
+    std::vector<double> L(G), GC(m * m, 0.0), Cn(m * m, 0.0);
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < m; ++j) L[i * m + j] -= K[i] * f[j];
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < m; ++j)
+        for (std::size_t k = 0; k < m; ++k) GC[i * m + j] += G[i * m + k] * at(C, k, j);
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < m; ++j) {
+        for (std::size_t k = 0; k < m; ++k) Cn[i * m + j] += GC[i * m + k] * L[j * m + k];  // G C Lᵀ
+        Cn[i * m + j] += W[i * m + j];
+      }
+    for (std::size_t i = 0; i < m; ++i) x[i] = Gx[i] + K[i] * v;
+    C = Cn;
+    Ks[t] = K;
+    vs[t] = v;
+    cps[t] = cp;
+    r.lik += v * v / cp + std::log(cp);
+  }
+  std::vector<double> rr(m, 0.0), N(m * m, 0.0);
+  r.xs.resize(n * m);
+  for (std::size_t t = n; t-- > 0;) {
+    const double* f = &Frows[t * m];
+    std::vector<double> L(G);
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < m; ++j) L[i * m + j] -= Ks[t][i] * f[j];
+    std::vector<double> r2(m, 0.0), LN(m * m, 0.0), N2(m * m, 0.0);
+    for (std::size_t i = 0; i < m; ++i) {
+      r2[i] = f[i] * vs[t] / cps[t];
+      for (std::size_t k = 0; k < m; ++k) r2[i] += L[k * m + i] * rr[k];
+    }
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < m; ++j)
+        for (std::size_t k = 0; k < m; ++k) LN[i * m + j] += L[k * m + i] * N[k * m + j];  // Lᵀ N
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < m; ++j) {
+        N2[i * m + j] = f[i] * f[j] / cps[t];
+        for (std::size_t k = 0; k < m; ++k) N2[i * m + j] += LN[i * m + k] * L[k * m + j];
+      }
+    rr = r2;
+    N = N2;
+    for (std::size_t i = 0; i < m; ++i) {
+      double c = 0;
+      for (std::size_t k = 0; k < m; ++k) c += Cs[t][i * m + k] * rr[k];
+      r.xs[t * m + i] = xs[t][i] + c;
+    }
+  }
+  for (const auto& xt : xs) r.xf.insert(r.xf.end(), xt.begin(), xt.end());
+  return r;
+}
+
+// y = level (a slow random walk) + 2.5 x1 - 1.0 x2 + noise, deterministic
+struct CovData {
+  std::vector<double> y, X;  // X [n][2]
+};
+CovData cov_data(std::size_t n) {
+  CovData d;
+  double level = 10;
+  for (std::size_t t = 0; t < n; ++t) {
+    const double x1 = std::sin(t / 5.0), x2 = std::cos(t / 7.0) + 0.1 * t / n;
+    level += 0.05 * std::sin(t * 12.9898);
+    d.y.push_back(level + 2.5 * x1 - 1.0 * x2 + 0.2 * std::sin(t * 78.233 + 1));
+    d.X.push_back(x1);
+    d.X.push_back(x2);
+  }
+  return d;
+}
+}  // namespace
+
+TEST(DlmCovariates, SmootherMatchesAHostReferenceOnEveryBackend) {
+  const std::size_t n = 60, m = 3;  // level + 2 β
+  const CovData cd = cov_data(n);
+  std::vector<double> Frows;
+  for (std::size_t t = 0; t < n; ++t) Frows.insert(Frows.end(), {1.0, cd.X[2 * t], cd.X[2 * t + 1]});
+  const std::vector<double> G{1, 0, 0, 0, 1, 0, 0, 0, 1}, W{0.09, 0, 0, 0, 0, 0, 0, 0, 0}, x0{10, 0, 0}, C0{4, 0, 0, 0, 100, 0, 0, 0, 100};
+  const HostDlm want = host_dlm(cd.y, 0.5, Frows, G, W, x0, C0, m);
+  for (const char* dev : {"cpu", "native", "vulkan"}) {
+    DefaultDeviceScope scope(dev);
+    for (auto alg : {dlm::Algorithm::scan, dlm::Algorithm::assoc}) {
+      const std::string where = fmt::format("{} {}", dev, alg == dlm::Algorithm::scan ? "scan" : "assoc");
+      dlm::Fit f = dlm::smooth(np::array(cd.y, std::nullopt, DType::float64), np::full({static_cast<std::int64_t>(n)}, 0.5, DType::float64),
+                               np::array(x0, Shape{3}, DType::float64), np::array(G, Shape{3, 3}, DType::float64),
+                               np::array(Frows, Shape{static_cast<std::int64_t>(n), 3}, DType::float64), np::array(W, Shape{3, 3}, DType::float64),
+                               np::array(C0, Shape{3, 3}, DType::float64), alg);
+      EXPECT_NEAR(f.lik, want.lik, 1e-9 * std::abs(want.lik)) << where;
+      EXPECT_TRUE(jxt::all_close(np::transpose(f.xf), want.xf, 1e-8, 1e-8)) << where;
+      EXPECT_TRUE(jxt::all_close(np::transpose(f.x), want.xs, 1e-8, 1e-8)) << where;
+    }
+  }
+}
+
+TEST(DlmCovariates, FitRecoversTheCoefficientsForecastsAndMle) {
+  const std::size_t n = 200;
+  const CovData cd = cov_data(n + 10);
+  std::vector<double> y(cd.y.begin(), cd.y.begin() + n), Xv(cd.X.begin(), cd.X.begin() + 2 * n), Xf(cd.X.begin() + 2 * n, cd.X.end());
+  y[3] = NAN;  // a gap
+  Array Y = np::array(y, std::nullopt, DType::float64), X = np::array(Xv, Shape{static_cast<std::int64_t>(n), 2}, DType::float64);
+  dlm::Options o;
+  o.order = 0;
+  dlm::Fit scan = dlm::fit(Y, np::scalar(0.2), {0.05}, o, X);
+  o.algorithm = dlm::Algorithm::assoc;
+  dlm::Fit assoc = dlm::fit(Y, np::scalar(0.2), {0.05}, o, X);
+  EXPECT_EQ(scan.G.shape(), (Shape{3, 3}));
+  EXPECT_EQ(scan.F.shape(), (Shape{1}));  // the model's own row; X is kept beside it
+  ASSERT_TRUE(scan.X.has_value());
+  // the smoothed β (static states 1, 2) at the last step: the true 2.5 and -1.0
+  const auto xs = jxt::vals(scan.x);  // [m,n]
+  EXPECT_NEAR(xs[1 * n + n - 1], 2.5, 0.05);
+  EXPECT_NEAR(xs[2 * n + n - 1], -1.0, 0.05);
+  EXPECT_NEAR(scan.lik, assoc.lik, 1e-9 * std::abs(scan.lik));
+  EXPECT_TRUE(jxt::all_close(assoc.x, jxt::vals(scan.x), 1e-7, 1e-7));
+  // forecasts: the level and β carried on, F_t = [1, X_t] with the future covariates
+  dlm::Forecast fc = dlm::forecast(scan, 10, np::array(Xf, Shape{10, 2}, DType::float64));
+  const auto fx = jxt::vals(fc.x), yh = jxt::vals(fc.yhat);
+  for (std::size_t k = 0; k < 10; ++k) EXPECT_NEAR(yh[k], fx[k * 3] + fx[k * 3 + 1] * Xf[2 * k] + fx[k * 3 + 2] * Xf[2 * k + 1], 1e-9) << k;
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { (void)dlm::forecast(scan, 10); }, {"needs their future values"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { (void)dlm::forecast(scan, 10, np::zeros({10, 3}, DType::float64)); }, {"3 columns; the model has 2"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { (void)dlm::fit(Y, np::scalar(0.2), {0.05}, {}, np::zeros({5, 2}, DType::float64)); },
+                                           {"X must be [200, q]"}));
+  // the MLE with covariates: the noise scales only (β states have none), converged
+  dlm::Options so;
+  so.order = 0;
+  dlm::Mle r = dlm::mle(Y, np::scalar(0.2), {0.05}, so, {}, X);
+  EXPECT_TRUE(r.converged) << r.stop_reason;
+  EXPECT_LE(r.lik, scan.lik + 1e-9);
+  EXPECT_EQ(r.fit.X->shape(), (Shape{static_cast<std::int64_t>(n), 2}));
 }
 
 namespace {

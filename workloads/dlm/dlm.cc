@@ -10,6 +10,13 @@ namespace {
 
 Array outer(const Array& a, const Array& b) { return np::einsum("i,j->ij", a, b); }
 
+// F is one observation row [m], or a row per step [n,m] (covariates: F_t = [F, X_t]); the
+// one-row forms are the ones the model without covariates always ran.
+Array rows_dot(const Array& F, const Array& x) { return F.ndim() == 1 ? np::matmul(x, F) : np::einsum("ni,ni->n", F, x); }
+Array rows_quad(const Array& F, const Array& C) {
+  return F.ndim() == 1 ? np::einsum("i,nij,j->n", F, C, F) : np::einsum("ni,nij,nj->n", F, C, F);
+}
+
 // Block-diagonal stack of two square matrices (either may be empty).
 Array stack_blocks(const Array& a, const Array& b) {
   if (a.size() == 0) return b;
@@ -26,9 +33,10 @@ std::vector<Array> assoc_outputs(const detail::AssocFilter& af, const Array& y, 
   Array of = np::astype(np::logical_not(np::isnan(y)), y.dtype());
   Array xf = np::concatenate({np::expand_dims(x0, 0), np::index(af.xp, {np::Slice{0, n - 1}})}, 0);
   Array Cf = np::concatenate({np::expand_dims(C0, 0), np::index(af.Pp, {np::Slice{0, n - 1}})}, 0);
-  Array v = of * (np::where(np::isnan(y), 0.0, y) - np::matmul(xf, F));
-  Array Cp = np::einsum("i,nij,j->n", F, Cf, F) + of * V * V;
-  Array K = np::einsum("ij,njk,k->ni", G, Cf, F) * np::expand_dims(of / Cp, -1);
+  Array v = of * (np::where(np::isnan(y), 0.0, y) - rows_dot(F, xf));
+  Array Cp = rows_quad(F, Cf) + of * V * V;
+  Array GCF = F.ndim() == 1 ? np::einsum("ij,njk,k->ni", G, Cf, F) : np::einsum("ij,njk,nk->ni", G, Cf, F);
+  Array K = GCF * np::expand_dims(of / Cp, -1);
   return {xf, Cf, v, Cp, K, np::index(af.xp, {std::int64_t{n - 1}}), np::index(af.Pp, {std::int64_t{n - 1}})};
 }
 
@@ -40,9 +48,10 @@ std::pair<Array, Array> rn_smoother(const std::vector<Array>& fo, const Array& o
   auto bstep = [&](const FC& rn, const std::vector<Array>& in) {
     const auto& [r, N] = rn;
     const Array &xt = in[0], &Ct = in[1], &vt = in[2], &cpt = in[3], &kt = in[4], &ot = in[5];
-    Array L = G - outer(kt, F);
-    Array r2 = np::matmul(np::transpose(L), r) + F * (ot * vt / cpt);
-    Array N2 = np::matmul(np::matmul(np::transpose(L), N), L) + outer(F, F) * (ot / cpt);
+    const Array& Ft = in.size() > 6 ? in[6] : F;  // this step's observation row
+    Array L = G - outer(kt, Ft);
+    Array r2 = np::matmul(np::transpose(L), r) + Ft * (ot * vt / cpt);
+    Array N2 = np::matmul(np::matmul(np::transpose(L), N), L) + outer(Ft, Ft) * (ot / cpt);
     Array xs = xt + np::matmul(Ct, r2);
     Array Cs = Ct - np::matmul(np::matmul(Ct, N2), Ct);
     // float32: C − C N C cancels to a non-symmetric, possibly indefinite matrix; its symmetric
@@ -52,8 +61,9 @@ std::pair<Array, Array> rn_smoother(const std::vector<Array>& fo, const Array& o
     return std::pair{FC{r2, N2}, std::vector<Array>{xs, Cs}};
   };
   const std::int64_t m = G.shape()[0];
-  auto [rn, so] = lax::scan(bstep, FC{np::zeros({m}, d), np::zeros({m, m}, d)}, std::vector<Array>{xf, Cf, v, Cp, K, obsf},
-                            {.reverse = true});
+  std::vector<Array> xs{xf, Cf, v, Cp, K, obsf};
+  if (F.ndim() == 2) xs.push_back(F);
+  auto [rn, so] = lax::scan(bstep, FC{np::zeros({m}, d), np::zeros({m, m}, d)}, xs, {.reverse = true});
   (void)rn;
   return {so[0], so[1]};
 }
@@ -112,15 +122,18 @@ std::vector<Array> filter(const Array& y, const Array& V, const Array& x0, const
   auto fstep = [&](const FC& c, const std::vector<Array>& in) {
     const auto& [x, C] = c;
     const Array &yt = in[0], &vt = in[1], &ot = in[2];
-    Array v = ot * (yt - np::dot(F, x));
-    Array CF = np::matmul(C, F);                 // C Fᵀ
-    Array Cp = np::dot(F, CF) + ot * vt * vt;    // F C Fᵀ + V² (observed steps only)
+    const Array& Ft = in.size() > 3 ? in[3] : F;  // this step's observation row
+    Array v = ot * (yt - np::dot(Ft, x));
+    Array CF = np::matmul(C, Ft);                // C Fᵀ
+    Array Cp = np::dot(Ft, CF) + ot * vt * vt;   // F C Fᵀ + V² (observed steps only)
     Array K = np::matmul(G, CF) * (ot / Cp);     // G C Fᵀ / Cp, zero when missing
-    Array L = G - outer(K, F);
+    Array L = G - outer(K, Ft);
     FC next{np::matmul(G, x) + K * v, np::matmul(np::matmul(G, C), np::transpose(L)) + W};
     return std::pair{next, std::vector<Array>{x, C, v, Cp, K}};
   };
-  auto [last, ys] = lax::scan(fstep, FC{x0, C0}, std::vector<Array>{yz, V, obsf});
+  std::vector<Array> xs{yz, V, obsf};
+  if (F.ndim() == 2) xs.push_back(F);
+  auto [last, ys] = lax::scan(fstep, FC{x0, C0}, xs);
   ys.push_back(last.first);  // the prediction one step past the data
   ys.push_back(last.second);
   return ys;
@@ -164,8 +177,8 @@ Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, cons
   out.x = np::transpose(xs);
   out.C = np::moveaxis(Cs, 0, -1);
   out.xstd = np::sqrt(np::diagonal(Cs, 0, 1, 2));
-  out.yhat = np::matmul(xf, F);
-  out.ystd = np::sqrt(np::einsum("i,nij,j->n", F, Cs, F) + V * V);
+  out.yhat = rows_dot(F, xf);
+  out.ystd = np::sqrt(rows_quad(F, Cs) + V * V);
   out.resid0 = y - out.yhat;
   out.resid = out.resid0 / V;
   Array nan = np::full({n}, NAN, d);
@@ -189,7 +202,23 @@ Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, cons
   return out;
 }
 
-Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Options& o) {
+namespace {
+// [F, X_t] per step: F [mb] broadcast over the rows of X [k,q]
+Array with_covariates(const Array& F, const Array& X) {
+  const std::int64_t k = X.shape()[0], mb = F.shape()[0];
+  return np::concatenate({np::broadcast_to(F, {k, mb}), np::astype(X, F.dtype())}, 1);
+}
+void check_covariates(const Array& X, std::int64_t rows, const char* what) {
+  if (X.ndim() != 2 || X.shape()[0] != rows || X.shape()[1] < 1)
+    throw ShapeError(fmt::format("dlm: {} must be [{}, q] (a row per step, q >= 1), got {}", what, rows, X.aval().str()));
+  if (np::sum(np::astype(np::isfinite(X), DType::int32)).item<double>() != static_cast<double>(X.size()))
+    throw ShapeError(fmt::format("dlm: {} holds a value that is NaN or infinite", what));
+}
+}  // namespace
+
+Array observation_rows(const Fit& f) { return f.X ? with_covariates(f.F, *f.X) : f.F; }
+
+Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Options& o, const std::optional<Array>& X) {
   if (y0.ndim() != 1) throw ShapeError(fmt::format("dlm: y must be a vector of observations, got {}", y0.aval().str()));
   const DType d = is_floating(y0.dtype()) ? y0.dtype() : DType::float64;
   Array y = np::astype(y0, d);
@@ -203,10 +232,15 @@ Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
     throw ShapeError(fmt::format("dlm: y has no observed value (all {} are missing)", n));
   if (!(s.ndim() == 0 || (s.ndim() == 1 && (s.shape()[0] == n || s.shape()[0] == 1))))
     throw ShapeError(fmt::format("dlm: s must be a scalar or one std per observation ({}), got {}", n, s.aval().str()));
-  auto [G, F] = system_matrices(o, d);
-  const std::int64_t m = G.shape()[0];
-  if (static_cast<std::int64_t>(w.size()) > m)
-    throw ShapeError(fmt::format("dlm: {} process stds given for a model with {} states", w.size(), m));
+  auto [G0, F0] = system_matrices(o, d);
+  const std::int64_t mb = G0.shape()[0];
+  if (static_cast<std::int64_t>(w.size()) > mb)
+    throw ShapeError(fmt::format("dlm: {} process stds given for a model with {} states", w.size(), mb));
+  // covariates: q static β states after the model's own (identity in G, no noise)
+  const std::int64_t q = X ? (check_covariates(*X, n, "X"), X->shape()[1]) : 0;
+  Array G = q ? stack_blocks(G0, np::eye(q, {}, 0, d)) : G0;
+  Array F = q ? with_covariates(F0, *X) : F0;
+  const std::int64_t m = mb + q;
   std::vector<double> wd(static_cast<std::size_t>(m), 0.0);
   for (std::size_t i = 0; i < w.size(); ++i) wd[i] = w[i] * w[i];
   Array W = np::eye(m, {}, 0, d) * np::array(wd, Shape{m}, d);
@@ -226,12 +260,25 @@ Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
   Fit first = smooth(y, V, x0, G, F, W, C0, o.algorithm);
   Array x1 = np::index(first.x, {np::Slice{}, std::int64_t{0}});
   Array C1 = np::index(first.C, {np::Slice{}, np::Slice{}, std::int64_t{0}}) * 100.0;
-  return smooth(y, V, x1, G, F, W, C1, o.algorithm);
+  Fit out = smooth(y, V, x1, G, F, W, C1, o.algorithm);
+  if (q) {
+    out.F = F0;
+    out.X = np::astype(*X, d);
+  }
+  return out;
 }
 
-Forecast forecast(const Fit& f, std::int64_t h) {
+Forecast forecast(const Fit& f, std::int64_t h, const std::optional<Array>& X_future) {
   if (h < 0) throw ShapeError(fmt::format("dlm: forecast horizon {} must be >= 0", h));
-  auto fo = filter(f.y, f.V, f.x0, f.G, f.F, f.W, f.C0);
+  if (f.X && !X_future)
+    throw ShapeError(fmt::format("dlm: the model has {} covariates: the forecast needs their future values ({} rows)", f.X->shape()[1], h));
+  if (!f.X && X_future) throw ShapeError("dlm: future covariates given for a model without covariates");
+  if (f.X) {
+    check_covariates(*X_future, h, "the future covariates");
+    if (X_future->shape()[1] != f.X->shape()[1])
+      throw ShapeError(fmt::format("dlm: the future covariates have {} columns; the model has {}", X_future->shape()[1], f.X->shape()[1]));
+  }
+  auto fo = filter(f.y, f.V, f.x0, f.G, observation_rows(f), f.W, f.C0);
   const Array &xn = fo[5], &Cn = fo[6];
   const std::int64_t n = f.V.shape()[0];
   Array v_last = np::index(f.V, {std::int64_t{n - 1}});
@@ -244,23 +291,26 @@ Forecast forecast(const Fit& f, std::int64_t h) {
   auto [last, ys] = lax::scan(step, XC{xn, Cn}, h);
   (void)last;
   Forecast r{ys[0], ys[1], {}, {}};
-  r.yhat = np::matmul(ys[0], f.F);
-  r.ystd = np::sqrt(np::einsum("i,nij,j->n", f.F, ys[1], f.F) + v_last * v_last);
+  const Array Fh = f.X ? with_covariates(f.F, *X_future) : f.F;
+  r.yhat = rows_dot(Fh, ys[0]);
+  r.ystd = np::sqrt(rows_quad(Fh, ys[1]) + v_last * v_last);
   return r;
 }
 
-Mle mle(const Array& y0, const Array& s, const std::vector<double>& w, const Options& o, const MleOptions& mo) {
+Mle mle(const Array& y0, const Array& s, const std::vector<double>& w, const Options& o, const MleOptions& mo,
+        const std::optional<Array>& X) {
   const auto t0 = std::chrono::steady_clock::now();
   double compile_ms = 0;
   trace::Subscription sub([&](const trace::Event& e) {
     if (e.kind == trace::EventKind::compile && e.name != "cc") compile_ms += e.ms;  // jit compiles include cc time
   });
-  Fit init = fit(y0, s, w, o);
+  Fit init = fit(y0, s, w, o, X);
+  const Array Frows = observation_rows(init);
   const std::int64_t m = init.G.shape()[0], k = static_cast<std::int64_t>(w.size());
   const DType d = init.V.dtype();
   Array y = np::astype(y0, d);
   // θ = (log V factor, log w_1..w_k)
-  auto loss = [y, V = init.V, x0 = init.x0, C0 = init.C0, G = init.G, F = init.F, m, k, alg = o.algorithm](const Array& th) {
+  auto loss = [y, V = init.V, x0 = init.x0, C0 = init.C0, G = init.G, F = Frows, m, k, alg = o.algorithm](const Array& th) {
     Array sd = np::exp(th);
     Array wv = np::square(np::index(sd, {np::Slice{1, {}}}));
     if (m > k) wv = np::concatenate({wv, np::zeros({m - k}, wv.dtype())});
@@ -355,8 +405,10 @@ Mle mle(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
   r.lik = cur;
   std::vector<double> wd(static_cast<std::size_t>(m), 0.0);
   for (std::size_t i = 0; i < r.w.size(); ++i) wd[i] = r.w[i] * r.w[i];
-  r.fit = smooth(y, init.V * r.obs_std_factor, init.x0, init.G, init.F, np::eye(m, {}, 0, d) * np::array(wd, Shape{m}, d), init.C0,
+  r.fit = smooth(y, init.V * r.obs_std_factor, init.x0, init.G, Frows, np::eye(m, {}, 0, d) * np::array(wd, Shape{m}, d), init.C0,
                  o.algorithm);
+  r.fit.F = init.F;
+  r.fit.X = init.X;
   r.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   r.compile_ms = compile_ms;
   return r;

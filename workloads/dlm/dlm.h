@@ -38,7 +38,8 @@ struct Fit {
   Array xstd;         // [n,m]
   Array yhat, ystd;   // [n]
   Array resid0, resid, resid2, v, Cp;  // [n]
-  Array G, F, W, V, x0, C0, y;
+  Array G, F, W, V, x0, C0, y;  // F: the model's own row [m - q] (the toolbox's out.F)
+  std::optional<Array> X;       // covariates [n,q] (out.XX); their q β states end the state vector
   double lik = 0, s2 = 0, mse = 0, mape = 0, ssy = 0;
   int nobs = 0;
 };
@@ -60,14 +61,19 @@ std::pair<Array, Array> smoothed_states(const Array& y, const Array& V, const Ar
                                         const Array& W, const Array& C0, Algorithm a = Algorithm::scan);
 
 // The toolbox's dlmfit: s scalar or [n] observation std, w the stds of W's leading diagonal.
-Fit fit(const Array& y, const Array& s, const std::vector<double>& w, const Options& o = {});
+// Covariates X [n,q] (the toolbox's and dlm-js's X): y_t = F x_t + X_t β + v_t, β appended to
+// the state as q static states (identity in G, no noise in W), so F_t = [F, X_t] per step.
+Fit fit(const Array& y, const Array& s, const std::vector<double>& w, const Options& o = {}, const std::optional<Array>& X = std::nullopt);
+// The observation row per step of a fit: [n,m] with covariates, else the one row [m].
+Array observation_rows(const Fit& f);
 
 // h-step forecasts from the end of the data: state means [h,m], covariances [h,m,m], and the
 // observation mean and std [h] (the last observation std is used for V).
 struct Forecast {
   Array x, C, yhat, ystd;
 };
-Forecast forecast(const Fit& f, std::int64_t h);
+// A fit with covariates needs their future values X_future [h,q] (ShapeError otherwise).
+Forecast forecast(const Fit& f, std::int64_t h, const std::optional<Array>& X_future = std::nullopt);
 
 // Maximum likelihood for θ = (log V factor, log w...): -2 log L through jit(value_and_grad)
 // with x0, C0 fixed by the initial fit (as the toolbox does). Optimizers: Adam with early stop
@@ -93,6 +99,7 @@ struct Mle {
   double elapsed_ms = 0, compile_ms = 0;
   Fit fit;  // the smoother pass at the optimum
 };
-Mle mle(const Array& y, const Array& s, const std::vector<double>& w, const Options& o = {}, const MleOptions& mo = {});
+Mle mle(const Array& y, const Array& s, const std::vector<double>& w, const Options& o = {}, const MleOptions& mo = {},
+        const std::optional<Array>& X = std::nullopt);
 
 }  // namespace jx::dlm

@@ -56,18 +56,27 @@ AssocFilter assoc_filter(const Array& y, const Array& V, const Array& x0, const 
   //   η = Gᵀ Fᵀ y / S, J = Gᵀ Fᵀ F G / S   (information about x_{t-1} from y_t)
   // Element 0 conditions the prior N(x0, C0): A = 0, b = x0 + K (y - F x0), C = (I - K F) C0, η = J = 0.
   // Missing y_t: 1/S := 0, so K = 0, η = J = 0.
+  // F: one observation row [m], or a row per step [n,m] (covariates)
+  const bool rows = F.ndim() == 2;
   Array P = where_rows(first, batch(C0, n), batch(W, n));
-  Array S = np::einsum("i,nij,j->n", F, P, F) + V * V;
+  Array S = (rows ? np::einsum("ni,nij,nj->n", F, P, F) : np::einsum("i,nij,j->n", F, P, F)) + V * V;
   Array Sinv = of / S;
-  Array K = np::einsum("nij,j->ni", P, F) * np::expand_dims(Sinv, -1);
-  Array IKF = I - np::einsum("ni,j->nij", K, F);
+  Array K = (rows ? np::einsum("nij,nj->ni", P, F) : np::einsum("nij,j->ni", P, F)) * np::expand_dims(Sinv, -1);
+  Array IKF = I - (rows ? np::einsum("ni,nj->nij", K, F) : np::einsum("ni,j->nij", K, F));
   Array C = np::matmul(IKF, P);
   Array A = where_rows(first, np::zeros({n, m, m}, d), np::matmul(IKF, batch(G, n)));
   Array b = K * np::expand_dims(yz, -1) + where_rows(first, mv(IKF, batch(x0, n)), np::zeros({n, m}, d));
-  Array GF = np::matmul(np::transpose(G), F);  // Gᵀ Fᵀ [m]
   Array notfirst = np::expand_dims(np::astype(np::logical_not(first), d), -1);
-  Array eta = np::einsum("i,n->ni", GF, Sinv * yz) * notfirst;
-  Array J = np::einsum("i,j,n->nij", GF, GF, Sinv) * np::expand_dims(notfirst, -1);
+  Array eta, J;
+  if (rows) {
+    Array GF = np::einsum("ji,nj->ni", G, F);  // Gᵀ F_tᵀ [n,m]
+    eta = GF * np::expand_dims(Sinv * yz, -1) * notfirst;
+    J = np::einsum("ni,nj,n->nij", GF, GF, Sinv) * np::expand_dims(notfirst, -1);
+  } else {
+    Array GF = np::matmul(np::transpose(G), F);  // Gᵀ Fᵀ [m]
+    eta = np::einsum("i,n->ni", GF, Sinv * yz) * notfirst;
+    J = np::einsum("i,j,n->nij", GF, GF, Sinv) * np::expand_dims(notfirst, -1);
+  }
   // (A_i, b_i, C_i, η_i, J_i) earlier ⊕ (A_j, b_j, C_j, η_j, J_j) later, with
   // M = (I + C_i J_j)⁻¹ and N = (I + J_j C_i)⁻¹:
   //   A = A_j M A_i, b = A_j M (b_i + C_i η_j) + b_j, C = A_j M C_i A_jᵀ + C_j,

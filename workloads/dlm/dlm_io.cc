@@ -84,19 +84,45 @@ void check_times(const json& t, std::size_t n, const std::string& name) {
       bad(name, fmt::format("field 't' steps from {} to {} at [{}]: only unit time steps are supported", v[i - 1], v[i], i));
 }
 
+// Rows of finite numbers, each with the same count (covariates).
+std::vector<std::vector<double>> rows_of(const json& j, const std::string& name, const std::string& field) {
+  if (!j.is_array() || j.empty()) bad(name, fmt::format("field '{}' must be a non-empty array of rows (one per step)", field));
+  std::vector<std::vector<double>> r;
+  for (std::size_t i = 0; i < j.size(); ++i) {
+    const std::string at = fmt::format("{}[{}]", field, i);
+    if (!j[i].is_array() || j[i].empty()) bad(name, fmt::format("field '{}' must be a non-empty array of numbers", at));
+    r.push_back(numbers(j[i], name, at, false));
+    if (r.back().size() != r.front().size())
+      bad(name, fmt::format("field '{}' has {} columns; '{}[0]' has {}", at, r.back().size(), field, r.front().size()));
+  }
+  return r;
+}
+
+// A field under either of its names (the toolbox demos' yy/ss for y/s).
+const json* either(const json& j, const char* a, const char* b, const std::string& name) {
+  if (j.contains(a) && j.contains(b)) bad(name, fmt::format("fields '{}' and '{}' are the same field: give one", a, b));
+  return j.contains(a) ? &j[a] : j.contains(b) ? &j[b] : nullptr;
+}
+
 Input from_json(const json& j, const std::string& name) {
   if (!j.is_object()) bad(name, "expected a JSON object with fields y, s, w");
-  for (const auto& [key, value] : j.items()) {
-    if (key == "X") bad(name, "field 'X' (covariates) is not supported yet: the model would ignore it");
-    if (key != "y" && key != "s" && key != "w" && key != "options" && key != "t")
-      bad(name, fmt::format("unknown field '{}' (known: y, s, w, options, t)", key));
-  }
-  for (const char* f : {"y", "s", "w"})
-    if (!j.contains(f)) bad(name, fmt::format("missing field '{}'", f));
+  // ys, ym: the scale and mean the toolbox's demos standardized yy with (bookkeeping for the
+  // plots, no part of the model)
+  for (const auto& [key, value] : j.items())
+    if (key != "y" && key != "yy" && key != "s" && key != "ss" && key != "w" && key != "options" && key != "t" && key != "X" &&
+        key != "X_forecast" && key != "ys" && key != "ym")
+      bad(name, fmt::format("unknown field '{}' (known: y or yy, s or ss, w, X, X_forecast, options, t, ys, ym)", key));
+  const json* y = either(j, "y", "yy", name);
+  const json* s = either(j, "s", "ss", name);
+  if (!y) bad(name, "missing field 'y'");
+  if (!s) bad(name, "missing field 's'");
+  if (!j.contains("w")) bad(name, "missing field 'w'");
   Input in;
-  in.y = numbers(j["y"], name, "y", true);
-  in.s = numbers(j["s"], name, "s", false);
+  in.y = numbers(*y, name, "y", true);
+  in.s = numbers(*s, name, "s", false);
   in.w = numbers(j["w"], name, "w", false);
+  if (j.contains("X")) in.X = rows_of(j["X"], name, "X");
+  if (j.contains("X_forecast")) in.X_forecast = rows_of(j["X_forecast"], name, "X_forecast");
   if (j.contains("t")) check_times(j["t"], in.y.size(), name);
   if (j.contains("options")) in.options = options_from(j["options"], name);
   validate(in, name);
@@ -129,6 +155,11 @@ void validate(const Input& in, const std::string& name) {
   for (double w : in.w)
     if (!(w >= 0) || !std::isfinite(w)) bad(name, fmt::format("field 'w' must hold non-negative finite standard deviations (got {})", w));
   if (in.options.fullseas && in.options.trig > 0) bad(name, "options 'fullseas' and 'trig' exclude each other");
+  if (!in.X.empty() && in.X.size() != in.y.size())
+    bad(name, fmt::format("field 'X' has {} rows; expected one per observation ({})", in.X.size(), in.y.size()));
+  if (!in.X_forecast.empty() && (in.X.empty() || in.X_forecast.front().size() != in.X.front().size()))
+    bad(name, in.X.empty() ? std::string("field 'X_forecast' is given for a model without covariates (no 'X')")
+                           : fmt::format("field 'X_forecast' has {} columns; 'X' has {}", in.X_forecast.front().size(), in.X.front().size()));
   try {
     auto [G, F] = system_matrices(in.options);
     if (static_cast<std::int64_t>(in.w.size()) > G.shape()[0])
@@ -258,9 +289,16 @@ json to_json(const Fit& f) {
   j["mape"] = f.mape;
   j["ssy"] = f.ssy;
   j["nobs"] = f.nobs;
-  j["XX"] = json::array();  // covariates: none
+  j["XX"] = f.X ? tensor(*f.X) : json::array();  // covariates, [] when none
   j["class"] = "dlmfit";
   return j;
+}
+
+Array matrix(const std::vector<std::vector<double>>& rows) {
+  std::vector<double> flat;
+  for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+  const std::int64_t n = static_cast<std::int64_t>(rows.size()), q = rows.empty() ? 0 : static_cast<std::int64_t>(rows.front().size());
+  return np::array(flat, Shape{n, q}, DType::float64);
 }
 
 json to_json(const Forecast& f) {

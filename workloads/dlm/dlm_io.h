@@ -14,7 +14,11 @@ struct Input {
   std::vector<double> s;  // one value (scalar) or one per observation
   std::vector<double> w;
   Options options;
+  // covariates: X [n][q] and (forecast) their future values X_forecast [h][q]; empty when none
+  std::vector<std::vector<double>> X, X_forecast;
 };
+// Rows of numbers as an array [rows, q] (float64).
+Array matrix(const std::vector<std::vector<double>>& rows);
 
 // JSON (validated), or CSV of y alone when the text is not JSON (validate after adding s, w).
 Input parse_input(const std::string& text, const std::string& name);
