@@ -61,7 +61,9 @@ int dlm_input(const std::uint8_t* data, std::size_t size) {
     DefaultDeviceScope cpu("cpu");
     Array y = np::array(in.y, std::nullopt, DType::float64);
     Array s = in.s.size() == 1 ? np::scalar(in.s[0], DType::float64) : np::array(in.s, std::nullopt, DType::float64);
-    const dlm::Fit f = dlm::fit(y, s, in.w, in.options);
+    std::optional<Array> X;
+    if (!in.X.empty()) X = dlm::matrix(in.X);
+    const dlm::Fit f = dlm::fit(y, s, in.w, in.options, X);
     (void)dlm::to_json(f).dump();
     // accepted input of moderate size gives numbers, never NaN or inf (the reader refuses
     // infinities and all-missing series; leading missing values start from a diffuse prior)
@@ -70,7 +72,10 @@ int dlm_input(const std::uint8_t* data, std::size_t size) {
         if (!std::isnan(x) && (std::abs(x) > hi || (x != 0 && std::abs(x) < lo))) return false;
       return true;
     };
-    if (moderate(in.y, 1e-3, 1e4) && moderate(in.s, 1e-2, 1e4) && moderate(in.w, 1e-2, 1e3) && in.options.arphi.empty() && in.options.ns <= 24) {
+    std::vector<double> xs;
+    for (const auto& r : in.X) xs.insert(xs.end(), r.begin(), r.end());
+    if (moderate(in.y, 1e-3, 1e4) && moderate(in.s, 1e-2, 1e4) && moderate(in.w, 1e-2, 1e3) && moderate(xs, 1e-3, 1e3) && in.options.arphi.empty() &&
+        in.options.ns <= 24) {
       if (!std::isfinite(f.lik)) finding(fmt::format("dlm_input: an accepted input gave -2 log L = {}", f.lik));
       for (double v : f.x.to_vector<double>())
         if (!std::isfinite(v)) finding("dlm_input: an accepted input gave a non-finite smoothed state");

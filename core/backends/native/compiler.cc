@@ -43,34 +43,6 @@ std::string cache_dir() {
   return fmt::format("/tmp/jxlab-native-{}", getuid());
 }
 
-// "-fopenmp" when the compiler builds and the loader loads an OpenMP object (probed once per
-// process); empty with JX_NATIVE_OPENMP=0 or without OpenMP (the pragmas are then ignored).
-std::string openmp_flag() {
-  static const std::string flag = [] {
-    if (const char* e = std::getenv("JX_NATIVE_OPENMP"); e && std::string(e) == "0") return std::string();
-    const char* cc = std::getenv("JX_CC");
-    std::error_code ec;
-    const fs::path dir = fs::temp_directory_path(ec);
-    if (ec) return std::string();
-    const std::string tag = fmt::format("jx-omp-probe-{}", getpid());
-    const fs::path src = dir / (tag + ".c"), so = dir / (tag + ".so");
-    {
-      std::ofstream out(src);
-      out << "void jx_probe(int n, int* a) {\n#pragma omp parallel for\n  for (int i = 0; i < n; ++i) a[i] = i;\n}\n";
-    }
-    const std::string line = fmt::format("{} -fopenmp -fPIC -shared -o '{}' '{}' > /dev/null 2>&1", cc && *cc ? cc : "cc", so.string(), src.string());
-    bool ok = std::system(line.c_str()) == 0;
-    // the probe stays loaded, and with it the OpenMP runtime: its worker threads outlive any
-    // compiled object, and unloading the runtime under them (dlclose of the last object using
-    // it, e.g. after clear_caches()) would crash the process
-    if (ok) ok = dlopen(so.c_str(), RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != nullptr;
-    fs::remove(src, ec);
-    fs::remove(so, ec);
-    return ok ? std::string(" -fopenmp") : std::string();
-  }();
-  return flag;
-}
-
 std::string compiler_command(std::size_t source_bytes) {
   const char* cc = std::getenv("JX_CC");
   // no -ffast-math: NaN/inf semantics and rounding must match the cpu oracle. Very large
@@ -94,8 +66,8 @@ std::string compiler_version() {
 }
 
 namespace {
-std::shared_ptr<Library> load(const std::string& path, std::string& error) {
-  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+std::shared_ptr<Library> load(const std::string& path, std::string& error, int flags = RTLD_NOW | RTLD_LOCAL) {
+  void* h = dlopen(path.c_str(), flags);
   if (!h) {
     const char* e = dlerror();
     error = e ? e : "unknown dlopen error";
@@ -124,8 +96,38 @@ std::string cache_entry_problem(const fs::path& so, const fs::path& sum) {
 
 }  // namespace
 
-CompileResult compile(const std::string& source) {
-  const std::string cmd = compiler_command(source.size());
+namespace {
+CompileResult compile_with(const std::string& cmd, const std::string& source, int load_flags);
+}  // namespace
+
+// "-fopenmp" when the compiler builds and the loader loads an OpenMP object (probed once per
+// process, through the disk cache: a process with a warm cache loads the probe and runs no
+// compiler); empty with JX_NATIVE_OPENMP=0 or without OpenMP (the pragmas are then ignored).
+// The probe stays loaded (RTLD_NODELETE), and with it the OpenMP runtime: its worker threads
+// outlive any compiled object, and unloading the runtime under them (dlclose of the last
+// object using it, e.g. after clear_caches()) would crash the process.
+std::string openmp_flag() {
+  static const std::string flag = [] {
+    if (const char* e = std::getenv("JX_NATIVE_OPENMP"); e && std::string(e) == "0") return std::string();
+    const char* cc = std::getenv("JX_CC");
+    static std::shared_ptr<Library> probe;  // never released
+    try {
+      probe = compile_with(fmt::format("{} -fopenmp -fPIC -shared", cc && *cc ? cc : "cc"),
+                           "void jx_probe(int n, int* a) {\n#pragma omp parallel for\n  for (int i = 0; i < n; ++i) a[i] = i;\n}\n",
+                           RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE).lib;
+    } catch (const BackendError& e) {
+      debug_log(1, fmt::format("native: no OpenMP ({})", std::string(e.what()).substr(0, 200)));
+      return std::string();
+    }
+    return std::string(" -fopenmp");
+  }();
+  return flag;
+}
+
+CompileResult compile(const std::string& source) { return compile_with(compiler_command(source.size()), source, RTLD_NOW | RTLD_LOCAL); }
+
+namespace {
+CompileResult compile_with(const std::string& cmd, const std::string& source, int load_flags) {
   const std::string key = fmt::format("{:016x}", fnv1a(cmd + "\n" + source));
   const fs::path dir = cache_dir();
   std::error_code ec;
@@ -137,7 +139,7 @@ CompileResult compile(const std::string& source) {
     // a corrupted object could load and compute garbage: check its digest before dlopen
     rejected = cache_entry_problem(so, sum);
     if (rejected.empty()) {
-      if (auto lib = load(so.string(), err)) return {lib, 0.0, true, so.string(), ""};
+      if (auto lib = load(so.string(), err, load_flags)) return {lib, 0.0, true, so.string(), ""};
       rejected = "dlopen failed: " + err;
     }
     debug_log(1, fmt::format("native: cache entry {} rejected ({}); rebuilding", so.string(), rejected));
@@ -173,9 +175,10 @@ CompileResult compile(const std::string& source) {
     out.close();
     if (out) fs::rename(tmp_sum, sum, ec);
   }
-  auto lib = load(so.string(), err);
+  auto lib = load(so.string(), err, load_flags);
   if (!lib) throw BackendError(fmt::format("native: cannot load {}: {}", so.string(), err));
   return {lib, ms, false, so.string(), rejected};
 }
+}  // namespace
 
 }  // namespace jx::native
