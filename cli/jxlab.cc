@@ -149,7 +149,10 @@ int main(int argc, char** argv) {
   int debug = 0;
   app.add_option("--debug", debug, "debug level: 1 compiles and scan paths, 2 generated code, 3 kernels, 4 programs")
       ->check(CLI::Range(0, 4));
-  app.parse_complete_callback([&] { jx::set_debug(debug); });
+  // --debug overrides JX_DEBUG (which the library reads at start); without it JX_DEBUG stands
+  app.parse_complete_callback([&] {
+    if (app.count("--debug")) jx::set_debug(debug);
+  });
   auto* devices = app.add_subcommand("devices", "list backends: device, usability and key limits");
   int rc = 0;
   devices->callback([&] { rc = cmd_devices(); });
@@ -186,7 +189,9 @@ int main(int argc, char** argv) {
   run->add_flag("--all", ra.all, "every scenario");
   run->add_option("--backend", ra.backend, "only this backend (cpu, native, vulkan)");
   run->add_option("--profile", ra.profile, "only the cases of this replay profile");
-  run->add_option("--report", ra.report, "write report.json, summary.md and junit.xml into this directory");
+  run->add_option("--report", ra.report, "write report.json, summary.md and junit.xml into this directory")
+      ->check([](const std::string& s) { return s.empty() ? std::string("an empty path") : std::string(); });
+  run->add_flag("--allow-skips", ra.allow_skips, "exit 0 when every case was skipped (default: exit 5, nothing ran)");
   run->add_option("--shard", ra.shard, "i/n: run every n-th scenario starting at the i-th");
   run->add_option("--scenarios", ra.scenarios, "directory of scenario files (default: the source tree's scenarios/)");
   run->add_option("--soak", ra.soak_minutes, "MINUTES: repeat the chosen scenarios (at least 4 rounds); fail on any failure or growth trend")
@@ -221,7 +226,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);  // prints the message (or the help)
+    return code == 0 ? 0 : 2;      // a usage error
+  } catch (const jx::lab::UsageError& e) {
+    fmt::print(stderr, "jxlab: {}\n", e.what());
+    return 2;
   } catch (const jx::Error& e) {
     fmt::print(stderr, "jxlab: {}\n", e.what());
     return 1;

@@ -46,7 +46,8 @@ std::pair<int, int> parse_shard(const std::string& s) {
   int i = 0, n = 0;
   char slash = 0;
   if (std::sscanf(s.c_str(), "%d%c%d", &i, &slash, &n) != 3 || slash != '/' || n < 1 || i < 1 || i > n)
-    throw Error(fmt::format("--shard '{}': expected i/n with 1 <= i <= n", s));
+    throw UsageError(fmt::format("--shard '{}': expected i/n with 1 <= i <= n", s));
+  if (std::to_string(i) + "/" + std::to_string(n) != s) throw UsageError(fmt::format("--shard '{}': expected i/n, two whole numbers", s));
   return {i, n};
 }
 
@@ -107,6 +108,16 @@ int cmd_replay(const std::string& id, const std::string& dir, const std::string&
   fmt::print("{} on {} ({}); source: {}\n\n| profile | switches |", s.id, s.backends[0], s.workload, s.source);
   for (const auto& t : transforms) fmt::print(fmt::runtime(history ? " {} (ours) | {} (documented) |" : " {} |"), t, t);
   fmt::print("\n|---|---|{}\n", history ? "---|---|---|---|" : "---|---|");
+  // a workload that runs only eager or jit has no gradient transforms to replay
+  {
+    Scenario probe = s;
+    probe.transform = transforms[1];
+    probe.cases = {Case{"current", Expect{}}};
+    const CaseResult r = run_scenario(probe, {}).at(0);
+    if (r.status != "skipped" && r.measured["points"][0].contains("error") && r.measured["points"][0]["error"]["type"] == "UnsupportedTransform")
+      throw UsageError(fmt::format("jxlab replay: scenario '{}' (workload {}) does not run under the gradient transforms: {}", s.id, s.workload,
+                                   r.measured["points"][0]["error"]["message"].get<std::string>()));
+  }
   for (const auto& [name, doc_row] : rows) {
     const replay::Profile& prof = replay::profile(name);
     std::string row = fmt::format("| {} | {} |", prof.name, prof.policy.key().empty() ? "-" : prof.policy.key());
@@ -131,13 +142,18 @@ int cmd_run(const RunArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   ReportMeta meta{fmt::format("jxlab {}", kVersion), JX_GIT_COMMIT, machine(), now_utc(), 0};
   if (!a.report.empty()) prepare_report_dir(a.report);  // before any work: an unwritable directory fails now
-  if (!a.all && a.ids.empty()) throw Error("jxlab run: name scenario ids or pass --all (jxlab list shows them)");
-  if (!a.profile.empty()) (void)replay::profile(a.profile);
+  if (!a.all && a.ids.empty()) throw UsageError("jxlab run: name scenario ids or pass --all (jxlab list shows them)");
+  if (a.all && !a.ids.empty()) throw UsageError("jxlab run: --all and scenario ids exclude each other");
+  if (!a.profile.empty()) try {
+      (void)replay::profile(a.profile);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
   // a soak judges the runtime as it is: replay profiles re-create defects (memory growth among
   // them) and run in a soak only when asked for with --profile
   const std::string profile = a.soak_minutes > 0 && a.profile.empty() ? "current" : a.profile;
   if (!a.backend.empty() && a.backend != "cpu" && a.backend != "native" && a.backend != "vulkan")
-    throw Error(fmt::format("--backend '{}': expected cpu, native or vulkan", a.backend));
+    throw UsageError(fmt::format("--backend '{}': expected cpu, native or vulkan", a.backend));
   const std::string dir = a.scenarios.empty() ? default_scenarios_dir() : a.scenarios;
   std::vector<Scenario> chosen;
   const auto all = load_scenarios(dir);
@@ -146,7 +162,7 @@ int cmd_run(const RunArgs& a) {
   } else {
     for (const auto& id : a.ids) {
       auto it = std::find_if(all.begin(), all.end(), [&](const Scenario& s) { return s.id == id; });
-      if (it == all.end()) throw Error(fmt::format("jxlab run: no scenario '{}' in {} (jxlab list shows them)", id, dir));
+      if (it == all.end()) throw UsageError(fmt::format("jxlab run: no scenario '{}' in {} (jxlab list shows them)", id, dir));
       chosen.push_back(*it);
     }
   }
@@ -158,6 +174,8 @@ int cmd_run(const RunArgs& a) {
     chosen = std::move(mine);
   }
   const bool tty = isatty(fileno(stdout)) != 0;
+  const char* no_color = std::getenv("NO_COLOR");  // no-color.org: set and not empty
+  const bool colour = tty && !(no_color && *no_color);
   std::size_t total = 0, done = 0;
   for (const auto& s : chosen)
     for (const auto& c : s.cases)
@@ -183,8 +201,8 @@ int cmd_run(const RunArgs& a) {
   int pass = 0, fail = 0, skip = 0;
   fmt::print("{:<20} {:<8} {:<24} {:<8} {:>8}\n", "scenario", "backend", "profile", "result", "seconds");
   for (const auto& r : results) {
-    const auto colour = r.status == "pass" ? fmt::color::green : r.status == "fail" ? fmt::color::red : fmt::color::yellow;
-    const std::string status = tty ? fmt::format(fg(colour), "{:<8}", r.status) : fmt::format("{:<8}", r.status);
+    const auto c = r.status == "pass" ? fmt::color::green : r.status == "fail" ? fmt::color::red : fmt::color::yellow;
+    const std::string status = colour ? fmt::format(fg(c), "{:<8}", r.status) : fmt::format("{:<8}", r.status);
     fmt::print("{:<20} {:<8} {:<24} {} {:>8.2f}\n", r.scenario, r.backend, r.profile, status, r.seconds);
     for (const auto& f : r.failures) fmt::print("    {}\n", f);
     if (r.status == "skipped") fmt::print("    skipped: {}\n", r.skip_reason);
@@ -195,7 +213,13 @@ int cmd_run(const RunArgs& a) {
     write_reports(a.report, results, meta);
     fmt::print("reports: {}/report.json, summary.md, junit.xml\n", a.report);
   }
-  return fail ? 1 : 0;
+  if (fail) return 1;
+  if (pass == 0 && (skip == 0 || !a.allow_skips)) {
+    fmt::print(stderr, "jxlab run: no case ran ({})\n",
+               results.empty() ? "the selection is empty" : "every case was skipped; --allow-skips accepts that");
+    return kExitNothingRan;
+  }
+  return 0;
 }
 
 }  // namespace jx::lab

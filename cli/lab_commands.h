@@ -1,12 +1,24 @@
 #pragma once
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace jx::lab {
 
+// A command line that asks for something impossible (exit 2, as a malformed scenario).
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Exit codes of `jxlab run`, pytest's: 0 every case passed, 1 a case failed, 2 usage error or
+// malformed scenario, 5 nothing ran (an empty selection, or every case skipped unless
+// --allow-skips).
+inline constexpr int kExitNothingRan = 5;
+
 struct RunArgs {
   std::vector<std::string> ids;
   bool all = false;
+  bool allow_skips = false;
   std::string backend, profile, report, shard, scenarios;
   double soak_minutes = 0;  // > 0: repeat the chosen scenarios (cli/soak.h)
 };

@@ -42,7 +42,7 @@ void loss_under_transform(Run& r, const std::function<Array(const Array&)>& loss
     r.value("value", v);
     r.value("grad", g);
   } else {
-    throw Error(fmt::format("transform '{}' is not one of eager, jit, value_and_grad, jit(value_and_grad)", r.transform));
+    throw UnsupportedTransform(fmt::format("transform '{}' is not one of eager, jit, value_and_grad, jit(value_and_grad)", r.transform));
   }
 }
 
@@ -52,7 +52,7 @@ void outputs_under_transform(Run& r, const std::function<std::vector<Array>(cons
   std::vector<Array> out;
   if (r.transform == "eager") out = fn(inputs);
   else if (r.transform == "jit") out = jit(fn)(inputs);
-  else throw Error(fmt::format("transform '{}' is not one of eager, jit for this repro", r.transform));
+  else throw UnsupportedTransform(fmt::format("transform '{}' is not one of eager, jit for this repro", r.transform));
   for (std::size_t i = 0; i < out.size(); ++i) r.value(fmt::format("out{}", i), out[i]);
 }
 

@@ -35,6 +35,11 @@ struct Run {
   DType dtype() const;  // params.dtype: "float32" | "float64" (default float32)
 };
 
+// A transform the repro does not run under (replay asks for the gradient transforms).
+struct UnsupportedTransform : Error {
+  using Error::Error;
+};
+
 using ReproFn = std::function<void(Run&)>;
 struct Repro {
   std::string name, description;

@@ -35,6 +35,8 @@ void classify(Point& p, F&& f) {
     f();
   } catch (const UseAfterDispose& e) {
     p.error_type = "UseAfterDispose", p.error_message = e.what();
+  } catch (const UnsupportedTransform& e) {
+    p.error_type = "UnsupportedTransform", p.error_message = e.what();
   } catch (const NonlinearError& e) {
     p.error_type = "NonlinearError", p.error_message = e.what();
   } catch (const ScanPathError& e) {

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# jxlab run's exit codes and command-line checks (issue 29), as pytest's: 0 passed, 1 a case
+# failed, 2 usage error or malformed scenario, 5 nothing ran (an empty selection, or every case
+# skipped unless --allow-skips); NO_COLOR and JX_DEBUG honoured.
+# Usage: lab_exit_codes.sh JXLAB SCENARIOS_DIR
+set -u
+J=$(realpath "$1") S=$(realpath "$2")
+export JX_SCENARIOS=$S
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fails=0
+# expect CODE NAME REGEX ARGS...: exit CODE, REGEX in stderr ("" for any)
+expect() {
+  local code=$1 name=$2 re=$3
+  shift 3
+  "$@" > "$T/out" 2> "$T/err"
+  local rc=$?
+  if [ $rc -ne "$code" ]; then echo "FAILED: $name: exit $rc, expected $code ($(head -2 "$T/err"))"; fails=$((fails + 1)); return; fi
+  if [ -n "$re" ] && ! grep -Eq -- "$re" "$T/err"; then echo "FAILED: $name: stderr '$(head -2 "$T/err")' lacks /$re/"; fails=$((fails + 1)); return; fi
+  echo "ok: $name"
+}
+expect 0 "a passing case" "" "$J" run isnan-41 --backend cpu
+expect 5 "empty selection (profile)" "no case ran \(the selection is empty\)" "$J" run isnan-41 --profile v0.7.1
+mkdir "$T/none"
+expect 5 "empty scenario folder" "the selection is empty" "$J" run --all --scenarios "$T/none"
+expect 5 "every case skipped" "every case was skipped; --allow-skips" env JX_VULKAN_DEVICE=99 "$J" run isnan-41 --backend vulkan
+expect 0 "--allow-skips" "" env JX_VULKAN_DEVICE=99 "$J" run isnan-41 --backend vulkan --allow-skips
+expect 2 "--shard 2/4/1" "expected i/n, two whole numbers" "$J" run --all --shard 2/4/1
+expect 2 "--shard 3/2" "expected i/n with 1 <= i <= n" "$J" run --all --shard 3/2
+expect 2 "--all with ids" "--all and scenario ids exclude each other" "$J" run --all isnan-41
+expect 2 "--report ''" "--report: an empty path" "$J" run isnan-41 --report ''
+expect 2 "unknown flag" "not expected: --bogus" "$J" run --bogus
+expect 2 "unknown profile" "unknown profile 'nope'" "$J" run isnan-41 --profile nope
+expect 2 "unknown id" "no scenario 'no-such'" "$J" run no-such
+expect 2 "replay of a workload without gradient transforms" "does not run under the gradient transforms" "$J" replay isnan-41
+# a failing case: exit 1
+sed 's/"id": *"isnan-41"/"id": "isnan-bad"/; s/\[0, 1, 0, 1\]/[1, 1, 1, 1]/' "$S/isnan-41.json" > "$T/isnan-bad.json"
+mkdir "$T/bad" && mv "$T/isnan-bad.json" "$T/bad/"
+expect 1 "a failing case" "" "$J" run isnan-bad --backend cpu --scenarios "$T/bad"
+# colours only on a terminal and without NO_COLOR; JX_DEBUG without --debug
+if command -v script > /dev/null; then
+  c=$(NO_COLOR= script -qec "'$J' run isnan-41 --backend cpu" /dev/null | grep -c $'\e\\[38')
+  n=$(NO_COLOR=1 script -qec "'$J' run isnan-41 --backend cpu" /dev/null | grep -c $'\e\\[38')
+  [ "$c" -ge 1 ] && [ "$n" -eq 0 ] && echo "ok: NO_COLOR" || { echo "FAILED: NO_COLOR: coloured lines $c without it, $n with it"; fails=$((fails + 1)); }
+else
+  echo "FAILED: no 'script' (bsdutils) to give jxlab a terminal"; fails=$((fails + 1))
+fi
+JX_DEBUG=1 "$J" run isnan-41 --backend cpu > /dev/null 2> "$T/dbg"
+grep -q '^\[jx\] jit ' "$T/dbg" && echo "ok: JX_DEBUG" || { echo "FAILED: JX_DEBUG=1 logged nothing"; fails=$((fails + 1)); }
+[ $fails -eq 0 ] && echo "lab_exit_codes: all passed" || echo "lab_exit_codes: $fails failed"
+exit $fails
