@@ -166,8 +166,18 @@ int cmd_run(const RunArgs& a) {
       chosen.push_back(*it);
     }
   }
-  if (!a.shard.empty()) {
-    auto [i, n] = parse_shard(a.shard);
+  // GoogleTest's sharding variables, as a CI matrix sets them, when --shard is not given
+  std::string shard = a.shard;
+  const char* shards = std::getenv("GTEST_TOTAL_SHARDS");
+  const char* index = std::getenv("GTEST_SHARD_INDEX");
+  if (shard.empty() && shards && *shards && index && *index) {
+    char* end = nullptr;
+    const long k = std::strtol(index, &end, 10);
+    if (*end != 0 || k < 0) throw UsageError(fmt::format("GTEST_SHARD_INDEX='{}': expected a whole number from 0", index));
+    shard = fmt::format("{}/{}", k + 1, shards);
+  }
+  if (!shard.empty()) {
+    auto [i, n] = parse_shard(shard);
     std::vector<Scenario> mine;
     for (std::size_t k = 0; k < chosen.size(); ++k)
       if (static_cast<int>(k % static_cast<std::size_t>(n)) == i - 1) mine.push_back(chosen[k]);

@@ -47,5 +47,15 @@ else
 fi
 JX_DEBUG=1 "$J" run isnan-41 --backend cpu > /dev/null 2> "$T/dbg"
 grep -q '^\[jx\] jit ' "$T/dbg" && echo "ok: JX_DEBUG" || { echo "FAILED: JX_DEBUG=1 logged nothing"; fails=$((fails + 1)); }
+# GoogleTest's sharding variables split a run like --shard: the shards' cases add up to the whole
+sum=0
+for i in 0 1 2; do
+  n=$(GTEST_TOTAL_SHARDS=3 GTEST_SHARD_INDEX=$i "$J" run --all --backend cpu --profile current 2>/dev/null | grep -Eo '^[0-9]+ passed' | grep -Eo '[0-9]+')
+  sum=$((sum + ${n:-0}))
+done
+whole=$("$J" run --all --backend cpu --profile current 2>/dev/null | grep -Eo '^[0-9]+ passed' | grep -Eo '[0-9]+')
+[ "$sum" -eq "${whole:-x}" ] && [ "$sum" -gt 0 ] && echo "ok: GTEST_TOTAL_SHARDS/GTEST_SHARD_INDEX ($sum cases)" ||
+  { echo "FAILED: shards add up to $sum, the whole run is $whole"; fails=$((fails + 1)); }
+expect 2 "GTEST_SHARD_INDEX not a number" "GTEST_SHARD_INDEX='x'" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=x "$J" run --all
 [ $fails -eq 0 ] && echo "lab_exit_codes: all passed" || echo "lab_exit_codes: $fails failed"
 exit $fails

@@ -1,6 +1,9 @@
 #include "core/backends/native/compiler.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <sys/stat.h>
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
@@ -36,11 +39,47 @@ std::uint64_t fnv1a(const std::string& s) {
   return h;
 }
 
+namespace {
+// A folder we can create files in (made if missing).
+bool usable(const fs::path& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  return !ec && fs::is_directory(dir, ec) && access(dir.c_str(), W_OK | X_OK) == 0;
+}
+
+// $TMPDIR/jxlab-native-<uid>, made with mode 0700. jx loads compiled code from it, so a folder
+// of that name that another user owns, or that others may write to, is refused.
+std::string private_temp_cache() {
+  const char* t = std::getenv("TMPDIR");
+  const fs::path dir = fs::path(t && *t ? t : "/tmp") / fmt::format("jxlab-native-{}", getuid());
+  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    throw BackendError(fmt::format("native: cannot create the compile cache {}: {}", dir.string(), std::strerror(errno)));
+  struct stat st {};
+  if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw BackendError(fmt::format("native: {} is not a folder; refusing it as the compile cache", dir.string()));
+  if (st.st_uid != getuid())
+    throw BackendError(fmt::format("native: the compile cache {} belongs to another user (uid {}); refusing to load code from it", dir.string(), st.st_uid));
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    throw BackendError(fmt::format("native: the compile cache {} is writable by others (mode {:o}); refusing to load code from it", dir.string(),
+                                   st.st_mode & 0777));
+  return dir.string();
+}
+}  // namespace
+
 std::string cache_dir() {
+  // JX_NATIVE_CACHE is used as given: a problem with it is the caller's error, reported at use
   if (const char* e = std::getenv("JX_NATIVE_CACHE"); e && *e) return e;
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/jxlab/native";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/jxlab/native";
-  return fmt::format("/tmp/jxlab-native-{}", getuid());
+  static const std::string dir = [] {
+    std::string want;
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) want = std::string(x) + "/jxlab/native";
+    else if (const char* h = std::getenv("HOME"); h && *h) want = std::string(h) + "/.cache/jxlab/native";
+    if (!want.empty() && usable(want)) return want;
+    const std::string tmp = private_temp_cache();
+    std::fprintf(stderr, "jx: warning: %s; the native compile cache is %s\n",
+                 want.empty() ? "HOME is not set" : fmt::format("cannot write {}", want).c_str(), tmp.c_str());
+    return tmp;
+  }();
+  return dir;
 }
 
 std::string compiler_command(std::size_t source_bytes) {

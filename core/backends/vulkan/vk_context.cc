@@ -1,4 +1,7 @@
 #include <dlfcn.h>
+#include <link.h>
+#include <set>
+#include <string>
 #include <mutex>
 #include "core/backends/vulkan/vk_context.h"
 
@@ -159,7 +162,31 @@ std::vector<std::string> validation_messages() {
   return g_msgs;
 }
 
+namespace {
+// The shared objects loaded into the process now (dl_iterate_phdr's names).
+std::set<std::string> loaded_libraries() {
+  std::set<std::string> names;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        if (info->dlpi_name && *info->dlpi_name) static_cast<std::set<std::string>*>(data)->insert(info->dlpi_name);
+        return 0;
+      },
+      &names);
+  return names;
+}
+// Keeps what creating the device loaded (the loader, the driver, its libraries) loaded until the
+// process exits. Mesa's drivers (lavapipe) keep once-initialized state (CPU detection) that
+// unloading them at vkDestroyInstance orphans: LeakSanitizer reports it as a leak on some CPUs,
+// and a later Context would redo the driver's start-up.
+void pin_libraries_loaded_since(const std::set<std::string>& before) {
+  for (const std::string& name : loaded_libraries())
+    if (!before.count(name))
+      if (void* h = dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE)) dlclose(h);  // the flag stays
+}
+}  // namespace
+
 Context::Context(bool validation) : validation_(validation) {
+  const std::set<std::string> before = loaded_libraries();
   instance_ = make_instance(validation);
   try {
     if (validation) {
@@ -222,6 +249,7 @@ Context::Context(bool validation) : validation_(validation) {
     check(vkCreateDevice(phys_, &di, nullptr, &device_), "vkCreateDevice");
     volkLoadDevice(device_);  // device-level entry points straight from the driver (and its layers)
     vkGetDeviceQueue(device_, family_, 0, &queue_);
+    pin_libraries_loaded_since(before);
   } catch (...) {
     release();
     throw;
