@@ -81,6 +81,17 @@ std::string outcome_cell(const CaseResult& r) {
   std::string values;
   for (const auto& [k, v] : pt["values"].items())
     values += fmt::format("{}{} {:.10g}", values.empty() ? "" : ", ", k, v.empty() ? NAN : v[0].get<double>());
+  // workloads that record memory per call (memory-growth): RSS and jit-cache entries at call 1,
+  // at call 20 (past the warm-up) and at the last
+  if (pt.contains("series") && pt["series"].contains("rss_kb") && pt["series"].contains("cache_entries") && !pt["series"]["rss_kb"].empty()) {
+    const auto& rss = pt["series"]["rss_kb"];
+    const auto& ent = pt["series"]["cache_entries"];
+    const std::size_t n = rss.size(), k = std::min<std::size_t>(19, n - 1);
+    const double growth = (rss[n - 1].get<double>() - rss[k].get<double>()) / rss[k].get<double>() * 100.0;
+    values += fmt::format("{}RSS {:.0f} / {:.0f} / {:.0f} KB at calls 1 / {} / {} ({:+.1f}% since call {}), jit cache entries {:.0f} / {:.0f} / {:.0f}",
+                          values.empty() ? "" : "; ", rss[0].get<double>(), rss[k].get<double>(), rss[n - 1].get<double>(), k + 1, n, growth, k + 1,
+                          ent[0].get<double>(), ent[k].get<double>(), ent[n - 1].get<double>());
+  }
   if (!pt.contains("error")) return fmt::format("{}; max {} buffers/dispatch", values, pt["max_buffers_per_dispatch"].get<int>());
   const std::string err = fmt::format("{}: {}", pt["error"]["type"].get<std::string>(), pt["error"]["message"].get<std::string>());
   return pt["error"]["values_before"].get<bool>() ? fmt::format("computes {}, then {}", values, err) : err;
