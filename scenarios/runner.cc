@@ -222,7 +222,7 @@ CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend
   const auto t0 = std::chrono::steady_clock::now();
   const Expect& x = c.expect;
   std::vector<Point> pts;
-  {
+  try {
     replay::Scope policy(replay::profile(c.profile).policy);
     DefaultDeviceScope device(backend_name);
     const std::string prev_limits = backend_name == "vulkan" ? vulkan::limits() : "";
@@ -230,6 +230,13 @@ CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend
     if (s.sweep_values.empty()) pts.push_back(call(s, backend_name, nullptr));
     for (const json& v : s.sweep_values) pts.push_back(call(s, backend_name, v));
     if (backend_name == "vulkan") vulkan::set_limits(prev_limits);
+  } catch (const BackendError& e) {
+    // the backend died around the workload (a lost Vulkan device): this case fails with the
+    // reason; later cases on it are skipped by the availability check above, others run on
+    r.status = "fail";
+    r.failures.push_back(fmt::format("the {} backend failed: {}", backend_name, e.what()));
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return r;
   }
   auto& fails = r.failures;
   for (const Point& p : pts) {

@@ -47,6 +47,17 @@ else
 fi
 JX_DEBUG=1 "$J" run isnan-41 --backend cpu > /dev/null 2> "$T/dbg"
 grep -q '^\[jx\] jit ' "$T/dbg" && echo "ok: JX_DEBUG" || { echo "FAILED: JX_DEBUG=1 logged nothing"; fails=$((fails + 1)); }
+# a Vulkan device lost mid-run (an injected fault): that case fails with the reason, the later
+# vulkan cases are skipped with it, cpu and native run on, and the reports are written
+JX_FAULTS=vk_device_lost@3 "$J" run buffer-limit isnan-41 --report "$T/lost" > "$T/lost.txt" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -Eq 'the vulkan backend failed: .*device was lost' "$T/lost.txt" && grep -Eq '^isnan-41 +cpu +current +pass' "$T/lost.txt" &&
+  grep -Eq '^isnan-41 +native +current +pass' "$T/lost.txt" && grep -Eq '^isnan-41 +vulkan +current +skipped' "$T/lost.txt" &&
+  [ -s "$T/lost/report.json" ] && [ -s "$T/lost/junit.xml" ] && [ -s "$T/lost/summary.md" ]; then
+  echo "ok: a lost device fails its case, skips the later vulkan ones, the rest run, reports written"
+else
+  echo "FAILED: lost device (exit $rc):"; cat "$T/lost.txt"; fails=$((fails + 1))
+fi
 # GoogleTest's sharding variables split a run like --shard: the shards' cases add up to the whole
 sum=0
 for i in 0 1 2; do
