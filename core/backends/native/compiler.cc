@@ -149,16 +149,23 @@ std::string openmp_flag() {
   static const std::string flag = [] {
     if (const char* e = std::getenv("JX_NATIVE_OPENMP"); e && std::string(e) == "0") return std::string();
     const char* cc = std::getenv("JX_CC");
-    static std::shared_ptr<Library> probe;  // never released
+    CompileResult cached;  // held until the copy below holds the OpenMP runtime: it never unloads
     try {
-      probe = compile_with(fmt::format("{} -fopenmp -fPIC -shared", cc && *cc ? cc : "cc"),
-                           "void jx_probe(int n, int* a) {\n#pragma omp parallel for\n  for (int i = 0; i < n; ++i) a[i] = i;\n}\n",
-                           RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE).lib;
+      cached = compile_with(fmt::format("{} -fopenmp -fPIC -shared", cc && *cc ? cc : "cc"),
+                            "void jx_probe(int n, int* a) {\n#pragma omp parallel for\n  for (int i = 0; i < n; ++i) a[i] = i;\n}\n",
+                            RTLD_NOW | RTLD_LOCAL);
     } catch (const BackendError& e) {
       debug_log(1, fmt::format("native: no OpenMP ({})", std::string(e.what()).substr(0, 200)));
       return std::string();
     }
-    return std::string(" -fopenmp");
+    // what stays loaded is a private copy: the cache entry may be replaced or damaged while the
+    // process runs, and mapped code must not change under it
+    std::error_code ec;
+    const fs::path copy = fs::temp_directory_path(ec) / fmt::format("jx-omp-probe-{}.so", getpid());
+    fs::copy_file(cached.path, copy, fs::copy_options::overwrite_existing, ec);
+    const bool ok = !ec && dlopen(copy.c_str(), RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != nullptr;
+    fs::remove(copy, ec);
+    return ok ? std::string(" -fopenmp") : std::string();
   }();
   return flag;
 }

@@ -73,7 +73,35 @@ void open_loader() {
   if (!error.empty()) throw BackendError(error);
 }
 
+// The shared objects loaded into the process now (dl_iterate_phdr's names).
+std::set<std::string> loaded_libraries() {
+  std::set<std::string> names;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, std::size_t, void* data) {
+        if (info->dlpi_name && *info->dlpi_name) static_cast<std::set<std::string>*>(data)->insert(info->dlpi_name);
+        return 0;
+      },
+      &names);
+  return names;
+}
+// What the process had loaded before its first Vulkan instance.
+const std::set<std::string>& libraries_before_vulkan() {
+  static const std::set<std::string> before = loaded_libraries();
+  return before;
+}
+// Keeps what Vulkan loaded (the loader, the drivers, their libraries) loaded until the process
+// exits. Mesa's drivers (lavapipe) keep once-initialized state (CPU detection) that unloading
+// them at vkDestroyInstance orphans: LeakSanitizer reports it as a leak on some CPUs, and a later
+// instance would redo the drivers' start-up.
+void pin_vulkan_libraries() {
+  const std::set<std::string>& before = libraries_before_vulkan();
+  for (const std::string& name : loaded_libraries())
+    if (!before.count(name))
+      if (void* h = dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE)) dlclose(h);  // the flag stays
+}
+
 VkInstance make_instance(bool validation) {
+  (void)libraries_before_vulkan();
   open_loader();
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "jxlab";
@@ -102,6 +130,7 @@ std::vector<VkPhysicalDevice> physical_devices(VkInstance inst) {
   check(vkEnumeratePhysicalDevices(inst, &n, nullptr), "vkEnumeratePhysicalDevices");
   std::vector<VkPhysicalDevice> v(n);
   check(vkEnumeratePhysicalDevices(inst, &n, v.data()), "vkEnumeratePhysicalDevices");
+  pin_vulkan_libraries();  // the drivers are loaded by now
   return v;
 }
 
@@ -162,31 +191,7 @@ std::vector<std::string> validation_messages() {
   return g_msgs;
 }
 
-namespace {
-// The shared objects loaded into the process now (dl_iterate_phdr's names).
-std::set<std::string> loaded_libraries() {
-  std::set<std::string> names;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, std::size_t, void* data) {
-        if (info->dlpi_name && *info->dlpi_name) static_cast<std::set<std::string>*>(data)->insert(info->dlpi_name);
-        return 0;
-      },
-      &names);
-  return names;
-}
-// Keeps what creating the device loaded (the loader, the driver, its libraries) loaded until the
-// process exits. Mesa's drivers (lavapipe) keep once-initialized state (CPU detection) that
-// unloading them at vkDestroyInstance orphans: LeakSanitizer reports it as a leak on some CPUs,
-// and a later Context would redo the driver's start-up.
-void pin_libraries_loaded_since(const std::set<std::string>& before) {
-  for (const std::string& name : loaded_libraries())
-    if (!before.count(name))
-      if (void* h = dlopen(name.c_str(), RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE)) dlclose(h);  // the flag stays
-}
-}  // namespace
-
 Context::Context(bool validation) : validation_(validation) {
-  const std::set<std::string> before = loaded_libraries();
   instance_ = make_instance(validation);
   try {
     if (validation) {
@@ -249,7 +254,6 @@ Context::Context(bool validation) : validation_(validation) {
     check(vkCreateDevice(phys_, &di, nullptr, &device_), "vkCreateDevice");
     volkLoadDevice(device_);  // device-level entry points straight from the driver (and its layers)
     vkGetDeviceQueue(device_, family_, 0, &queue_);
-    pin_libraries_loaded_since(before);
   } catch (...) {
     release();
     throw;
