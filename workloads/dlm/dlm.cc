@@ -237,7 +237,8 @@ Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
   if (static_cast<std::int64_t>(w.size()) > mb)
     throw ShapeError(fmt::format("dlm: {} process stds given for a model with {} states", w.size(), mb));
   // covariates: q static β states after the model's own (identity in G, no noise)
-  const std::int64_t q = X ? (check_covariates(*X, n, "X"), X->shape()[1]) : 0;
+  if (X) check_covariates(*X, n, "X");
+  const std::int64_t q = X ? X->shape()[1] : 0;
   Array G = q ? stack_blocks(G0, np::eye(q, {}, 0, d)) : G0;
   Array F = q ? with_covariates(F0, *X) : F0;
   const std::int64_t m = mb + q;

@@ -129,12 +129,13 @@ Input from_json(const json& j, const std::string& name) {
   return in;
 }
 
-// "order 1: 2 trend states, trig 2: 4 seasonal states" for a model-size message.
-std::string model_states(const Options& o) {
-  std::string s = fmt::format("order {}: {} trend states", o.order, o.order + 1);
-  if (o.fullseas) s += fmt::format(", fullseas with ns {}: {} seasonal states", o.ns, o.ns - 1);
-  if (o.trig > 0) s += fmt::format(", trig {} with ns {}: {} seasonal states", o.trig, o.ns, 2 * o.trig - (2 * o.trig == o.ns ? 1 : 0));
-  if (!o.arphi.empty()) s += fmt::format(", arphi: {} AR states", o.arphi.size());
+// "order 1: 2 trend states, trig 2 with ns 12: 4 seasonal states" for a model-size message; the
+// seasonal count is what system_matrices builds beside the trend and AR blocks.
+std::string model_states(const Options& o, std::int64_t m) {
+  const std::int64_t trend = o.order + 1, ar = static_cast<std::int64_t>(o.arphi.size()), seasonal = m - trend - ar;
+  std::string s = fmt::format("order {}: {} trend states", o.order, trend);
+  if (seasonal > 0) s += fmt::format(", {} with ns {}: {} seasonal states", o.fullseas ? "fullseas" : fmt::format("trig {}", o.trig), o.ns, seasonal);
+  if (ar > 0) s += fmt::format(", arphi: {} AR states", ar);
   return s;
 }
 
@@ -163,7 +164,7 @@ void validate(const Input& in, const std::string& name) {
   try {
     auto [G, F] = system_matrices(in.options);
     if (static_cast<std::int64_t>(in.w.size()) > G.shape()[0])
-      bad(name, fmt::format("field 'w' has {} values but the model has {} states ({})", in.w.size(), G.shape()[0], model_states(in.options)));
+      bad(name, fmt::format("field 'w' has {} values but the model has {} states ({})", in.w.size(), G.shape()[0], model_states(in.options, G.shape()[0])));
   } catch (const ShapeError& e) {
     if (std::string(e.what()).rfind(name, 0) == 0) throw;
     bad(name, fmt::format("inconsistent options: {}", e.what()));
