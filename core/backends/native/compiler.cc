@@ -105,8 +105,8 @@ std::string compiler_version() {
 }
 
 namespace {
-std::shared_ptr<Library> load(const std::string& path, std::string& error, int flags = RTLD_NOW | RTLD_LOCAL) {
-  void* h = dlopen(path.c_str(), flags);
+std::shared_ptr<Library> load(const std::string& path, std::string& error) {
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char* e = dlerror();
     error = e ? e : "unknown dlopen error";
@@ -136,44 +136,8 @@ std::string cache_entry_problem(const fs::path& so, const fs::path& sum) {
 }  // namespace
 
 namespace {
-CompileResult compile_with(const std::string& cmd, const std::string& source, int load_flags);
-}  // namespace
-
-// "-fopenmp" when the compiler builds and the loader loads an OpenMP object (probed once per
-// process, through the disk cache: a process with a warm cache loads the probe and runs no
-// compiler); empty with JX_NATIVE_OPENMP=0 or without OpenMP (the pragmas are then ignored).
-// The probe stays loaded (RTLD_NODELETE), and with it the OpenMP runtime: its worker threads
-// outlive any compiled object, and unloading the runtime under them (dlclose of the last
-// object using it, e.g. after clear_caches()) would crash the process.
-std::string openmp_flag() {
-  static const std::string flag = [] {
-    if (const char* e = std::getenv("JX_NATIVE_OPENMP"); e && std::string(e) == "0") return std::string();
-    const char* cc = std::getenv("JX_CC");
-    CompileResult cached;  // held until the copy below holds the OpenMP runtime: it never unloads
-    try {
-      cached = compile_with(fmt::format("{} -fopenmp -fPIC -shared", cc && *cc ? cc : "cc"),
-                            "void jx_probe(int n, int* a) {\n#pragma omp parallel for\n  for (int i = 0; i < n; ++i) a[i] = i;\n}\n",
-                            RTLD_NOW | RTLD_LOCAL);
-    } catch (const BackendError& e) {
-      debug_log(1, fmt::format("native: no OpenMP ({})", std::string(e.what()).substr(0, 200)));
-      return std::string();
-    }
-    // what stays loaded is a private copy: the cache entry may be replaced or damaged while the
-    // process runs, and mapped code must not change under it
-    std::error_code ec;
-    const fs::path copy = fs::temp_directory_path(ec) / fmt::format("jx-omp-probe-{}.so", getpid());
-    fs::copy_file(cached.path, copy, fs::copy_options::overwrite_existing, ec);
-    const bool ok = !ec && dlopen(copy.c_str(), RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != nullptr;
-    fs::remove(copy, ec);
-    return ok ? std::string(" -fopenmp") : std::string();
-  }();
-  return flag;
-}
-
-CompileResult compile(const std::string& source) { return compile_with(compiler_command(source.size()), source, RTLD_NOW | RTLD_LOCAL); }
-
-namespace {
-CompileResult compile_with(const std::string& cmd, const std::string& source, int load_flags) {
+// The object of `source` built by `cmd`, from the disk cache when a valid entry is there.
+CompileResult compile_with(const std::string& cmd, const std::string& source) {
   const std::string key = fmt::format("{:016x}", fnv1a(cmd + "\n" + source));
   const fs::path dir = cache_dir();
   std::error_code ec;
@@ -185,7 +149,7 @@ CompileResult compile_with(const std::string& cmd, const std::string& source, in
     // a corrupted object could load and compute garbage: check its digest before dlopen
     rejected = cache_entry_problem(so, sum);
     if (rejected.empty()) {
-      if (auto lib = load(so.string(), err, load_flags)) return {lib, 0.0, true, so.string(), ""};
+      if (auto lib = load(so.string(), err)) return {lib, 0.0, true, so.string(), ""};
       rejected = "dlopen failed: " + err;
     }
     debug_log(1, fmt::format("native: cache entry {} rejected ({}); rebuilding", so.string(), rejected));
@@ -221,10 +185,42 @@ CompileResult compile_with(const std::string& cmd, const std::string& source, in
     out.close();
     if (out) fs::rename(tmp_sum, sum, ec);
   }
-  auto lib = load(so.string(), err, load_flags);
+  auto lib = load(so.string(), err);
   if (!lib) throw BackendError(fmt::format("native: cannot load {}: {}", so.string(), err));
   return {lib, ms, false, so.string(), rejected};
 }
 }  // namespace
+
+// "-fopenmp" when the compiler builds and the loader loads an OpenMP object (probed once per
+// process, through the disk cache: a process with a warm cache loads the probe and runs no
+// compiler); empty with JX_NATIVE_OPENMP=0 or without OpenMP (the pragmas are then ignored).
+// The probe stays loaded (RTLD_NODELETE), and with it the OpenMP runtime: its worker threads
+// outlive any compiled object, and unloading the runtime under them (dlclose of the last
+// object using it, e.g. after clear_caches()) would crash the process.
+std::string openmp_flag() {
+  static const std::string flag = [] {
+    if (const char* e = std::getenv("JX_NATIVE_OPENMP"); e && std::string(e) == "0") return std::string();
+    const char* cc = std::getenv("JX_CC");
+    CompileResult cached;  // held until the copy below holds the OpenMP runtime: it never unloads
+    try {
+      cached = compile_with(fmt::format("{} -fopenmp -fPIC -shared", cc && *cc ? cc : "cc"),
+                            "void jx_probe(int n, int* a) {\n#pragma omp parallel for\n  for (int i = 0; i < n; ++i) a[i] = i;\n}\n");
+    } catch (const BackendError& e) {
+      debug_log(1, fmt::format("native: no OpenMP ({})", std::string(e.what()).substr(0, 200)));
+      return std::string();
+    }
+    // what stays loaded is a private copy: the cache entry may be replaced or damaged while the
+    // process runs, and mapped code must not change under it
+    std::error_code ec;
+    const fs::path copy = fs::temp_directory_path(ec) / fmt::format("jx-omp-probe-{}.so", getpid());
+    fs::copy_file(cached.path, copy, fs::copy_options::overwrite_existing, ec);
+    const bool ok = !ec && dlopen(copy.c_str(), RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE) != nullptr;
+    fs::remove(copy, ec);
+    return ok ? std::string(" -fopenmp") : std::string();
+  }();
+  return flag;
+}
+
+CompileResult compile(const std::string& source) { return compile_with(compiler_command(source.size()), source); }
 
 }  // namespace jx::native

@@ -145,6 +145,7 @@ class VulkanBackend final : public Backend {
 
   void apply_limits(const std::string& profile);
   std::string profile() const { return profile_; }
+  bool checked_shared() const { return checked_shared_; }
 
   // ---- slots ----
   SlotId malloc(const AVal& tag) override;
@@ -289,11 +290,6 @@ class VulkanBackend final : public Backend {
   // Scan shaders bounds-check workgroup memory (glsl_scan.cc: shared_decl): on by default on
   // llvmpipe, which hides out-of-bounds accesses that real GPUs do not (JX_VK_CHECK_SHARED=0|1).
   bool checked_shared_ = false;
-
- public:
-  bool checked_shared() const { return checked_shared_; }
-
- private:
   std::map<std::string, vulkan::TimedPipeline> timings_;
 
   DeviceInfo info_;
