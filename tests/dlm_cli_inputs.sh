@@ -8,21 +8,16 @@ set -u
 J=$(realpath "$1") FX=$(realpath "$2")
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-cd "$T"
-fails=0
-ok() { echo "ok: $1"; }
-no() { echo "FAILED: $1"; fails=$((fails + 1)); }
-# expect_error NAME REGEX OUT ARGS...: exit 1, REGEX in stderr, neither OUT nor OUT.tmp left
+. "$(dirname "$0")/cli_expect.sh"
+# expect_error NAME REGEX OUT ARGS...: exit 1 with REGEX in stderr, neither OUT nor OUT.tmp left
 expect_error() {
   local name=$1 re=$2 out=$3
   shift 3
-  "$J" "$@" > stdout 2> stderr
-  local rc=$?
-  if [ $rc -ne 1 ]; then no "$name: exit $rc, expected 1 ($(cat stderr))"; return; fi
-  grep -Eq -- "$re" stderr || { no "$name: message '$(cat stderr)' does not match /$re/"; return; }
+  expect 1 "$name" "$re" "$J" "$@" || return
   if [ -n "$out" ] && { [ -f "$out" ] || [ -e "$out.tmp" ]; }; then no "$name: left $out or $out.tmp behind"; return; fi
   ok "$name"
 }
+cd "$T"
 nile=$FX/niledemo-in.json
 y12=$(grep -o '"y": *\[[^]]*\]' "$nile" | head -1)
 [ -n "$y12" ] || { echo "cannot read $nile"; exit 1; }

@@ -8,35 +8,25 @@ J=$(realpath "$1") S=$(realpath "$2")
 export JX_SCENARIOS=$S
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fails=0
-# expect CODE NAME REGEX ARGS...: exit CODE, REGEX in stderr ("" for any)
-expect() {
-  local code=$1 name=$2 re=$3
-  shift 3
-  "$@" > "$T/out" 2> "$T/err"
-  local rc=$?
-  if [ $rc -ne "$code" ]; then echo "FAILED: $name: exit $rc, expected $code ($(head -2 "$T/err"))"; fails=$((fails + 1)); return; fi
-  if [ -n "$re" ] && ! grep -Eq -- "$re" "$T/err"; then echo "FAILED: $name: stderr '$(head -2 "$T/err")' lacks /$re/"; fails=$((fails + 1)); return; fi
-  echo "ok: $name"
-}
-expect 0 "a passing case" "" "$J" run isnan-41 --backend cpu
-expect 5 "empty selection (profile)" "no case ran \(the selection is empty\)" "$J" run isnan-41 --profile v0.7.1
+. "$(dirname "$0")/cli_expect.sh"
+expect_ok 0 "a passing case" "" "$J" run isnan-41 --backend cpu
+expect_ok 5 "empty selection (profile)" "no case ran \(the selection is empty\)" "$J" run isnan-41 --profile v0.7.1
 mkdir "$T/none"
-expect 5 "empty scenario folder" "the selection is empty" "$J" run --all --scenarios "$T/none"
-expect 5 "every case skipped" "every case was skipped; --allow-skips" env JX_VULKAN_DEVICE=99 "$J" run isnan-41 --backend vulkan
-expect 0 "--allow-skips" "" env JX_VULKAN_DEVICE=99 "$J" run isnan-41 --backend vulkan --allow-skips
-expect 2 "--shard 2/4/1" "expected i/n, two whole numbers" "$J" run --all --shard 2/4/1
-expect 2 "--shard 3/2" "expected i/n with 1 <= i <= n" "$J" run --all --shard 3/2
-expect 2 "--all with ids" "--all and scenario ids exclude each other" "$J" run --all isnan-41
-expect 2 "--report ''" "--report: an empty path" "$J" run isnan-41 --report ''
-expect 2 "unknown flag" "not expected: --bogus" "$J" run --bogus
-expect 2 "unknown profile" "unknown profile 'nope'" "$J" run isnan-41 --profile nope
-expect 2 "unknown id" "no scenario 'no-such'" "$J" run no-such
-expect 2 "replay of a workload without gradient transforms" "does not run under the gradient transforms" "$J" replay isnan-41
+expect_ok 5 "empty scenario folder" "the selection is empty" "$J" run --all --scenarios "$T/none"
+expect_ok 5 "every case skipped" "every case was skipped; --allow-skips" env JX_VULKAN_DEVICE=99 "$J" run isnan-41 --backend vulkan
+expect 0 "--allow-skips" "" env JX_VULKAN_DEVICE=99 "$J" run isnan-41 --backend vulkan --allow-skips && ok --allow-skips
+expect_ok 2 "--shard 2/4/1" "expected i/n, two whole numbers" "$J" run --all --shard 2/4/1
+expect_ok 2 "--shard 3/2" "expected i/n with 1 <= i <= n" "$J" run --all --shard 3/2
+expect_ok 2 "--all with ids" "--all and scenario ids exclude each other" "$J" run --all isnan-41
+expect_ok 2 "--report ''" "--report: an empty path" "$J" run isnan-41 --report ''
+expect_ok 2 "unknown flag" "not expected: --bogus" "$J" run --bogus
+expect_ok 2 "unknown profile" "unknown profile 'nope'" "$J" run isnan-41 --profile nope
+expect_ok 2 "unknown id" "no scenario 'no-such'" "$J" run no-such
+expect_ok 2 "replay of a workload without gradient transforms" "does not run under the gradient transforms" "$J" replay isnan-41
 # a failing case: exit 1
 sed 's/"id": *"isnan-41"/"id": "isnan-bad"/; s/\[0, 1, 0, 1\]/[1, 1, 1, 1]/' "$S/isnan-41.json" > "$T/isnan-bad.json"
 mkdir "$T/bad" && mv "$T/isnan-bad.json" "$T/bad/"
-expect 1 "a failing case" "" "$J" run isnan-bad --backend cpu --scenarios "$T/bad"
+expect_ok 1 "a failing case" "" "$J" run isnan-bad --backend cpu --scenarios "$T/bad"
 # colours only on a terminal and without NO_COLOR; JX_DEBUG without --debug
 if command -v script > /dev/null; then
   c=$(NO_COLOR= script -qec "'$J' run isnan-41 --backend cpu" /dev/null | grep -c $'\e\\[38')
@@ -67,6 +57,6 @@ done
 whole=$("$J" run --all --backend cpu --profile current 2>/dev/null | grep -Eo '^[0-9]+ passed' | grep -Eo '[0-9]+')
 [ "$sum" -eq "${whole:-x}" ] && [ "$sum" -gt 0 ] && echo "ok: GTEST_TOTAL_SHARDS/GTEST_SHARD_INDEX ($sum cases)" ||
   { echo "FAILED: shards add up to $sum, the whole run is $whole"; fails=$((fails + 1)); }
-expect 2 "GTEST_SHARD_INDEX not a number" "GTEST_SHARD_INDEX='x'" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=x "$J" run --all
+expect_ok 2 "GTEST_SHARD_INDEX not a number" "GTEST_SHARD_INDEX='x'" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=x "$J" run --all
 [ $fails -eq 0 ] && echo "lab_exit_codes: all passed" || echo "lab_exit_codes: $fails failed"
 exit $fails
