@@ -9,6 +9,7 @@
 #include "core/backends/vulkan/vulkan.h"
 #include "core/jx.h"
 #include "cli/bench_scaling.h"
+#include "cli/check.h"
 #include "cli/lab_commands.h"
 #include "scenarios/soak.h"
 #include "scenarios/scenario.h"
@@ -198,6 +199,13 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   run->callback([&] { rc = jx::lab::cmd_run(ra); });
 
+  jx::lab::CheckArgs ca;
+  auto* check = app.add_subcommand("check", "run program case files (JAX or jx jaxprs) on each backend; compare with their outputs and the cpu oracle");
+  check->add_option("files", ca.files, "case files: .json {jaxpr, inputs, outputs?, rtol?, atol?} or bare .jaxpr text")->required();
+  check->add_option("--backend", ca.backend, "cpu, native, vulkan or all (default all)");
+  check->add_option("--transform", ca.transform, "eager (default), jit, grad, jit(grad) or vmap");
+  check->add_option("--out", ca.out, "write each run's outputs to DIR/<file stem>.<backend>.json");
+  check->callback([&] { rc = jx::lab::cmd_check(ca); });
   jx::lab::StressArgs st;
   auto* stress = app.add_subcommand("stress", "stress runs");
   stress->require_subcommand(1);

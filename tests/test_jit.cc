@@ -355,7 +355,7 @@ TEST(Passes, SimplifyRemovesIdentitiesDuplicatesAndDeadCode) {
     return np::sin(a) + np::sin(a);
   })(np::ones({3}));
   Jaxpr s = simplify(j.jaxpr);
-  EXPECT_EQ(s.str(), "{ lambda a:f32[3]; . let\n    b:f32[3] = sin a\n    c:f32[3] = add b b\n  in (c) }");
+  EXPECT_EQ(s.str(), "{ lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n    c:f32[3] = add b b\n  in (c,) }");
   typecheck(s);
 }
 

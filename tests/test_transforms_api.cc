@@ -21,20 +21,20 @@ template <> struct jx::PyTree<Model> {
 
 TEST(MakeJaxpr, PrintsLikeJax) {
   auto j = make_jaxpr([](const Array& a) { return lax::mul(a, a); })(np::ones({2, 2}));
-  EXPECT_EQ(j.str(), "{ lambda a:f32[2,2]; . let b:f32[2,2] = mul a a in (b) }");
+  EXPECT_EQ(j.str(), "{ lambda ; a:f32[2,2]. let b:f32[2,2] = mul a a in (b,) }");
   auto k = make_jaxpr([](const Array& x, const Array& y) { return np::sum(np::exp(x) * 2.0 + y); })(np::ones({3}), np::ones({3}));
   EXPECT_EQ(k.str(),
-            "{ lambda a:f32[3] b:f32[3]; . let\n"
+            "{ lambda ; a:f32[3] b:f32[3]. let\n"
             "    c:f32[3] = exp a\n"
-            "    d:f32[3] = broadcast_in_dim[shape=(3,) broadcast_dimensions=()] 2\n"
+            "    d:f32[3] = broadcast_in_dim[shape=(3,) broadcast_dimensions=()] 2.0:f32[]\n"
             "    e:f32[3] = mul c d\n"
             "    f:f32[3] = add e b\n"
             "    g:f32[] = reduce_sum[axes=(0,)] f\n"
-            "  in (g) }");
+            "  in (g,) }");
   // a captured non-scalar constant becomes a constvar
   Array w = np::array({1.0, 2.0, 3.0});
   auto c = make_jaxpr([&](const Array& x) { return x * w; })(np::ones({3}));
-  EXPECT_EQ(c.str(), "{ lambda a:f32[3]; b:f32[3]. let c:f32[3] = mul a b in (c) }");
+  EXPECT_EQ(c.str(), "{ lambda a:f32[3]; b:f32[3]. let c:f32[3] = mul b a in (c,) }");
   EXPECT_EQ(c.consts.size(), 1u);
   typecheck(c.jaxpr);
 }

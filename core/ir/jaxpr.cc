@@ -1,5 +1,6 @@
 #include "core/ir/jaxpr.h"
 
+#include <cmath>
 #include <cstring>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -21,17 +22,31 @@ std::string var_name(int i) {  // a..z, ba..zz, ... as JAX prints them
 
 std::string aval_short(const AVal& a) { return fmt::format("{}{}", dtype_short_name(a.dtype), shape_str(a.shape)); }
 
-std::string literal_str(const Atom& a) {
-  const double v = a.value;
-  switch (a.dtype) {
-    case DType::bool_: return v != 0 ? "True" : "False";
-    case DType::int32: return fmt::format("{}", static_cast<long long>(v));
-    case DType::float32: return fmt::format("{}", static_cast<float>(v));
-    case DType::float64: return fmt::format("{}:f64[]", v);
-  }
-  return "?";
+// A float as Python's repr prints it: shortest round trip, always with a '.' or an exponent.
+std::string float_repr(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
 }
 
+}  // namespace
+
+// JAX's typed literal: "2.0:f32[]", "1:i32[]", "True:bool[]".
+std::string literal_str(const Atom& a) {
+  const double v = a.value;
+  std::string s;
+  switch (a.dtype) {
+    case DType::bool_: s = v != 0 ? "True" : "False"; break;
+    case DType::int32: s = fmt::format("{}", static_cast<long long>(v)); break;
+    case DType::float32: s = float_repr(static_cast<float>(v)); break;
+    case DType::float64: s = float_repr(v); break;
+  }
+  return fmt::format("{}:{}[]", s, dtype_short_name(a.dtype));
+}
+
+namespace {
 }  // namespace
 
 Array literal_array(const Atom& a) {
@@ -53,8 +68,8 @@ std::string Jaxpr::str() const {
   };
   auto use = [&](const Atom& a) { return a.is_literal() ? literal_str(a) : var_name(names[a.var]); };
   std::vector<std::string> ins, cs, lines, os;
-  for (int v : invars) ins.push_back(decl(v));
   for (int v : constvars) cs.push_back(decl(v));
+  for (int v : invars) ins.push_back(decl(v));
   for (const Eqn& e : eqns) {
     std::vector<std::string> outs, args;
     for (int v : e.out) outs.push_back(decl(v));
@@ -64,10 +79,11 @@ std::string Jaxpr::str() const {
                                 fmt::join(args, " ")));
   }
   for (const Atom& a : outs) os.push_back(use(a));
-  const std::string head = fmt::format("{{ lambda {}; {}. let", fmt::join(ins, " "), fmt::join(cs, " "));
-  if (lines.size() <= 1)
-    return fmt::format("{}{}{} in ({}) }}", head, lines.empty() ? "" : " ", lines.empty() ? "" : lines[0], fmt::join(os, ", "));
-  return fmt::format("{}\n    {}\n  in ({}) }}", head, fmt::join(lines, "\n    "), fmt::join(os, ", "));
+  const std::string out = os.size() == 1 ? os[0] + "," : fmt::format("{}", fmt::join(os, ", "));
+  const std::string head = fmt::format("{{ lambda {}; {}. let", fmt::join(cs, " "), fmt::join(ins, " "));
+  if (lines.size() <= 1 && (lines.empty() || lines[0].find('\n') == std::string::npos))
+    return fmt::format("{}{}{} in ({}) }}", head, lines.empty() ? "" : " ", lines.empty() ? "" : lines[0], out);
+  return fmt::format("{}\n    {}\n  in ({}) }}", head, fmt::join(lines, "\n    "), out);
 }
 
 void typecheck(const Jaxpr& j) {

@@ -17,7 +17,8 @@ struct Atom {
   static Atom lit(double v, DType d) { return {-1, v, d}; }
 };
 
-// A literal as a rank-0 array on the default backend.
+// A literal as JAX prints it ("2.0:f32[]"), and as a rank-0 array on the default backend.
+std::string literal_str(const Atom& a);
 Array literal_array(const Atom& a);
 
 struct Eqn {
@@ -40,7 +41,8 @@ struct Jaxpr {
     return static_cast<int>(avals.size()) - 1;
   }
   AVal aval_of(const Atom& a) const { return a.is_literal() ? AVal{a.dtype, {}} : avals[a.var]; }
-  // JAX style: "{ lambda a:f32[2,2]; . let b:f32[2,2] = mul a a in (b) }" (invars; constvars).
+  // As JAX prints it: "{ lambda ; a:f32[2,2]. let b:f32[2,2] = mul a 2.0:f32[] in (b,) }"
+  // (constvars; invars). The text loader (core/text) reads it back: parse(str()) == str().
   std::string str() const;
 };
 

@@ -31,6 +31,13 @@ CompiledProgram::CompiledProgram(Program p, Backend& be, int budget) : prog_(std
       scans_.push_back(prepare_associative_scan(op, budget));
       continue;
     }
+    if (op.prim == Prim::while_loop) {  // the predicate is data: a host loop evaluating cond and body
+      ScanStep s;
+      s.while_loop = true;
+      s.why = "a while loop runs on the host";
+      scans_.push_back(std::move(s));
+      continue;
+    }
     Program body = lower(simplify(scan_body_jaxpr(op.params)), lower_options(be_, budget));
     ScanStep s;
     ScanProgram sp{body, op.params.num_consts, op.params.num_carry, op.params.length, op.params.reverse, op.in, op.out};
@@ -67,7 +74,7 @@ CompiledProgram::ScanStep CompiledProgram::prepare_associative_scan(const Op& op
 
 std::string CompiledProgram::host_loop_reason() const {
   for (const ScanStep& s : scans_)
-    if (!s.fused && !s.associative) return s.why;
+    if (!s.fused && !s.associative && !s.while_loop) return s.why;
   return "";
 }
 
@@ -120,6 +127,20 @@ std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const 
       for (int b : st.in) {
         be_.decref(slot[b]);
         owned[b] = false;
+      }
+      continue;
+    }
+    if (st.kind == Step::Kind::control && scans_[st.index].while_loop) {
+      std::vector<Array> args;
+      for (int b : st.in) {
+        be_.incref(slot[b]);
+        args.emplace_back(&be_, slot[b], p.buffers[b]);
+      }
+      auto res = eval_bind(Prim::while_loop, args, p.controls[st.index].params);
+      for (std::size_t k = 0; k < st.out.size(); ++k) {
+        slot[st.out[k]] = res[k].slot();
+        be_.incref(slot[st.out[k]]);
+        owned[st.out[k]] = true;
       }
       continue;
     }

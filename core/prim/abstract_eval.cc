@@ -247,6 +247,20 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Param
       }
       return out;
     }
+    case Prim::while_loop: {
+      if (!pr.body || !pr.cond) fail(p, "missing body or cond");
+      const auto cin = pr.cond->in_avals(), cout = pr.cond->out_avals(), bin = pr.body->in_avals(), bout = pr.body->out_avals();
+      const std::size_t cc = pr.cond_consts, bc = pr.num_consts;
+      if (in.size() < cc + bc) fail(p, fmt::format("{} operands for {} + {} constants", in.size(), cc, bc));
+      const std::vector<AVal> carry(in.begin() + static_cast<std::ptrdiff_t>(cc + bc), in.end());
+      std::vector<AVal> want_c(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(cc)), want_b(in.begin() + static_cast<std::ptrdiff_t>(cc),
+                                                                                                in.begin() + static_cast<std::ptrdiff_t>(cc + bc));
+      want_c.insert(want_c.end(), carry.begin(), carry.end());
+      want_b.insert(want_b.end(), carry.begin(), carry.end());
+      if (cin != want_c || cout.size() != 1 || !(cout[0] == AVal{DType::bool_, {}})) fail(p, "cond must map (cond consts, carry) to bool[]");
+      if (bin != want_b || bout != carry) fail(p, "body must map (body consts, carry) to a carry of the same types");
+      return carry;
+    }
     case Prim::associative_scan: {
       if (!pr.body) fail(p, "missing body");
       const auto bin = pr.body->in_avals(), bout = pr.body->out_avals();

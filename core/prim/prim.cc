@@ -76,8 +76,12 @@ std::string Params::str(Prim p) const {
                          body ? body->str() : "null");
     case Prim::associative_scan:
       return fmt::format("axis={} reverse={} num_consts={}{} jaxpr={}", axis, reverse, num_consts,
-                         tangent_of ? fmt::format(" tangent_consts={} tangent_leaves={}", tup(tangent_consts), tup(tangent_leaves)) : "",
+                         tangent_of ? fmt::format(" tangent_consts={} tangent_leaves={} tangent_of={}", tup(tangent_consts), tup(tangent_leaves),
+                                                      tangent_of->str()) : "",
                          body ? body->str() : "null");
+    case Prim::while_loop:  // JAX's own spelling, so that the text loader reads both alike
+      return fmt::format("body_jaxpr={} body_nconsts={} cond_jaxpr={} cond_nconsts={}", body ? body->str() : "null", num_consts,
+                         cond ? cond->str() : "null", cond_consts);
     case Prim::triangular_solve:
       return fmt::format("left_side={} lower={} transpose_a={} unit_diagonal={}", left_side, lower,
                          transpose_a, unit_diagonal);

@@ -65,6 +65,10 @@ struct Params {
   // reverse scan of cotangents, core/trace/assoc_transpose.cc)
   std::shared_ptr<const SubProgram> tangent_of;
   std::vector<std::int64_t> tangent_consts, tangent_leaves;
+  // while_loop (lax.while_loop): operands cond consts (cond_consts) | body consts (num_consts) |
+  // carry; cond(cond consts..., carry...) -> bool[], body(body consts..., carry...) -> carry
+  std::shared_ptr<const SubProgram> cond;
+  int cond_consts = 0;
 
   bool operator==(const Params&) const = default;
   std::string str(Prim p) const;  // only the fields p uses, JAX style: "axes=(0, 1)"

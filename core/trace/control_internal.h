@@ -46,6 +46,13 @@ enum class AssocGradForm { pairs, fold, recursion };
 AssocGradForm assoc_grad_form(const std::vector<Array>& x);
 std::pair<std::vector<Array>, std::vector<Array>> assoc_linearize_fold(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
                                                                        const Params& p);
+// lax.while_loop (while_loop.cc): the host loop, forward mode and batching.
+std::vector<Array> while_eval(const std::vector<Array>& ops, const Params& p);
+std::pair<std::vector<Array>, std::vector<Array>> while_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
+                                                            const Params& p, bool linearizing);
+std::vector<std::pair<Array, std::optional<std::int64_t>>> while_batch(const std::vector<Array>& vals,
+                                                                        const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
+                                                                        const Params& p);
 struct LinearIn;
 // Transpose of a pair scan (Params::tangent_of) in its tangent operands.
 std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& in, const std::vector<Array>& cts, const Params& p);

@@ -1,0 +1,60 @@
+#pragma once
+// Programs as data: jaxpr text (JAX's or jx's own) loaded into a typechecked jx Jaxpr, and the
+// program case files that carry one with its inputs and expected outputs.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/ir/jaxpr.h"
+#include "core/text/syntax.h"
+
+namespace jx::text {
+
+struct Program {
+  std::string source;                    // file name, for messages
+  std::shared_ptr<const text::Jaxpr> syntax;
+  jx::Jaxpr jaxpr;                       // constvars: the text's constvars; invars: its invars
+  std::vector<Array> consts;             // values of jaxpr.constvars beyond the text's (none for text)
+  std::size_t text_consts = 0;           // the text's constvars: leading inputs of run()
+  std::vector<AVal> in_avals, out_avals; // the text's constvars then invars; its outputs
+};
+
+// Parses, traces through the rules and typechecks. Throws ParseError (file:line:column) for text
+// that does not parse or does not type, naming an unsupported primitive and its line.
+Program load_program(std::string_view text, std::string_view file = "<text>");
+// Applies the program to its inputs (the text's constvars' values first). Traceable: call it
+// under jit, grad or vmap.
+std::vector<Array> run_program(const Program& p, const std::vector<Array>& args);
+
+// A host tensor as case files hold it: row-major values as doubles (bool 0/1, int32 exact).
+struct Tensor {
+  std::string dtype;  // float32, float64, int32, bool, or int64 (read as int32)
+  Shape shape;
+  std::vector<double> data;
+};
+Array to_array(const Tensor& t);
+Tensor to_tensor(const Array& a);
+
+// {"jaxpr": text, "inputs": [...], "outputs": [...] (optional), "rtol"/"atol" (optional),
+// "consts": [...] (the values of the jaxpr's constvars, when it has any)}, or a
+// bare .jaxpr file (inputs generated: seeded normal floats, small non-negative integers, ...).
+struct CaseFile {
+  std::filesystem::path path;
+  std::string name;  // file stem
+  std::string jaxpr;
+  std::vector<Tensor> consts;  // values of the text's constvars (JAX's captured arrays)
+  std::vector<Tensor> inputs;
+  std::optional<std::vector<Tensor>> outputs;
+  double rtol = 0, atol = 0;  // 0: the checker's default for the dtype
+  bool generated_inputs = false;
+};
+CaseFile read_case_file(const std::filesystem::path& p);           // throws ParseError
+std::vector<Tensor> generate_inputs(const Program& p, unsigned seed = 0);
+// Writes {"outputs": [...]} (the case file's layout) to `p`, atomically.
+void write_outputs(const std::filesystem::path& p, const std::vector<Tensor>& outs);
+// The case file's own layout: {"name", "jaxpr", "inputs", "outputs"}.
+void write_case_file(const std::filesystem::path& p, const std::string& name, const std::string& jaxpr, const std::vector<Tensor>& in,
+                     const std::vector<Tensor>& out);
+
+}  // namespace jx::text
