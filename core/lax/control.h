@@ -30,6 +30,9 @@ struct ScanOptions {
   std::vector<ScanPath> require_path;  // empty: any path; otherwise ScanPathError if not met
 };
 
+// Flat while loop: carry = body(carry...) while cond(carry...) (a bool[] array) holds.
+std::vector<Array> while_loop_flat(const FlatFn& cond, const FlatFn& body, const std::vector<Array>& init);
+
 // Flat scan: body(consts..., carry..., x...) -> (carry..., y...). Returns (carry..., ys...).
 std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const std::vector<Array>& init,
                              const std::vector<Array>& xs, const ScanOptions& o = {});
@@ -93,6 +96,22 @@ auto scan(F f, const C& init, std::int64_t length, const ScanOptions& o = {}) {
   ScanOptions opts = o;
   opts.length = length;
   return scan([&](const C& c, const std::vector<Array>&) { return f(c); }, init, std::vector<Array>{}, opts);
+}
+
+// while_loop(cond, body, init): lax.while_loop over a pytree carry. Forward-mode and vmap
+// differentiate through it; reverse mode is refused (the trip count is data), as in JAX.
+template <class C, class B, class T>
+T while_loop(C cond, B body, const T& init) {
+  auto leaves_def = flatten(init);
+  auto& leaves = std::get<0>(leaves_def);
+  auto& def = std::get<1>(leaves_def);
+  FlatFn c = [&](const std::vector<Array>& in) { return std::vector<Array>{cond(unflatten<T>(def, in))}; };
+  FlatFn b = [&](const std::vector<Array>& in) {
+    auto out_def = flatten(body(unflatten<T>(def, in)));
+    if (std::get<1>(out_def) != def) throw ShapeError("while_loop: the body returns a carry of another structure");
+    return std::get<0>(out_def);
+  };
+  return unflatten<T>(def, while_loop_flat(c, b, leaves));
 }
 
 // fori_loop(lower, upper, body, init): carry = body(i, carry) for i in [lower, upper), i int32.

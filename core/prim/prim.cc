@@ -36,6 +36,7 @@ PrimKind prim_kind(Prim p) {
 }
 
 namespace {
+const char* py(bool b) { return b ? "True" : "False"; }  // Python's spelling, as JAX prints it
 std::string tup(const std::vector<std::int64_t>& v) {
   return v.size() == 1 ? fmt::format("({},)", v[0]) : fmt::format("({})", fmt::join(v, ", "));
 }
@@ -71,11 +72,11 @@ std::string Params::str(Prim p) const {
       return fmt::format("dtype={} shape={} dimension={}", dtype_name(dtype), tup(shape), axis);
     case Prim::cholesky: return "";
     case Prim::scan:
-      return fmt::format("length={} reverse={} num_consts={} num_carry={} require={} jaxpr={}", length, reverse, num_consts,
+      return fmt::format("length={} reverse={} num_consts={} num_carry={} require={} jaxpr={}", length, py(reverse), num_consts,
                          num_carry, require_paths,
                          body ? body->str() : "null");
     case Prim::associative_scan:
-      return fmt::format("axis={} reverse={} num_consts={}{} jaxpr={}", axis, reverse, num_consts,
+      return fmt::format("axis={} reverse={} num_consts={}{} jaxpr={}", axis, py(reverse), num_consts,
                          tangent_of ? fmt::format(" tangent_consts={} tangent_leaves={} tangent_of={}", tup(tangent_consts), tup(tangent_leaves),
                                                       tangent_of->str()) : "",
                          body ? body->str() : "null");
@@ -83,8 +84,8 @@ std::string Params::str(Prim p) const {
       return fmt::format("body_jaxpr={} body_nconsts={} cond_jaxpr={} cond_nconsts={}", body ? body->str() : "null", num_consts,
                          cond ? cond->str() : "null", cond_consts);
     case Prim::triangular_solve:
-      return fmt::format("left_side={} lower={} transpose_a={} unit_diagonal={}", left_side, lower,
-                         transpose_a, unit_diagonal);
+      return fmt::format("left_side={} lower={} transpose_a={} unit_diagonal={}", py(left_side), py(lower), py(transpose_a),
+                         py(unit_diagonal));
   }
   return "";
 }

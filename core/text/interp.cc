@@ -9,9 +9,10 @@ namespace jx::text {
 DType dtype_of(const std::string& printed, const std::string& where) {
   if (printed == "f32" || printed == "float32") return DType::float32;
   if (printed == "f64" || printed == "float64") return DType::float64;
-  if (printed == "i32" || printed == "int32" || printed == "i64" || printed == "int64") return DType::int32;
+  if (printed == "i32" || printed == "int32" || printed == "i64" || printed == "int64" || printed == "u32" || printed == "uint32")
+    return DType::int32;
   if (printed == "bool") return DType::bool_;
-  throw ParseError(fmt::format("{}: dtype {} is not supported (jx has bool, i32, f32 and f64; i64 is read as i32)", where, printed));
+  throw ParseError(fmt::format("{}: dtype {} is not supported (jx has bool, i32, f32 and f64; i64 and u32 are read as i32)", where, printed));
 }
 
 AVal aval_of(const Type& t, const std::string& where) {
@@ -98,7 +99,7 @@ std::vector<Array> Interp::eval(const Jaxpr& j, const std::vector<Array>& args) 
     if (r.size() != e.outs.size()) c.fail(fmt::format("gives {} results, the text declares {}", r.size(), e.outs.size()));
     for (std::size_t i = 0; i < r.size(); ++i) {
       if (!(r[i].aval() == c.out[i])) c.fail(fmt::format("result {} is {}, the text declares {}", i, r[i].aval().str(), c.out[i].str()));
-      if (e.outs[i].name != "_") env[e.outs[i].name] = r[i];
+      env[e.outs[i].name] = r[i];  // "_": JAX may still list it among the outputs (the last one bound)
     }
   }
   return read(j.outs);

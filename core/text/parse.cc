@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <map>
 #include <optional>
+#include <type_traits>
 #include <set>
 
 #include "core/text/lexer.h"
@@ -30,14 +31,7 @@ class Parser {
   Parser(std::vector<Token> toks, std::string_view file) : t_(std::move(toks)), file_(file) {}
 
   std::shared_ptr<const Jaxpr> program() {
-    while (peek_name("let")) {
-      next();
-      const Token name = expect_kind(Token::Kind::name, "a name after 'let'");
-      expect("=");
-      named_[name.text] = jaxpr();
-      expect_name("in");
-    }
-    auto j = jaxpr();
+    auto j = with_lets([&] { return jaxpr(); });
     if (cur().kind != Token::Kind::end) fail("the end of the program");
     return j;
   }
@@ -71,6 +65,45 @@ class Parser {
     ~Depth() { --p_.depth_; }
     Parser& p_;
   };
+
+  // `let name = { lambda ... } in` bindings, then `tail`. JAX prints them in any order (a
+  // binding may name a later one), and a parameter value may carry its own: names resolve
+  // innermost first once the chain is complete.
+  template <class F>
+  std::invoke_result_t<F> with_lets(F tail) {
+    scopes_.emplace_back();
+    while (peek_name("let") && at(1).kind == Token::Kind::name && peek("=", 2)) {
+      next();
+      const std::string name = next().text;
+      next();
+      scopes_.back()[name] = jaxpr();
+      expect_name("in");
+    }
+    auto r = tail();
+    std::set<const Jaxpr*> seen;
+    for (auto& [n, j] : scopes_.back()) resolve(*j, seen);
+    resolve_result(r, seen);
+    scopes_.pop_back();
+    return r;
+  }
+  void resolve_result(const std::shared_ptr<const Jaxpr>& j, std::set<const Jaxpr*>& seen) { resolve(*j, seen); }
+  void resolve_result(Value& v, std::set<const Jaxpr*>& seen) { resolve(v, seen); }
+  // Names bound by the innermost chain, wherever they occur as parameter values.
+  void resolve(const Jaxpr& j, std::set<const Jaxpr*>& seen) {
+    if (!seen.insert(&j).second) return;
+    for (Eqn& e : const_cast<Jaxpr&>(j).eqns)  // built here, non-const until returned
+      for (auto& [k, v] : e.params) resolve(v, seen);
+  }
+  void resolve(Value& v, std::set<const Jaxpr*>& seen) {
+    if (v.kind == Value::Kind::name)
+      if (auto it = scopes_.back().find(v.text); it != scopes_.back().end()) {
+        v.kind = Value::Kind::jaxpr;
+        v.jaxpr = it->second;
+      }
+    if (v.kind == Value::Kind::jaxpr && v.jaxpr) resolve(*v.jaxpr, seen);
+    for (Value& x : v.items) resolve(x, seen);
+    for (auto& [k, x] : v.kwargs) resolve(x, seen);
+  }
 
   std::shared_ptr<const Jaxpr> jaxpr() {
     Depth d(*this);
@@ -108,12 +141,15 @@ class Parser {
     expect(":");
     b.type = type();
     if (b.name != "_" && !scope.insert(b.name).second) fail_at(n, fmt::format("variable '{}' is defined twice", b.name));
+    if (b.name == "_") scope.insert("_");
     return b;
   }
 
   Type type() {
     Type ty;
     ty.dtype = expect_kind(Token::Kind::name, "a dtype (f32, i32, bool, ...)").text;
+    if (cur().kind == Token::Kind::opaque)  // key<fry>: a PRNG key type
+      fail_at(cur(), fmt::format("dtype {}{} is not supported (PRNG keys; pass raw uint32 key data)", ty.dtype, cur().text));
     expect("[");
     while (!peek("]")) {
       const Token& d = expect_kind(Token::Kind::number, "a dimension size");
@@ -145,8 +181,8 @@ class Parser {
     e.prim = p.text;
     if (peek("[")) e.params = params();
     while (auto a = arg(scope)) e.args.push_back(std::move(*a));
-    for (auto& b : outs)  // outputs enter scope after the arguments are read
-      if (b.name != "_" && !scope.insert(b.name).second) fail_at(at(0), fmt::format("variable '{}' is defined twice", b.name));
+    for (auto& b : outs)  // outputs enter scope after the arguments are read ("_" may repeat)
+      if (!scope.insert(b.name).second && b.name != "_") fail_at(at(0), fmt::format("variable '{}' is defined twice", b.name));
     e.outs = std::move(outs);
     return e;
   }
@@ -155,7 +191,7 @@ class Parser {
     const Token& c = cur();
     Atom a;
     a.pos = c.pos;
-    if (c.kind == Token::Kind::name && scope.count(c.text)) {
+    if (c.kind == Token::Kind::name && scope.count(c.text) && !(c.text == "_" && peek(":", 1))) {
       a.text = next().text;
       return a;
     }
@@ -216,6 +252,8 @@ class Parser {
     if (peek("{") && peek_name("lambda", 1)) {
       v.kind = Value::Kind::jaxpr;
       v.jaxpr = jaxpr();
+    } else if (peek_name("let") && at(1).kind == Token::Kind::name && peek("=", 2)) {
+      return with_lets([&] { return value(); });
     } else if (peek("(") || peek("[")) {
       v.kind = peek("(") ? Value::Kind::tuple : Value::Kind::list;
       v.items = sequence(next().text == "(" ? ")" : "]", nullptr);
@@ -250,9 +288,13 @@ class Parser {
       next();
       v.kind = Value::Kind::call;
       v.items = sequence(")", &v.kwargs);
-    } else if (auto it = named_.find(v.text); it != named_.end()) {
-      v.kind = Value::Kind::jaxpr;
-      v.jaxpr = it->second;
+    } else {
+      for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
+        if (auto it = s->find(v.text); it != s->end()) {
+          v.kind = Value::Kind::jaxpr;
+          v.jaxpr = it->second;
+          break;
+        }
     }
   }
 
@@ -269,7 +311,8 @@ class Parser {
         items.push_back(value());
       }
       if (peek(",")) next();
-      else if (!peek(close) && !(peek("{") && peek_name("lambda", 1))) fail(fmt::format("',' or '{}'", close));
+      else if (!peek(close) && !(peek("{") && peek_name("lambda", 1)) && cur().kind != Token::Kind::name)
+        fail(fmt::format("',' or '{}'", close));
     }
     next();
     return items;
@@ -291,7 +334,7 @@ class Parser {
   std::string_view file_;
   std::size_t i_ = 0;
   int depth_ = 0;
-  std::map<std::string, std::shared_ptr<const Jaxpr>> named_;
+  std::vector<std::map<std::string, std::shared_ptr<const Jaxpr>>> scopes_;
 };
 
 }  // namespace

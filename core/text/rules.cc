@@ -10,6 +10,8 @@ const RuleTable& table() {
     add_structural_rules(r);
     add_index_rules(r);
     add_control_rules(r);
+    add_numeric_rules(r);  // after the elementwise ones: its div also takes integers
+    add_sort_linalg_rules(r);
     return r;
   }();
   return t;

@@ -15,6 +15,8 @@ void add_elementwise_rules(RuleTable& t);  // rules_elementwise.cc
 void add_structural_rules(RuleTable& t);   // rules_structural.cc: shapes, reductions, products
 void add_index_rules(RuleTable& t);        // rules_index.cc: gather, scatter, dynamic slices
 void add_control_rules(RuleTable& t);      // rules_control.cc: calls, scan, while, cond, cumulative
+void add_numeric_rules(RuleTable& t);      // rules_numeric.cc: rounding, rem, integer div, tile, ...
+void add_sort_linalg_rules(RuleTable& t);  // rules_sort_linalg.cc: sort, lu, custom_linear_solve
 
 // Helpers shared by the rule files.
 Array full_like(const Array& x, double v);         // a rank-0 literal broadcast to x's aval

@@ -145,13 +145,6 @@ std::vector<Array> triangular_solve(Call& c) {
   return {lax::triangular_solve(c.in.at(0), c.in.at(1), o)};
 }
 
-std::vector<Array> lu(Call& c) {
-  if (c.out.size() != 3 || c.out[1].shape.size() != c.in.at(0).ndim())
-    c.fail("only jx's form of lu (packed LU, permutation matrix, determinant sign) is supported, not JAX's pivots");
-  auto [a, p, d] = lax::lu(c.in[0]);
-  return {a, p, d};
-}
-
 }  // namespace
 
 void add_structural_rules(RuleTable& t) {
@@ -177,7 +170,6 @@ void add_structural_rules(RuleTable& t) {
   t["stack"] = stack;
   t["cholesky"] = [](Call& c) -> std::vector<Array> { return {lax::cholesky(c.in.at(0))}; };
   t["triangular_solve"] = triangular_solve;
-  t["lu"] = lu;
 }
 
 }  // namespace jx::text

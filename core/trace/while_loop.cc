@@ -48,6 +48,22 @@ std::vector<AVal> avals(const std::vector<Array>& v) {
 
 }  // namespace
 
+std::vector<Array> while_loop_flat(const FlatFn& cond, const FlatFn& body, const std::vector<Array>& init) {
+  const auto in = avals(init);
+  FlatFn checked_cond = [&](const std::vector<Array>& c) {
+    auto r = cond(c);
+    if (r.size() != 1 || !(r[0].aval() == AVal{DType::bool_, {}}))
+      throw ShapeError(fmt::format("while_loop: cond must return one bool[] array, got {}", r.empty() ? "nothing" : r[0].aval().str()));
+    return r;
+  };
+  FlatFn checked_body = [&](const std::vector<Array>& c) {
+    auto r = body(c);
+    if (avals(r) != in) throw ShapeError("while_loop: the body must return the carry's types");
+    return r;
+  };
+  return bind_while(checked_cond, in, checked_body, in, {}, {}, init);
+}
+
 std::vector<Array> while_eval(const std::vector<Array>& ops, const Params& p) {
   const std::size_t cc = p.cond_consts, bc = p.num_consts;
   const auto cconsts = part(ops, 0, cc), bconsts = part(ops, cc, bc);
