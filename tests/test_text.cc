@@ -212,6 +212,14 @@ TEST(TextErrors, NameTheFileLineAndColumn) {
                "scan");
 }
 
+TEST(TextLoader, AVariableNamedInIsNotTheEndOfTheEquations) {
+  auto p = load_program("{ lambda ; in:f32[2]. let out:f32[2] = sin in\n in (out,) }");
+  EXPECT_TRUE(all_close(jx::text::run_program(p, {np::zeros({2}, DType::float32)})[0], {0.0, 0.0}));
+  // nor is one named inf at the start of a line; inf after an operand is the literal
+  auto q = load_program("{ lambda ; a:f32[2]. let b:f32[2] = sin a\n    inf:f32[2] = add b inf:f32[]\n    nan:f32[2] = min inf a\n  in (nan,) }");
+  EXPECT_TRUE(all_close(jx::text::run_program(q, {np::zeros({2}, DType::float32)})[0], {0.0, 0.0}));
+}
+
 TEST(TextErrors, InputsOfTheWrongTypeAreShapeErrors) {
   auto p = load_program("{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }");
   EXPECT_THROW(jx::text::run_program(p, {np::ones({4}, DType::float32)}), ShapeError);

@@ -191,11 +191,18 @@ class Parser {
     const Token& c = cur();
     Atom a;
     a.pos = c.pos;
-    if (c.kind == Token::Kind::name && scope.count(c.text) && !(c.text == "_" && peek(":", 1))) {
+    // a defined name is a use, unless it begins the next equation ("_:") or is the final
+    // "in (" (a variable may well be called `in`: names run a..z, ba..zz, ...)
+    const bool ends = (c.text == "_" && peek(":", 1)) || (c.text == "in" && peek("(", 1));
+    if (c.kind == Token::Kind::name && scope.count(c.text) && !ends) {
       a.text = next().text;
       return a;
     }
-    const bool word_literal = c.kind == Token::Kind::name && (c.text == "True" || c.text == "False" || c.text == "inf" || c.text == "nan");
+    // `inf`/`nan` may also be variable names (after ~6000 variables): one that starts a line
+    // and is followed by ':' is the binder of the next equation, not a literal
+    const bool starts_line = i_ > 0 && t_[i_ - 1].pos.line < c.pos.line;
+    const bool word_literal = c.kind == Token::Kind::name && (c.text == "True" || c.text == "False" || c.text == "inf" || c.text == "nan") &&
+                              !(starts_line && peek(":", 1));
     if (!(c.kind == Token::Kind::number || word_literal || peek("-"))) {
       if (c.kind == Token::Kind::name && !peek(":", 1) && c.text != "in") fail_at(c, fmt::format("undefined variable '{}'", c.text));
       return std::nullopt;
