@@ -47,6 +47,7 @@ Row measure(const std::string& backend_name, const std::string& c, std::int64_t 
     Run r;
     r.backend = backend_name;
     r.params = {{"case", c}, {"n", n}, {"dtype", "float32"}};
+    r.transform = c == "B" || c == "D" ? "jit" : "eager";  // B, D: jit(A), jit(C)
     std::optional<trace::DispatchTracker> t;
     std::optional<ScanPathTracker> paths;
     std::chrono::steady_clock::time_point t0;

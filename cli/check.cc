@@ -32,6 +32,8 @@ struct Loaded {
 
 Loaded load(const std::string& path) {
   Loaded l{text::read_case_file(path), {}, {}};
+  for (const std::string& h : text::placeholders(l.file.jaxpr))
+    throw text::ParseError(fmt::format("{}: the jaxpr's placeholder {{{}}} has no value (give \"params\": {{\"{}\": ...}} in the case file)", path, h, h));
   l.prog = text::load_program(l.file.jaxpr, path);
   if (l.file.generated_inputs) {
     l.inputs = text::generate_inputs(l.prog);
@@ -66,8 +68,8 @@ std::vector<Tensor> tensors(const std::vector<Array>& as) {
 // d/d(float inputs) of the sum of the float outputs (each summed in its own dtype, then added
 // in the first float input's dtype).
 std::vector<Array> grad_of(const Program& p, const std::vector<Array>& args) {
-  std::vector<std::size_t> fl;
-  for (std::size_t i = 0; i < args.size(); ++i)
+  std::vector<std::size_t> fl;  // the constvars' values lead: constants, not differentiated
+  for (std::size_t i = p.text_consts; i < args.size(); ++i)
     if (is_floating(args[i].dtype())) fl.push_back(i);
   if (fl.empty()) return {};
   const DType acc = args[fl[0]].dtype();
@@ -184,7 +186,7 @@ std::vector<Diff> fd_check(const Loaded& l, const std::vector<Tensor>& grads) {
   };
   std::vector<Diff> out;
   std::size_t g = 0;
-  for (std::size_t i = 0; i < in.size(); ++i) {
+  for (std::size_t i = l.prog.text_consts; i < in.size(); ++i) {  // constvars: constants
     if (in[i].dtype != "float64") continue;
     Diff d;
     double scale = 1;

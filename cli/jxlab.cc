@@ -10,6 +10,7 @@
 #include "core/jx.h"
 #include "cli/bench_scaling.h"
 #include "cli/check.h"
+#include "cli/export.h"
 #include "cli/lab_commands.h"
 #include "scenarios/soak.h"
 #include "scenarios/scenario.h"
@@ -206,6 +207,15 @@ int main(int argc, char** argv) {
   check->add_option("--transform", ca.transform, "eager (default), jit, grad, jit(grad) or vmap");
   check->add_option("--out", ca.out, "write each run's outputs to DIR/<file stem>.<backend>.json");
   check->callback([&] { rc = jx::lab::cmd_check(ca); });
+  std::vector<std::string> export_ids;
+  bool export_all = false;
+  std::string export_out = "exported";
+  auto* ex = app.add_subcommand("export", "write scenarios' compiled-in workloads as program case files (jaxpr, inputs, cpu outputs)");
+  ex->add_option("ids", export_ids, "scenario ids");
+  ex->add_flag("--all", export_all, "every scenario with a compiled-in workload (those that cannot be traced are skipped)");
+  ex->add_option("--out", export_out, "output folder (default ./exported)");
+  ex->add_option("--scenarios", scenarios_dir, "directory of scenario files");
+  ex->callback([&] { rc = jx::lab::cmd_export(export_ids, export_all, scenarios_dir, export_out); });
   jx::lab::StressArgs st;
   auto* stress = app.add_subcommand("stress", "stress runs");
   stress->require_subcommand(1);

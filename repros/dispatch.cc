@@ -52,14 +52,20 @@ void scan_dispatch(Run& r) {
   } else {
     throw Error(fmt::format("parameter 'case' must be A, B, C or D, got '{}'", which));
   }
-  r.transform = (which == "B" || which == "D") ? "jit" : "eager";
   outputs_under_transform(r, fn, in);
 }
 
 }  // namespace
 
 void register_dispatch(std::map<std::string, Repro>& m) {
-  m["scan_dispatch"] = {"scan_dispatch", "the dispatch document's cases A-D, m=2 (params case, n, dtype)", scan_dispatch};
+  // B and D are jit(A) and jit(C): the case names the transform, and the scenario says it too
+  auto check = [](const nlohmann::json& p, const std::string& transform) -> std::string {
+    const std::string c = p.contains("case") && p["case"].is_string() ? p["case"].get<std::string>() : "A";
+    const std::string want = c == "B" || c == "D" ? "jit" : "eager";
+    return transform == want ? "" : fmt::format("case {} runs under transform {}, not {}", c, want, transform);
+  };
+  m["scan_dispatch"] = {"scan_dispatch", "the dispatch document's cases A-D, m=2 (params case, n, dtype; B and D under jit)", scan_dispatch,
+                        {"case", "n", "dtype"}, {"eager", "jit"}, check};
 }
 
 }  // namespace jx::lab

@@ -102,12 +102,15 @@ void einsum3(Run& r) {
 }  // namespace
 
 void register_losses(std::map<std::string, Repro>& m) {
-  m["assoc3_loss"] = {"assoc3_loss", "sum(a+b+c) of associative_scan over the 3-tuple compose (params n, theta, dtype, compose)", assoc3};
-  m["assoc_kalman_loss"] = {"assoc_kalman_loss", "sum of the Kalman-element associative scan, m=2 (params n, theta, dtype)", assoc_kalman};
-  m["concat_grad"] = {"concat_grad", "loss through concatenate of constants and linear values (params theta, dtype)", concat_grad};
-  m["isnan41"] = {"isnan41", "isnan on a [4,1] array (params dtype)", isnan41};
-  m["inv_grad"] = {"inv_grad", "sum(inv(θ·I))/2 and its gradient (params theta, dtype)", inv_grad};
-  m["einsum3_grad"] = {"einsum3_grad", "sum of a 3-operand einsum and its gradient (params theta, dtype)", einsum3};
+  m["assoc3_loss"] = {"assoc3_loss", "sum(a+b+c) of associative_scan over the 3-tuple compose (params n, theta, dtype, compose)", assoc3,
+                      {"n", "theta", "dtype", "compose"}, {}, {}};
+  m["assoc_kalman_loss"] = {"assoc_kalman_loss", "sum of the Kalman-element associative scan, m=2 (params n, theta, dtype)", assoc_kalman,
+                            {"n", "theta", "dtype"}, {}, {}};
+  m["concat_grad"] = {"concat_grad", "loss through concatenate of constants and linear values (params theta, dtype)", concat_grad,
+                      {"theta", "dtype"}, {}, {}};
+  m["isnan41"] = {"isnan41", "isnan on a [4,1] array (params dtype)", isnan41, {"dtype"}, {"eager", "jit"}, {}};
+  m["inv_grad"] = {"inv_grad", "sum(inv(θ·I))/2 and its gradient (params theta, dtype)", inv_grad, {"theta", "dtype"}, {}, {}};
+  m["einsum3_grad"] = {"einsum3_grad", "sum of a 3-operand einsum and its gradient (params theta, dtype)", einsum3, {"theta", "dtype"}, {}, {}};
 }
 
 }  // namespace jx::lab

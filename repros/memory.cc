@@ -43,7 +43,8 @@ void mle_repeat(Run& r) {
 }  // namespace
 
 void register_memory(std::map<std::string, Repro>& m) {
-  m["dlm_mle_repeat"] = {"dlm_mle_repeat", "dlm_mle called `calls` times in one process (params calls, n, order, max_iter, seed)", mle_repeat};
+  m["dlm_mle_repeat"] = {"dlm_mle_repeat", "dlm_mle called `calls` times in one process (params calls, n, order, max_iter, seed, noise, s)",
+                         mle_repeat, {"calls", "n", "order", "max_iter", "seed", "noise", "s"}, {"eager"}, {}};
 }
 
 }  // namespace jx::lab

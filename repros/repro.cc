@@ -28,6 +28,7 @@ DType Run::dtype() const {
 }
 
 void loss_under_transform(Run& r, const std::function<Array(const Array&)>& loss, const Array& theta) {
+  if (r.on_program) return r.on_program([&](const std::vector<Array>& in) { return std::vector<Array>{loss(in.at(0))}; }, {theta});
   r.measure();
   if (r.transform == "eager") {
     r.value("value", loss(theta));
@@ -48,6 +49,7 @@ void loss_under_transform(Run& r, const std::function<Array(const Array&)>& loss
 
 void outputs_under_transform(Run& r, const std::function<std::vector<Array>(const std::vector<Array>&)>& fn,
                              const std::vector<Array>& inputs) {
+  if (r.on_program) return r.on_program(fn, inputs);
   r.measure();
   std::vector<Array> out;
   if (r.transform == "eager") out = fn(inputs);

@@ -27,6 +27,9 @@ struct Run {
   void measure() {
     if (on_measure) on_measure();
   }
+  // Export (jxlab export): when set, the transform helpers below hand it the function they
+  // would transform and its inputs, and run nothing.
+  std::function<void(const FlatFn& fn, const std::vector<Array>& inputs)> on_program;
 
   // Parameter accessors with defaults; a present parameter of the wrong type throws Error naming it.
   double num(const std::string& key, double def) const;
@@ -44,6 +47,10 @@ using ReproFn = std::function<void(Run&)>;
 struct Repro {
   std::string name, description;
   ReproFn fn;
+  std::vector<std::string> params;      // the parameters it reads; a scenario naming another is refused
+  std::vector<std::string> transforms;  // the transforms it runs under (empty: all four)
+  // A combination of parameters and transform it cannot run ("" when fine).
+  std::function<std::string(const nlohmann::json& params, const std::string& transform)> check;
 };
 const std::map<std::string, Repro>& repros();  // by name
 const Repro& repro(const std::string& name);   // throws Error naming the known repros

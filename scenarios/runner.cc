@@ -8,6 +8,7 @@
 #include <regex>
 
 #include "core/backends/vulkan/vulkan.h"
+#include "repros/program.h"
 #include "core/jx.h"
 #include "repros/repro.h"
 #include "scanpath/scan_path_tracker.h"
@@ -76,7 +77,10 @@ Point call(const Scenario& s, const std::string& backend, const json& param) {
       }
       tracker.emplace();
     };
-    classify(p, [&] { repro(s.workload).fn(p.run); });
+    classify(p, [&] {
+      if (s.program.empty()) repro(s.workload).fn(p.run);
+      else program_workload(p.run, s.program, s.program_inputs);
+    });
     const trace::DispatchTracker& dispatches = *tracker;
     if (vk) {
       if (!p.failed) classify(p, [&] { vulkan::synchronize(); });

@@ -12,6 +12,8 @@
 #include <set>
 
 #include "core/array/errors.h"
+#include "core/text/load.h"
+#include "repros/program.h"
 #include "core/replay/policy.h"
 #include "repros/repro.h"
 
@@ -140,6 +142,51 @@ class Reader {
   std::string file_;
 };
 
+// A program workload: the file loads, every parameter fills a {placeholder} of its text and
+// every placeholder gets a value (from params or the sweep).
+void check_program(const Reader& r, const Scenario& s) {
+  text::CaseFile cf;
+  try {
+    cf = text::read_case_file(s.program);
+  } catch (const std::exception& e) {
+    r.fail("/workload/program", e.what());
+  }
+  const auto holes = placeholders(cf.jaxpr_template);
+  for (auto it = s.params.begin(); it != s.params.end(); ++it)
+    if (!holes.count(it.key()))
+      r.fail("/workload/params/" + it.key(), fmt::format("the program has no placeholder {{{}}} for parameter '{}'", it.key(), it.key()));
+  if (!s.sweep_key.empty() && !holes.count(s.sweep_key))
+    r.fail("/workload/sweep/" + s.sweep_key, fmt::format("the program has no placeholder {{{}}} to sweep", s.sweep_key));
+  json values = cf.params;  // the file's own sizes, then the scenario's
+  for (auto it = s.params.begin(); it != s.params.end(); ++it) values[it.key()] = it.value();
+  if (!s.sweep_key.empty()) values[s.sweep_key] = s.sweep_values.front();
+  for (const std::string& h : holes)
+    if (!values.contains(h)) r.fail("/workload/params", fmt::format("the program's placeholder {{{}}} has no value (params or sweep)", h));
+  try {
+    (void)text::load_program(substitute(cf.jaxpr_template, values), s.program);
+  } catch (const std::exception& e) {
+    r.fail("/workload/program", e.what());
+  }
+}
+
+// Parameters a compiled-in workload does not read, and transforms it does not run under, are
+// refused like unknown fields: a scenario that sets them would otherwise run on the defaults.
+void check_workload_fields(const Reader& r, const Scenario& s) {
+  if (!s.program.empty()) return check_program(r, s);
+  const Repro& rp = repro(s.workload);
+  auto known = [&](const std::string& k) { return std::find(rp.params.begin(), rp.params.end(), k) != rp.params.end(); };
+  const std::string names = fmt::format("{}", fmt::join(rp.params, ", "));
+  for (auto it = s.params.begin(); it != s.params.end(); ++it)
+    if (!known(it.key()))
+      r.fail("/workload/params/" + it.key(), fmt::format("workload {} has no parameter '{}' (known: {})", s.workload, it.key(), names));
+  if (!s.sweep_key.empty() && !known(s.sweep_key))
+    r.fail("/workload/sweep/" + s.sweep_key, fmt::format("workload {} has no parameter '{}' (known: {})", s.workload, s.sweep_key, names));
+  if (!rp.transforms.empty() && std::find(rp.transforms.begin(), rp.transforms.end(), s.transform) == rp.transforms.end())
+    r.fail("/transform", fmt::format("workload {} runs under {} only, not {}", s.workload, fmt::join(rp.transforms, " or "), s.transform));
+  if (rp.check)
+    if (const std::string why = rp.check(s.params, s.transform); !why.empty()) r.fail("/transform", fmt::format("workload {}: {}", s.workload, why));
+}
+
 }  // namespace
 
 Scenario load_scenario(const std::string& path) {
@@ -176,9 +223,22 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   s.source = r.str(doc, "", "source", true);
   s.description = r.str(doc, "", "description", false);
   const json& w = r.field(doc, "", "workload", true);
-  r.only(w, "/workload", {"name", "params", "sweep"});
-  s.workload = r.str(w, "/workload", "name", true);
-  if (!repros().count(s.workload)) {
+  r.only(w, "/workload", {"name", "program", "inputs", "params", "sweep"});
+  if (w.contains("program") == w.contains("name")) r.fail("/workload", "give either a compiled-in workload (name) or a program (a case file)");
+  if (w.contains("program")) {
+    s.program = (std::filesystem::path(path).parent_path() / r.str(w, "/workload", "program", true)).lexically_normal().string();
+    s.workload = "program:" + std::filesystem::path(s.program).stem().string();
+    if (w.contains("inputs")) {
+      if (!w["inputs"].is_object()) r.fail("/workload/inputs", "expected an object {seed, distribution, scale, dispose_intermediates}");
+      r.only(w["inputs"], "/workload/inputs", {"seed", "distribution", "scale", "dispose_intermediates"});
+      s.program_inputs = w["inputs"];
+    }
+  } else if (w.contains("inputs")) {
+    r.fail("/workload/inputs", "only a program workload takes inputs");
+  } else {
+    s.workload = r.str(w, "/workload", "name", true);
+  }
+  if (s.program.empty() && !repros().count(s.workload)) {
     try {
       (void)repro(s.workload);
     } catch (const std::exception& e) {
@@ -199,6 +259,7 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   s.transform = r.str(doc, "", "transform", false, "eager");
   static const std::set<std::string> transforms{"eager", "jit", "value_and_grad", "jit(value_and_grad)"};
   if (!transforms.count(s.transform)) r.fail("/transform", fmt::format("'{}' is not one of eager, jit, value_and_grad, jit(value_and_grad)", s.transform));
+  check_workload_fields(r, s);
   const json& b = r.field(doc, "", "backends", true);
   if (!b.is_array() || b.empty()) r.fail("/backends", "expected a non-empty array of backend names");
   for (std::size_t i = 0; i < b.size(); ++i) {

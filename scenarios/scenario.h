@@ -55,7 +55,9 @@ struct HistoryRow {
 };
 struct Scenario {
   std::string file, id, title, source, description;
-  std::string workload;
+  std::string workload;  // a compiled-in workload (repros/), or "program:<stem>"
+  std::string program;   // a program case file (path resolved from the scenario's folder)
+  nlohmann::json program_inputs = nlohmann::json::object();  // how its inputs are made (repros/program.h)
   nlohmann::json params = nlohmann::json::object();
   std::string sweep_key;                 // optional sweep: params[sweep_key] takes each value
   std::vector<nlohmann::json> sweep_values;

@@ -104,6 +104,70 @@ TEST(Lab, MalformedScenariosNameFilePointerAndReason) {
   EXPECT_THROW(load_scenarios((d.path / "missing").string()), ScenarioError);
 }
 
+// A scenario as JSON, written as <id>.json (the id is the file's stem).
+std::string write_scenario(const TempDir& d, nlohmann::json j, const std::string& id) {
+  j["id"] = id;
+  return d.write(id + ".json", j.dump());
+}
+
+TEST(Lab, ParametersAndTransformsAWorkloadWouldIgnoreAreRefused) {
+  TempDir d;
+  const auto base = nlohmann::json::parse(concat("x", "20.0"));
+  auto j = base;
+  j["workload"]["params"] = {{"thetta", 9}, {"dtype", "float64"}};
+  EXPECT_TRUE(load_fails(write_scenario(d, j, "typo"), ": /workload/params/thetta: workload concat_grad has no parameter 'thetta' (known: theta, dtype)"));
+  j = base;
+  j["workload"]["params"]["N"] = 5000;
+  EXPECT_TRUE(load_fails(write_scenario(d, j, "big-n"), ": /workload/params/N: workload concat_grad has no parameter 'N'"));
+  j = base;
+  j["workload"] = {{"name", "isnan41"}, {"params", {{"dtype", "float32"}}}};
+  EXPECT_TRUE(load_fails(write_scenario(d, j, "isnan-grad"), ": /transform: workload isnan41 runs under eager or jit only, not value_and_grad"));
+  j = base;
+  j["workload"] = {{"name", "scan_dispatch"}, {"params", {{"case", "B"}}}};
+  j["transform"] = "eager";
+  EXPECT_TRUE(load_fails(write_scenario(d, j, "sd"), ": /transform: workload scan_dispatch: case B runs under transform jit, not eager"));
+}
+
+TEST(Lab, ProgramWorkloadsRunJaxprFilesWithTheirPlaceholders) {
+  TempDir d;
+  fs::create_directories(d.path / "programs");  // beside the scenarios, every *.json is a scenario
+  d.write("programs/cumsum.json", R"({"jaxpr": "{ lambda ; a:f32[{n}]. let b:f32[{n}] = cumsum[axis=0 reverse=False] a in (b,) }",
+    "params": {"n": 4}, "inputs": [{"dtype": "float32", "shape": [4], "data": [1, 2, 3, 4]}],
+    "outputs": [{"dtype": "float32", "shape": [4], "data": [1, 3, 6, 10]}]})");
+  const auto base = nlohmann::json::parse(R"({"title": "t", "source": "s", "workload": {"program": "programs/cumsum.json"}, "transform": "jit",
+    "backends": ["cpu"], "cases": [{"profile": "current", "expect": {"values": {"expected": {"out0": [1, 3, 6, 10]}}, "leaked_slots": 0}}]})");
+  // the file's own inputs (its size, n = 4): the values it records
+  const Scenario s = load_scenario(write_scenario(d, base, "prog"));
+  EXPECT_EQ(s.workload, "program:cumsum");
+  const std::string run = fmt::format("{} run prog --scenarios {} > {}/out 2>&1", jxlab_path(), d.path.string(), d.path.string());
+  EXPECT_EQ(std::system(run.c_str()), 0);
+  // value_and_grad: the sum of the outputs, d/da_i = n - i
+  auto j = base;
+  j["transform"] = "value_and_grad";
+  j["cases"][0]["expect"]["values"]["expected"] = {{"value", {20}}, {"grad", {4, 3, 2, 1}}};
+  write_scenario(d, j, "prog");
+  EXPECT_EQ(std::system(run.c_str()), 0);
+  // a sweep resizes the program: generated inputs, one case per size
+  j = base;
+  j["workload"]["sweep"] = {{"n", {3, 5}}};
+  j["cases"][0]["expect"] = {{"leaked_slots", 0}, {"values", {{"vs", "cpu"}}}};
+  write_scenario(d, j, "prog");
+  EXPECT_EQ(std::system(run.c_str()), 0);
+  // a parameter without a placeholder, a placeholder without a value, a program that does not load
+  j = base;
+  j["workload"]["params"] = {{"m", 3}};
+  EXPECT_TRUE(load_fails(write_scenario(d, j, "prog-bad"), ": /workload/params/m: the program has no placeholder {m}"));
+  d.write("programs/holes.json", R"({"jaxpr": "{ lambda ; a:f32[{k}]. let  in (a,) }"})");
+  j = base;
+  j["workload"]["program"] = "programs/holes.json";
+  EXPECT_TRUE(load_fails(write_scenario(d, j, "holes-bad"), ": /workload/params: the program's placeholder {k} has no value"));
+  j["workload"]["program"] = "programs/nothing.json";
+  EXPECT_TRUE(load_fails(write_scenario(d, j, "missing-prog"), ": /workload/program: "));
+  d.write("programs/broken.json", R"({"jaxpr": "{ lambda ; a:f32[3]. let b:f32[3] = frob a in (b,) }"})");
+  j["workload"]["program"] = "programs/broken.json";
+  EXPECT_TRUE(load_fails(write_scenario(d, j, "broken-prog"), ": /workload/program: ") );
+}
+
 TEST(Lab, BothHalvesOfAScenarioAreAsserted) {
   TempDir d;
   auto ok = run_scenario(load_scenario(d.write("concat-ok.json", concat("concat-ok", "20.0"))), {});

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <regex>
 #include <sstream>
 
 #include "core/text/interp.h"
@@ -120,7 +121,33 @@ std::string read_all(const std::filesystem::path& p) {
   return ss.str();
 }
 
+const std::regex& placeholder_re() {
+  static const std::regex re("\\{([A-Za-z_][A-Za-z0-9_]*)\\}");
+  return re;
+}
+
 }  // namespace
+
+std::set<std::string> placeholders(const std::string& jaxpr) {
+  std::set<std::string> s;
+  for (auto it = std::sregex_iterator(jaxpr.begin(), jaxpr.end(), placeholder_re()); it != std::sregex_iterator(); ++it) s.insert((*it)[1]);
+  return s;
+}
+
+std::string substitute(const std::string& jaxpr, const nlohmann::json& params) {
+  std::string out;
+  std::size_t at = 0;
+  for (auto it = std::sregex_iterator(jaxpr.begin(), jaxpr.end(), placeholder_re()); it != std::sregex_iterator(); ++it) {
+    const std::string key = (*it)[1];
+    if (!params.contains(key) || !params[key].is_number_integer())
+      throw Error(fmt::format("the program's placeholder {{{}}} needs an integer parameter '{}'", key, key));
+    out += jaxpr.substr(at, static_cast<std::size_t>(it->position()) - at) + std::to_string(params[key].get<std::int64_t>());
+    at = static_cast<std::size_t>(it->position() + it->length());
+  }
+  return out + jaxpr.substr(at);
+}
+
+std::string tensor_json(const Tensor& t) { return json_of(t).dump(); }
 
 Array to_array(const Tensor& t) {
   const AVal a{dtype_of(t.dtype, t.dtype), t.shape};
@@ -142,7 +169,7 @@ CaseFile read_case_file(const std::filesystem::path& p) {
   c.name = p.stem().string();
   const std::string src = read_all(p);
   if (p.extension() != ".json") {
-    c.jaxpr = src;
+    c.jaxpr = c.jaxpr_template = src;
     c.generated_inputs = true;
     return c;
   }
@@ -158,6 +185,14 @@ CaseFile read_case_file(const std::filesystem::path& p) {
   if (j.contains("name") && j["name"].is_string()) c.name = j["name"].get<std::string>();
   if (j.contains("inputs")) c.inputs = tensors_of(j["inputs"], p.string() + ": inputs");
   else c.generated_inputs = true;
+  if (j.contains("params")) {  // sizes for the text's {name} placeholders
+    if (!j["params"].is_object()) throw ParseError(fmt::format("{}: params: expected an object of integers", p.string()));
+    c.params = j["params"];
+  }
+  c.jaxpr_template = c.jaxpr;
+  bool filled = true;
+  for (const std::string& h : placeholders(c.jaxpr)) filled = filled && c.params.contains(h);
+  if (filled) c.jaxpr = substitute(c.jaxpr, c.params);  // else a scenario gives the values
   if (j.contains("consts")) c.consts = tensors_of(j["consts"], p.string() + ": consts");
   if (j.contains("outputs")) c.outputs = tensors_of(j["outputs"], p.string() + ": outputs");
   for (const char* k : {"rtol", "atol"})

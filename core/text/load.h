@@ -2,6 +2,8 @@
 // Programs as data: jaxpr text (JAX's or jx's own) loaded into a typechecked jx Jaxpr, and the
 // program case files that carry one with its inputs and expected outputs.
 #include <filesystem>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,13 +38,25 @@ struct Tensor {
 Array to_array(const Tensor& t);
 Tensor to_tensor(const Array& a);
 
+// The {name} placeholders of a jaxpr text (a sweep substitutes sizes into its shapes), and the
+// text with each replaced by params[name] (an integer; Error naming a missing one).
+std::set<std::string> placeholders(const std::string& jaxpr);
+std::string substitute(const std::string& jaxpr, const nlohmann::json& params);
+
+// A tensor in the case file layout {dtype, shape, data} (NaN and infinities as Python's json
+// writes them: "NaN", "Infinity", "-Infinity").
+std::string tensor_json(const Tensor& t);  // JSON text
+
 // {"jaxpr": text, "inputs": [...], "outputs": [...] (optional), "rtol"/"atol" (optional),
-// "consts": [...] (the values of the jaxpr's constvars, when it has any)}, or a
+// "consts": [...] (the values of the jaxpr's constvars, when it has any), "params": {"n": 100}
+// (sizes for {n} placeholders in the text)}, or a
 // bare .jaxpr file (inputs generated: seeded normal floats, small non-negative integers, ...).
 struct CaseFile {
   std::filesystem::path path;
   std::string name;  // file stem
   std::string jaxpr;
+  nlohmann::json params = nlohmann::json::object();  // values of the text's {name} placeholders
+  std::string jaxpr_template;  // the text as written, placeholders and all (jaxpr: substituted)
   std::vector<Tensor> consts;  // values of the text's constvars (JAX's captured arrays)
   std::vector<Tensor> inputs;
   std::optional<std::vector<Tensor>> outputs;

@@ -13,6 +13,7 @@ namespace jx::fuzz {
 int scenario_file(const std::uint8_t* data, std::size_t size);
 int dlm_input(const std::uint8_t* data, std::size_t size);
 int differential(const std::uint8_t* data, std::size_t size);
+int jaxpr_text(const std::uint8_t* data, std::size_t size);  // fuzz_jaxpr.cc
 
 // The differential target's program for these bytes, in words (for findings and tests).
 std::string describe_program(const std::uint8_t* data, std::size_t size);

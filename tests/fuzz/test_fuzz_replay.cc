@@ -42,3 +42,4 @@ void replay(const std::string& target, Target fn, std::size_t min_inputs) {
 TEST(FuzzReplay, ScenarioFile) { replay("scenario_file", jx::fuzz::scenario_file, 10); }
 TEST(FuzzReplay, DlmInput) { replay("dlm_input", jx::fuzz::dlm_input, 5); }
 TEST(FuzzReplay, Differential) { replay("differential", jx::fuzz::differential, 10); }
+TEST(FuzzReplay, JaxprText) { replay("jaxpr_text", jx::fuzz::jaxpr_text, 20); }
