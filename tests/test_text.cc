@@ -73,11 +73,15 @@ void control_round_trips(std::set<Prim>& seen) {
     auto w = lax::while_loop([](const std::vector<Array>& v) { return lax::lt(v[0], np::full({}, 3.0, DType::int32)); },
                              [](const std::vector<Array>& v) { return std::vector<Array>{v[0] + np::full({}, 1.0, DType::int32), v[1] * 1.5}; },
                              std::vector<Array>{np::zeros({}, DType::int32), c});
-    return std::vector<Array>{w[1] + np::sum(pre)};
+    auto k = lax::convert_element_type(lax::gt(np::sum(in[0]), np::zeros({}, in[0].dtype())), DType::int32);
+    auto sw = cond_flat(k, {[](const std::vector<Array>& v) { return std::vector<Array>{lax::sin(v[0])}; },
+                            [](const std::vector<Array>& v) { return std::vector<Array>{lax::log(v[0])}; }},
+                        {w[1]});
+    return std::vector<Array>{sw[0] + np::sum(pre)};
   };
   const std::vector<Array> x{np::array(std::vector<double>{0.3, -0.2}, Shape{2}, DType::float64),
                              np::array(randn(10, 3), Shape{5, 2}, DType::float64)};
-  round_trip(make_jaxpr_flat(loop, avals_of(x)).jaxpr, seen, "scan + associative_scan + while_loop");
+  round_trip(make_jaxpr_flat(loop, avals_of(x)).jaxpr, seen, "scan + associative_scan + while_loop + cond");
   // forward mode through all three (the pair scan carries tangent_of), and vmap
   FlatFn jvp_fn = [&](const std::vector<Array>& in) { return jvp_flat(loop, {in[0], in[1]}, {in[0], in[1]}).second; };
   round_trip(make_jaxpr_flat(jvp_fn, avals_of(x)).jaxpr, seen, "jvp");
@@ -129,6 +133,26 @@ TEST(TextWhileLoop, ValuesForwardModeAndVmapMatchAHostLoop) {
   EXPECT_TRUE(all_close(std::vector<double>(r.begin(), r.begin() + 2), want));
   EXPECT_TRUE(all_close(std::vector<double>(r.begin() + 2, r.end()), r1));
   EXPECT_TRUE(all_close(jit([&](const Array& a) { return f({a})[0]; })(x), want));
+}
+
+TEST(TextCond, OnlyTheChosenBranchCountsInValuesAndGradients) {
+  // log of a negative input in the branch not taken: no nan in the value or the gradient
+  FlatFn f = [](const std::vector<Array>& in) {
+    auto k = lax::convert_element_type(lax::gt(np::sum(in[0]), np::full({}, 100.0, in[0].dtype())), DType::int32);
+    return cond_flat(k, {[](const std::vector<Array>& v) { return std::vector<Array>{np::sum(v[0] * 2.0)}; },
+                         [](const std::vector<Array>& v) { return std::vector<Array>{np::sum(lax::log(v[0]))}; }},
+                     in);
+  };
+  Array x = np::array(std::vector<double>{-1.0, 2.0, -3.0}, Shape{3}, DType::float64);
+  EXPECT_TRUE(all_close(f({x})[0], {-4.0}));
+  auto [y, lin] = vjp_flat(f, {x});
+  EXPECT_TRUE(all_close(lin.transpose({np::ones({}, DType::float64)})[0], {2.0, 2.0, 2.0}));
+  EXPECT_TRUE(all_close(jvp_flat(f, {x}, {np::ones({3}, DType::float64)}).second[0], {6.0}));
+  EXPECT_TRUE(all_close(jit([&](const Array& a) { return f({a})[0]; })(x), {-4.0}));
+  // vmap over the operand: each example its own branch (the index is batched)
+  Array xb = np::array(std::vector<double>{-1.0, 2.0, -3.0, 50.0, 60.0, 70.0}, Shape{2, 3}, DType::float64);
+  EXPECT_TRUE(all_close(vmap_flat(f, {0})({xb})[0], {-4.0, std::log(50.0) + std::log(60.0) + std::log(70.0)}, 1e-12, 1e-12));
+  EXPECT_THROW(cond_flat(np::zeros({}, DType::float32), {f}, {x}), ShapeError);
 }
 
 // Every JAX case file: JAX's outputs, on the default backend.

@@ -191,7 +191,7 @@ class Lowering {
           }
         return {view(args[0], [&](const EP& a, Memo& m) { return restride(a, out.shape, start, step, m); })};
       }
-      case Prim::scan: case Prim::associative_scan: case Prim::while_loop: return opaque(Step::Kind::control, p_.controls, e, args);
+      case Prim::scan: case Prim::associative_scan: case Prim::while_loop: case Prim::cond: return opaque(Step::Kind::control, p_.controls, e, args);
       case Prim::concatenate: return concatenate(e, std::move(args));
       case Prim::pad:  // the replay fusion model materializes pad as its own step
         return o_.inline_multi_use ? opaque(Step::Kind::routine, p_.routines, e, args) : std::vector<EP>{pad(e, args[0])};

@@ -31,10 +31,10 @@ CompiledProgram::CompiledProgram(Program p, Backend& be, int budget) : prog_(std
       scans_.push_back(prepare_associative_scan(op, budget));
       continue;
     }
-    if (op.prim == Prim::while_loop) {  // the predicate is data: a host loop evaluating cond and body
+    if (op.prim == Prim::while_loop || op.prim == Prim::cond) {  // data-dependent control: the host decides
       ScanStep s;
       s.while_loop = true;
-      s.why = "a while loop runs on the host";
+      s.why = op.prim == Prim::cond ? "a cond reads its index on the host" : "a while loop runs on the host";
       scans_.push_back(std::move(s));
       continue;
     }
@@ -136,7 +136,7 @@ std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const 
         be_.incref(slot[b]);
         args.emplace_back(&be_, slot[b], p.buffers[b]);
       }
-      auto res = eval_bind(Prim::while_loop, args, p.controls[st.index].params);
+      auto res = eval_bind(p.controls[st.index].prim, args, p.controls[st.index].params);
       for (std::size_t k = 0; k < st.out.size(); ++k) {
         slot[st.out[k]] = res[k].slot();
         be_.incref(slot[st.out[k]]);

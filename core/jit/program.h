@@ -54,7 +54,7 @@ class CompiledProgram {
   std::vector<std::shared_ptr<Executable>> kexe_, rexe_;
   struct ScanStep {
     bool associative = false;                      // an associative_scan (else a lax.scan)
-    bool while_loop = false;                       // a while_loop: runs by the runtime's host loop
+    bool while_loop = false;                       // a while_loop or cond: run by the runtime on the host
     std::shared_ptr<Executable> fused;             // the whole loop on the backend, or
     std::shared_ptr<const CompiledProgram> body;   // the body for a host loop
     std::string why;                               // the planner's reason

@@ -30,6 +30,10 @@ struct ScanOptions {
   std::vector<ScanPath> require_path;  // empty: any path; otherwise ScanPathError if not met
 };
 
+// lax.switch: branches[clamp(index, 0, n - 1)](ops...), index an int32[] array; every branch
+// takes the operands' types and returns the same types. Only the chosen branch runs.
+std::vector<Array> cond_flat(const Array& index, const std::vector<FlatFn>& branches, const std::vector<Array>& ops);
+
 // Flat while loop: carry = body(carry...) while cond(carry...) (a bool[] array) holds.
 std::vector<Array> while_loop_flat(const FlatFn& cond, const FlatFn& body, const std::vector<Array>& init);
 

@@ -247,6 +247,18 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Param
       }
       return out;
     }
+    case Prim::cond: {
+      if (pr.branches.empty()) fail(p, "no branches");
+      if (in.empty() || !(in[0] == AVal{DType::int32, {}})) fail(p, fmt::format("the index must be int32[], got {}", in.empty() ? "nothing" : in[0].str()));
+      const std::vector<AVal> ops(in.begin() + 1, in.end());
+      const auto out = pr.branches[0]->out_avals();
+      for (std::size_t k = 0; k < pr.branches.size(); ++k) {
+        if (!pr.branches[k]) fail(p, "a missing branch");
+        if (pr.branches[k]->in_avals() != ops) fail(p, fmt::format("branch {} does not take the operands' types", k));
+        if (pr.branches[k]->out_avals() != out) fail(p, fmt::format("branch {} returns other types than branch 0", k));
+      }
+      return out;
+    }
     case Prim::while_loop: {
       if (!pr.body || !pr.cond) fail(p, "missing body or cond");
       const auto cin = pr.cond->in_avals(), cout = pr.cond->out_avals(), bin = pr.body->in_avals(), bout = pr.body->out_avals();

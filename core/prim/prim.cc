@@ -83,6 +83,11 @@ std::string Params::str(Prim p) const {
     case Prim::while_loop:  // JAX's own spelling, so that the text loader reads both alike
       return fmt::format("body_jaxpr={} body_nconsts={} cond_jaxpr={} cond_nconsts={}", body ? body->str() : "null", num_consts,
                          cond ? cond->str() : "null", cond_consts);
+    case Prim::cond: {  // JAX's spelling: the branches one after another, no commas
+      std::vector<std::string> b;
+      for (const auto& s : branches) b.push_back(s ? s->str() : "null");
+      return fmt::format("branches=(\n{}\n)", fmt::join(b, "\n"));
+    }
     case Prim::triangular_solve:
       return fmt::format("left_side={} lower={} transpose_a={} unit_diagonal={}", py(left_side), py(lower), py(transpose_a),
                          py(unit_diagonal));

@@ -69,6 +69,8 @@ struct Params {
   // carry; cond(cond consts..., carry...) -> bool[], body(body consts..., carry...) -> carry
   std::shared_ptr<const SubProgram> cond;
   int cond_consts = 0;
+  // cond (lax.cond / lax.switch): operands index (int32[]) | ops; branches[k](ops...) -> outs
+  std::vector<std::shared_ptr<const SubProgram>> branches;
 
   bool operator==(const Params&) const = default;
   std::string str(Prim p) const;  // only the fields p uses, JAX style: "axes=(0, 1)"

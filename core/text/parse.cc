@@ -13,8 +13,8 @@
 namespace jx::text {
 
 const Value* Value::kwarg(std::string_view k) const {
-  for (const auto& [name, v] : kwargs)
-    if (name == k) return &v;
+  for (std::size_t i = 0; i < kwarg_names.size(); ++i)
+    if (kwarg_names[i] == k) return &kwarg_values[i];
   return nullptr;
 }
 
@@ -102,7 +102,7 @@ class Parser {
       }
     if (v.kind == Value::Kind::jaxpr && v.jaxpr) resolve(*v.jaxpr, seen);
     for (Value& x : v.items) resolve(x, seen);
-    for (auto& [k, x] : v.kwargs) resolve(x, seen);
+    for (Value& x : v.kwarg_values) resolve(x, seen);
   }
 
   std::shared_ptr<const Jaxpr> jaxpr() {
@@ -294,7 +294,7 @@ class Parser {
     if (peek("(")) {
       next();
       v.kind = Value::Kind::call;
-      v.items = sequence(")", &v.kwargs);
+      v.items = sequence(")", &v);
     } else {
       for (auto s = scopes_.rbegin(); s != scopes_.rend(); ++s)
         if (auto it = s->find(v.text); it != s->end()) {
@@ -307,13 +307,14 @@ class Parser {
 
   // Items up to `close`, comma-separated (a trailing comma allowed; JAX separates the jaxprs of
   // cond's multi-line `branches=(...)` by newlines only); `k=v` items go to kwargs.
-  std::vector<Value> sequence(std::string_view close, std::vector<std::pair<std::string, Value>>* kwargs) {
+  std::vector<Value> sequence(std::string_view close, Value* kwargs) {
     std::vector<Value> items;
     while (!peek(close)) {
       if (kwargs && cur().kind == Token::Kind::name && peek("=", 1)) {
         std::string k = next().text;
         next();
-        kwargs->emplace_back(std::move(k), value());
+        kwargs->kwarg_names.push_back(std::move(k));
+        kwargs->kwarg_values.push_back(value());
       } else {
         items.push_back(value());
       }

@@ -109,30 +109,23 @@ std::vector<Array> while_loop(Call& c) {
   return bind(Prim::while_loop, ops, p);
 }
 
-// cond[branches=(...)] index ops...: every branch runs, select_n picks (as JAX under vmap).
+// cond[branches=(...)] index ops...: jx's cond primitive (only the chosen branch runs). A bool
+// index (JAX before 0.4) picks branch 1 when true.
 std::vector<Array> cond(Call& c) {
   const Value& br = c.param("branches");
   if (br.kind != Value::Kind::tuple || br.items.empty()) c.fail("branches must be a tuple of jaxprs");
-  Array idx = c.in.at(0);
-  std::vector<Array> ops(c.in.begin() + 1, c.in.end());
-  const auto nb = static_cast<double>(br.items.size());
-  if (idx.dtype() != DType::bool_)  // JAX clamps the index into range
-    idx = lax::min(lax::max(idx, full_like(idx, 0.0)), full_like(idx, nb - 1));
-  std::vector<std::vector<Array>> outs;
+  Params p;
+  std::vector<Array> consts;
+  std::vector<std::shared_ptr<const JaxprBody>> bodies;
   for (const Value& b : br.items) {
     if (b.kind != Value::Kind::jaxpr) c.fail("branches must be a tuple of jaxprs");
-    outs.push_back(c.sub(*b.jaxpr, ops));
+    auto [body, hoisted] = body_of(c, *b.jaxpr);
+    if (!hoisted.empty()) c.fail("a branch that makes array constants is not supported");
+    p.branches.push_back(body);
   }
-  std::vector<Array> res;
-  for (std::size_t k = 0; k < c.out.size(); ++k) {
-    Array r = outs.back().at(k);
-    for (std::size_t b = outs.size() - 1; b-- > 0;) {
-      const Array hit = idx.dtype() == DType::bool_ ? (b == 0 ? lax::logical_not(idx) : idx) : lax::eq(idx, scalar(double(b), idx.dtype()));
-      r = lax::select(bcast(hit, r.shape()), outs[b].at(k), r);
-    }
-    res.push_back(r);
-  }
-  return res;
+  std::vector<Array> ops = c.in;
+  if (ops.at(0).dtype() != DType::int32) ops[0] = cast(ops[0], DType::int32);
+  return bind(Prim::cond, ops, p);
 }
 
 // cumsum[axis reverse] and friends as associative scans of their binary operation.

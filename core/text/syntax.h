@@ -45,7 +45,10 @@ struct Value {
   Kind kind = Kind::name;
   std::string text;                                   // name (dotted), number, string, call name, opaque
   std::vector<Value> items;                           // tuple, list, call positional arguments
-  std::vector<std::pair<std::string, Value>> kwargs;  // call keyword arguments
+  // call keyword arguments, names and values side by side (a pair holding the incomplete Value
+  // would not compile everywhere)
+  std::vector<std::string> kwarg_names;
+  std::vector<Value> kwarg_values;
   std::shared_ptr<const Jaxpr> jaxpr;
   Pos pos;
 

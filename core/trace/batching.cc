@@ -114,7 +114,7 @@ class BatchTrace final : public MainTrace {
         return all_front(p, args, q);
       case Prim::iota:
         return {{bind1(p, {}, params), std::nullopt}};
-      case Prim::scan: case Prim::associative_scan: case Prim::while_loop:
+      case Prim::scan: case Prim::associative_scan: case Prim::while_loop: case Prim::cond:
         return control_batch(p, vals, bd, size_, params);
       case Prim::dot_general: {
         // Both mapped: a new leading batch dim. One mapped: its axis is a free dim of that operand.

@@ -53,7 +53,16 @@ std::pair<std::vector<Array>, std::vector<Array>> while_jvp(const std::vector<Ar
 std::vector<std::pair<Array, std::optional<std::int64_t>>> while_batch(const std::vector<Array>& vals,
                                                                         const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
                                                                         const Params& p);
+// lax.cond (cond.cc): the chosen branch only, forward mode, transpose and batching.
+std::vector<Array> bind_cond(const Array& index, const std::vector<FlatFn>& fns, const std::vector<AVal>& in, const std::vector<Array>& ops);
+std::vector<Array> cond_eval(const std::vector<Array>& ops, const Params& p);
+std::pair<std::vector<Array>, std::vector<Array>> cond_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
+                                                           const Params& p, bool linearizing);
+std::vector<std::pair<Array, std::optional<std::int64_t>>> cond_batch(const std::vector<Array>& vals,
+                                                                       const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
+                                                                       const Params& p);
 struct LinearIn;
+std::vector<std::optional<Array>> cond_transpose(const std::vector<LinearIn>& in, const std::vector<Array>& cts, const Params& p);
 // Transpose of a pair scan (Params::tangent_of) in its tangent operands.
 std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& in, const std::vector<Array>& cts, const Params& p);
 // vmap: the primitive with the combine vmapped (batched leaves carry the batch axis after `axis`).

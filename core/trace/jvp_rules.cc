@@ -154,7 +154,7 @@ std::vector<Opt> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector
       }
       return {lax::triangular_solve(x[0], *rhs, {params.left_side, params.lower, params.transpose_a, params.unit_diagonal})};
     }
-    case Prim::scan: case Prim::associative_scan: case Prim::while_loop:
+    case Prim::scan: case Prim::associative_scan: case Prim::while_loop: case Prim::cond:
       throw Error(fmt::format("jvp: {} is differentiated by control_jvp", prim_name(p)));
     case Prim::lu: {
       // A = P L U:  X = L⁻¹ Pᵀ dA U⁻¹,  dL = L tril(X,-1),  dU = triu(X) U,  d(packed) = dL + dU.

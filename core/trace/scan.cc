@@ -133,6 +133,7 @@ std::vector<Array> run_fallback(const FlatFn& body, const Params& p, const std::
 
 std::vector<Array> control_eval(Prim prim, const std::vector<Array>& ops, const Params& p) {
   if (prim == Prim::while_loop) return while_eval(ops, p);
+  if (prim == Prim::cond) return cond_eval(ops, p);
   if (prim != Prim::scan && prim != Prim::associative_scan) throw Error(fmt::format("no control implementation for {}", prim_name(prim)));
   std::string why = "no scan compiler is linked";
   if (g_compiler)
@@ -206,6 +207,7 @@ std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim prim, const s
                                                               bool linearizing) {
   if (prim == Prim::associative_scan) return assoc_jvp(x, t, p, linearizing);
   if (prim == Prim::while_loop) return while_jvp(x, t, p, linearizing);
+  if (prim == Prim::cond) return cond_jvp(x, t, p, linearizing);
   if (prim != Prim::scan) throw Error(fmt::format("jvp: no control rule for {}", prim_name(prim)));
   const std::size_t nc = p.num_consts, nk = p.num_carry, n = x.size();
   const Jaxpr& j = body_of(p);
@@ -256,6 +258,7 @@ std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim prim, const s
 std::vector<std::optional<Array>> control_transpose(Prim prim, const std::vector<LinearIn>& in, const std::vector<Array>& cts,
                                                     const Params& p) {
   if (prim == Prim::associative_scan) return assoc_transpose(in, cts, p);
+  if (prim == Prim::cond) return cond_transpose(in, cts, p);
   if (prim == Prim::while_loop)
     throw NonlinearError("Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic start/stop values");
   if (prim != Prim::scan) throw NonlinearError(fmt::format("Nonlinear operation in backward pass for {}", prim_name(prim)));
@@ -335,6 +338,7 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(Prim pr
                                                                           std::int64_t size, const Params& p) {
   if (prim == Prim::associative_scan) return assoc_batch(vals, bd, size, p);
   if (prim == Prim::while_loop) return while_batch(vals, bd, size, p);
+  if (prim == Prim::cond) return cond_batch(vals, bd, size, p);
   if (prim != Prim::scan) throw Error(fmt::format("vmap: no control rule for {}", prim_name(prim)));
   const std::size_t nc = p.num_consts, nk = p.num_carry, n = vals.size();
   const Jaxpr& j = body_of(p);

@@ -363,7 +363,7 @@ void cpu_execute(const Op& op, std::span<const std::byte* const> in, std::span<s
       return eval_iota(op, out[0]);
     case Prim::cholesky: case Prim::triangular_solve: case Prim::lu:
       return cpu_linalg(op, in, out);
-    case Prim::scan: case Prim::associative_scan: case Prim::while_loop:
+    case Prim::scan: case Prim::associative_scan: case Prim::while_loop: case Prim::cond:
       throw Error(fmt::format("cpu: {} is run by the runtime (its body's primitives reach the backend), not by cpu_execute", prim_name(op.prim)));
   }
 }
