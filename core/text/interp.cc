@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <fmt/format.h>
+#include <stdexcept>
 #include <unordered_map>
 
 namespace jx::text {
@@ -95,6 +96,8 @@ std::vector<Array> Interp::eval(const Jaxpr& j, const std::vector<Array>& args) 
       r = (*rule)(c);
     } catch (const ShapeError& err) {  // a rule that does not fit the operands: the text's fault
       c.fail(err.what());
+    } catch (const std::out_of_range& err) {  // a rule's .at() on a dimension the parameters name
+      c.fail(fmt::format("a parameter names a dimension or operand that does not exist ({})", err.what()));
     }
     if (r.size() != e.outs.size()) c.fail(fmt::format("gives {} results, the text declares {}", r.size(), e.outs.size()));
     for (std::size_t i = 0; i < r.size(); ++i) {

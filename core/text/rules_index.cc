@@ -104,8 +104,16 @@ struct Indexed {
   Array start;
 };
 
-std::vector<Indexed> starts_of(const Call& c, const Array& idx, const Ints& to_operand, const Ints& obd, const Ints& ibd) {
+std::vector<Indexed> starts_of(const Call& c, const Array& idx, const Ints& to_operand, const Ints& obd, const Ints& ibd,
+                               std::size_t operand_rank) {
   const std::size_t nb = idx.ndim() - 1;
+  for (std::int64_t d : to_operand)
+    if (d < 0 || d >= static_cast<std::int64_t>(operand_rank)) c.fail(fmt::format("index map names operand dimension {} of a rank-{} operand", d, operand_rank));
+  for (std::int64_t d : obd)
+    if (d < 0 || d >= static_cast<std::int64_t>(operand_rank)) c.fail(fmt::format("batching dimension {} of a rank-{} operand", d, operand_rank));
+  if (obd.size() != ibd.size()) c.fail("operand and index batching dimensions differ in number");
+  if (static_cast<std::int64_t>(to_operand.size()) != idx.shape().back())
+    c.fail(fmt::format("the index vector has {} entries, the index map {}", idx.shape().back(), to_operand.size()));
   Shape bshape(idx.shape().begin(), idx.shape().end() - 1);
   std::vector<Indexed> v;
   for (std::size_t k = 0; k < to_operand.size(); ++k) {
@@ -141,7 +149,7 @@ std::vector<Array> gather(Call& c) {
   if (idx.ndim() == 0) c.fail("the indices need an index vector dimension (last)");
   const std::size_t nb = idx.ndim() - 1;
   const Mode mode = mode_of(c);
-  auto ind = starts_of(c, idx, field(c, dn, "start_index_map"), obd, ibd);
+  auto ind = starts_of(c, idx, field(c, dn, "start_index_map"), obd, ibd, x.ndim());
   Ints lim = x.shape();  // dims nobody indexes: a static leading slice
   std::vector<bool> indexed(x.ndim(), false);
   for (auto& i : ind) indexed.at(i.dim) = true;
@@ -235,7 +243,7 @@ std::vector<Array> scatter_common(Call& c, bool add) {
   }
   u = lax::reshape(u, wshape);
   Array hit = bcast(scalar(1, DType::int32), u.shape());
-  auto ind = starts_of(c, idx, field(c, dn, "scatter_dims_to_operand_dims"), obd, ibd);
+  auto ind = starts_of(c, idx, field(c, dn, "scatter_dims_to_operand_dims"), obd, ibd, x.ndim());
   std::vector<bool> indexed(x.ndim(), false);
   for (auto& i : ind) {
     indexed.at(i.dim) = true;
