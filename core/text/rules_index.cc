@@ -221,7 +221,8 @@ std::vector<Array> dynamic_update_slice(Call& c) {
 // scatter-add / scatter: updates U (batch dims B, window dims) placed at the indexed starts;
 // scatter keeps the operand where no update lands (with repeated indices JAX leaves the winner
 // unspecified; here the updates add up).
-std::vector<Array> scatter_common(Call& c, bool add) {
+enum class Combine { replace, add, mul, min, max };
+std::vector<Array> scatter_common(Call& c, Combine how) {
   const Value& dn = c.param("dimension_numbers");
   const Ints window = field(c, dn, "update_window_dims"), inserted = field(c, dn, "inserted_window_dims");
   const Ints obd = field(c, dn, "operand_batching_dims"), ibd = field(c, dn, "scatter_indices_batching_dims");
@@ -260,10 +261,23 @@ std::vector<Array> scatter_common(Call& c, bool add) {
   Ints zeros(u.ndim(), 0), pad_hi(u.ndim(), 0);
   for (std::size_t d = 0; d < x.ndim(); ++d)
     if (!indexed[d]) pad_hi[nb + d] = x.shape()[d] - u.shape()[nb + d];
-  u = lax::reduce_sum(lax::pad(u, zeros, pad_hi, 0.0), iota_ints(nb));
-  hit = lax::reduce_sum(lax::pad(hit, zeros, pad_hi, 0.0), iota_ints(nb));
+  u = lax::pad(u, zeros, pad_hi, 0.0);
+  hit = lax::pad(hit, zeros, pad_hi, 0.0);
+  if (how != Combine::add && how != Combine::replace) {  // each update where it lands, the identity elsewhere
+    const double id = how == Combine::mul ? 1.0 : how == Combine::min ? INFINITY : -INFINITY;
+    const double id_int = how == Combine::mul ? 1.0 : how == Combine::min ? 2147483647.0 : -2147483648.0;
+    u = lax::select(lax::ne(hit, full_like(hit, 0.0)), u, full_like(u, is_floating(u.dtype()) ? id : id_int));
+    const auto b = iota_ints(nb);
+    u = how == Combine::mul ? lax::reduce_prod(u, b) : how == Combine::min ? lax::reduce_min(u, b) : lax::reduce_max(u, b);
+    if (is_bool) u = cast(u, DType::bool_);
+    const Array xs = is_bool ? cast(x, DType::int32) : x, us = is_bool ? cast(u, DType::int32) : u;
+    const Array r = how == Combine::mul ? lax::mul(xs, us) : how == Combine::min ? lax::min(xs, us) : lax::max(xs, us);
+    return {is_bool ? cast(r, DType::bool_) : r};
+  }
+  u = lax::reduce_sum(u, iota_ints(nb));
+  hit = lax::reduce_sum(hit, iota_ints(nb));
   if (is_bool) u = cast(lax::ne(u, full_like(u, 0.0)), DType::bool_);
-  if (add) return {is_bool ? lax::logical_or(x, u) : lax::add(x, u)};
+  if (how == Combine::add) return {is_bool ? lax::logical_or(x, u) : lax::add(x, u)};
   return {lax::select(lax::ne(hit, full_like(hit, 0.0)), u, x)};
 }
 
@@ -271,8 +285,11 @@ std::vector<Array> scatter_common(Call& c, bool add) {
 
 void add_index_rules(RuleTable& t) {
   t["gather"] = gather;
-  t["scatter-add"] = t["scatter_add"] = [](Call& c) { return scatter_common(c, true); };
-  t["scatter"] = [](Call& c) { return scatter_common(c, false); };
+  t["scatter-add"] = t["scatter_add"] = [](Call& c) { return scatter_common(c, Combine::add); };
+  t["scatter"] = [](Call& c) { return scatter_common(c, Combine::replace); };
+  t["scatter-mul"] = t["scatter_mul"] = [](Call& c) { return scatter_common(c, Combine::mul); };
+  t["scatter-min"] = t["scatter_min"] = [](Call& c) { return scatter_common(c, Combine::min); };
+  t["scatter-max"] = t["scatter_max"] = [](Call& c) { return scatter_common(c, Combine::max); };
   t["dynamic_slice"] = dynamic_slice;
   t["dynamic_update_slice"] = dynamic_update_slice;
 }

@@ -1,7 +1,9 @@
 // Shapes, reductions, products and linear algebra. Parameters JAX leaves out (broadcast_in_dim's
 // shape, say) are read from the declared result; bookkeeping ones (sharding, out_sharding,
 // precision, accumulation types) do not change the value and are ignored.
+#include <cmath>
 #include <fmt/format.h>
+#include <optional>
 
 #include "core/text/rules.h"
 
@@ -139,6 +141,45 @@ std::vector<Array> stack(Call& c) {
   return {lax::concatenate(parts, axis)};
 }
 
+// reduce_window_{sum,max,min}: the operand padded with the identity, then for each window
+// offset a strided slice, combined. (base_dilation other than 1 is not supported.)
+Rule reduce_window(Array (*op)(const Array&, const Array&), double id_float, double id_int) {
+  return [op, id_float, id_int](Call& c) -> std::vector<Array> {
+    const Array x = c.in.at(0);
+    const std::size_t r = x.ndim();
+    const Ints win = c.ints("window_dimensions"), strides = c.ints("window_strides");
+    const Ints wdil = c.opt("window_dilation") ? c.ints("window_dilation") : Ints(r, 1);
+    const Ints bdil = c.opt("base_dilation") ? c.ints("base_dilation") : Ints(r, 1);
+    if (win.size() != r || strides.size() != r || wdil.size() != r) c.fail("window parameters need one entry per dimension");
+    for (auto b : bdil)
+      if (b != 1) c.fail("base_dilation other than 1 is not supported");
+    Ints lo(r, 0), hi(r, 0);
+    if (const Value* pd = c.opt("padding"); pd && pd->kind == Value::Kind::tuple)
+      for (std::size_t d = 0; d < pd->items.size() && d < r; ++d) {
+        const Ints p = c.ints_of(pd->items[d]);
+        if (p.size() != 2 || p[0] < 0 || p[1] < 0) c.fail("padding must be non-negative (lo, hi) pairs");
+        lo[d] = p[0], hi[d] = p[1];
+      }
+    const Array xp = lax::pad(x, lo, hi, is_floating(x.dtype()) ? id_float : id_int);
+    const Shape out = c.out.at(0).shape;
+    std::optional<Array> acc;
+    Ints k(r, 0);  // the window offset, odometer order
+    for (;;) {
+      Ints start(r), limit(r);
+      for (std::size_t d = 0; d < r; ++d) {
+        start[d] = k[d] * wdil[d];
+        limit[d] = start[d] + (out[d] - 1) * strides[d] + 1;
+      }
+      const Array s = lax::slice(xp, start, limit, strides);
+      acc = acc ? op(*acc, s) : s;
+      std::size_t d = r;
+      while (d-- > 0 && ++k[d] == win[d]) k[d] = 0;
+      if (d == static_cast<std::size_t>(-1)) break;
+    }
+    return {*acc};
+  };
+}
+
 std::vector<Array> triangular_solve(Call& c) {
   lax::TriangularSolveOptions o{c.flag("left_side", true), c.flag("lower", true), c.flag("transpose_a", false),
                                 c.flag("unit_diagonal", false)};
@@ -167,6 +208,15 @@ void add_structural_rules(RuleTable& t) {
   t["pad"] = pad;
   t["iota"] = iota;
   t["split"] = split;
+  t["reduce_window_sum"] = reduce_window(lax::add, 0.0, 0.0);
+  t["reduce_window_max"] = reduce_window(lax::max, -INFINITY, -2147483648.0);
+  t["reduce_window_min"] = reduce_window(lax::min, INFINITY, 2147483647.0);
+  // empty / empty2: an uninitialized array in JAX; zeros are one of its values
+  t["empty"] = t["empty2"] = [](Call& c) -> std::vector<Array> {
+    std::vector<Array> out;
+    for (const AVal& a : c.out) out.push_back(bcast(scalar(0, a.dtype), a.shape));
+    return out;
+  };
   t["stack"] = stack;
   t["cholesky"] = [](Call& c) -> std::vector<Array> { return {lax::cholesky(c.in.at(0))}; };
   t["triangular_solve"] = triangular_solve;

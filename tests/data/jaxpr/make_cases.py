@@ -42,6 +42,22 @@ def softmax(x):
     return jax.nn.softmax(x, axis=-1)
 
 
+@jax.custom_vjp
+def clipped_grad(x):
+    return jnp.sin(x)
+
+
+def _cg_fwd(x):
+    return jnp.sin(x), jnp.cos(x)
+
+
+def _cg_bwd(cos_x, g):
+    return (jnp.clip(g * cos_x, -0.5, 0.5),)
+
+
+clipped_grad.defvjp(_cg_fwd, _cg_bwd)
+
+
 def kalman_step(c, y):
     m, p = c
     k = p / (p + 1.0)
@@ -163,6 +179,20 @@ CASES = {
     "grad_while_free": (jax.grad(lambda x: jnp.sum(x * lax.fori_loop(0, 3, lambda i, c: c + 1.0, 0.0))), [f32(3)]),
     "jvp_while": (lambda x: jax.jvp(lambda v: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 1.5), (0, v))[1], (x,), (x,)),
                   [f32(3)]),
+    "custom_vjp": (lambda x: clipped_grad(x) * 2.0, [f32(5)]),
+    "take_clip_fill": (lambda x, i: (jnp.take(x, i, mode="clip"), x.at[i].get(mode="fill", fill_value=-1.0)), [f32(5), np.array([0, 4, 7, -1], np.int32)]),
+    "at_mul_min": (lambda x, i: (x.at[i].multiply(2.0), x.at[i].min(0.0)), [f32(5), i32(5, 3)]),
+    "lax_map": (lambda x: lax.map(lambda r: jnp.sum(r ** 2), x), [f32(4, 3)]),
+    "nested_scan": (lambda x: lax.scan(lambda c, r: (c + lax.scan(lambda d, e: (d * e, d), 1.0, r)[0], c), 0.0, x), [f32(3, 4) * 0.5]),
+    "scan_closure": (lambda w, xs: lax.scan(lambda c, x: (jnp.tanh(w @ c + x), c[0]), jnp.zeros(3), xs), [f32(3, 3) * 0.5, f32(5, 3)]),
+    "fori_dynamic": (lambda x, n: lax.fori_loop(0, n, lambda i, c: c * 0.9 + i, x), [f32(3), np.int32(4)]),
+    "vmap_cond": (jax.vmap(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x)), [f32(6)]),
+    "grad_cond": (jax.grad(lambda x: lax.cond(x > 0, lambda v: v ** 2, lambda v: jnp.log(-v + 1), x)), [np.float32(0.7)]),
+    "argmax_keepdims": (lambda x: jnp.argmax(x, axis=1, keepdims=True), [f32(3, 4)]),
+    "max_pool": (lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (2,), (2,), "VALID"), [f32(8)]),
+    "convolve": (lambda x, k: jnp.convolve(x, k, mode="same"), [f32(8), f32(3)]),
+    "expm1_small": (lambda x: jnp.expm1(x * 1e-6), [f32(5)]),
+    "where_nan_grad": (jax.grad(lambda x: jnp.sum(jnp.where(x > 0, x, 0.0) ** 2)), [f32(6)]),
     "x64_cumsum": (lambda x: jnp.cumsum(x) * 2.0, [f64(5)]),
     "x64_gather": (lambda x, i: x[i] + jnp.arange(3.0), [f64(5), np.array([4, 0, 2], np.int64)]),
 }
