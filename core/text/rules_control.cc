@@ -44,10 +44,10 @@ std::pair<int, int> scan_split(Call& c, const Jaxpr& sub, std::int64_t length) {
   for (int nc = 0; nc <= n; ++nc)
     for (int nk = 0; nc + nk <= n && nk <= nout; ++nk) {
       bool ok = true;
-      for (int i = 0; i < nc + nk && ok; ++i) ok = c.in[i].aval() == body_in(i);
-      for (int k = 0; k < nk && ok; ++k) ok = c.in[nc + k].aval() == c.out[k];
+      for (int i = 0; i < nc + nk && ok; ++i) ok = c.in.at(i).aval() == body_in(i);
+      for (int k = 0; k < nk && ok; ++k) ok = c.in.at(nc + k).aval() == c.out[k];
       for (int i = nc + nk; i < n && ok; ++i) {
-        AVal x = c.in[i].aval();
+        AVal x = c.in.at(i).aval();
         ok = x.ndim() > 0 && x.shape[0] == length;
         if (ok) x.shape.erase(x.shape.begin());
         ok = ok && x == body_in(i);

@@ -102,22 +102,22 @@ std::vector<Array> select_n(Call& c) {
 }
 
 void add_composites(RuleTable& t) {
-  t["square"] = [](Call& c) -> std::vector<Array> { return {lax::mul(c.in[0], c.in[0])}; };
-  t["integer_pow"] = [](Call& c) -> std::vector<Array> { return {integer_pow(c.in[0], c.int_param("y"))}; };
-  t["rsqrt"] = [](Call& c) -> std::vector<Array> { return {lax::div(full_like(c.in[0], 1.0), lax::sqrt(c.in[0]))}; };
+  t["square"] = [](Call& c) -> std::vector<Array> { return {lax::mul(c.in.at(0), c.in.at(0))}; };
+  t["integer_pow"] = [](Call& c) -> std::vector<Array> { return {integer_pow(c.in.at(0), c.int_param("y"))}; };
+  t["rsqrt"] = [](Call& c) -> std::vector<Array> { return {lax::div(full_like(c.in.at(0), 1.0), lax::sqrt(c.in.at(0)))}; };
   t["one_minus_square"] = [](Call& c) -> std::vector<Array> {
-    return {lax::sub(full_like(c.in[0], 1.0), lax::mul(c.in[0], c.in[0]))};
+    return {lax::sub(full_like(c.in.at(0), 1.0), lax::mul(c.in.at(0), c.in.at(0)))};
   };
-  t["logistic"] = [](Call& c) -> std::vector<Array> { return {logistic(c.in[0])}; };
-  t["expm1"] = [](Call& c) -> std::vector<Array> { return {expm1(c.in[0])}; };
-  t["tan"] = [](Call& c) -> std::vector<Array> { return {lax::div(lax::sin(c.in[0]), lax::cos(c.in[0]))}; };
-  t["exp2"] = [](Call& c) -> std::vector<Array> { return {lax::exp(lax::mul(c.in[0], full_like(c.in[0], std::log(2.0))))}; };
+  t["logistic"] = [](Call& c) -> std::vector<Array> { return {logistic(c.in.at(0))}; };
+  t["expm1"] = [](Call& c) -> std::vector<Array> { return {expm1(c.in.at(0))}; };
+  t["tan"] = [](Call& c) -> std::vector<Array> { return {lax::div(lax::sin(c.in.at(0)), lax::cos(c.in.at(0)))}; };
+  t["exp2"] = [](Call& c) -> std::vector<Array> { return {lax::exp(lax::mul(c.in.at(0), full_like(c.in.at(0), std::log(2.0))))}; };
   t["sinh"] = [](Call& c) -> std::vector<Array> {
-    const Array em = expm1(c.in[0]), h = full_like(em, 0.5);
+    const Array em = expm1(c.in.at(0)), h = full_like(em, 0.5);
     return {lax::mul(h, lax::add(em, lax::div(em, lax::add(em, full_like(em, 1.0)))))};
   };
   t["cosh"] = [](Call& c) -> std::vector<Array> {
-    return {lax::mul(full_like(c.in[0], 0.5), lax::add(lax::exp(c.in[0]), lax::exp(lax::neg(c.in[0]))))};
+    return {lax::mul(full_like(c.in.at(0), 0.5), lax::add(lax::exp(c.in.at(0)), lax::exp(lax::neg(c.in.at(0)))))};
   };
   t["clamp"] = [](Call& c) -> std::vector<Array> {  // clamp(lo, x, hi)
     auto v = shaped(c);
@@ -127,7 +127,7 @@ void add_composites(RuleTable& t) {
   t["copy"] = t["copy_p"] = t["optimization_barrier"] = [](Call& c) { return c.in; };
   t["reduce_precision"] = [](Call& c) {  // only the no-op form: the operand's own precision
     const int m = static_cast<int>(c.int_param("mantissa_bits"));
-    if (!((c.in[0].dtype() == DType::float32 && m >= 23) || (c.in[0].dtype() == DType::float64 && m >= 52)))
+    if (!((c.in.at(0).dtype() == DType::float32 && m >= 23) || (c.in.at(0).dtype() == DType::float64 && m >= 52)))
       c.fail(fmt::format("rounding to {} mantissa bits is not supported", m));
     return c.in;
   };

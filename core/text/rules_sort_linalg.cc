@@ -65,7 +65,7 @@ std::vector<Array> sort(Call& c) {
   for (std::size_t o = 0; o < ops.size(); ++o) {
     const Array x = pairs(ops[o], true);
     Array r = lax::reduce_sum(lax::select(hit, x, bcast(scalar(0, x.dtype()), x.shape())), {last});
-    if (c.in[o].dtype() == DType::bool_) r = cast(r, DType::bool_);
+    if (c.in.at(o).dtype() == DType::bool_) r = cast(r, DType::bool_);
     out.push_back(move_back(r, axis));
   }
   (void)n;
@@ -77,7 +77,7 @@ std::vector<Array> sort(Call& c) {
 // holding perm[k] in the order reached so far swaps with row k.
 std::vector<Array> lu(Call& c) {
   auto [a, p, d] = lax::lu(c.in.at(0));
-  if (c.out.size() == 3 && c.out[1].shape.size() + 1 == c.in[0].ndim()) {
+  if (c.out.size() == 3 && c.out[1].shape.size() + 1 == c.in.at(0).ndim()) {
     const std::int64_t n = a.shape().back(), nd = static_cast<std::int64_t>(p.ndim());
     const Array perm = cast(lax::argmax(p, nd - 2), DType::int32);
     Shape row = perm.shape();

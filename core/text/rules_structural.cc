@@ -20,7 +20,7 @@ Rule reduce(Array (*f)(const Array&, Ints)) {
 Rule reduce_bool(Array (*f)(const Array&, Ints)) {
   return [f](Call& c) -> std::vector<Array> {
     if (c.in.at(0).dtype() != DType::bool_) c.fail("only bool operands are supported (bitwise reductions are not)");
-    return {cast(f(cast(c.in[0], DType::int32), c.ints("axes")), DType::bool_)};
+    return {cast(f(cast(c.in.at(0), DType::int32), c.ints("axes")), DType::bool_)};
   };
 }
 
