@@ -173,3 +173,10 @@ TEST(ShapeOps, TriuTril) {
   EXPECT_EQ(np::tril(m).dtype(), DType::float64);
   EXPECT_THROW(np::triu(np::ones({3})), ShapeError);
 }
+
+TEST(ShapeOps, SliceInDimChecksItsAxis) {
+  Array x = np::reshape(np::arange(0, 6, 1, DType::float32), {2, 3});
+  EXPECT_TRUE(all_close(lax::slice_in_dim(x, 1, 3, 1, -1), {1, 2, 4, 5}));  // negative axes count from the end
+  EXPECT_THROW((void)lax::slice_in_dim(x, 0, 1, 1, 2), ShapeError);         // once wrote past its vectors
+  EXPECT_THROW((void)lax::slice_in_dim(x, 0, 1, 1, -3), ShapeError);
+}

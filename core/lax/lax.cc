@@ -1,5 +1,7 @@
 #include "core/lax/lax.h"
 
+#include <fmt/format.h>
+
 #include "core/prim/bind.h"
 
 namespace jx::lax {
@@ -109,6 +111,9 @@ Array slice(const Array& x, std::vector<std::int64_t> start, std::vector<std::in
 }
 
 Array slice_in_dim(const Array& x, std::int64_t start, std::int64_t stop, std::int64_t stride, std::int64_t axis) {
+  const auto nd = static_cast<std::int64_t>(x.ndim());
+  if (axis < -nd || axis >= nd) throw ShapeError(fmt::format("slice_in_dim: axis {} is out of bounds for {}", axis, x.aval().str()));
+  if (axis < 0) axis += nd;
   std::vector<std::int64_t> lo(x.ndim(), 0), hi = x.shape(), st(x.ndim(), 1);
   lo[axis] = start;
   hi[axis] = std::max(start, stop);
