@@ -9,6 +9,7 @@
 #include "core/backends/vulkan/vulkan.h"
 #include "core/jx.h"
 #include "cli/bench_scaling.h"
+#include "cli/bisect.h"
 #include "cli/check.h"
 #include "cli/export.h"
 #include "cli/lab_commands.h"
@@ -216,6 +217,14 @@ int main(int argc, char** argv) {
   ex->add_option("--out", export_out, "output folder (default ./exported)");
   ex->add_option("--scenarios", scenarios_dir, "directory of scenario files");
   ex->callback([&] { rc = jx::lab::cmd_export(export_ids, export_all, scenarios_dir, export_out); });
+  std::string bisect_id, bisect_backend;
+  bool bisect_json = false;
+  auto* bi = app.add_subcommand("bisect", "the smallest set of replay switches behind each profile's failure of a scenario, and the version where it stops");
+  bi->add_option("id", bisect_id, "scenario id (e.g. buffer-limit-kalman)")->required();
+  bi->add_option("--backend", bisect_backend, "backend (default: the scenario's first)");
+  bi->add_flag("--json", bisect_json, "print JSON instead of the table");
+  bi->add_option("--scenarios", scenarios_dir, "directory of scenario files");
+  bi->callback([&] { rc = jx::lab::cmd_bisect(bisect_id, scenarios_dir, bisect_backend, bisect_json); });
   jx::lab::StressArgs st;
   auto* stress = app.add_subcommand("stress", "stress runs");
   stress->require_subcommand(1);

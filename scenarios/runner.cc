@@ -214,7 +214,24 @@ void check_memory(const MemoryExpect& m, const Point& p, std::vector<std::string
     fails.push_back(fmt::format("memory: jit cache entries {} at call {} and {} at the last, expected growth", ent[k], k + 1, ent.back()));
 }
 
+}  // namespace
+
+replay::Policy policy_of(const std::string& profile) {
+  if (profile.rfind(kSwitchesPrefix, 0) != 0) return replay::profile(profile).policy;
+  replay::Policy p;
+  std::string rest = profile.substr(std::string(kSwitchesPrefix).size());
+  for (std::size_t at = 0; at < rest.size();) {
+    const std::size_t comma = std::min(rest.find(',', at), rest.size());
+    p = replay::with_switch(p, rest.substr(at, comma - at), true);
+    at = comma + 1;
+  }
+  return p;
+}
+
+namespace {
+
 CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend_name) {
+  if (c.profile.rfind(kSwitchesPrefix, 0) != 0) (void)replay::profile(c.profile);  // an unknown name fails here
   CaseResult r{s.id, s.title, s.file, backend_name, c.profile, "pass", {}, "", json::object(), 0};
   try {
     (void)backend(backend_name);
@@ -227,7 +244,7 @@ CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend
   const Expect& x = c.expect;
   std::vector<Point> pts;
   try {
-    replay::Scope policy(replay::profile(c.profile).policy);
+    replay::Scope policy(policy_of(c.profile));
     DefaultDeviceScope device(backend_name);
     const std::string prev_limits = backend_name == "vulkan" ? vulkan::limits() : "";
     if (backend_name == "vulkan") vulkan::set_limits(s.limits);
@@ -296,7 +313,7 @@ CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend
   if (x.submits) check_count("submits", *x.submits, pts, true, fails);
   r.status = fails.empty() ? "pass" : "fail";
   for (const Point& p : pts) r.measured["points"].push_back(point_json(p));
-  r.measured["policy"] = replay::profile(c.profile).policy.switches();
+  r.measured["policy"] = policy_of(c.profile).switches();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.measured["seconds"] = r.seconds;
   return r;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/replay/policy.h"
 #include "scenarios/scenario.h"
 
 namespace jx::lab {
@@ -19,6 +20,11 @@ struct CaseResult {
   double seconds = 0;
   std::string name() const { return scenario + "/" + backend + "/" + profile; }
 };
+
+// A case's profile: a named replay profile, or "switches:a,b" (exactly these switches on; "switches:"
+// is current), which `jxlab bisect` uses to try subsets of a profile's switches.
+inline constexpr const char* kSwitchesPrefix = "switches:";
+replay::Policy policy_of(const std::string& profile);
 
 struct RunOptions {
   std::string backend;  // only this backend ("" all of the scenario's)
