@@ -53,7 +53,7 @@ Array literal_array(const Atom& a) {
   AVal av{a.dtype, {}};
   std::vector<std::byte> raw(av.bytes());
   visit_dtype(a.dtype, [&]<class T>() {
-    const T v = static_cast<T>(a.value);
+    const T v = a.dtype == DType::bool_ ? static_cast<T>(a.value != 0) : static_cast<T>(a.value);
     std::memcpy(raw.data(), &v, sizeof(T));
   });
   return array_from_bytes(raw, av);

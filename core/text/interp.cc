@@ -60,6 +60,9 @@ Array literal(const Atom& a, DType d, const std::string& where) {
   const double v = literal_value(a, where);
   if (d == DType::int32 && (v != std::floor(v) || std::fabs(v) > 2147483647.0))
     throw ParseError(fmt::format("{}: literal {} does not fit int32", where, a.text));
+  if (d == DType::bool_ && v != 0 && v != 1) throw ParseError(fmt::format("{}: literal {} is not a bool (True or False)", where, a.text));
+  if (d == DType::float32 && std::isfinite(v) && std::fabs(v) > 3.4028234663852886e38)
+    throw ParseError(fmt::format("{}: literal {} does not fit float32", where, a.text));
   return literal_array(jx::Atom::lit(v, d));
 }
 
