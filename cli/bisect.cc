@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "cli/lab_commands.h"
 #include "core/replay/policy.h"
@@ -17,11 +18,17 @@ namespace {
 
 using nlohmann::json;
 
+// An error (type, message), or — a failure of the dispatch kind — the scan paths taken.
 struct Outcome {
   bool failed = false;
   std::string type, message;
-  std::string key() const { return failed ? type + ": " + std::regex_replace(message, std::regex("[0-9]+"), "#") : "pass"; }
-  std::string text() const { return failed ? fmt::format("{}: {}", type, message) : "no error"; }
+  std::set<std::string> paths;
+  std::string key() const {
+    return failed ? type + ": " + std::regex_replace(message, std::regex("[0-9]+"), "#") : fmt::format("no error; scan paths {}", fmt::join(paths, ","));
+  }
+  std::string text() const {
+    return failed ? fmt::format("{}: {}", type, message) : paths.empty() ? "no error" : fmt::format("no error, scan paths {}", fmt::join(paths, ", "));
+  }
 };
 
 Outcome run_under(const Scenario& s, const std::string& backend, const std::string& profile) {
@@ -31,6 +38,8 @@ Outcome run_under(const Scenario& s, const std::string& backend, const std::stri
   const CaseResult r = run_scenario(one, {}).at(0);
   if (r.status == "skipped") throw UsageError(fmt::format("jxlab bisect: backend {} is not available: {}", backend, r.skip_reason));
   Outcome o;
+  for (const json& p : r.measured["points"])
+    for (const json& sp : p["scan_paths"]) o.paths.insert(sp.get<std::string>());
   for (const json& p : r.measured["points"])
     if (p.contains("error")) {
       o.failed = true;
@@ -72,10 +81,11 @@ int cmd_bisect(const std::string& id, const std::string& dir, const std::string&
     if (c.profile != "current" && std::find(rows.begin(), rows.end(), c.profile) == rows.end()) rows.push_back(c.profile);
   rows.push_back("current");
   const Outcome current = run_under(s, backend, "current");
-  // the scenario's own failure: its first case that expects an error
+  // the scenario's own failure: its first case other than current (an error, or other scan paths)
   Outcome documented;
+  bool has_documented = false;
   for (const Case& c : s.cases)
-    if (c.expect.error && !documented.failed) documented = run_under(s, backend, c.profile);
+    if (c.profile != "current" && !has_documented) documented = run_under(s, backend, c.profile), has_documented = true;
   json out = {{"scenario", s.id}, {"backend", backend}, {"transform", s.transform}, {"rows", json::array()}};
   int runs = 1;
   std::string stops_at;
@@ -85,15 +95,15 @@ int cmd_bisect(const std::string& id, const std::string& dir, const std::string&
     const Outcome o = name == "current" ? current : run_under(s, backend, name);
     ++runs;
     std::vector<std::string> minimal;
-    if (o.failed && o.key() != current.key()) minimal = smallest_set(s, backend, prof.policy.switches(), o, runs);
+    if (o.key() != current.key()) minimal = smallest_set(s, backend, prof.policy.switches(), o, runs);
     if (prof.historical || name == "current") {
-      if (documented.failed && o.key() == documented.key()) seen = true;
+      if (has_documented && o.key() == documented.key()) seen = true;
       else if (seen && stops_at.empty()) stops_at = name;
     }
     out["rows"].push_back({{"profile", name}, {"switches", prof.policy.switches()}, {"failed", o.failed}, {"type", o.type},
-                           {"message", o.message}, {"smallest_switch_set", minimal}});
+                           {"message", o.message}, {"scan_paths", o.paths}, {"outcome", o.text()}, {"smallest_switch_set", minimal}});
   }
-  out["failure"] = documented.failed ? documented.text() : "";
+  out["failure"] = has_documented ? documented.text() : "";
   out["stops_at"] = stops_at;
   out["runs"] = runs;
   if (as_json) {
@@ -106,10 +116,10 @@ int cmd_bisect(const std::string& id, const std::string& dir, const std::string&
     const auto sw = r["switches"].get<std::vector<std::string>>();
     const auto mn = r["smallest_switch_set"].get<std::vector<std::string>>();
     fmt::print("| {} | {} | {} | {} |\n", r["profile"].get<std::string>(), sw.empty() ? "-" : fmt::format("{}", fmt::join(sw, ", ")),
-               r["failed"].get<bool>() ? fmt::format("{}: {}", r["type"].get<std::string>(), r["message"].get<std::string>()) : "no error",
+               r["outcome"].get<std::string>(),
                mn.empty() ? "-" : fmt::format("{}", fmt::join(mn, " + ")));
   }
-  if (documented.failed)
+  if (has_documented)
     fmt::print("\nThe scenario's failure ({}) {}.\n", documented.text(),
                stops_at.empty() ? (seen ? "never stops across the version profiles" : "does not occur under a version profile")
                                 : fmt::format("stops at {}", stops_at));

@@ -12,6 +12,7 @@
 #include "cli/bisect.h"
 #include "cli/check.h"
 #include "cli/export.h"
+#include "cli/reduce.h"
 #include "cli/lab_commands.h"
 #include "scenarios/soak.h"
 #include "scenarios/scenario.h"
@@ -217,6 +218,17 @@ int main(int argc, char** argv) {
   ex->add_option("--out", export_out, "output folder (default ./exported)");
   ex->add_option("--scenarios", scenarios_dir, "directory of scenario files");
   ex->callback([&] { rc = jx::lab::cmd_export(export_ids, export_all, scenarios_dir, export_out); });
+  jx::lab::ReduceArgs rd;
+  rd.scenarios = scenarios_dir;
+  auto* re = app.add_subcommand("reduce", "shrink a failing scenario case to the smallest program that still fails the same way");
+  re->add_option("case", rd.target, "scenario id or scenario file")->required();
+  re->add_option("--out", rd.out, "folder for the reduced scenario and its program")->required();
+  re->add_option("--backend", rd.backend, "backend (default: the scenario's first)");
+  re->add_option("--profile", rd.profile, "the case's replay profile (default: its first case that expects an error)");
+  re->add_option("--transform", rd.transform, "transform to start from (default: the scenario's)");
+  re->add_option("--max-seconds", rd.max_seconds, "time bound (default 120)")->check(CLI::PositiveNumber);
+  re->add_option("--scenarios", rd.scenarios, "directory of scenario files");
+  re->callback([&] { rc = jx::lab::cmd_reduce(rd); });
   std::string bisect_id, bisect_backend;
   bool bisect_json = false;
   auto* bi = app.add_subcommand("bisect", "the smallest set of replay switches behind each profile's failure of a scenario, and the version where it stops");

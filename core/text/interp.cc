@@ -101,6 +101,8 @@ std::vector<Array> Interp::eval(const Jaxpr& j, const std::vector<Array>& args) 
       c.fail(err.what());
     } catch (const std::out_of_range& err) {  // a rule's .at() on a dimension the parameters name
       c.fail(fmt::format("a parameter names a dimension or operand that does not exist ({})", err.what()));
+    } catch (const std::invalid_argument& err) {  // std::stod / stoll of a parameter that is no number
+      c.fail(fmt::format("a parameter that must be a number is not one ({})", err.what()));
     }
     if (r.size() != e.outs.size()) c.fail(fmt::format("gives {} results, the text declares {}", r.size(), e.outs.size()));
     for (std::size_t i = 0; i < r.size(); ++i) {

@@ -1,0 +1,352 @@
+// jxlab reduce: delta debugging of a failing case's program (C-Reduce's greedy fixpoint). The
+// failure kept is the case's exception type and message (its scenario's regex when it has one,
+// else the observed message with numbers masked). Each candidate runs in its own jxlab process
+// (`jxlab run` on a one-case scenario in a scratch folder) with a time limit, so a candidate that
+// crashes or hangs is a rejected candidate, not the reducer's own crash. Moves, repeated until
+// none applies or time runs out: drop the transform (jit(value_and_grad) -> value_and_grad ->
+// jit -> eager), delete an equation (its used outputs become inputs of the same type; dead
+// equations go), make an input a constant (ones), drop unused inputs, keep a single output.
+// Every accepted move lowers (equations that read a variable, inputs, outputs): a fixpoint.
+#include "cli/reduce.h"
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/lab_commands.h"
+#include "core/text/load.h"
+#include "repros/program.h"
+#include "scenarios/scenario.h"
+
+namespace jx::lab {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// What a candidate must still do: throw (type, message regex), or, for a dispatch-kind failure
+// (type "scan_path"), take a scan path matching the regex.
+struct Failure {
+  std::string type, regex;
+  bool matches(const std::string& t, const std::string& m) const {
+    return t == type && (scan_path() ? m == regex : std::regex_search(m, std::regex(regex)));
+  }
+  bool scan_path() const { return type == "scan_path"; }  // regex then holds the path's name
+};
+
+// A candidate: the program, and the transform it runs under.
+struct Candidate {
+  Jaxpr jaxpr;
+  std::string transform;
+};
+
+std::string masked(const std::string& m) {  // a regex of the message, numbers free
+  std::string r = "^";
+  for (char c : m) {
+    if (std::isdigit(static_cast<unsigned char>(c))) {
+      if (r.size() < 6 || r.substr(r.size() - 6) != "[0-9]+") r += "[0-9]+";
+    } else if (std::string("\\^$.|?*+()[]{}").find(c) != std::string::npos) {
+      r += std::string("\\") + c;
+    } else {
+      r += c;
+    }
+  }
+  return r + "$";
+}
+
+bool used_after(const Jaxpr& j, int var, std::size_t from) {
+  for (std::size_t k = from; k < j.eqns.size(); ++k)
+    for (const jx::Atom& a : j.eqns[k].in)
+      if (!a.is_literal() && a.var == var) return true;
+  for (const jx::Atom& a : j.outs)
+    if (!a.is_literal() && a.var == var) return true;
+  return false;
+}
+
+// Equations none of whose outputs is read go (the runtime's primitives have no side effects).
+void drop_dead(Jaxpr& j) {
+  for (std::size_t i = j.eqns.size(); i-- > 0;) {
+    bool live = false;
+    for (int o : j.eqns[i].out) live = live || used_after(j, o, i + 1);
+    if (!live) j.eqns.erase(j.eqns.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+// Equation i deleted: its outputs that something reads become inputs of the same type.
+Jaxpr without_eqn(const Jaxpr& j, std::size_t i) {
+  Jaxpr k = j;
+  for (int o : k.eqns[i].out)
+    if (used_after(k, o, i + 1)) k.invars.push_back(o);
+  k.eqns.erase(k.eqns.begin() + static_cast<std::ptrdiff_t>(i));
+  drop_dead(k);
+  return k;
+}
+
+// Input k replaced by a constant (ones of its type, made by a broadcast equation at the front).
+Jaxpr input_as_constant(const Jaxpr& j, std::size_t k) {
+  Jaxpr c = j;
+  const int v = c.invars.at(k);
+  const AVal a = c.avals[v];
+  c.invars.erase(c.invars.begin() + static_cast<std::ptrdiff_t>(k));
+  Eqn e;
+  e.prim = Prim::broadcast_in_dim;
+  e.params.shape = a.shape;
+  e.in = {jx::Atom::lit(a.dtype == DType::bool_ ? 1.0 : 1.0, a.dtype)};
+  e.out = {v};
+  c.eqns.insert(c.eqns.begin(), e);
+  drop_dead(c);
+  return c;
+}
+
+// Equations that read a variable (constants, equations of literals only, are counted apart), and
+// all of them with the bodies of control primitives.
+std::size_t count_eqns(const Jaxpr& j) {
+  std::size_t n = 0;
+  for (const Eqn& e : j.eqns) n += !std::all_of(e.in.begin(), e.in.end(), [](const jx::Atom& a) { return a.is_literal(); });
+  return n;
+}
+std::size_t count_all(const Jaxpr& j) {
+  std::size_t n = j.eqns.size();
+  for (const Eqn& e : j.eqns)
+    for (const auto* sub : {&e.params.body, &e.params.tangent_of, &e.params.cond}) {
+      if (!*sub) continue;
+      const std::string t = (*sub)->str();  // the printed body: one equation per " = " binding
+      for (std::size_t at = t.find(" = "); at != std::string::npos; at = t.find(" = ", at + 3)) ++n;
+    }
+  return n;
+}
+
+class Reducer {
+ public:
+  Reducer(const Scenario& base, std::string profile, std::vector<text::Tensor> consts, Failure f, double seconds)
+      : base_(base), profile_(std::move(profile)), consts_(std::move(consts)), failure_(std::move(f)),
+        deadline_(Clock::now() + std::chrono::milliseconds(static_cast<long long>(seconds * 1000))) {
+    work_ = fs::temp_directory_path() / fmt::format("jxlab-reduce-{}", getpid());
+    fs::create_directories(work_ / "programs");
+  }
+  ~Reducer() {  // JX_REDUCE_KEEP=1 keeps the scratch folder (the last candidate) for a look
+    std::error_code ec;
+    if (const char* k = std::getenv("JX_REDUCE_KEEP"); !(k && std::string(k) == "1")) fs::remove_all(work_, ec);
+  }
+  bool out_of_time() const { return Clock::now() > deadline_; }
+  // JS clients dispose their handles (`using`): a disposal failure needs the program run so
+  void dispose_intermediates() { inputs_["dispose_intermediates"] = true; }
+  bool disposes() const { return inputs_.contains("dispose_intermediates"); }
+  int runs() const { return runs_; }
+
+  // Writes the candidate as a program case and a one-case scenario under `dir`.
+  void write(const Candidate& c, const fs::path& dir, const std::string& id, bool with_current) const {
+    fs::create_directories(dir / "programs");
+    json prog = {{"name", id}, {"jaxpr", c.jaxpr.str()}};
+    if (!consts_.empty()) {
+      prog["consts"] = json::array();
+      for (const auto& t : consts_) prog["consts"].push_back(json::parse(text::tensor_json(t)));
+    }
+    std::ofstream(dir / "programs" / (id + ".json")) << prog.dump(1) << "\n";
+    const json keep = failure_.scan_path() ? json{{"scan_paths", json::array({failure_.regex})}}
+                                           : json{{"error", {{"type", failure_.type}, {"message", failure_.regex}}}};
+    json cases = json::array({{{"profile", profile_}, {"expect", keep}}});
+    if (with_current) cases.push_back({{"profile", "current"}, {"expect", {{"leaked_slots", 0}}}});
+    json s = {{"id", id}, {"title", fmt::format("{} (reduced)", base_.title)}, {"source", fmt::format("jxlab reduce {}", base_.id)},
+              {"description", fmt::format("Reduced by jxlab reduce from scenario {} ({}): the smallest program found that still fails "
+                                          "under {} on {} the same way.", base_.id, base_.file, profile_, base_.backends.at(0))},
+              {"workload", {{"program", "programs/" + id + ".json"}, {"inputs", inputs_}}}, {"transform", c.transform},
+              {"backends", base_.backends}, {"limits", base_.limits}, {"cases", cases}};
+    std::ofstream(dir / (id + ".json")) << s.dump(2) << "\n";
+  }
+
+  // Runs the candidate in a child jxlab; true when it fails as the case does.
+  // (the baseline check runs without the time bound: a bound too short to run the case once
+  // must not make the case look as if it did not fail)
+  bool keeps_failure(const Candidate& c, bool bounded = true) {
+    ++runs_;
+    fs::remove_all(work_ / "r");
+    write(c, work_, "cand", false);
+    const std::string exe = fs::read_symlink("/proc/self/exe").string();
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int devnull = ::open("/dev/null", O_WRONLY);
+      if (devnull >= 0) dup2(devnull, 1), dup2(devnull, 2);
+      execl(exe.c_str(), exe.c_str(), "run", "cand", "--scenarios", work_.c_str(), "--report", (work_ / "r").c_str(), nullptr);
+      _exit(127);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, WNOHANG) == 0) {
+      if (bounded && out_of_time()) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        return false;
+      }
+      usleep(20000);
+    }
+    std::ifstream in(work_ / "r" / "report.json");
+    if (!in) return false;  // crashed before its report: a rejected candidate
+    const json r = json::parse(in, nullptr, false);
+    if (r.is_discarded() || r["results"].empty()) return false;
+    for (const json& p : r["results"][0]["measured"]["points"]) {
+      if (failure_.scan_path() && !p.contains("error"))
+        for (const json& sp : p["scan_paths"])
+          if (failure_.matches("scan_path", sp.get<std::string>())) return true;
+      if (p.contains("error") && failure_.matches(p["error"]["type"].get<std::string>(), p["error"]["message"].get<std::string>())) return true;
+    }
+    return false;
+  }
+
+ private:
+  const Scenario& base_;
+  std::string profile_;
+  std::vector<text::Tensor> consts_;
+  Failure failure_;
+  Clock::time_point deadline_;
+  fs::path work_;
+  int runs_ = 0;
+  json inputs_ = {{"seed", 0}};
+};
+
+// The case to reduce: the scenario, its program (exported when compiled in) and the failure.
+struct Start {
+  Scenario scenario;
+  text::CaseFile program;
+  std::string profile;
+  Failure failure;
+};
+
+Start start_of(const ReduceArgs& a) {
+  Start st;
+  if (fs::exists(a.target) && fs::path(a.target).extension() == ".json") st.scenario = load_scenario(a.target);
+  else {
+    const auto all = load_scenarios(a.scenarios);
+    auto it = std::find_if(all.begin(), all.end(), [&](const Scenario& s) { return s.id == a.target; });
+    if (it == all.end()) throw UsageError(fmt::format("jxlab reduce: '{}' is neither a scenario id in {} nor a scenario file", a.target, a.scenarios));
+    st.scenario = *it;
+  }
+  Scenario& s = st.scenario;
+  if (!a.backend.empty()) s.backends = {a.backend};
+  s.backends.resize(1);
+  if (!a.transform.empty()) s.transform = a.transform;
+  const Case* chosen = nullptr;
+  // the failure: an expected error, or the scan path of a replay half that expects one
+  auto failing = [](const Case& c) { return c.expect.error.has_value() || (c.profile != "current" && c.expect.scan_paths.size() == 1); };
+  for (const Case& c : s.cases)
+    if ((a.profile.empty() ? failing(c) : c.profile == a.profile) && !chosen) chosen = &c;
+  if (!chosen || !failing(*chosen))
+    throw UsageError(fmt::format("jxlab reduce: scenario {} has no case {}that expects an error or a single scan path", s.id,
+                                 a.profile.empty() ? "" : "under " + a.profile + " "));
+  st.profile = chosen->profile;
+  if (chosen->expect.error) st.failure = {chosen->expect.error->type, chosen->expect.error->message.empty() ? ".*" : chosen->expect.error->message};
+  else st.failure = {"scan_path", chosen->expect.scan_paths[0]};
+  if (s.program.empty()) {
+    json params = s.params;
+    if (!s.sweep_key.empty()) params[s.sweep_key] = s.sweep_values.front();
+    const json c = export_workload(s.workload, params, s.id);
+    const fs::path tmp = fs::temp_directory_path() / fmt::format("jxlab-reduce-start-{}.json", getpid());
+    std::ofstream(tmp) << c.dump();
+    st.program = text::read_case_file(tmp);
+    fs::remove(tmp);
+  } else {
+    st.program = text::read_case_file(s.program);
+    json values = st.program.params;
+    for (auto it = s.params.begin(); it != s.params.end(); ++it) values[it.key()] = it.value();
+    if (!s.sweep_key.empty()) values[s.sweep_key] = s.sweep_values.front();
+    st.program.jaxpr = text::substitute(st.program.jaxpr_template, values);
+  }
+  return st;
+}
+
+}  // namespace
+
+int cmd_reduce(const ReduceArgs& a) {
+  if (a.out.empty()) throw UsageError("jxlab reduce: --out DIR is required");
+  Start st = start_of(a);
+  const Scenario& s = st.scenario;
+  const text::Program p = text::load_program(st.program.jaxpr, s.id);
+  Candidate best{p.jaxpr, s.transform};
+  if (st.failure.type.empty()) throw UsageError(fmt::format("jxlab reduce: the case {} of {} names no error type to keep", st.profile, s.id));
+  Reducer r(s, st.profile, st.program.consts, st.failure, a.max_seconds);
+  const auto t0 = Clock::now();
+  if (!r.keeps_failure(best, false) && !(r.dispose_intermediates(), r.keeps_failure(best, false)))
+    throw Error(fmt::format("jxlab reduce: the program of {} does not fail with {} /{}/ under {} on {} (as a program, with generated inputs)",
+                            s.id, st.failure.type, st.failure.regex, st.profile, s.backends[0]));
+  const std::size_t before = count_eqns(best.jaxpr), before_all = count_all(best.jaxpr);
+  std::vector<std::string> moves;
+  for (bool changed = true; changed && !r.out_of_time();) {
+    changed = false;
+    for (const char* t : {"eager", "jit", "value_and_grad"}) {  // the simplest transform that still fails
+      if (best.transform == t || r.out_of_time()) break;
+      Candidate c{best.jaxpr, t};
+      if (r.keeps_failure(c)) {
+        moves.push_back(fmt::format("transform {} -> {}", best.transform, t));
+        best = c, changed = true;
+        break;
+      }
+    }
+    for (std::size_t i = best.jaxpr.eqns.size(); i-- > 0 && !r.out_of_time();) {
+      if (i >= best.jaxpr.eqns.size()) continue;
+      // an equation of literals only is a constant (what "input as a constant" makes): deleting
+      // it would turn it back into an input, and the two moves would undo each other forever
+      const auto& in = best.jaxpr.eqns[i].in;
+      if (std::all_of(in.begin(), in.end(), [](const jx::Atom& a) { return a.is_literal(); })) continue;
+      Candidate c{without_eqn(best.jaxpr, i), best.transform};
+      if (c.jaxpr.eqns.size() == best.jaxpr.eqns.size()) continue;
+      if (r.keeps_failure(c)) {
+        moves.push_back(fmt::format("delete {} ({} -> {} equations)", prim_name(best.jaxpr.eqns[i].prim), best.jaxpr.eqns.size(), c.jaxpr.eqns.size()));
+        best = c, changed = true;
+      }
+    }
+    for (std::size_t k = best.jaxpr.invars.size(); k-- > 0 && !r.out_of_time();) {  // an input as a constant
+      if (k >= best.jaxpr.invars.size() || best.jaxpr.invars.size() < 2) continue;
+      Candidate c{input_as_constant(best.jaxpr, k), best.transform};
+      if (r.keeps_failure(c)) {
+        moves.push_back(fmt::format("input {} as a constant", k));
+        best = c, changed = true;
+      }
+    }
+    {  // inputs nothing reads
+      Candidate c = best;
+      std::vector<int> kept;
+      for (int v : c.jaxpr.invars)
+        if (used_after(c.jaxpr, v, 0)) kept.push_back(v);
+      if (kept.size() < c.jaxpr.invars.size() && !r.out_of_time()) {
+        c.jaxpr.invars = kept;
+        if (r.keeps_failure(c)) {
+          moves.push_back(fmt::format("drop {} unused inputs", best.jaxpr.invars.size() - kept.size()));
+          best = c, changed = true;
+        }
+      }
+    }
+    for (std::size_t o = 0; best.jaxpr.outs.size() > 1 && o < best.jaxpr.outs.size() && !r.out_of_time(); ++o) {
+      Candidate c = best;
+      c.jaxpr.outs = {best.jaxpr.outs[o]};
+      drop_dead(c.jaxpr);
+      if (r.keeps_failure(c)) {
+        moves.push_back(fmt::format("keep output {} of {}", o, best.jaxpr.outs.size()));
+        best = c, changed = true;
+        break;
+      }
+    }
+  }
+  const std::string id = s.id + "-reduced";
+  bool with_current = false;
+  for (const Case& c : s.cases) with_current = with_current || c.profile == "current";
+  r.write(best, a.out, id, with_current);
+  const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+  fmt::print("{}: equations {} -> {} ({} -> {} with constants and bodies) in {} runs, {:.1f} s{}\n", s.id, before, count_eqns(best.jaxpr),
+             before_all, count_all(best.jaxpr), r.runs(), secs, r.out_of_time() ? " (stopped at --max-seconds)" : "");
+  if (r.disposes()) fmt::print("  (run with dispose_intermediates: the failure needs the handles disposed, as the client did)\n");
+  for (const auto& m : moves) fmt::print("  {}\n", m);
+  fmt::print("wrote {} and {}; check it with: jxlab run {} --scenarios {}\n", (fs::path(a.out) / (id + ".json")).string(),
+             (fs::path(a.out) / "programs" / (id + ".json")).string(), id, a.out);
+  return 0;
+}
+
+}  // namespace jx::lab

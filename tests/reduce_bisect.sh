@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# jxlab bisect and jxlab reduce on the documented failures and on planted ones.
+# Usage: reduce_bisect.sh JXLAB SCENARIOS_DIR
+JXLAB=$1
+SC=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/cli_expect.sh"
+# bisect names each documented failure's switch
+row() {  # row ID BACKEND PROFILE SWITCH: that profile's row names SWITCH as the smallest set
+  if expect 0 "bisect $1 on $2" "" "$JXLAB" bisect "$1" --backend "$2" --scenarios "$SC"; then
+    grep -Eq "^\| $3 \|.*\| $4 \|$" "$T/out" && ok "bisect $1: $3 -> $4" || no "bisect $1: no row '$3 ... $4' in: $(cat "$T/out")"
+  fi
+}
+row buffer-limit-kalman vulkan 'v0\.7\.1' ignore_buffer_budget
+row buffer-limit-kalman vulkan 'v0\.7\.2' strict_concat_transpose
+row buffer-limit vulkan fusion-ignores-budget ignore_buffer_budget
+row concat-vjp cpu strict-concat-transpose strict_concat_transpose
+row tracer-disposal cpu borrowed-residuals borrowed_residuals
+row scan-dispatch-c vulkan no-workgroup-fusion no_workgroup_scan_fusion
+if expect 0 "bisect --json" "" "$JXLAB" bisect buffer-limit-kalman --backend vulkan --json --scenarios "$SC"; then
+  grep -q '"stops_at": "v0.7.2"' "$T/out" && ok "bisect --json: stops_at v0.7.2" || no "bisect --json: $(head -c 300 "$T/out")"
+fi
+expect_ok 2 "bisect of an unknown scenario" "no scenario" "$JXLAB" bisect no-such --scenarios "$SC"
+# reduce: the buffer-limit loss to a few equations that still need 9 buffers (the limit + 1)
+if expect 0 "reduce buffer-limit" "" "$JXLAB" reduce buffer-limit --backend vulkan --profile fusion-ignores-budget --out "$T/a" --scenarios "$SC"; then
+  n=$(grep -o 'equations [0-9]* -> [0-9]*' "$T/out" | grep -o '[0-9]*$')
+  [ -n "$n" ] && [ "$n" -le 12 ] && ok "reduce buffer-limit: $(grep -o 'equations [0-9]* -> [0-9]*' "$T/out")" || no "reduce buffer-limit: $(head -3 "$T/out")"
+  if expect 0 "the reduced scenario runs: the replay half fails as documented, current passes" "" "$JXLAB" run buffer-limit-reduced --scenarios "$T/a" --report "$T/ar"; then
+    grep -q 'Too many buffers (9) for WebGPU pipeline (max: 8)' "$T/ar/report.json" && ok "reduced: exactly limit + 1 buffers" || no "reduced: not 9 buffers"
+  fi
+  # deterministic: the same case reduces to the same files
+  expect 0 "reduce again" "" "$JXLAB" reduce buffer-limit --backend vulkan --profile fusion-ignores-budget --out "$T/b" --scenarios "$SC" &&
+    { diff -r "$T/a" "$T/b" > /dev/null && ok "reduce is deterministic" || no "reduce: two runs differ"; }
+fi
+# a planted failure: one concatenate with a constant among 200 elementwise equations, under
+# strict-concat-transpose, reduces to it
+mkdir -p "$T/p/programs"
+{
+  printf '{"jaxpr": "{ lambda ; a:f32[3]. let\\n'
+  prev=a
+  for i in $(seq 1 100); do printf '    v%d:f32[3] = sin %s\\n    w%d:f32[3] = mul v%d 0.5:f32[]\\n' $i $prev $i $i; prev=w$i; done
+  printf '    k:f32[2] = broadcast_in_dim[shape=(2,) broadcast_dimensions=()] 1.0:f32[]\\n'
+  printf '    c:f32[5] = concatenate[dimension=0] k %s\\n    s:f32[] = reduce_sum[axes=(0,)] c\\n  in (s,) }"}\n' $prev
+} > "$T/p/programs/planted.json"
+cat > "$T/p/planted.json" <<'JSON'
+{"id": "planted", "title": "planted", "source": "reduce_bisect.sh", "workload": {"program": "programs/planted.json", "inputs": {"seed": 0}},
+ "transform": "value_and_grad", "backends": ["cpu"],
+ "cases": [{"profile": "strict-concat-transpose", "expect": {"error": {"type": "NonlinearError", "message": "concatenate"}}},
+           {"profile": "current", "expect": {"leaked_slots": 0}}]}
+JSON
+if expect 0 "reduce a planted failure" "" "$JXLAB" reduce planted --out "$T/pr" --scenarios "$T/p"; then
+  n=$(grep -o 'equations [0-9]* -> [0-9]*' "$T/out" | grep -o '[0-9]*$')
+  grep -q "concatenate" "$T/pr/programs/planted-reduced.json" && [ "$n" -le 4 ] && ok "planted: $(grep -o 'equations [0-9]* -> [0-9]*' "$T/out"), concatenate kept" ||
+    no "planted: $(head -2 "$T/out")"
+  expect_ok 0 "the reduced planted scenario passes" "" "$JXLAB" run planted-reduced --scenarios "$T/pr"
+fi
+# the time bound: stops, says so, writes what it has
+if expect 0 "reduce under --max-seconds 1" "" "$JXLAB" reduce buffer-limit --backend vulkan --out "$T/pt" --scenarios "$SC" --max-seconds 1; then
+  grep -q "stopped at --max-seconds" "$T/out" && [ -f "$T/pt/buffer-limit-reduced.json" ] && ok "time bound" || no "time bound: $(head -2 "$T/out")"
+fi
+expect_ok 2 "reduce a case without an error to keep" "no case" "$JXLAB" reduce isnan-41 --out "$T/x" --scenarios "$SC"
+# a dispatch-kind failure: scan-dispatch-c's host-loop fallback under no-workgroup-fusion
+if expect 0 "reduce scan-dispatch-c (a scan path to keep)" "" "$JXLAB" reduce scan-dispatch-c --out "$T/sd" --scenarios "$SC"; then
+  expect_ok 0 "the reduced scan-dispatch-c scenario passes" "" "$JXLAB" run scan-dispatch-c-reduced --scenarios "$T/sd"
+fi
+[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
