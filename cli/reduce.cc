@@ -169,6 +169,18 @@ class Reducer {
   // (the baseline check runs without the time bound: a bound too short to run the case once
   // must not make the case look as if it did not fail)
   bool keeps_failure(const Candidate& c, bool bounded = true) {
+    for (const json& p : points(c, bounded)) {
+      if (failure_.scan_path() && !p.contains("error"))
+        for (const json& sp : p["scan_paths"])
+          if (failure_.matches("scan_path", sp.get<std::string>())) return true;
+      if (p.contains("error") && failure_.matches(p["error"]["type"].get<std::string>(), p["error"]["message"].get<std::string>())) return true;
+    }
+    return false;
+  }
+  void set_failure(Failure f) { failure_ = std::move(f); }
+
+  // The measured points of the candidate's run ([] when it crashed or ran out of time).
+  json points(const Candidate& c, bool bounded) {
     ++runs_;
     fs::remove_all(work_ / "r");
     write(c, work_, "cand", false);
@@ -185,21 +197,15 @@ class Reducer {
       if (bounded && out_of_time()) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
-        return false;
+        return json::array();
       }
       usleep(20000);
     }
     std::ifstream in(work_ / "r" / "report.json");
-    if (!in) return false;  // crashed before its report: a rejected candidate
+    if (!in) return json::array();  // crashed before its report: a rejected candidate
     const json r = json::parse(in, nullptr, false);
-    if (r.is_discarded() || r["results"].empty()) return false;
-    for (const json& p : r["results"][0]["measured"]["points"]) {
-      if (failure_.scan_path() && !p.contains("error"))
-        for (const json& sp : p["scan_paths"])
-          if (failure_.matches("scan_path", sp.get<std::string>())) return true;
-      if (p.contains("error") && failure_.matches(p["error"]["type"].get<std::string>(), p["error"]["message"].get<std::string>())) return true;
-    }
-    return false;
+    if (r.is_discarded() || r["results"].empty() || !r["results"][0]["measured"].contains("points")) return json::array();
+    return r["results"][0]["measured"]["points"];
   }
 
  private:
@@ -221,7 +227,36 @@ struct Start {
   Failure failure;
 };
 
+// A program case file (.jaxpr, or .json with a "jaxpr"): a one-case scenario around it, on
+// --backend (cpu), under --profile (current) and --transform (eager); the failure is observed.
+bool is_program_file(const std::string& path) {
+  if (!fs::exists(path)) return false;
+  if (fs::path(path).extension() == ".jaxpr") return true;
+  std::ifstream in(path);
+  const json j = json::parse(in, nullptr, false);
+  return j.is_object() && j.contains("jaxpr");
+}
+
+Start program_start(const ReduceArgs& a) {
+  Start st;
+  Scenario& s = st.scenario;
+  s.id = fs::path(a.target).stem().string();  // as a scenario id: lowercase, digits, dashes
+  for (char& ch : s.id) ch = std::isalnum(static_cast<unsigned char>(ch)) ? static_cast<char>(std::tolower(static_cast<unsigned char>(ch))) : '-';
+  s.title = s.id;
+  s.source = a.target;
+  s.file = fs::absolute(a.target).string();
+  s.program = s.file;
+  s.workload = "program:" + s.id;
+  s.backends = {a.backend.empty() ? "cpu" : a.backend};
+  s.transform = a.transform.empty() ? "eager" : a.transform;
+  st.profile = a.profile.empty() ? "current" : a.profile;
+  s.cases = {Case{st.profile, Expect{}}};
+  st.program = text::read_case_file(a.target);
+  return st;
+}
+
 Start start_of(const ReduceArgs& a) {
+  if (is_program_file(a.target)) return program_start(a);
   Start st;
   if (fs::exists(a.target) && fs::path(a.target).extension() == ".json") st.scenario = load_scenario(a.target);
   else {
@@ -271,8 +306,17 @@ int cmd_reduce(const ReduceArgs& a) {
   const Scenario& s = st.scenario;
   const text::Program p = text::load_program(st.program.jaxpr, s.id);
   Candidate best{p.jaxpr, s.transform};
-  if (st.failure.type.empty()) throw UsageError(fmt::format("jxlab reduce: the case {} of {} names no error type to keep", st.profile, s.id));
   Reducer r(s, st.profile, st.program.consts, st.failure, a.max_seconds);
+  if (st.failure.type.empty()) {  // a program case file: the failure is what it does now
+    for (const json& pt : r.points(best, false))
+      if (pt.contains("error") && st.failure.type.empty())
+        st.failure = {pt["error"]["type"].get<std::string>(), masked(pt["error"]["message"].get<std::string>())};
+    if (st.failure.type.empty())
+      throw UsageError(fmt::format("jxlab reduce: {} runs without an error on {} under {} ({}): nothing to keep", a.target, s.backends[0],
+                                   st.profile, s.transform));
+    r.set_failure(st.failure);
+    fmt::print("keeping {}: /{}/\n", st.failure.type, st.failure.regex);
+  }
   const auto t0 = Clock::now();
   if (!r.keeps_failure(best, false) && !(r.dispose_intermediates(), r.keeps_failure(best, false)))
     throw Error(fmt::format("jxlab reduce: the program of {} does not fail with {} /{}/ under {} on {} (as a program, with generated inputs)",

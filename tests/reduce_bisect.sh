@@ -64,4 +64,21 @@ expect_ok 2 "reduce a case without an error to keep" "no case" "$JXLAB" reduce i
 if expect 0 "reduce scan-dispatch-c (a scan path to keep)" "" "$JXLAB" reduce scan-dispatch-c --out "$T/sd" --scenarios "$SC"; then
   expect_ok 0 "the reduced scan-dispatch-c scenario passes" "" "$JXLAB" run scan-dispatch-c-reduced --scenarios "$T/sd"
 fi
+# a program case file (no scenario): the failure it shows now is kept
+cat > "$T/prog_fail.jaxpr" <<'JAXPR'
+{ lambda ; a:f32[4] b:f32[3]. let
+    c:f32[4] = sin a
+    d:f32[4] = mul c 2.0:f32[]
+    e:f32[4] = exp d
+    f:f32[3] = broadcast_in_dim[shape=(3,) broadcast_dimensions=()] 1.0:f32[]
+    g:f32[7] = concatenate[dimension=0] e f
+    h:f32[7] = mul g g
+    i:f32[] = reduce_sum[axes=(0,)] h
+  in (i,) }
+JAXPR
+if expect 0 "reduce a program file" "" "$JXLAB" reduce "$T/prog_fail.jaxpr" --out "$T/pf" --profile strict-concat-transpose --transform value_and_grad; then
+  grep -q "keeping NonlinearError" "$T/out" && ok "program file: the observed failure kept" || no "program file: $(head -2 "$T/out")"
+  expect_ok 0 "the reduced program-file scenario passes" "" "$JXLAB" run prog-fail-reduced --scenarios "$T/pf"
+fi
+expect_ok 2 "reduce a program file that does not fail" "nothing to keep" "$JXLAB" reduce "$T/prog_fail.jaxpr" --out "$T/pf2"
 [ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
