@@ -14,21 +14,6 @@ namespace {
 
 using nlohmann::json;
 
-// Every integer equal to `size` in a type's dims ("f32[100,2]"), a parameter tuple
-// ("shape=(100, 2)") or a length ("length=100") becomes {key}.
-std::string with_placeholder(const std::string& jaxpr, std::int64_t size, const std::string& key) {
-  const std::string n = std::to_string(size), hole = "{" + key + "}";
-  auto numbers = [&](const std::string& group) { return std::regex_replace(group, std::regex("\\b" + n + "\\b"), hole); };
-  std::string out;
-  const std::regex spans("\\[[0-9, ]*\\]|\\([0-9, ]*\\)|length=[0-9]+");
-  std::size_t at = 0;
-  for (auto it = std::sregex_iterator(jaxpr.begin(), jaxpr.end(), spans); it != std::sregex_iterator(); ++it) {
-    out += jaxpr.substr(at, static_cast<std::size_t>(it->position()) - at) + numbers(it->str());
-    at = static_cast<std::size_t>(it->position() + it->length());
-  }
-  return out + jaxpr.substr(at);
-}
-
 void write_atomically(const std::filesystem::path& p, const std::string& text) {
   const auto tmp = p.string() + ".tmp";
   {
@@ -64,7 +49,7 @@ int cmd_export(const std::vector<std::string>& ids, bool all, const std::string&
       continue;
     }
     if (!s.sweep_key.empty()) {
-      c["jaxpr"] = with_placeholder(c["jaxpr"].get<std::string>(), s.sweep_values.front().get<std::int64_t>(), s.sweep_key);
+      c["jaxpr"] = text::with_placeholder(c["jaxpr"].get<std::string>(), s.sweep_values.front().get<std::int64_t>(), s.sweep_key);
       c["params"] = {{s.sweep_key, s.sweep_values.front()}};
     }
     c["source"] = fmt::format("jxlab export {}: workload {} of {}", s.id, s.workload, s.file);

@@ -5,7 +5,8 @@
 // crashes or hangs is a rejected candidate, not the reducer's own crash. Moves, repeated until
 // none applies or time runs out: drop the transform (jit(value_and_grad) -> value_and_grad ->
 // jit -> eager), delete an equation (its used outputs become inputs of the same type; dead
-// equations go), make an input a constant (ones), drop unused inputs, keep a single output.
+// equations go), make an input a constant (ones), shrink a dimension everywhere (to 1, 2 or
+// half; scan lengths too), drop unused inputs, keep a single output.
 // Every accepted move lowers (equations that read a variable, inputs, outputs): a fixpoint.
 #include "cli/reduce.h"
 
@@ -17,13 +18,16 @@
 #include <fmt/ranges.h>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
+#include <set>
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/lab_commands.h"
 #include "core/text/load.h"
+#include "core/trace/control_internal.h"
 #include "repros/program.h"
 #include "scenarios/scenario.h"
 
@@ -106,6 +110,70 @@ Jaxpr input_as_constant(const Jaxpr& j, std::size_t k) {
   c.eqns.insert(c.eqns.begin(), e);
   drop_dead(c);
   return c;
+}
+
+// The dimension sizes of the program's types but not of its constvars (whose values are fixed),
+// largest first.
+std::vector<std::int64_t> sizes_of(const Jaxpr& j) {
+  std::set<std::int64_t> all, fixed;
+  for (int v : j.constvars) fixed.insert(j.avals[v].shape.begin(), j.avals[v].shape.end());
+  for (const AVal& a : j.avals)
+    for (auto d : a.shape)
+      if (d > 1 && !fixed.count(d)) all.insert(d);
+  return std::vector<std::int64_t>(all.rbegin(), all.rend());
+}
+
+// Every dimension n made m (types, shape tuples, scan lengths, in bodies too); nullopt when the
+// text no longer types (a reshape or slice that needs n).
+std::optional<Jaxpr> resized(const Jaxpr& j, std::int64_t n, std::int64_t m) {
+  try {
+    return text::load_program(text::substitute(text::with_placeholder(j.str(), n, "size"), {{"size", m}}), "resized").jaxpr;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+}
+
+// The bodies of a control equation (scan, associative_scan, while's body and cond, cond's
+// branches), to edit in place.
+std::vector<std::shared_ptr<const SubProgram>*> bodies(Eqn& e) {
+  std::vector<std::shared_ptr<const SubProgram>*> v;
+  if (e.params.tangent_of) return v;  // a pair scan's body is derived from its combine: left alone
+  for (auto* s : {&e.params.body, &e.params.cond})
+    if (*s) v.push_back(s);
+  for (auto& b : e.params.branches) v.push_back(&b);
+  return v;
+}
+
+// In body `which` of equation `e`, equation `k` replaced by zeros of its outputs' types (what
+// only it fed then goes); nullopt when that changes nothing or no longer types.
+std::optional<Jaxpr> body_cut(const Jaxpr& j, std::size_t e, std::size_t which, std::size_t k) {
+  Jaxpr out = j;
+  auto subs = bodies(out.eqns[e]);
+  if (which >= subs.size()) return std::nullopt;
+  Jaxpr b = static_cast<const JaxprBody&>(**subs[which]).jaxpr;
+  if (k >= b.eqns.size()) return std::nullopt;
+  const auto& in = b.eqns[k].in;
+  if (std::all_of(in.begin(), in.end(), [](const jx::Atom& a) { return a.is_literal(); })) return std::nullopt;
+  std::vector<Eqn> zeros;
+  for (int o : b.eqns[k].out) {
+    Eqn z;
+    z.prim = Prim::broadcast_in_dim;
+    z.params.shape = b.avals[o].shape;
+    z.in = {jx::Atom::lit(0.0, b.avals[o].dtype)};
+    z.out = {o};
+    zeros.push_back(z);
+  }
+  b.eqns.erase(b.eqns.begin() + static_cast<std::ptrdiff_t>(k));
+  b.eqns.insert(b.eqns.begin() + static_cast<std::ptrdiff_t>(k), zeros.begin(), zeros.end());
+  drop_dead(b);
+  try {
+    typecheck(b);
+    *subs[which] = std::make_shared<JaxprBody>(std::move(b));
+    typecheck(out);
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  return out;
 }
 
 // Equations that read a variable (constants, equations of literals only, are counted apart), and
@@ -354,6 +422,36 @@ int cmd_reduce(const ReduceArgs& a) {
         moves.push_back(fmt::format("input {} as a constant", k));
         best = c, changed = true;
       }
+    }
+    for (std::size_t e = 0; e < best.jaxpr.eqns.size() && !r.out_of_time(); ++e) {  // inside bodies
+      Jaxpr probe = best.jaxpr;
+      const std::size_t nb = bodies(probe.eqns[e]).size();
+      for (std::size_t w = 0; w < nb && !r.out_of_time(); ++w)
+        for (std::size_t k = static_cast<const JaxprBody&>(**bodies(probe.eqns[e])[w]).jaxpr.eqns.size(); k-- > 0 && !r.out_of_time();) {
+          auto j = body_cut(best.jaxpr, e, w, k);
+          if (!j || count_all(*j) >= count_all(best.jaxpr) + 1) continue;
+          Candidate c{*j, best.transform};
+          if (r.keeps_failure(c)) {
+            moves.push_back(fmt::format("cut equation {} of {}'s body {}", k, prim_name(best.jaxpr.eqns[e].prim), w));
+            best = c, changed = true;
+            probe = best.jaxpr;
+          }
+        }
+    }
+    for (std::int64_t n : sizes_of(best.jaxpr)) {  // a dimension shrunk everywhere: to 1, 2, or half
+      bool shrunk = false;
+      for (std::int64_t m : {std::int64_t{1}, std::int64_t{2}, n / 2}) {
+        if (m >= n || m < 1 || r.out_of_time()) continue;
+        auto j = resized(best.jaxpr, n, m);
+        if (!j) continue;
+        Candidate c{*j, best.transform};
+        if (r.keeps_failure(c)) {
+          moves.push_back(fmt::format("dimension {} -> {}", n, m));
+          best = c, changed = shrunk = true;
+          break;
+        }
+      }
+      if (shrunk) break;  // sizes changed: list them again next round
     }
     {  // inputs nothing reads
       Candidate c = best;

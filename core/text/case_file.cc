@@ -147,6 +147,21 @@ std::string substitute(const std::string& jaxpr, const nlohmann::json& params) {
   return out + jaxpr.substr(at);
 }
 
+// Every integer equal to `size` in a type's dims ("f32[100,2]"), a parameter tuple
+// ("shape=(100, 2)") or a length ("length=100") becomes {key}.
+std::string with_placeholder(const std::string& jaxpr, std::int64_t size, const std::string& key) {
+  const std::string n = std::to_string(size), hole = "{" + key + "}";
+  auto numbers = [&](const std::string& group) { return std::regex_replace(group, std::regex("\\b" + n + "\\b"), hole); };
+  std::string out;
+  const std::regex spans("\\[[0-9, ]*\\]|\\([0-9, ]*\\)|length=[0-9]+");
+  std::size_t at = 0;
+  for (auto it = std::sregex_iterator(jaxpr.begin(), jaxpr.end(), spans); it != std::sregex_iterator(); ++it) {
+    out += jaxpr.substr(at, static_cast<std::size_t>(it->position()) - at) + numbers(it->str());
+    at = static_cast<std::size_t>(it->position() + it->length());
+  }
+  return out + jaxpr.substr(at);
+}
+
 std::string tensor_json(const Tensor& t) { return json_of(t).dump(); }
 
 Array to_array(const Tensor& t) {

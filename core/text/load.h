@@ -43,6 +43,10 @@ Tensor to_tensor(const Array& a);
 std::set<std::string> placeholders(const std::string& jaxpr);
 std::string substitute(const std::string& jaxpr, const nlohmann::json& params);
 
+// Every integer equal to `size` in a type's dims ("f32[100,2]"), a parameter tuple ("shape=(100,
+// 2)") or a length ("length=100") replaced by {key}: a sized program made resizable.
+std::string with_placeholder(const std::string& jaxpr, std::int64_t size, const std::string& key);
+
 // A tensor in the case file layout {dtype, shape, data} (NaN and infinities as Python's json
 // writes them: "NaN", "Infinity", "-Infinity").
 std::string tensor_json(const Tensor& t);  // JSON text
