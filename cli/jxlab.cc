@@ -189,9 +189,12 @@ int main(int argc, char** argv) {
   list->callback([&] { rc = jx::lab::cmd_list(scenarios_dir); });
   jx::lab::RunArgs ra;
   auto* run = app.add_subcommand("run", "run scenarios: each case under its replay profile, expectations checked");
-  run->add_option("ids", ra.ids, "scenario ids (jxlab list)");
+  run->add_option("ids", ra.ids, "scenario ids or globs, e.g. 'scan-dispatch-*' (jxlab list)");
   run->add_flag("--all", ra.all, "every scenario");
-  run->add_option("--backend", ra.backend, "only this backend (cpu, native, vulkan)");
+  run->add_option("--backend", ra.backends, "only these backends (cpu, native, vulkan; repeat or comma-separate)")->delimiter(',');
+  run->add_option("-k", ra.keyword, "only scenarios whose id or title contains this text");
+  run->add_flag("--list", ra.list, "print the selected cases (scenario/backend/profile) and run nothing");
+  run->add_flag("-x,--fail-fast", ra.fail_fast, "stop after the first scenario with a failed case");
   run->add_option("--profile", ra.profile, "only the cases of this replay profile");
   run->add_option("--report", ra.report, "write report.json, summary.md and junit.xml into this directory")
       ->check([](const std::string& s) { return s.empty() ? std::string("an empty path") : std::string(); });

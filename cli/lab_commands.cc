@@ -5,6 +5,7 @@
 #include <ctime>
 #include <fmt/color.h>
 #include <fmt/format.h>
+#include <fnmatch.h>
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -166,19 +167,41 @@ int cmd_run(const RunArgs& a) {
   // a soak judges the runtime as it is: replay profiles re-create defects (memory growth among
   // them) and run in a soak only when asked for with --profile
   const std::string profile = a.soak_minutes > 0 && a.profile.empty() ? "current" : a.profile;
-  if (!a.backend.empty() && a.backend != "cpu" && a.backend != "native" && a.backend != "vulkan")
-    throw UsageError(fmt::format("--backend '{}': expected cpu, native or vulkan", a.backend));
+  for (const auto& b : a.backends)
+    if (b != "cpu" && b != "native" && b != "vulkan") throw UsageError(fmt::format("--backend '{}': expected cpu, native or vulkan", b));
   const std::string dir = a.scenarios.empty() ? default_scenarios_dir() : a.scenarios;
   std::vector<Scenario> chosen;
   const auto all = load_scenarios(dir);
   if (a.all) {
     chosen = all;
   } else {
-    for (const auto& id : a.ids) {
-      auto it = std::find_if(all.begin(), all.end(), [&](const Scenario& s) { return s.id == id; });
-      if (it == all.end()) throw UsageError(fmt::format("jxlab run: no scenario '{}' in {} (jxlab list shows them)", id, dir));
-      chosen.push_back(*it);
+    for (const auto& id : a.ids) {  // an id, or a glob over ids (fnmatch: * ? [...])
+      bool any = false;
+      for (const auto& s : all)
+        if (fnmatch(id.c_str(), s.id.c_str(), 0) == 0 &&
+            std::none_of(chosen.begin(), chosen.end(), [&](const Scenario& c) { return c.id == s.id; }))
+          chosen.push_back(s), any = true;
+      if (!any && std::none_of(chosen.begin(), chosen.end(), [&](const Scenario& c) { return fnmatch(id.c_str(), c.id.c_str(), 0) == 0; }))
+        throw UsageError(fmt::format("jxlab run: no scenario {}'{}' in {} (jxlab list shows them)",
+                                     id.find_first_of("*?[") == std::string::npos ? "" : "matches ", id, dir));
     }
+  }
+  if (!a.keyword.empty()) {  // -k, as pytest's: a substring of the id or the title
+    std::vector<Scenario> kept;
+    for (const auto& s : chosen)
+      if (s.id.find(a.keyword) != std::string::npos || s.title.find(a.keyword) != std::string::npos) kept.push_back(s);
+    chosen = std::move(kept);
+  }
+  if (!a.backends.empty()) {  // only the named backends of each scenario
+    std::vector<Scenario> kept;
+    for (Scenario s : chosen) {
+      std::vector<std::string> bs;
+      for (const auto& b : s.backends)
+        if (std::find(a.backends.begin(), a.backends.end(), b) != a.backends.end()) bs.push_back(b);
+      s.backends = bs;
+      if (!bs.empty()) kept.push_back(std::move(s));
+    }
+    chosen = std::move(kept);
   }
   // GoogleTest's sharding variables, as a CI matrix sets them, when --shard is not given
   std::string shard = a.shard;
@@ -203,9 +226,16 @@ int cmd_run(const RunArgs& a) {
   std::size_t total = 0, done = 0;
   for (const auto& s : chosen)
     for (const auto& c : s.cases)
-      if (profile.empty() || c.profile == profile)
-        for (const auto& b : s.backends) total += a.backend.empty() || b == a.backend;
-  RunOptions o{a.backend, profile};
+      if (profile.empty() || c.profile == profile) total += s.backends.size();
+  if (a.list) {  // a dry run: what would run, in order
+    for (const auto& s : chosen)
+      for (const auto& c : s.cases)
+        if (profile.empty() || c.profile == profile)
+          for (const auto& b : s.backends) fmt::print("{}/{}/{}\n", s.id, b, c.profile);
+    fmt::print("{} cases\n", total);
+    return total ? 0 : kExitNothingRan;
+  }
+  RunOptions o{"", profile};
   auto run_round = [&] {
     std::vector<CaseResult> results;
     done = 0;
@@ -215,6 +245,7 @@ int cmd_run(const RunArgs& a) {
         if (tty) fmt::print(stderr, "\r\033[K[{}/{}] {}", done, total, name);
       });
       results.insert(results.end(), rs.begin(), rs.end());
+      if (a.fail_fast && std::any_of(rs.begin(), rs.end(), [](const CaseResult& r) { return r.status == "fail"; })) break;
     }
     if (tty) fmt::print(stderr, "\r\033[K");
     return results;

@@ -16,10 +16,14 @@ struct UsageError : std::runtime_error {
 inline constexpr int kExitNothingRan = 5;
 
 struct RunArgs {
-  std::vector<std::string> ids;
+  std::vector<std::string> ids;  // ids or globs ('scan-dispatch-*')
   bool all = false;
   bool allow_skips = false;
-  std::string backend, profile, report, shard, scenarios;
+  std::vector<std::string> backends;  // only these backends (empty: each scenario's own)
+  std::string profile, report, shard, scenarios;
+  std::string keyword;     // -k: only scenarios whose id or title contains it
+  bool list = false;       // --list: print the selected cases, run nothing
+  bool fail_fast = false;  // -x: stop after the first scenario with a failed case
   double soak_minutes = 0;  // > 0: repeat the chosen scenarios (cli/soak.h)
 };
 int cmd_list(const std::string& scenarios_dir);

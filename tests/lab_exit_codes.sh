@@ -58,5 +58,27 @@ whole=$("$J" run --all --backend cpu --profile current 2>/dev/null | grep -Eo '^
 [ "$sum" -eq "${whole:-x}" ] && [ "$sum" -gt 0 ] && echo "ok: GTEST_TOTAL_SHARDS/GTEST_SHARD_INDEX ($sum cases)" ||
   { echo "FAILED: shards add up to $sum, the whole run is $whole"; fails=$((fails + 1)); }
 expect_ok 2 "GTEST_SHARD_INDEX not a number" "GTEST_SHARD_INDEX='x'" env GTEST_TOTAL_SHARDS=2 GTEST_SHARD_INDEX=x "$J" run --all
+# selection as pytest/ctest users expect: globs, -k, several backends, --list, -x
+if expect 0 "--list of a glob" "" "$J" run 'scan-dispatch-*' --backend vulkan --list; then
+  grep -q '^scan-dispatch-a/vulkan/current$' "$T/out" && ! grep -q '^buffer-limit' "$T/out" && ok "glob selects the scan-dispatch scenarios" ||
+    no "glob: $(head -3 "$T/out")"
+fi
+if expect 0 "-k and two backends" "" "$J" run --all -k isnan --backend cpu,native --list; then
+  [ "$(grep -c '^isnan-41/' "$T/out")" -eq 2 ] && grep -q '^2 cases$' "$T/out" && ok "-k isnan on cpu and native: 2 cases" || no "-k: $(cat "$T/out")"
+fi
+expect_ok 2 "a glob that matches nothing" "no scenario matches 'nothing-\*'" "$J" run 'nothing-*'
+expect_ok 5 "--list of an empty selection" "" "$J" run --all -k no-such-text --list
+expect_ok 2 "an unknown backend among several" "--backend 'tpu'" "$J" run --all --backend cpu,tpu
+W="$T/failing"  # two scenarios that fail (a wrong expected value): -x runs only the first
+mkdir -p "$W"
+for id in a-fail b-fail; do
+  sed -e "s/\"id\": \"isnan-41\"/\"id\": \"$id\"/" -e 's/\[0, 1, 0, 1\]/[9, 9, 9, 9]/; s/\[0.0, 1.0, 0.0, 1.0\]/[9, 9, 9, 9]/' "$S/isnan-41.json" > "$W/$id.json"
+done
+if expect 1 "-x stops after the first failing scenario" "" "$J" run --all -x --backend cpu --scenarios "$W"; then
+  grep -q '^a-fail ' "$T/out" && ! grep -q '^b-fail ' "$T/out" && ok "-x: only the first failing scenario ran" || no "-x: $(cat "$T/out")"
+fi
+if expect 1 "without -x both run" "" "$J" run --all --backend cpu --scenarios "$W"; then
+  grep -q '^b-fail ' "$T/out" && ok "without -x: both ran" || no "without -x: $(cat "$T/out")"
+fi
 [ $fails -eq 0 ] && echo "lab_exit_codes: all passed" || echo "lab_exit_codes: $fails failed"
 exit $fails
