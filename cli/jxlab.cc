@@ -203,7 +203,10 @@ int main(int argc, char** argv) {
   run->add_option("--scenarios", ra.scenarios, "directory of scenario files (default: the source tree's scenarios/)");
   run->add_option("--soak", ra.soak_minutes, "MINUTES: repeat the chosen scenarios (at least 4 rounds); fail on any failure or growth trend")
       ->check(CLI::PositiveNumber);
-  run->callback([&] { rc = jx::lab::cmd_run(ra); });
+  run->callback([&] {
+    for (int i = 0; i < argc; ++i) ra.command_line += (i ? " " : "") + std::string(argv[i]);
+    rc = jx::lab::cmd_run(ra);
+  });
 
   jx::lab::CheckArgs ca;
   auto* check = app.add_subcommand("check", "run program case files (JAX or jx jaxprs) on each backend; compare with their outputs and the cpu oracle");

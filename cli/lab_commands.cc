@@ -4,6 +4,8 @@
 #include <chrono>
 #include <ctime>
 #include <fmt/color.h>
+#include <csignal>
+#include <cstdio>
 #include <fmt/format.h>
 #include <fnmatch.h>
 #include <algorithm>
@@ -19,6 +21,8 @@
 #ifndef JX_GIT_COMMIT
 #define JX_GIT_COMMIT "unknown"
 #endif
+
+extern char** environ;
 
 namespace jx::lab {
 namespace {
@@ -42,6 +46,44 @@ std::string now_utc() {
   std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
   return buf;
 }
+
+// One line of a command's output (first line, trimmed), or "" when it fails.
+std::string capture(const std::string& cmd) {
+  std::string out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[512];
+    if (std::fgets(buf, sizeof buf, p)) out = buf;
+    pclose(p);
+  }
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+// The run's context for the reports, read now (not at configure time).
+nlohmann::json run_context(const std::string& command_line) {
+  nlohmann::json c;
+  c["command"] = command_line;
+#if defined(__clang__)
+  c["compiler"] = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  c["compiler"] = std::string("gcc ") + __VERSION__;
+#endif
+  const std::string src = default_scenarios_dir() + "/..";
+  const std::string commit = capture(fmt::format("git -C '{}' rev-parse HEAD 2>/dev/null", src));
+  c["git_commit"] = commit.empty() ? std::string("unknown (not a git checkout)") : commit;
+  if (!commit.empty()) c["git_dirty"] = !capture(fmt::format("git -C '{}' status --porcelain --untracked-files=no 2>/dev/null", src)).empty();
+  for (const auto& d : devices())
+    c["device." + d.backend] = d.available ? d.device : fmt::format("unavailable: {}", d.reason);
+  for (char** e = environ; e && *e; ++e)
+    if (std::string_view(*e).rfind("JX_", 0) == 0) {
+      const std::string kv(*e);
+      c["env." + kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
+    }
+  return c;
+}
+
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_interrupt(int) { g_interrupted = 1; }
 
 std::pair<int, int> parse_shard(const std::string& s) {
   int i = 0, n = 0;
@@ -236,38 +278,56 @@ int cmd_run(const RunArgs& a) {
     return total ? 0 : kExitNothingRan;
   }
   RunOptions o{"", profile};
-  auto run_round = [&] {
-    std::vector<CaseResult> results;
-    done = 0;
-    for (const auto& s : chosen) {
-      auto rs = run_scenario(s, o, [&](const std::string& name) {
-        ++done;
-        if (tty) fmt::print(stderr, "\r\033[K[{}/{}] {}", done, total, name);
-      });
-      results.insert(results.end(), rs.begin(), rs.end());
-      if (a.fail_fast && std::any_of(rs.begin(), rs.end(), [](const CaseResult& r) { return r.status == "fail"; })) break;
-    }
-    if (tty) fmt::print(stderr, "\r\033[K");
-    return results;
-  };
-  if (a.soak_minutes > 0) return soak(a.soak_minutes, a.report, run_round);
-  const std::vector<CaseResult> results = run_round();
-  meta.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  int pass = 0, fail = 0, skip = 0;
-  fmt::print("{:<20} {:<8} {:<24} {:<8} {:>8}\n", "scenario", "backend", "profile", "result", "seconds");
-  for (const auto& r : results) {
+  // rows stream as each scenario finishes (flushed, piped or not); SIGINT/SIGTERM: no new
+  // scenario starts, the reports hold the finished cases and say the run was interrupted
+  const bool streaming = a.soak_minutes <= 0;
+  auto print_row = [&](const CaseResult& r) {
     const auto c = r.status == "pass" ? fmt::color::green : r.status == "fail" ? fmt::color::red : fmt::color::yellow;
     const std::string status = colour ? fmt::format(fg(c), "{:<8}", r.status) : fmt::format("{:<8}", r.status);
     fmt::print("{:<20} {:<8} {:<24} {} {:>8.2f}\n", r.scenario, r.backend, r.profile, status, r.seconds);
     for (const auto& f : r.failures) fmt::print("    {}\n", f);
     if (r.status == "skipped") fmt::print("    skipped: {}\n", r.skip_reason);
-    pass += r.status == "pass", fail += r.status == "fail", skip += r.status == "skipped";
-  }
-  fmt::print("{} passed, {} failed, {} skipped in {:.1f} s\n", pass, fail, skip, meta.seconds);
+  };
+  auto run_round = [&] {
+    std::vector<CaseResult> results;
+    done = 0;
+    for (const auto& s : chosen) {
+      if (g_interrupted) break;
+      auto rs = run_scenario(s, o, [&](const std::string& name) {
+        ++done;
+        if (tty) fmt::print(stderr, "\r\033[K[{}/{}] {}", done, total, name);
+      });
+      if (tty) fmt::print(stderr, "\r\033[K");
+      if (streaming)
+        for (const auto& r : rs) print_row(r);
+      std::fflush(stdout);
+      results.insert(results.end(), rs.begin(), rs.end());
+      if (a.fail_fast && std::any_of(rs.begin(), rs.end(), [](const CaseResult& r) { return r.status == "fail"; })) break;
+    }
+    return results;
+  };
+  meta.context = run_context(a.command_line);
+  if (const std::string gc = meta.context["git_commit"]; gc.find("unknown") == std::string::npos)  // the commit now, not at configure time
+    meta.commit = gc.substr(0, 7) + (meta.context.value("git_dirty", false) ? "+dirty" : "");
+  g_interrupted = 0;
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  if (a.soak_minutes > 0) return soak(a.soak_minutes, a.report, run_round);
+  fmt::print("{:<20} {:<8} {:<24} {:<8} {:>8}\n", "scenario", "backend", "profile", "result", "seconds");
+  std::fflush(stdout);
+  const std::vector<CaseResult> results = run_round();
+  meta.interrupted = g_interrupted != 0;
+  meta.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int pass = 0, fail = 0, skip = 0;
+  for (const auto& r : results) pass += r.status == "pass", fail += r.status == "fail", skip += r.status == "skipped";
+  fmt::print("{} passed, {} failed, {} skipped in {:.1f} s{}\n", pass, fail, skip, meta.seconds, meta.interrupted ? " (interrupted)" : "");
   if (!a.report.empty()) {
     write_reports(a.report, results, meta);
     fmt::print("reports: {}/report.json, summary.md, junit.xml\n", a.report);
   }
+  if (meta.interrupted) return 130;  // as a shell reports SIGINT
   if (fail) return 1;
   if (pass == 0 && (skip == 0 || !a.allow_skips)) {
     fmt::print(stderr, "jxlab run: no case ran ({})\n",

@@ -109,8 +109,15 @@ void write_atomically(const std::string& path, const std::string& content) {
 std::string markdown_summary(const std::vector<CaseResult>& results, const ReportMeta& meta) {
   std::map<std::string, int> n;
   for (const auto& r : results) n[r.status]++;
-  std::string s = fmt::format("# jxlab run\n\n{} · commit {} · {} · started {} · {:.1f} s\n\n**{} passed, {} failed, {} skipped**\n\n",
-                              meta.version, meta.commit, meta.machine, meta.started, meta.seconds, n["pass"], n["fail"], n["skipped"]);
+  std::string s = fmt::format("# jxlab run{}\n\n{} · commit {} · {} · started {} · {:.1f} s\n\n**{} passed, {} failed, {} skipped**\n\n",
+                              meta.interrupted ? " (interrupted: the finished cases only)" : "", meta.version, meta.commit, meta.machine,
+                              meta.started, meta.seconds, n["pass"], n["fail"], n["skipped"]);
+  if (!meta.context.empty()) {
+    s += "| context | |\n|---|---|\n";
+    for (auto it = meta.context.begin(); it != meta.context.end(); ++it)
+      s += fmt::format("| {} | {} |\n", it.key(), md_escape(it.value().is_string() ? it.value().get<std::string>() : it.value().dump()));
+    s += "\n";
+  }
   s += "| scenario | backend | profile | result | seconds | details |\n|---|---|---|---|---|---|\n";
   for (const auto& r : results) {
     std::string details = r.status == "skipped" ? r.skip_reason : "";
@@ -125,8 +132,19 @@ std::string junit_xml(const std::vector<CaseResult>& results, const ReportMeta& 
   for (const auto& r : results) by[r.scenario].push_back(&r);
   int fails = 0, skips = 0;
   for (const auto& r : results) fails += r.status == "fail", skips += r.status == "skipped";
-  std::string s = fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"jxlab\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
-                              results.size(), fails, skips, meta.seconds);
+  std::string s = fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"jxlab\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"{}\" time=\"{:.3f}\">\n",
+                              results.size() + meta.interrupted, fails, skips, meta.interrupted ? 1 : 0, meta.seconds);
+  // the run's context as JUnit properties, and an interrupted run as an error, in a suite of its own
+  s += fmt::format("  <testsuite name=\"jxlab run\" tests=\"{}\" failures=\"0\" errors=\"{}\" skipped=\"0\" time=\"0\">\n    <properties>\n",
+                   meta.interrupted ? 1 : 0, meta.interrupted ? 1 : 0);
+  s += fmt::format("      <property name=\"version\" value=\"{}\"/>\n      <property name=\"started\" value=\"{}\"/>\n", xml_escape(meta.version),
+                   xml_escape(meta.started));
+  for (auto it = meta.context.begin(); it != meta.context.end(); ++it)
+    s += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml_escape(it.key()),
+                     xml_escape(it.value().is_string() ? it.value().get<std::string>() : it.value().dump()));
+  s += "    </properties>\n";
+  if (meta.interrupted) s += "    <testcase name=\"interrupted\" classname=\"jxlab\"><error message=\"the run was interrupted (SIGINT/SIGTERM); the finished cases only\"/></testcase>\n";
+  s += "  </testsuite>\n";
   for (const auto& [id, rs] : by) {
     int f = 0, k = 0;
     double t = 0;
@@ -149,7 +167,8 @@ std::string junit_xml(const std::vector<CaseResult>& results, const ReportMeta& 
 }
 
 void write_reports(const std::string& dir, const std::vector<CaseResult>& results, const ReportMeta& meta) {
-  nlohmann::json j = {{"version", meta.version}, {"commit", meta.commit}, {"machine", meta.machine}, {"started", meta.started}, {"seconds", meta.seconds}};
+  nlohmann::json j = {{"version", meta.version}, {"commit", meta.commit}, {"machine", meta.machine}, {"started", meta.started},
+                      {"seconds", meta.seconds}, {"interrupted", meta.interrupted}, {"context", meta.context}};
   j["results"] = nlohmann::json::array();
   for (const auto& r : results) {
     j["results"].push_back({{"scenario", r.scenario}, {"title", r.title}, {"file", r.file}, {"backend", r.backend}, {"profile", r.profile},

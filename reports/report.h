@@ -2,6 +2,7 @@
 // Lab reports: JSON (every measured figure), a Markdown summary and JUnit XML, each written
 // atomically (a temporary file in the same directory, then rename), so a run killed midway
 // leaves either the previous report or the new one, never half of one.
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,10 @@ namespace jx::lab {
 struct ReportMeta {
   std::string version, commit, machine, started;  // started: ISO 8601 UTC
   double seconds = 0;
+  bool interrupted = false;  // SIGINT/SIGTERM: the finished cases only
+  // the run's context: commit and dirty flag read at run time, compiler, devices (backend,
+  // device, driver), the JX_* environment, the command line
+  nlohmann::json context = nlohmann::json::object();
 };
 
 // Creates dir if needed and checks it is writable; throws Error naming it otherwise. Called

@@ -80,5 +80,27 @@ fi
 if expect 1 "without -x both run" "" "$J" run --all --backend cpu --scenarios "$W"; then
   grep -q '^b-fail ' "$T/out" && ok "without -x: both ran" || no "without -x: $(cat "$T/out")"
 fi
+# SIGINT: rows stream as scenarios finish, no new one starts, the reports hold the finished cases
+# and say so (JUnit: an error), exit 130
+"$J" run 'scan-dispatch-*' --backend vulkan --report "$T/int" > "$T/int.log" 2>&1 &
+pid=$!
+sleep 3
+kill -INT $pid
+wait $pid
+rc=$?
+if [ $rc -eq 130 ] && grep -q '(interrupted)' "$T/int.log" && grep -q '<error message="the run was interrupted' "$T/int/junit.xml" &&
+   grep -q '"interrupted": true' "$T/int/report.json" && grep -q 'interrupted' "$T/int/summary.md"; then
+  ok "SIGINT: exit 130, reports of the finished cases marked interrupted"
+else
+  no "SIGINT: exit $rc; $(tail -2 "$T/int.log")"
+fi
+# metadata read at run time: commit (and dirty flag), compiler, devices, JX_* settings, command line
+if expect 0 "metadata" "" env JX_DEBUG=0 "$J" run isnan-41 --backend cpu --report "$T/meta"; then
+  for k in '"git_commit"' '"compiler"' '"device.cpu"' '"env.JX_DEBUG": "0"' '"command": ".*run isnan-41'; do
+    grep -Eq "$k" "$T/meta/report.json" || no "metadata: report.json lacks $k"
+  done
+  grep -q '<property name="device.cpu"' "$T/meta/junit.xml" && grep -q '| compiler |' "$T/meta/summary.md" && ok "metadata in report.json, junit.xml, summary.md" ||
+    no "metadata: junit/summary"
+fi
 [ $fails -eq 0 ] && echo "lab_exit_codes: all passed" || echo "lab_exit_codes: $fails failed"
 exit $fails
