@@ -73,6 +73,19 @@ void prepare_report_dir(const std::string& dir) {
   if (!f) throw Error(fmt::format("report directory {}: not writable", dir));
   std::fclose(f);
   fs::remove(probe, ec);
+  // a report set whose renames a killed run left half done: finish them (see write_reports)
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind(".report-set-", 0) != 0 || name.find(".tmp-") != std::string::npos) continue;
+    const std::string pid = name.substr(12);
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (::kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno != ESRCH) continue;  // still running
+    for (const char* f : {"report.json", "summary.md", "junit.xml"}) {
+      const fs::path tmp = fs::path(dir) / fmt::format("{}.tmp-{}", f, pid);
+      if (fs::exists(tmp)) fs::rename(tmp, fs::path(dir) / f, ec);
+    }
+    fs::remove(e.path(), ec);
+  }
   // temporary files of runs killed while writing (NAME.tmp-PID whose process is gone)
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
@@ -84,7 +97,8 @@ void prepare_report_dir(const std::string& dir) {
   }
 }
 
-void write_atomically(const std::string& path, const std::string& content) {
+// Writes content to PATH.tmp-PID in full (or throws) and returns that name.
+std::string write_temporary(const std::string& path, const std::string& content) {
   const std::string tmp = fmt::format("{}.tmp-{}", path, getpid());
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
@@ -100,6 +114,11 @@ void write_atomically(const std::string& path, const std::string& content) {
     f.flush();
     if (!f) throw Error(fmt::format("cannot write {}", tmp));
   }
+  return tmp;
+}
+
+void write_atomically(const std::string& path, const std::string& content) {
+  const std::string tmp = write_temporary(path, content);
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
     throw Error(fmt::format("cannot rename {} to {}", tmp, path));
@@ -176,9 +195,20 @@ void write_reports(const std::string& dir, const std::vector<CaseResult>& result
                             {"measured", r.measured}});
   }
   const auto path = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
-  write_atomically(path("report.json"), j.dump(2) + "\n");
-  write_atomically(path("summary.md"), markdown_summary(results, meta));
-  write_atomically(path("junit.xml"), junit_xml(results, meta));
+  // The three files replace the previous set together: every one written in full first, then a
+  // marker naming the set, then the renames. A run killed before the marker leaves the previous
+  // set untouched (its temporaries are removed by the next run); one killed during the renames
+  // leaves the marker, and the next run finishes them before anything else (prepare_report_dir).
+  const std::vector<std::pair<std::string, std::string>> set{{path("report.json"), j.dump(2) + "\n"},
+                                                             {path("summary.md"), markdown_summary(results, meta)},
+                                                             {path("junit.xml"), junit_xml(results, meta)}};
+  std::vector<std::string> tmps;
+  for (const auto& [p, content] : set) tmps.push_back(write_temporary(p, content));
+  const std::string marker = path(fmt::format(".report-set-{}", getpid()).c_str());
+  write_atomically(marker, "report.json summary.md junit.xml\n");
+  for (std::size_t i = 0; i < set.size(); ++i)
+    if (std::rename(tmps[i].c_str(), set[i].first.c_str()) != 0) throw Error(fmt::format("cannot rename {} to {}", tmps[i], set[i].first));
+  std::remove(marker.c_str());
 }
 
 }  // namespace jx::lab

@@ -40,4 +40,15 @@ killed_mid_write "$D/rep"
 if ls "$D/rep"/*.tmp-* > /dev/null 2>&1; then echo "stale temporary file left: $(ls "$D/rep")"; exit 1; fi
 grep -q '"results"' "$D/rep/report.json"
 grep -q '</testsuites>' "$D/rep/junit.xml"
+# 4. a run killed between the renames of its set (all three written, the marker left): the next
+#    run finishes the set before anything else, so the three files are one run's
+mkdir -p "$D/half"
+for f in report.json summary.md junit.xml; do echo old > "$D/half/$f"; echo new > "$D/half/$f.tmp-99999999"; done
+mv "$D/half/report.json.tmp-99999999" "$D/half/report.json"  # the first rename happened
+echo "report.json summary.md junit.xml" > "$D/half/.report-set-99999999"
+"$JXLAB" run no-such-scenario --report "$D/half" > /dev/null 2>&1 || true  # the report folder is prepared first
+for f in report.json summary.md junit.xml; do
+  [ "$(cat "$D/half/$f")" = new ] || { echo "half-renamed set not finished: $f is $(cat "$D/half/$f")"; exit 1; }
+done
+[ ! -e "$D/half/.report-set-99999999" ] || { echo "marker left"; exit 1; }
 echo "report_kill: ok"
