@@ -195,6 +195,8 @@ int main(int argc, char** argv) {
   run->add_option("-k", ra.keyword, "only scenarios whose id or title contains this text");
   run->add_flag("--list", ra.list, "print the selected cases (scenario/backend/profile) and run nothing");
   run->add_flag("-x,--fail-fast", ra.fail_fast, "stop after the first scenario with a failed case");
+  run->add_option("--repeat", ra.repeat, "run every case N times: it fails if any round fails; report.json gives each case's median/min/max seconds")
+      ->check(CLI::Range(1, 1000));
   run->add_option("--profile", ra.profile, "only the cases of this replay profile");
   run->add_option("--report", ra.report, "write report.json, summary.md and junit.xml into this directory")
       ->check([](const std::string& s) { return s.empty() ? std::string("an empty path") : std::string(); });

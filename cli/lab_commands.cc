@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fmt/format.h>
+#include <map>
 #include <fnmatch.h>
 #include <algorithm>
 #include <cmath>
@@ -80,6 +81,30 @@ nlohmann::json run_context(const std::string& command_line) {
       c["env." + kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
     }
   return c;
+}
+
+// --repeat: rounds 2..n of the same selection merged into the first round's results: a case
+// fails (with its failures) if any round failed; its seconds are the median, and report.json
+// holds every round's seconds with median, min and max.
+template <class Round>
+std::vector<CaseResult> repeated(std::vector<CaseResult> first, int n, Round&& round) {
+  std::map<std::string, std::vector<double>> secs;
+  for (const auto& r : first) secs[r.name()].push_back(r.seconds);
+  for (int k = 1; k < n; ++k)
+    for (const auto& r : round())
+      for (auto& f : first)
+        if (f.name() == r.name()) {
+          secs[f.name()].push_back(r.seconds);
+          if (r.status == "fail" && f.status != "fail") f.status = "fail", f.failures = r.failures;
+          if (r.status == "fail") f.failures.push_back(fmt::format("failed in round {} of {}", k + 1, n));
+        }
+  for (auto& f : first) {
+    auto v = secs[f.name()];
+    std::sort(v.begin(), v.end());
+    f.seconds = v[v.size() / 2];
+    f.measured["seconds_rounds"] = {{"rounds", secs[f.name()]}, {"median", v[v.size() / 2]}, {"min", v.front()}, {"max", v.back()}};
+  }
+  return first;
 }
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -317,7 +342,8 @@ int cmd_run(const RunArgs& a) {
   if (a.soak_minutes > 0) return soak(a.soak_minutes, a.report, run_round);
   fmt::print("{:<20} {:<8} {:<24} {:<8} {:>8}\n", "scenario", "backend", "profile", "result", "seconds");
   std::fflush(stdout);
-  const std::vector<CaseResult> results = run_round();
+  std::vector<CaseResult> results = run_round();
+  if (a.repeat > 1) results = repeated(results, a.repeat, run_round);
   meta.interrupted = g_interrupted != 0;
   meta.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   int pass = 0, fail = 0, skip = 0;

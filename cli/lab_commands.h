@@ -24,6 +24,7 @@ struct RunArgs {
   std::string keyword;     // -k: only scenarios whose id or title contains it
   bool list = false;       // --list: print the selected cases, run nothing
   bool fail_fast = false;  // -x: stop after the first scenario with a failed case
+  int repeat = 1;          // --repeat N: every case N times; a case fails if any round fails
   std::string command_line;  // for the reports' metadata
   double soak_minutes = 0;  // > 0: repeat the chosen scenarios (cli/soak.h)
 };

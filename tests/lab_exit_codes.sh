@@ -80,6 +80,12 @@ fi
 if expect 1 "without -x both run" "" "$J" run --all --backend cpu --scenarios "$W"; then
   grep -q '^b-fail ' "$T/out" && ok "without -x: both ran" || no "without -x: $(cat "$T/out")"
 fi
+# --repeat: every round's seconds with median/min/max per case
+if expect 0 "--repeat 3" "" "$J" run isnan-41 --backend cpu --repeat 3 --report "$T/rep3"; then
+  grep -q '"seconds_rounds"' "$T/rep3/report.json" && grep -q '"median"' "$T/rep3/report.json" && ok "--repeat 3: rounds with median/min/max" ||
+    no "--repeat: no seconds_rounds"
+fi
+expect_ok 2 "--repeat 0" "" "$J" run isnan-41 --repeat 0
 # SIGINT: rows stream as scenarios finish, no new one starts, the reports hold the finished cases
 # and say so (JUnit: an error), exit 130
 "$J" run 'scan-dispatch-*' --backend vulkan --report "$T/int" > "$T/int.log" 2>&1 &
