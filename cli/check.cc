@@ -30,13 +30,13 @@ struct Loaded {
   std::vector<Tensor> inputs;
 };
 
-Loaded load(const std::string& path) {
+Loaded load(const std::string& path, const std::string& inputs_kind) {
   Loaded l{text::read_case_file(path), {}, {}};
   for (const std::string& h : text::placeholders(l.file.jaxpr))
     throw text::ParseError(fmt::format("{}: the jaxpr's placeholder {{{}}} has no value (give \"params\": {{\"{}\": ...}} in the case file)", path, h, h));
   l.prog = text::load_program(l.file.jaxpr, path);
   if (l.file.generated_inputs) {
-    l.inputs = text::generate_inputs(l.prog);
+    l.inputs = text::generate_inputs(l.prog, 0, inputs_kind);
   } else {
     if (l.file.consts.size() != l.prog.text_consts)
       throw text::ParseError(fmt::format("{}: the jaxpr has {} constvars; the file gives {} values for them (\"consts\")", path,
@@ -309,7 +309,7 @@ int cmd_check(const CheckArgs& a) {
     std::optional<Loaded> l;
     std::vector<Tensor> oracle;
     try {
-      l = load(f);
+      l = load(f, a.inputs);
       DefaultDeviceScope cpu("cpu");
       oracle = a.transform == "vmap" ? vmap_oracle(l->prog, l->inputs) : run_on(*l, "cpu", a.transform == "jit(grad)" ? "grad" : a.transform == "jit" ? "eager" : a.transform, nullptr);
     } catch (const std::exception& e) {  // jx errors, and any other (a bad allocation) alike

@@ -11,6 +11,7 @@ struct CheckArgs {
   std::string backend = "all";     // cpu | native | vulkan | all
   std::string transform = "eager";  // eager | jit | grad | jit(grad) | vmap
   std::string out;                  // write <stem>.<backend>.json here
+  std::string inputs = "normal";    // generated inputs (files without any): normal | uniform | iota
 };
 
 // Exit codes: 0 every (file, backend) matches, 1 a mismatch or a run that failed, 2 a file that

@@ -216,6 +216,8 @@ int main(int argc, char** argv) {
   check->add_option("--backend", ca.backend, "cpu, native, vulkan or all (default all)");
   check->add_option("--transform", ca.transform, "eager (default), jit, grad, jit(grad) or vmap");
   check->add_option("--out", ca.out, "write each run's outputs to DIR/<file stem>.<backend>.json");
+  check->add_option("--inputs", ca.inputs, "inputs generated for files without any: normal (seeded, default), uniform, iota")
+      ->check(CLI::IsMember({"normal", "uniform", "iota"}));
   check->callback([&] { rc = jx::lab::cmd_check(ca); });
   std::vector<std::string> export_ids;
   bool export_all = false;

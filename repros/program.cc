@@ -45,14 +45,10 @@ std::vector<text::Tensor> generated(const text::Program& p, const json& spec) {
   const unsigned seed = spec.value("seed", 0u);
   const std::string dist = spec.value("distribution", std::string("normal"));
   const double scale = spec.value("scale", 1.0);
-  if (dist != "normal" && dist != "uniform") throw Error(fmt::format("inputs.distribution '{}': expected normal or uniform", dist));
-  std::mt19937_64 g(seed);
-  std::normal_distribution<double> nd;
-  std::uniform_real_distribution<double> ud(-1.0, 1.0);
-  auto in = text::generate_inputs(p, seed);
+  auto in = text::generate_inputs(p, seed, dist);
   for (auto& t : in)
     if (t.dtype == "float32" || t.dtype == "float64")
-      for (double& v : t.data) v = scale * (dist == "normal" ? nd(g) : ud(g));
+      for (double& v : t.data) v *= scale;
   return in;
 }
 

@@ -17,7 +17,7 @@ using text::substitute;
 // eager/jit record out0, out1, ...; (jit)(value_and_grad) record "value" (the sum of the float
 // outputs) and "grad" (one float input) or grad0, grad1, ... Inputs: the file's own when it
 // has them and nothing was substituted, else generated per `inputs`:
-//   {"seed": 0, "distribution": "normal" | "uniform", "scale": 1.0, "dispose_intermediates": false}
+//   {"seed": 0, "distribution": "normal" | "uniform" | "iota", "scale": 1.0, "dispose_intermediates": false}
 // dispose_intermediates disposes each intermediate handle after its last use, as client code
 // of the JS runtime does (`using`), so the replay switches about disposal apply to programs too.
 void program_workload(Run& r, const std::string& path, const nlohmann::json& inputs);

@@ -237,6 +237,29 @@ TEST(TextErrors, NameTheFileLineAndColumn) {
                "scan");
 }
 
+TEST(TextRoundTrip, LiteralsOfEveryDtype) {
+  // jx's print of literals of each dtype reads back: signs, infinities, nan; a float32 printed as
+  // the double it is, as JAX prints it (1e-30f is 1.0000000031710769e-30)
+  FlatFn f = [](const std::vector<Array>& in) {
+    Array x = in[0], y = in[1], i = in[2], b = in[3];
+    const auto lit = [](double v, DType d) { return literal_array(jx::Atom::lit(v, d)); };
+    return std::vector<Array>{lax::add(lax::mul(x, lit(-2.5, DType::float32)), lit(1e-30, DType::float32)),
+                              lax::max(lax::add(y, lit(0.1, DType::float64)), lit(-INFINITY, DType::float64)),
+                              lax::min(y, lit(NAN, DType::float64)), lax::sub(i, lit(-2147483647, DType::int32)),
+                              lax::logical_and(b, lit(1, DType::bool_)), lax::logical_or(b, lit(0, DType::bool_))};
+  };
+  const ClosedJaxpr j = make_jaxpr_flat(f, {AVal{DType::float32, {}}, AVal{DType::float64, {}}, AVal{DType::int32, {}}, AVal{DType::bool_, {}}});
+  const std::string text = j.jaxpr.str();
+  for (const char* lit : {"-2.5:f32[]", "1.0000000031710769e-30:f32[]", "0.1:f64[]", "-inf:f64[]", "nan:f64[]", "-2147483647:i32[]", "True:bool[]", "False:bool[]"})
+    EXPECT_NE(text.find(lit), std::string::npos) << lit << " in " << text;
+  auto p = load_program(text);
+  EXPECT_EQ(p.jaxpr.str(), text);
+  const std::vector<Array> args{np::scalar(1.5, DType::float32), np::scalar(0.5, DType::float64), np::scalar(2, DType::int32),
+                                np::scalar(1, DType::bool_)};
+  const auto got = jx::text::run_program(p, args), want = f(args);
+  for (std::size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(all_close(got[k], vals(want[k]), 0, 0)) << k;
+}
+
 TEST(TextLoader, AVariableNamedInIsNotTheEndOfTheEquations) {
   auto p = load_program("{ lambda ; in:f32[2]. let out:f32[2] = sin in\n in (out,) }");
   EXPECT_TRUE(all_close(jx::text::run_program(p, {np::zeros({2}, DType::float32)})[0], {0.0, 0.0}));

@@ -215,17 +215,23 @@ CaseFile read_case_file(const std::filesystem::path& p) {
   return c;
 }
 
-std::vector<Tensor> generate_inputs(const Program& p, unsigned seed) {
+std::vector<Tensor> generate_inputs(const Program& p, unsigned seed, const std::string& kind) {
+  if (kind != "normal" && kind != "uniform" && kind != "iota")
+    throw Error(fmt::format("inputs '{}': expected normal, uniform or iota", kind));
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal;
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   std::vector<Tensor> v;
   for (const AVal& a : p.in_avals) {
     Tensor t{std::string(dtype_name(a.dtype)), a.shape, {}};
     const std::int64_t n = a.size();
     for (std::int64_t i = 0; i < n; ++i) {
-      if (is_floating(a.dtype)) t.data.push_back(a.dtype == DType::float32 ? static_cast<float>(normal(rng)) : normal(rng));
-      else if (a.dtype == DType::bool_) t.data.push_back(static_cast<double>(rng() & 1));
-      else t.data.push_back(static_cast<double>(rng() % 3));  // small: valid as indices into any non-trivial axis
+      double x;
+      if (kind == "iota") x = a.dtype == DType::bool_ ? static_cast<double>(i & 1) : static_cast<double>(i);  // 0, 1, 2, ... (row-major)
+      else if (a.dtype == DType::bool_) x = static_cast<double>(rng() & 1);
+      else if (!is_floating(a.dtype)) x = static_cast<double>(rng() % 3);  // small: valid as indices into any non-trivial axis
+      else x = kind == "normal" ? normal(rng) : uniform(rng);
+      t.data.push_back(a.dtype == DType::float32 ? static_cast<double>(static_cast<float>(x)) : x);
     }
     v.push_back(std::move(t));
   }

@@ -68,7 +68,9 @@ struct CaseFile {
   bool generated_inputs = false;
 };
 CaseFile read_case_file(const std::filesystem::path& p);           // throws ParseError
-std::vector<Tensor> generate_inputs(const Program& p, unsigned seed = 0);
+// kind: normal (seeded), uniform in [-1, 1) (seeded), or iota (0, 1, 2, ... row-major); integers
+// are small (0..2) unless iota, bools random or alternating.
+std::vector<Tensor> generate_inputs(const Program& p, unsigned seed = 0, const std::string& kind = "normal");
 // Writes {"outputs": [...]} (the case file's layout) to `p`, atomically.
 void write_outputs(const std::filesystem::path& p, const std::vector<Tensor>& outs);
 // The case file's own layout: {"name", "jaxpr", "inputs", "outputs"}.
