@@ -38,10 +38,13 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// What a candidate must still do: throw (type, message regex), or, for a dispatch-kind failure
-// (type "scan_path"), take a scan path matching the regex.
+// What a candidate must still do: throw (type, message regex); for a dispatch-kind failure (type
+// "scan_path"), take the scan path named by regex; or (type "expect") miss the case's own
+// expectations (buffers per dispatch, leaked slots, dispatch counts, ...; values are left out,
+// as the program changes) with a failure matching regex (its numbers free).
 struct Failure {
   std::string type, regex;
+  json expect;  // type "expect": the case's expectations without values
   bool matches(const std::string& t, const std::string& m) const {
     return t == type && (scan_path() ? m == regex : std::regex_search(m, std::regex(regex)));
   }
@@ -221,8 +224,9 @@ class Reducer {
       for (const auto& t : consts_) prog["consts"].push_back(json::parse(text::tensor_json(t)));
     }
     std::ofstream(dir / "programs" / (id + ".json")) << prog.dump(1) << "\n";
-    const json keep = failure_.scan_path() ? json{{"scan_paths", json::array({failure_.regex})}}
-                                           : json{{"error", {{"type", failure_.type}, {"message", failure_.regex}}}};
+    const json keep = failure_.type == "expect" ? failure_.expect  // the scenario fails as the case did, until fixed
+                      : failure_.scan_path()    ? json{{"scan_paths", json::array({failure_.regex})}}
+                                                : json{{"error", {{"type", failure_.type}, {"message", failure_.regex}}}};
     json cases = json::array({{{"profile", profile_}, {"expect", keep}}});
     if (with_current) cases.push_back({{"profile", "current"}, {"expect", {{"leaked_slots", 0}}}});
     json s = {{"id", id}, {"title", fmt::format("{} (reduced)", base_.title)}, {"source", fmt::format("jxlab reduce {}", base_.id)},
@@ -237,6 +241,12 @@ class Reducer {
   // (the baseline check runs without the time bound: a bound too short to run the case once
   // must not make the case look as if it did not fail)
   bool keeps_failure(const Candidate& c, bool bounded = true) {
+    if (failure_.type == "expect") {
+      const json res = result(c, bounded);
+      for (const json& f : res.value("failures", json::array()))
+        if (std::regex_search(f.get<std::string>(), std::regex(failure_.regex))) return true;
+      return false;
+    }
     for (const json& p : points(c, bounded)) {
       if (failure_.scan_path() && !p.contains("error"))
         for (const json& sp : p["scan_paths"])
@@ -249,6 +259,12 @@ class Reducer {
 
   // The measured points of the candidate's run ([] when it crashed or ran out of time).
   json points(const Candidate& c, bool bounded) {
+    const json r = result(c, bounded);
+    return r.contains("measured") && r["measured"].contains("points") ? r["measured"]["points"] : json::array();
+  }
+
+  // The candidate's case result from its report ({} when it crashed or ran out of time).
+  json result(const Candidate& c, bool bounded) {
     ++runs_;
     fs::remove_all(work_ / "r");
     write(c, work_, "cand", false);
@@ -265,15 +281,15 @@ class Reducer {
       if (bounded && out_of_time()) {
         kill(pid, SIGKILL);
         waitpid(pid, &status, 0);
-        return json::array();
+        return json::object();
       }
       usleep(20000);
     }
     std::ifstream in(work_ / "r" / "report.json");
-    if (!in) return json::array();  // crashed before its report: a rejected candidate
+    if (!in) return json::object();  // crashed before its report: a rejected candidate
     const json r = json::parse(in, nullptr, false);
-    if (r.is_discarded() || r["results"].empty() || !r["results"][0]["measured"].contains("points")) return json::array();
-    return r["results"][0]["measured"]["points"];
+    if (r.is_discarded() || !r.contains("results") || r["results"].empty()) return json::object();
+    return r["results"][0];
   }
 
  private:
@@ -338,16 +354,26 @@ Start start_of(const ReduceArgs& a) {
   s.backends.resize(1);
   if (!a.transform.empty()) s.transform = a.transform;
   const Case* chosen = nullptr;
-  // the failure: an expected error, or the scan path of a replay half that expects one
+  // the failure: an expected error, or the scan path of a replay half that expects one; with
+  // --profile naming another case, the expectations that case misses now (kind "expect")
   auto failing = [](const Case& c) { return c.expect.error.has_value() || (c.profile != "current" && c.expect.scan_paths.size() == 1); };
-  for (const Case& c : s.cases)
-    if ((a.profile.empty() ? failing(c) : c.profile == a.profile) && !chosen) chosen = &c;
-  if (!chosen || !failing(*chosen))
+  std::size_t index = 0;
+  for (std::size_t i = 0; i < s.cases.size(); ++i)
+    if ((a.profile.empty() ? failing(s.cases[i]) : s.cases[i].profile == a.profile) && !chosen) chosen = &s.cases[i], index = i;
+  if (!chosen)
     throw UsageError(fmt::format("jxlab reduce: scenario {} has no case {}that expects an error or a single scan path", s.id,
                                  a.profile.empty() ? "" : "under " + a.profile + " "));
   st.profile = chosen->profile;
-  if (chosen->expect.error) st.failure = {chosen->expect.error->type, chosen->expect.error->message.empty() ? ".*" : chosen->expect.error->message};
-  else st.failure = {"scan_path", chosen->expect.scan_paths[0]};
+  if (chosen->expect.error) st.failure = {chosen->expect.error->type, chosen->expect.error->message.empty() ? ".*" : chosen->expect.error->message, {}};
+  else if (failing(*chosen)) st.failure = {"scan_path", chosen->expect.scan_paths[0], {}};
+  else {  // the case's own expectations from its file, values and memory left out (the program changes)
+    std::ifstream in(s.file);
+    json raw = json::parse(in, nullptr, false);
+    json x = raw.is_discarded() ? json::object() : raw["cases"][index]["expect"];
+    x.erase("values");
+    x.erase("memory");
+    st.failure = {"expect", "", x};  // the message is what the case misses now (cmd_reduce)
+  }
   if (s.program.empty()) {
     json params = s.params;
     if (!s.sweep_key.empty()) params[s.sweep_key] = s.sweep_values.front();
@@ -375,10 +401,18 @@ int cmd_reduce(const ReduceArgs& a) {
   const text::Program p = text::load_program(st.program.jaxpr, s.id);
   Candidate best{p.jaxpr, s.transform};
   Reducer r(s, st.profile, st.program.consts, st.failure, a.max_seconds);
+  if (st.failure.type == "expect") {  // the first expectation the case misses now
+    const json res = r.result(best, false);
+    if (res.value("failures", json::array()).empty())
+      throw UsageError(fmt::format("jxlab reduce: the case {} of {} meets its expectations (values aside): nothing to keep", st.profile, s.id));
+    st.failure.regex = masked(res["failures"][0].get<std::string>());
+    r.set_failure(st.failure);
+    fmt::print("keeping the missed expectation: /{}/\n", st.failure.regex);
+  }
   if (st.failure.type.empty()) {  // a program case file: the failure is what it does now
     for (const json& pt : r.points(best, false))
       if (pt.contains("error") && st.failure.type.empty())
-        st.failure = {pt["error"]["type"].get<std::string>(), masked(pt["error"]["message"].get<std::string>())};
+        st.failure = {pt["error"]["type"].get<std::string>(), masked(pt["error"]["message"].get<std::string>()), {}};
     if (st.failure.type.empty())
       throw UsageError(fmt::format("jxlab reduce: {} runs without an error on {} under {} ({}): nothing to keep", a.target, s.backends[0],
                                    st.profile, s.transform));
@@ -479,7 +513,7 @@ int cmd_reduce(const ReduceArgs& a) {
   }
   const std::string id = s.id + "-reduced";
   bool with_current = false;
-  for (const Case& c : s.cases) with_current = with_current || c.profile == "current";
+  for (const Case& c : s.cases) with_current = with_current || (c.profile == "current" && st.profile != "current");
   r.write(best, a.out, id, with_current);
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   fmt::print("{}: equations {} -> {} ({} -> {} with constants and bodies) in {} runs, {:.1f} s{}\n", s.id, before, count_eqns(best.jaxpr),

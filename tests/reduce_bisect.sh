@@ -60,6 +60,21 @@ if expect 0 "reduce under --max-seconds 1" "" "$JXLAB" reduce buffer-limit --bac
   grep -q "stopped at --max-seconds" "$T/out" && [ -f "$T/pt/buffer-limit-reduced.json" ] && ok "time bound" || no "time bound: $(head -2 "$T/out")"
 fi
 expect_ok 2 "reduce a case without an error to keep" "no case" "$JXLAB" reduce isnan-41 --out "$T/x" --scenarios "$SC"
+# a missed expectation: a kernel over more buffers than the case allows reduces to one of exactly
+# the limit + 1 (the reduced scenario fails the same way until the cause is fixed)
+mkdir -p "$T/pb/programs"
+cat > "$T/pb/programs/sum5.json" <<'JSON'
+{"jaxpr": "{ lambda ; a:f32[8] b:f32[8] c:f32[8] d:f32[8] e:f32[8]. let\n    f:f32[8] = add a b\n    g:f32[8] = mul f c\n    h:f32[8] = add g d\n    i:f32[8] = sub h e\n    j:f32[8] = sin i\n  in (j,) }"}
+JSON
+cat > "$T/pb/budget.json" <<'JSON'
+{"id": "budget", "title": "a kernel over more buffers than the budget", "source": "reduce_bisect.sh", "workload": {"program": "programs/sum5.json", "inputs": {"seed": 0}},
+ "transform": "jit", "backends": ["cpu"], "cases": [{"profile": "current", "expect": {"max_buffers_per_dispatch": 3}}]}
+JSON
+if expect 0 "reduce a missed buffer budget" "" "$JXLAB" reduce budget --scenarios "$T/pb" --profile current --out "$T/pbo"; then
+  if expect 1 "the reduced budget scenario fails as the case did" "" "$JXLAB" run budget-reduced --scenarios "$T/pbo"; then
+    grep -q '^    4 buffers in one dispatch, expected at most 3$' "$T/out" && ok "budget: a kernel of exactly limit + 1 buffers" || no "budget: $(cat "$T/out")"
+  fi
+fi
 # a dispatch-kind failure: scan-dispatch-c's host-loop fallback under no-workgroup-fusion
 if expect 0 "reduce scan-dispatch-c (a scan path to keep)" "" "$JXLAB" reduce scan-dispatch-c --out "$T/sd" --scenarios "$SC"; then
   expect_ok 0 "the reduced scan-dispatch-c scenario passes" "" "$JXLAB" run scan-dispatch-c-reduced --scenarios "$T/sd"
