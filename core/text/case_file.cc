@@ -79,6 +79,14 @@ Tensor tensor_of(const json& j, const std::string& where) {
     if (n > (std::int64_t{1} << 32)) throw ParseError(fmt::format("{}: shape {} is too large", where, shape_str(t.shape)));
   }
   flatten_data(j["data"], t.data, where, 0);
+  const DType d = dtype_of(t.dtype, where);
+  for (double v : t.data) {  // values the dtype holds (a conversion out of range would be undefined)
+    const bool ok = d == DType::bool_     ? (v == 0 || v == 1)
+                    : d == DType::int32   ? (v == std::floor(v) && std::fabs(v) <= 2147483647.0)
+                    : d == DType::float32 ? (!std::isfinite(v) || std::fabs(v) <= 3.4028234663852886e38)
+                                          : true;
+    if (!ok) throw ParseError(fmt::format("{}: value {} does not fit {}", where, v, t.dtype));
+  }
   if (static_cast<std::int64_t>(t.data.size()) != n)
     throw ParseError(fmt::format("{}: shape {} needs {} values, data has {}", where, shape_str(t.shape), n, t.data.size()));
   return t;
