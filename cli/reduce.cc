@@ -6,7 +6,7 @@
 // none applies or time runs out: drop the transform (jit(value_and_grad) -> value_and_grad ->
 // jit -> eager), delete an equation (its used outputs become inputs of the same type; dead
 // equations go), make an input a constant (ones), shrink a dimension everywhere (to 1, 2 or
-// half; scan lengths too), drop unused inputs, keep a single output.
+// half; scan lengths too), literals to 1 or 0, drop unused inputs, keep a single output.
 // Every accepted move lowers (equations that read a variable, inputs, outputs): a fixpoint.
 #include "cli/reduce.h"
 
@@ -487,6 +487,20 @@ int cmd_reduce(const ReduceArgs& a) {
       }
       if (shrunk) break;  // sizes changed: list them again next round
     }
+    for (std::size_t e = 0; e < best.jaxpr.eqns.size() && !r.out_of_time(); ++e)  // literals to 1 or 0
+      for (std::size_t k = 0; k < best.jaxpr.eqns[e].in.size() && !r.out_of_time(); ++k) {
+        const jx::Atom a = best.jaxpr.eqns[e].in[k];
+        if (!a.is_literal() || a.value == 0 || a.value == 1) continue;
+        for (double v : {1.0, 0.0}) {
+          Candidate c = best;
+          c.jaxpr.eqns[e].in[k].value = v;
+          if (r.keeps_failure(c)) {
+            moves.push_back(fmt::format("literal {} of {} -> {}", literal_str(a), prim_name(best.jaxpr.eqns[e].prim), v));
+            best = c, changed = true;
+            break;
+          }
+        }
+      }
     {  // inputs nothing reads
       Candidate c = best;
       std::vector<int> kept;
