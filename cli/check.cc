@@ -78,11 +78,7 @@ std::vector<Array> grad_of(const Program& p, const std::vector<Array>& args) {
     for (std::size_t k = 0; k < fl.size(); ++k) full[fl[k]] = x[k];
     Array s = np::zeros({}, acc);
     for (const Array& o : text::run_program(p, full))
-      if (is_floating(o.dtype())) s = lax::add(s, lax::convert_element_type(lax::reduce_sum(o, [&] {
-                                                   std::vector<std::int64_t> ax(o.ndim());
-                                                   for (std::size_t i = 0; i < ax.size(); ++i) ax[i] = static_cast<std::int64_t>(i);
-                                                   return ax;
-                                                 }()), acc));
+      if (is_floating(o.dtype())) s = lax::add(s, np::astype(np::sum(o), acc));
     return std::vector<Array>{s};
   };
   std::vector<Array> x;

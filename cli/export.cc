@@ -6,25 +6,12 @@
 #include <regex>
 
 #include "cli/lab_commands.h"
+#include "reports/report.h"
 #include "repros/program.h"
 #include "scenarios/scenario.h"
 
 namespace jx::lab {
-namespace {
-
 using nlohmann::json;
-
-void write_atomically(const std::filesystem::path& p, const std::string& text) {
-  const auto tmp = p.string() + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << text << "\n";
-    if (!f) throw Error(fmt::format("cannot write {}", tmp));
-  }
-  std::filesystem::rename(tmp, p);
-}
-
-}  // namespace
 
 int cmd_export(const std::vector<std::string>& ids, bool all, const std::string& scenarios_dir, const std::string& out) {
   if (all == !ids.empty()) throw UsageError("jxlab export: give scenario ids or --all, not both");
@@ -54,7 +41,7 @@ int cmd_export(const std::vector<std::string>& ids, bool all, const std::string&
     }
     c["source"] = fmt::format("jxlab export {}: workload {} of {}", s.id, s.workload, s.file);
     const auto path = std::filesystem::path(out) / (s.id + ".json");
-    write_atomically(path, c.dump(1));
+    write_atomically(path.string(), c.dump(1) + "\n");  // reports/report.h
     fmt::print("wrote {}: workload {}, {} inputs\n", path.string(), s.workload, c["inputs"].size());
     ++written;
   }

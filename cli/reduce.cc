@@ -188,12 +188,12 @@ std::size_t count_eqns(const Jaxpr& j) {
 }
 std::size_t count_all(const Jaxpr& j) {
   std::size_t n = j.eqns.size();
-  for (const Eqn& e : j.eqns)
-    for (const auto* sub : {&e.params.body, &e.params.tangent_of, &e.params.cond}) {
-      if (!*sub) continue;
-      const std::string t = (*sub)->str();  // the printed body: one equation per " = " binding
-      for (std::size_t at = t.find(" = "); at != std::string::npos; at = t.find(" = ", at + 3)) ++n;
-    }
+  for (const Eqn& e : j.eqns) {
+    std::vector<const SubProgram*> subs{e.params.body.get(), e.params.tangent_of.get(), e.params.cond.get()};
+    for (const auto& b : e.params.branches) subs.push_back(b.get());
+    for (const SubProgram* s : subs)
+      if (s) n += count_all(static_cast<const JaxprBody&>(*s).jaxpr);
+  }
   return n;
 }
 

@@ -44,38 +44,29 @@ Array onehot(const Array& start, std::int64_t s, std::int64_t n, bool transposed
   return lax::eq(j, lax::add(lax::broadcast_in_dim(start, sh, iota_ints(nb)), o));
 }
 
-// x: B + operand dims; axis (among the operand dims) cut to [start, start + s).
-Array take_along(const Array& x, std::size_t nb, std::int64_t axis, const Array& start, std::int64_t s) {
+// Along `axis` (among the operand dims, after nb batch dims) of x, whose size there is m: take
+// [start, start + k) (put = false: out[o] = sum_j M[o, j] x[j]), or place x at [start, start + m)
+// of an axis widened to k (put = true: out[j] = sum_o M[o, j] x[o]).
+Array along(const Array& x, std::size_t nb, std::int64_t axis, const Array& start, std::int64_t k, bool put) {
   const std::int64_t ax = static_cast<std::int64_t>(nb) + axis, last = static_cast<std::int64_t>(x.ndim()) - 1;
-  const Array t = move_axis(x, ax, last);  // B, R..., n
-  const std::int64_t n = t.shape().back();
+  const Array t = move_axis(x, ax, last);  // B, R..., m
+  const std::int64_t m = t.shape().back();
   Shape big = t.shape();
-  big.insert(big.end() - 1, s);  // B, R..., s, n
-  Ints tdims = iota_ints(t.ndim() - 1);
-  tdims.push_back(static_cast<std::int64_t>(big.size()) - 1);
-  Ints mdims = iota_ints(nb);
-  mdims.push_back(static_cast<std::int64_t>(big.size()) - 2);
-  mdims.push_back(static_cast<std::int64_t>(big.size()) - 1);
-  const Array m = lax::broadcast_in_dim(onehot(start, s, n), big, mdims);
-  const Array picked = lax::select(m, lax::broadcast_in_dim(t, big, tdims), bcast(scalar(0, t.dtype()), big));
-  return move_axis(lax::reduce_sum(picked, {static_cast<std::int64_t>(big.size()) - 1}), last, ax);
+  big.insert(big.end() - 1, k);  // B, R..., k, m
+  const auto nbig = static_cast<std::int64_t>(big.size());
+  Ints tdims = iota_ints(t.ndim() - 1), mdims = iota_ints(nb);
+  tdims.push_back(nbig - 1);
+  mdims.push_back(nbig - 2);
+  mdims.push_back(nbig - 1);
+  const Array mask = lax::broadcast_in_dim(put ? onehot(start, m, k, true) : onehot(start, k, m), big, mdims);
+  const Array picked = lax::select(mask, lax::broadcast_in_dim(t, big, tdims), bcast(scalar(0, t.dtype()), big));
+  return move_axis(lax::reduce_sum(picked, {nbig - 1}), last, ax);
 }
-
-// u: B + window dims; axis widened to n with u placed at [start, start + w).
+Array take_along(const Array& x, std::size_t nb, std::int64_t axis, const Array& start, std::int64_t s) {
+  return along(x, nb, axis, start, s, false);
+}
 Array put_along(const Array& u, std::size_t nb, std::int64_t axis, const Array& start, std::int64_t n) {
-  const std::int64_t ax = static_cast<std::int64_t>(nb) + axis, last = static_cast<std::int64_t>(u.ndim()) - 1;
-  const Array t = move_axis(u, ax, last);  // B, R..., w
-  const std::int64_t w = t.shape().back();
-  Shape big = t.shape();
-  big.insert(big.end() - 1, n);  // B, R..., n, w
-  Ints tdims = iota_ints(t.ndim() - 1);
-  tdims.push_back(static_cast<std::int64_t>(big.size()) - 1);
-  Ints mdims = iota_ints(nb);
-  mdims.push_back(static_cast<std::int64_t>(big.size()) - 2);  // j
-  mdims.push_back(static_cast<std::int64_t>(big.size()) - 1);  // o
-  const Array m = lax::broadcast_in_dim(onehot(start, w, n, true), big, mdims);
-  const Array placed = lax::select(m, lax::broadcast_in_dim(t, big, tdims), bcast(scalar(0, t.dtype()), big));
-  return move_axis(lax::reduce_sum(placed, {static_cast<std::int64_t>(big.size()) - 1}), last, ax);
+  return along(u, nb, axis, start, n, true);
 }
 
 Array clamp_start(const Array& s, std::int64_t hi) {
