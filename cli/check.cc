@@ -68,23 +68,10 @@ std::vector<Tensor> tensors(const std::vector<Array>& as) {
 // d/d(float inputs) of the sum of the float outputs (each summed in its own dtype, then added
 // in the first float input's dtype).
 std::vector<Array> grad_of(const Program& p, const std::vector<Array>& args) {
-  std::vector<std::size_t> fl;  // the constvars' values lead: constants, not differentiated
-  for (std::size_t i = p.text_consts; i < args.size(); ++i)
-    if (is_floating(args[i].dtype())) fl.push_back(i);
-  if (fl.empty()) return {};
-  const DType acc = args[fl[0]].dtype();
-  FlatFn f = [&](const std::vector<Array>& x) {
-    std::vector<Array> full = args;
-    for (std::size_t k = 0; k < fl.size(); ++k) full[fl[k]] = x[k];
-    Array s = np::zeros({}, acc);
-    for (const Array& o : text::run_program(p, full))
-      if (is_floating(o.dtype())) s = lax::add(s, np::astype(np::sum(o), acc));
-    return std::vector<Array>{s};
-  };
-  std::vector<Array> x;
-  for (auto i : fl) x.push_back(args[i]);
-  auto [y, lin] = vjp_flat(f, x);
-  return lin.transpose({np::ones({}, acc)});
+  const auto l = text::summed_loss([&p](const std::vector<Array>& a) { return text::run_program(p, a); }, args, p.text_consts);
+  if (l.x.empty()) return {};
+  auto [y, lin] = vjp_flat(l.loss, l.x);
+  return lin.transpose({np::ones({}, l.dtype)});
 }
 
 std::vector<Array> apply(const Program& p, const std::string& transform, const std::vector<Array>& args) {

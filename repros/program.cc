@@ -55,27 +55,17 @@ std::vector<text::Tensor> generated(const text::Program& p, const json& spec) {
 // value = the sum of the float outputs; grads with respect to the float inputs (the first
 // `consts` are the program's constvars: constants)
 void value_and_grad_of(Run& r, const FlatFn& fn, const std::vector<Array>& in, std::size_t consts) {
-  std::vector<std::size_t> fl;
-  for (std::size_t i = consts; i < in.size(); ++i)
-    if (is_floating(in[i].dtype())) fl.push_back(i);
-  if (fl.empty()) throw Error("value_and_grad: the program has no float inputs");
-  const DType acc = in[fl[0]].dtype();
-  FlatFn loss = [&](const std::vector<Array>& x) {
-    std::vector<Array> full = in;
-    for (std::size_t k = 0; k < fl.size(); ++k) full[fl[k]] = x[k];
-    Array s = np::zeros({}, acc);
-    for (const Array& o : fn(full))
-      if (is_floating(o.dtype())) s = s + np::astype(np::sum(o), acc);
-    return std::vector<Array>{s};
-  };
+  const auto l = text::summed_loss(fn, in, consts);
+  if (l.x.empty()) throw Error("value_and_grad: the program has no float inputs");
+  const DType acc = l.dtype;
+  const FlatFn& loss = l.loss;
   FlatFn both = [&](const std::vector<Array>& x) {
     auto [y, lin] = vjp_flat(loss, x);
     std::vector<Array> out = y;
     for (const Array& g : lin.transpose({np::ones({}, acc)})) out.push_back(g);
     return out;
   };
-  std::vector<Array> x;
-  for (auto i : fl) x.push_back(in[i]);
+  const std::vector<Array>& x = l.x;
   r.measure();
   std::vector<Array> out;
   if (r.transform == "jit(value_and_grad)") {
@@ -87,7 +77,7 @@ void value_and_grad_of(Run& r, const FlatFn& fn, const std::vector<Array>& in, s
     for (const Array& g : lin.transpose({np::ones({}, acc)})) out.push_back(g);
   }
   r.value("value", out[0]);
-  for (std::size_t k = 1; k < out.size(); ++k) r.value(fl.size() == 1 ? "grad" : fmt::format("grad{}", k - 1), out[k]);
+  for (std::size_t k = 1; k < out.size(); ++k) r.value(x.size() == 1 ? "grad" : fmt::format("grad{}", k - 1), out[k]);
 }
 
 }  // namespace

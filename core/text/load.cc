@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "core/jx.h"
 #include "core/text/interp.h"
 #include "core/trace/builder.h"
 
@@ -30,6 +31,25 @@ Program load_program(std::string_view src, std::string_view file) {
   typecheck(p.jaxpr);
   for (const jx::Atom& a : p.jaxpr.outs) p.out_avals.push_back(p.jaxpr.aval_of(a));
   return p;
+}
+
+SummedLoss summed_loss(FlatFn fn, std::vector<Array> args, std::size_t consts) {
+  std::vector<std::size_t> fl;
+  for (std::size_t i = consts; i < args.size(); ++i)
+    if (is_floating(args[i].dtype())) fl.push_back(i);
+  SummedLoss l;
+  if (fl.empty()) return l;
+  l.dtype = args[fl[0]].dtype();
+  for (auto i : fl) l.x.push_back(args[i]);
+  l.loss = [fn = std::move(fn), args = std::move(args), fl, acc = l.dtype](const std::vector<Array>& x) {
+    std::vector<Array> full = args;
+    for (std::size_t k = 0; k < fl.size(); ++k) full[fl[k]] = x[k];
+    Array s = np::zeros({}, acc);
+    for (const Array& o : fn(full))
+      if (is_floating(o.dtype())) s = lax::add(s, np::astype(np::sum(o), acc));
+    return std::vector<Array>{s};
+  };
+  return l;
 }
 
 std::vector<Array> run_program(const Program& p, const std::vector<Array>& args) {

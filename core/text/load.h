@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/ir/jaxpr.h"
+#include "core/trace/builder.h"
 #include "core/text/syntax.h"
 
 namespace jx::text {
@@ -28,6 +29,17 @@ Program load_program(std::string_view text, std::string_view file = "<text>");
 // Applies the program to its inputs (the text's constvars' values first). Traceable: call it
 // under jit, grad or vmap.
 std::vector<Array> run_program(const Program& p, const std::vector<Array>& args);
+
+// The scalar loss that `jxlab check --transform grad` and the program workloads differentiate:
+// the sum of fn's float outputs (each summed, then added in the first float argument's dtype) as
+// a function of the float arguments after the first `consts` (the constvars' values, constants).
+// x: those arguments' values; empty when there is none.
+struct SummedLoss {
+  FlatFn loss;
+  std::vector<Array> x;
+  DType dtype = DType::float32;
+};
+SummedLoss summed_loss(FlatFn fn, std::vector<Array> args, std::size_t consts);
 
 // A host tensor as case files hold it: row-major values as doubles (bool 0/1, int32 exact).
 struct Tensor {
