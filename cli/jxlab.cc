@@ -231,12 +231,15 @@ int main(int argc, char** argv) {
   jx::lab::ReduceArgs rd;
   rd.scenarios = scenarios_dir;
   auto* re = app.add_subcommand("reduce", "shrink a failing scenario case to the smallest program that still fails the same way");
-  re->add_option("case", rd.target, "scenario id or scenario file")->required();
+  re->add_option("case", rd.target, "scenario id, scenario file or program case file (.jaxpr or .json)")->required();
   re->add_option("--out", rd.out, "folder for the reduced scenario and its program")->required();
   re->add_option("--backend", rd.backend, "backend (default: the scenario's first)");
   re->add_option("--profile", rd.profile, "the case's replay profile (default: its first case that expects an error)");
   re->add_option("--transform", rd.transform, "transform to start from (default: the scenario's)");
   re->add_option("--max-seconds", rd.max_seconds, "time bound (default 120)")->check(CLI::PositiveNumber);
+  re->add_option("--rtol", rd.rtol, "a mismatch's relative tolerance against the cpu oracle (default 1e-3 for float32 outputs, 1e-8 for float64)")
+      ->check(CLI::NonNegativeNumber);
+  re->add_option("--atol", rd.atol, "a mismatch's absolute tolerance (default 1e-4 for float32 outputs, 1e-10 for float64)")->check(CLI::NonNegativeNumber);
   re->add_option("--scenarios", rd.scenarios, "directory of scenario files");
   re->callback([&] { rc = jx::lab::cmd_reduce(rd); });
   std::string bisect_id, bisect_backend;

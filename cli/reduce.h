@@ -1,4 +1,5 @@
 #pragma once
+#include <optional>
 #include <string>
 
 namespace jx::lab {
@@ -8,6 +9,7 @@ struct ReduceArgs {
   std::string out;        // DIR: <id>-reduced.json and programs/<id>-reduced.json
   std::string backend, profile, transform, scenarios;
   double max_seconds = 120;
+  std::optional<double> rtol, atol;  // a mismatch's tolerances (default by the outputs' dtype)
 };
 
 // jxlab reduce CASE --out DIR [--backend B] [--profile P] [--transform T] [--max-seconds S]:

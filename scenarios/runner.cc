@@ -184,6 +184,36 @@ std::map<std::string, std::vector<double>> oracle(const Scenario& s, const json&
   return p.run.values;
 }
 
+// The point's values against the file's or the cpu oracle's: the outputs named in `differ` must
+// differ beyond rtol/atol (a documented wrong answer), the others agree.
+void check_point_values(const Scenario& s, const ValuesExpect& v, const Point& p, const std::string& at, std::vector<std::string>& fails) {
+  std::map<std::string, std::vector<double>> want;
+  try {
+    if (v.vs == "file")
+      for (auto it = v.expected.begin(); it != v.expected.end(); ++it) want[it.key()] = it->get<std::vector<double>>();
+    else want = oracle(s, p.param);
+  } catch (const std::exception& e) {
+    fails.push_back(e.what());
+    return;
+  }
+  for (const std::string& d : v.differ)
+    if (!want.contains(d)) fails.push_back(fmt::format("values '{}'{}: no such output in the reference (differ names it)", d, at));
+  for (const auto& [name, w] : want) {
+    auto got = p.run.values.find(name);
+    if (got == p.run.values.end()) {
+      fails.push_back(fmt::format("values '{}'{}: not computed", name, at));
+      continue;
+    }
+    std::vector<std::string> mism;
+    check_values(name, got->second, w, v.rtol, v.atol, mism);
+    const bool must_differ = std::find(v.differ.begin(), v.differ.end(), name) != v.differ.end();
+    if (!must_differ) fails.insert(fails.end(), mism.begin(), mism.end());
+    else if (mism.empty())
+      fails.push_back(fmt::format("values '{}'{} agree with the {} within rtol {}, atol {}; expected them to differ (a documented wrong answer)",
+                                  name, at, v.vs == "file" ? "file" : "cpu oracle", v.rtol, v.atol));
+  }
+}
+
 void check_memory(const MemoryExpect& m, const Point& p, std::vector<std::string>& fails) {
   auto it = p.run.series.find("rss_kb");
   auto ie = p.run.series.find("cache_entries");
@@ -277,25 +307,7 @@ CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend
       fails.push_back(fmt::format("unexpected {}{}: {}", p.error_type, at, p.error_message));
       continue;
     }
-    if (x.values && !p.failed) {
-      if (x.values->vs == "file") {
-        for (auto it = x.values->expected.begin(); it != x.values->expected.end(); ++it) {
-          auto got = p.run.values.find(it.key());
-          if (got == p.run.values.end()) fails.push_back(fmt::format("values '{}'{}: not computed", it.key(), at));
-          else check_values(it.key(), got->second, it->get<std::vector<double>>(), x.values->rtol, x.values->atol, fails);
-        }
-      } else {
-        try {
-          for (const auto& [name, want] : oracle(s, p.param)) {
-            auto got = p.run.values.find(name);
-            if (got == p.run.values.end()) fails.push_back(fmt::format("values '{}'{}: not computed", name, at));
-            else check_values(name, got->second, want, x.values->rtol, x.values->atol, fails);
-          }
-        } catch (const std::exception& e) {
-          fails.push_back(e.what());
-        }
-      }
-    }
+    if (x.values && !p.failed) check_point_values(s, *x.values, p, at, fails);
     if (!x.scan_paths.empty()) {
       if (p.paths.empty()) fails.push_back(fmt::format("scan paths{}: no scan ran, expected [{}]", at, fmt::join(x.scan_paths, ", ")));
       for (const auto& sp : p.paths)

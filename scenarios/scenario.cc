@@ -92,7 +92,7 @@ class Reader {
     }
     if (v.contains("values")) {
       const std::string p = ptr + "/values";
-      only(v["values"], p, {"vs", "expected", "rtol", "atol"});
+      only(v["values"], p, {"vs", "expected", "rtol", "atol", "differ"});
       ValuesExpect x;
       x.vs = str(v["values"], p, "vs", false, "file");
       if (x.vs != "file" && x.vs != "cpu") fail(p + "/vs", fmt::format("'{}' is not one of file, cpu", x.vs));
@@ -107,6 +107,14 @@ class Reader {
       }
       if (v["values"].contains("rtol")) x.rtol = number(v["values"]["rtol"], p + "/rtol");
       if (v["values"].contains("atol")) x.atol = number(v["values"]["atol"], p + "/atol");
+      if (v["values"].contains("differ")) {
+        const json& d = v["values"]["differ"];
+        if (!d.is_array() || d.empty()) fail(p + "/differ", "expected a non-empty array of output names");
+        for (std::size_t i = 0; i < d.size(); ++i) {
+          if (!d[i].is_string() || d[i].get<std::string>().empty()) fail(fmt::format("{}/differ/{}", p, i), fmt::format("expected an output name, got {}", d[i].dump()));
+          x.differ.push_back(d[i].get<std::string>());
+        }
+      }
       e.values = x;
     }
     if (v.contains("scan_paths")) {

@@ -28,6 +28,9 @@ struct ValuesExpect {
   std::string vs = "file";  // file | cpu (the same workload on cpu under `current`)
   nlohmann::json expected;  // vs file: {"name": [numbers]}
   double rtol = 1e-9, atol = 0.0;
+  // outputs that must differ from the reference beyond rtol/atol (a documented wrong answer:
+  // the case passes while the bug reproduces); the others must agree
+  std::vector<std::string> differ;
 };
 struct MemoryExpect {
   std::int64_t after_call = 20;                       // growth measured from this call to the last

@@ -188,6 +188,33 @@ TEST(Lab, BothHalvesOfAScenarioAreAsserted) {
   EXPECT_NE(r[0].failures[0].find("but the workload succeeded"), std::string::npos) << r[0].failures[0];
 }
 
+// values.differ: a documented wrong answer is asserted (the case passes while it reproduces,
+// fails once the values agree); every other output must still agree; a bad list is refused.
+TEST(Lab, ValuesDifferAssertsADocumentedWrongAnswer) {
+  TempDir d;
+  auto with_differ = [&](const std::string& id, const std::string& grad, const std::string& differ) {
+    std::string s = concat(id, grad);
+    const std::string at = "\"values\": {";
+    s.replace(s.find(at), at.size(), at + "\"differ\": " + differ + ", ");
+    return d.write(id + ".json", s);
+  };
+  // the file says grad 21, the workload gives 20: a wrong answer, asserted
+  auto wrong = run_scenario(load_scenario(with_differ("differ-wrong", "21.0", "[\"grad\"]")), {.backend = "", .profile = "current"});
+  ASSERT_EQ(wrong.size(), 1u);
+  EXPECT_EQ(wrong[0].status, "pass") << (wrong[0].failures.empty() ? "" : wrong[0].failures[0]);
+  // the right answer: the documented difference is gone, so the case fails and says so
+  auto right = run_scenario(load_scenario(with_differ("differ-right", "20.0", "[\"grad\"]")), {.backend = "", .profile = "current"});
+  ASSERT_EQ(right.size(), 1u);
+  ASSERT_EQ(right[0].status, "fail");
+  EXPECT_NE(right[0].failures[0].find("values 'grad' agree with the file within rtol"), std::string::npos) << right[0].failures[0];
+  // an output the reference does not have
+  auto none = run_scenario(load_scenario(with_differ("differ-none", "21.0", "[\"nope\"]")), {.backend = "", .profile = "current"});
+  ASSERT_EQ(none[0].status, "fail");
+  EXPECT_NE(none[0].failures[0].find("values 'nope': no such output in the reference"), std::string::npos) << none[0].failures[0];
+  EXPECT_TRUE(load_fails(with_differ("differ-empty", "20.0", "[]"), "/values/differ: expected a non-empty array of output names"));
+  EXPECT_TRUE(load_fails(with_differ("differ-number", "20.0", "[3]"), "/values/differ/0: expected an output name, got 3"));
+}
+
 TEST(Lab, ReplayPoliciesAreOffByDefaultAndScoped) {
   EXPECT_EQ(replay::policy(), replay::Policy{});
   EXPECT_EQ(replay::profile("current").policy, replay::Policy{});

@@ -7,6 +7,8 @@
 //   vk_device_lost           vkQueueSubmit / vkWaitForFences return VK_ERROR_DEVICE_LOST
 //   report_write_stall       a report file stops half-written for 60 s (so a test can kill the
 //                            process while the temporary file is incomplete)
+//   native_wrong_tanh        the native C renderer emits tanh(x) + 0.25: a wrong answer with no
+//                            error, for the tests of `jxlab reduce` and the differential fuzzer
 #include <cstdint>
 #include <string>
 #include <string_view>

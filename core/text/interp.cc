@@ -146,6 +146,13 @@ std::int64_t Call::int_param(std::string_view name) const {
   return v[0];
 }
 
+int Call::count_param(std::string_view name) const {
+  const std::int64_t v = int_param(name);
+  if (v < 0 || v > static_cast<std::int64_t>(in.size()))
+    fail(fmt::format("parameter '{}' = {} must count operands (0 to {})", name, v, in.size()));
+  return static_cast<int>(v);
+}
+
 bool Call::flag(std::string_view name, bool dflt) const {
   const Value* v = e.param(name);
   if (!v) return dflt;

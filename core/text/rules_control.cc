@@ -35,9 +35,14 @@ std::pair<std::shared_ptr<const JaxprBody>, std::vector<Array>> body_of(Call& c,
 // Splits a scan's operands into consts | carry | xs when the text gives no counts: the first
 // split whose carry avals the body returns and whose xs are stacked `length` times.
 std::pair<int, int> scan_split(Call& c, const Jaxpr& sub, std::int64_t length) {
-  if (c.opt("num_consts") && c.opt("num_carry")) return {int(c.int_param("num_consts")), int(c.int_param("num_carry"))};
+  if (c.opt("num_consts") && c.opt("num_carry")) {
+    const int nc = c.count_param("num_consts"), nk = c.count_param("num_carry");
+    if (nc + nk > int(c.in.size())) c.fail(fmt::format("num_consts {} + num_carry {} exceed the {} operands", nc, nk, c.in.size()));
+    return {nc, nk};
+  }
   if (const Value* ft = c.opt("ft_in"); ft && ft->kind == Value::Kind::tuple && ft->items.size() == 3)
-    return {int(ft->items[0].items.size()), int(ft->items[1].items.size())};
+    if (ft->items[0].items.size() + ft->items[1].items.size() <= c.in.size())
+      return {int(ft->items[0].items.size()), int(ft->items[1].items.size())};
   const int n = int(c.in.size()), nout = int(c.out.size());
   if (sub.invars.size() != std::size_t(n)) c.fail(fmt::format("{} operands for a body of {} inputs", n, sub.invars.size()));
   auto body_in = [&](int i) { return aval_of(sub.invars[i].type, c.interp.where(sub.invars[i].pos)); };
@@ -80,7 +85,7 @@ std::vector<Array> associative_scan(Call& c) {
   Params p;
   p.axis = c.int_param("axis");
   p.reverse = c.flag("reverse", false);
-  p.num_consts = int(c.int_param("num_consts"));
+  p.num_consts = c.count_param("num_consts");
   p.body = body;
   if (c.opt("tangent_of")) {
     auto [t, th] = body_of(c, c.jaxpr_param("tangent_of"));
@@ -95,7 +100,7 @@ std::vector<Array> associative_scan(Call& c) {
 std::vector<Array> while_loop(Call& c) {
   auto [cond, ch] = body_of(c, c.jaxpr_param("cond_jaxpr"));
   auto [body, bh] = body_of(c, c.jaxpr_param("body_jaxpr"));
-  const std::size_t cc = static_cast<std::size_t>(c.int_param("cond_nconsts")), bc = static_cast<std::size_t>(c.int_param("body_nconsts"));
+  const std::size_t cc = static_cast<std::size_t>(c.count_param("cond_nconsts")), bc = static_cast<std::size_t>(c.count_param("body_nconsts"));
   if (cc + bc > c.in.size()) c.fail("more constants than operands");
   Params p;
   p.cond = cond;

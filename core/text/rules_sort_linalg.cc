@@ -47,7 +47,7 @@ Array same(const Array& a, const Array& b) {
 
 std::vector<Array> sort(Call& c) {
   const std::int64_t axis = c.int_param("dimension");
-  const std::size_t keys = c.opt("num_keys") ? static_cast<std::size_t>(c.int_param("num_keys")) : 1;
+  const std::size_t keys = c.opt("num_keys") ? static_cast<std::size_t>(c.count_param("num_keys")) : 1;
   std::vector<Array> ops;
   for (const Array& x : c.in) ops.push_back(move_last(x.dtype() == DType::bool_ ? cast(x, DType::int32) : x, axis));
   const std::int64_t n = ops.at(0).shape().back(), last = static_cast<std::int64_t>(ops[0].ndim());

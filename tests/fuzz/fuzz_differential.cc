@@ -4,10 +4,16 @@
 // dtype's tolerance, and nothing may leak. A clear jx error from the oracle means the program
 // is invalid (skipped); a backend failing where the oracle did not is a finding.
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <fmt/format.h>
+#include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 
 #include "core/jx.h"
+#include "core/text/load.h"
+#include "core/trace/builder.h"
 #include "leakcheck/leakcheck.h"
 #include "tests/fuzz/fuzz_targets.h"
 
@@ -99,7 +105,7 @@ struct Program {
   std::vector<Array> make_inputs() const {
     std::vector<Array> xs;
     for (int k = 0; k < inputs; ++k) {
-      std::vector<double> v(static_cast<std::size_t>(shape.size()));
+      std::vector<double> v(static_cast<std::size_t>(numel(shape)));
       for (std::size_t i = 0; i < v.size(); ++i)  // values in [-2, 2], distinct per input
         v[i] = 2.0 * std::sin(0.7 * static_cast<double>(i) + 1.3 * k + 0.05 * seeds[static_cast<std::size_t>(k)]);
       if (dtype == DType::int32)
@@ -186,7 +192,38 @@ std::string compare(const std::vector<Array>& got, const std::vector<Want>& want
   return "";
 }
 
+// The transform `jxlab reduce` runs a finding's traced program under: its jit modes stay
+// jitted (the backends' compiled kernels are where they differ); grad and scan are traced into
+// the program itself.
+const char* reduce_transform(Mode m) { return m == Mode::jit || m == Mode::jit_grad ? "jit" : "eager"; }
+
 }  // namespace
+
+nlohmann::json program_case(const std::uint8_t* data, std::size_t size, const std::string& backend) {
+  const Program p = decode(data, size);
+  DefaultDeviceScope cpu("cpu");
+  const std::vector<Array> xs = p.make_inputs();
+  std::vector<AVal> avals;
+  for (const Array& x : xs) avals.push_back(x.aval());
+  // the program as the mode runs it, without the mode's own jit (the reducer applies it)
+  Program eager = p;
+  if (p.mode == Mode::jit) eager.mode = Mode::eager;
+  if (p.mode == Mode::jit_grad) eager.mode = Mode::grad;
+  const ClosedJaxpr traced = make_jaxpr_flat([&](const std::vector<Array>& in) { return eager.run(in); }, avals);
+  auto list = [](const std::vector<Array>& v) {
+    nlohmann::json l = nlohmann::json::array();
+    for (const Array& a : v) l.push_back(nlohmann::json::parse(text::tensor_json(text::to_tensor(a))));
+    return l;
+  };
+  nlohmann::json c = {{"name", "differential finding"},
+                      {"description", fmt::format("{} disagrees with cpu on {}", backend, p.str())},
+                      {"jaxpr", traced.jaxpr.str()},
+                      {"inputs", list(xs)},
+                      {"outputs", list(eval_jaxpr(traced.jaxpr, traced.consts, xs))},
+                      {"reduce", {{"backend", backend}, {"transform", reduce_transform(p.mode)}}}};
+  if (!traced.consts.empty()) c["consts"] = list(traced.consts);
+  return c;
+}
 
 std::string describe_program(const std::uint8_t* data, std::size_t size) { return decode(data, size).str(); }
 
@@ -210,7 +247,15 @@ int differential(const std::uint8_t* data, std::size_t size) {
       } catch (const Error& e) {
         mismatch = fmt::format("failed where cpu did not: {}", e.what());
       }
-      if (!mismatch.empty()) finding(fmt::format("differential: {} disagrees with cpu on {}: {}", be, p.str(), mismatch));
+      if (!mismatch.empty()) {
+        // the finding as a program case too, for scripts/fuzz to reduce with jxlab reduce
+        if (const char* dir = std::getenv("JX_FUZZ_PROGRAMS"); dir && *dir) {
+          std::filesystem::create_directories(dir);
+          std::ofstream(std::filesystem::path(dir) / fmt::format("{}-{:016x}.json", be, std::hash<std::string>{}(p.str())))
+              << program_case(data, size, be).dump(1) << "\n";
+        }
+        finding(fmt::format("differential: {} disagrees with cpu on {}: {}", be, p.str(), mismatch));
+      }
     }
   }
   clear_caches();  // cached programs hold slots (captured constants)

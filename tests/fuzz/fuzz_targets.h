@@ -6,6 +6,7 @@
 // exception type, a backend mismatch or a leak.
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace jx::fuzz {
@@ -17,6 +18,12 @@ int jaxpr_text(const std::uint8_t* data, std::size_t size);  // fuzz_jaxpr.cc
 
 // The differential target's program for these bytes, in words (for findings and tests).
 std::string describe_program(const std::uint8_t* data, std::size_t size);
+
+// The differential target's program for these bytes as a program case (core/text's layout: the
+// jaxpr traced from what the mode runs, its inputs, the cpu oracle's outputs) plus
+// "reduce": {"backend", "transform"}, the arguments `jxlab reduce` runs it with. On a
+// mismatch the target writes it to $JX_FUZZ_PROGRAMS/<backend>-<hash>.json before aborting.
+nlohmann::json program_case(const std::uint8_t* data, std::size_t size, const std::string& backend);
 
 [[noreturn]] void finding(const std::string& what);
 
