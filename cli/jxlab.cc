@@ -12,6 +12,7 @@
 #include "cli/bisect.h"
 #include "cli/check.h"
 #include "cli/export.h"
+#include "cli/diff.h"
 #include "cli/reduce.h"
 #include "cli/lab_commands.h"
 #include "scenarios/soak.h"
@@ -242,6 +243,14 @@ int main(int argc, char** argv) {
   re->add_option("--atol", rd.atol, "a mismatch's absolute tolerance (default 1e-4 for float32 outputs, 1e-10 for float64)")->check(CLI::NonNegativeNumber);
   re->add_option("--scenarios", rd.scenarios, "directory of scenario files");
   re->callback([&] { rc = jx::lab::cmd_reduce(rd); });
+  std::string diff_old, diff_new, diff_out;
+  bool diff_json = false;
+  auto* di = app.add_subcommand("diff", "compare two runs' reports: status changes, new and vanished cases, counters, timing beyond the spread; exit 1 on a regression");
+  di->add_option("old", diff_old, "the baseline: a report folder or its report.json")->required();
+  di->add_option("new", diff_new, "the run to judge: a report folder or its report.json")->required();
+  di->add_flag("--json", diff_json, "JSON instead of Markdown");
+  di->add_option("--out", diff_out, "also write the text to this file");
+  di->callback([&] { rc = jx::lab::cmd_diff(diff_old, diff_new, diff_json, diff_out); });
   std::string bisect_id, bisect_backend;
   bool bisect_json = false;
   auto* bi = app.add_subcommand("bisect", "the smallest set of replay switches behind each profile's failure of a scenario, and the version where it stops");

@@ -86,23 +86,49 @@ nlohmann::json run_context(const std::string& command_line) {
 // --repeat: rounds 2..n of the same selection merged into the first round's results: a case
 // fails (with its failures) if any round failed; its seconds are the median, and report.json
 // holds every round's seconds with median, min and max.
+// Each sweep point's seconds likewise (points[i].seconds_rounds).
+nlohmann::json spread(const std::vector<double>& rounds) {
+  auto v = rounds;
+  std::sort(v.begin(), v.end());
+  return {{"rounds", rounds}, {"median", v[v.size() / 2]}, {"min", v.front()}, {"max", v.back()}};
+}
+
+std::vector<double> point_seconds(const CaseResult& r) {
+  std::vector<double> s;
+  if (r.measured.contains("points"))
+    for (const auto& p : r.measured["points"]) s.push_back(p.value("seconds", 0.0));
+  return s;
+}
+
 template <class Round>
 std::vector<CaseResult> repeated(std::vector<CaseResult> first, int n, Round&& round) {
   std::map<std::string, std::vector<double>> secs;
-  for (const auto& r : first) secs[r.name()].push_back(r.seconds);
+  std::map<std::string, std::vector<std::vector<double>>> points;  // per case, per point: the rounds
+  auto add = [&](const CaseResult& r) {
+    secs[r.name()].push_back(r.seconds);
+    const auto ps = point_seconds(r);
+    auto& per = points[r.name()];
+    per.resize(std::max(per.size(), ps.size()));
+    for (std::size_t i = 0; i < ps.size(); ++i) per[i].push_back(ps[i]);
+  };
+  for (const auto& r : first) add(r);
   for (int k = 1; k < n; ++k)
     for (const auto& r : round())
       for (auto& f : first)
         if (f.name() == r.name()) {
-          secs[f.name()].push_back(r.seconds);
+          add(r);
           if (r.status == "fail" && f.status != "fail") f.status = "fail", f.failures = r.failures;
           if (r.status == "fail") f.failures.push_back(fmt::format("failed in round {} of {}", k + 1, n));
         }
   for (auto& f : first) {
-    auto v = secs[f.name()];
-    std::sort(v.begin(), v.end());
-    f.seconds = v[v.size() / 2];
-    f.measured["seconds_rounds"] = {{"rounds", secs[f.name()]}, {"median", v[v.size() / 2]}, {"min", v.front()}, {"max", v.back()}};
+    f.measured["seconds_rounds"] = spread(secs[f.name()]);
+    f.seconds = f.measured["seconds_rounds"]["median"];
+    const auto& per = points[f.name()];
+    for (std::size_t i = 0; f.measured.contains("points") && i < per.size() && i < f.measured["points"].size(); ++i)
+      if (!per[i].empty()) {
+        f.measured["points"][i]["seconds_rounds"] = spread(per[i]);
+        f.measured["points"][i]["seconds"] = f.measured["points"][i]["seconds_rounds"]["median"];
+      }
   }
   return first;
 }

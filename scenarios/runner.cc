@@ -28,6 +28,7 @@ struct Point {
   std::vector<std::string> paths;
   std::int64_t dispatches = 0, submits = -1, leaked = 0;
   int max_buffers = 0;
+  double seconds = 0;  // the measured part (from the workload's measure() mark, else its start) to the device's idle
 };
 
 template <class F>
@@ -70,12 +71,14 @@ Point call(const Scenario& s, const std::string& backend, const json& param) {
     ScanPathTracker paths;
     std::optional<trace::DispatchTracker> tracker(std::in_place);
     if (vk) vulkan::reset_counters();
+    auto t0 = std::chrono::steady_clock::now();
     p.run.on_measure = [&] {
       if (vk) {
         vulkan::synchronize();
         vulkan::reset_counters();
       }
       tracker.emplace();
+      t0 = std::chrono::steady_clock::now();
     };
     classify(p, [&] {
       if (s.program.empty()) repro(s.workload).fn(p.run);
@@ -96,6 +99,7 @@ Point call(const Scenario& s, const std::string& backend, const json& param) {
       p.dispatches = static_cast<std::int64_t>(dispatches.dispatches());
       p.max_buffers = dispatches.max_buffers();
     }
+    p.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     for (ScanPath sp : paths.paths()) p.paths.emplace_back(scan_path_name(sp));
   }
   p.values_before = !p.run.values.empty();
@@ -105,7 +109,7 @@ Point call(const Scenario& s, const std::string& backend, const json& param) {
 }
 
 json point_json(const Point& p) {
-  json j = {{"dispatches", p.dispatches}, {"max_buffers_per_dispatch", p.max_buffers}, {"leaked_slots", p.leaked},
+  json j = {{"seconds", p.seconds}, {"dispatches", p.dispatches}, {"max_buffers_per_dispatch", p.max_buffers}, {"leaked_slots", p.leaked},
             {"scan_paths", p.paths}, {"values", p.run.values}, {"metrics", p.run.metrics}};
   if (!p.param.is_null()) j["param"] = p.param;
   if (p.submits >= 0) j["submits"] = p.submits;
