@@ -199,7 +199,8 @@ int main(int argc, char** argv) {
   run->add_option("--repeat", ra.repeat, "run every case N times: it fails if any round fails; report.json gives each case's median/min/max seconds")
       ->check(CLI::Range(1, 1000));
   run->add_option("--profile", ra.profile, "only the cases of this replay profile");
-  run->add_option("--report", ra.report, "write report.json, summary.md and junit.xml into this directory")
+  run->add_option("--baseline", ra.baseline, "a previous run's report folder: report.html shows the diff against it (jxlab diff)");
+  run->add_option("--report", ra.report, "write report.json, summary.md, junit.xml and report.html into this directory")
       ->check([](const std::string& s) { return s.empty() ? std::string("an empty path") : std::string(); });
   run->add_flag("--allow-skips", ra.allow_skips, "exit 0 when every case was skipped (default: exit 5, nothing ran)");
   run->add_option("--shard", ra.shard, "i/n: run every n-th scenario starting at the i-th");

@@ -250,6 +250,14 @@ int cmd_run(const RunArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
   ReportMeta meta{fmt::format("jxlab {}", kVersion), JX_GIT_COMMIT, machine(), now_utc(), 0};
   if (!a.report.empty()) prepare_report_dir(a.report);  // before any work: an unwritable directory fails now
+  if (!a.baseline.empty()) {  // likewise a baseline that is no report
+    if (a.report.empty()) throw UsageError("--baseline needs --report (the diff is shown in report.html)");
+    try {
+      (void)read_baseline(a.baseline);
+    } catch (const Error& e) {
+      throw UsageError(e.what());
+    }
+  }
   if (!a.all && a.ids.empty()) throw UsageError("jxlab run: name scenario ids or pass --all (jxlab list shows them)");
   if (a.all && !a.ids.empty()) throw UsageError("jxlab run: --all and scenario ids exclude each other");
   if (!a.profile.empty()) try {
@@ -358,6 +366,7 @@ int cmd_run(const RunArgs& a) {
     return results;
   };
   meta.context = run_context(a.command_line);
+  meta.baseline = a.baseline;
   if (const std::string gc = meta.context["git_commit"]; gc.find("unknown") == std::string::npos)  // the commit now, not at configure time
     meta.commit = gc.substr(0, 7) + (meta.context.value("git_dirty", false) ? "+dirty" : "");
   g_interrupted = 0;
@@ -377,7 +386,7 @@ int cmd_run(const RunArgs& a) {
   fmt::print("{} passed, {} failed, {} skipped in {:.1f} s{}\n", pass, fail, skip, meta.seconds, meta.interrupted ? " (interrupted)" : "");
   if (!a.report.empty()) {
     write_reports(a.report, results, meta);
-    fmt::print("reports: {}/report.json, summary.md, junit.xml\n", a.report);
+    fmt::print("reports: {}/report.json, summary.md, junit.xml, report.html\n", a.report);
   }
   if (meta.interrupted) return 130;  // as a shell reports SIGINT
   if (fail) return 1;

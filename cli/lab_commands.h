@@ -21,6 +21,7 @@ struct RunArgs {
   bool allow_skips = false;
   std::vector<std::string> backends;  // only these backends (empty: each scenario's own)
   std::string profile, report, shard, scenarios;
+  std::string baseline;    // --baseline DIR: report.html shows the diff against that run
   std::string keyword;     // -k: only scenarios whose id or title contains it
   bool list = false;       // --list: print the selected cases, run nothing
   bool fail_fast = false;  // -x: stop after the first scenario with a failed case

@@ -46,7 +46,7 @@ Spread spread_of(const json& r) {
 // and now crashes, times out or runs out of memory.
 int rank(const std::string& status) {
   if (status == "pass") return 0;
-  if (status == "skip") return 0;
+  if (status == "skipped") return 0;
   if (status == "fail") return 1;
   return 2;  // crash, timeout, oom, error
 }

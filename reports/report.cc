@@ -13,6 +13,8 @@
 
 #include "core/array/errors.h"
 #include "core/instrument/faults.h"
+#include "reports/diff.h"
+#include "reports/html.h"
 
 namespace jx::lab {
 namespace {
@@ -80,7 +82,7 @@ void prepare_report_dir(const std::string& dir) {
     const std::string pid = name.substr(12);
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
     if (::kill(static_cast<pid_t>(std::stol(pid)), 0) == 0 || errno != ESRCH) continue;  // still running
-    for (const char* f : {"report.json", "summary.md", "junit.xml"}) {
+    for (const char* f : {"report.json", "summary.md", "junit.xml", "report.html"}) {
       const fs::path tmp = fs::path(dir) / fmt::format("{}.tmp-{}", f, pid);
       if (fs::exists(tmp)) fs::rename(tmp, fs::path(dir) / f, ec);
     }
@@ -95,6 +97,21 @@ void prepare_report_dir(const std::string& dir) {
     if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
     if (::kill(static_cast<pid_t>(std::stol(pid)), 0) != 0 && errno == ESRCH) fs::remove(e.path(), ec);
   }
+}
+
+nlohmann::json read_baseline(const std::string& path) {
+  std::filesystem::path p = path;
+  if (std::filesystem::is_directory(p)) p /= "report.json";
+  std::ifstream in(p);
+  if (!in) throw Error(fmt::format("baseline {}: cannot read it (a report folder or its report.json)", p.string()));
+  nlohmann::json b = nlohmann::json::parse(in, nullptr, false);
+  if (b.is_discarded() || !b.is_object() || !b.contains("results")) throw Error(fmt::format("baseline {}: not a lab report.json", p.string()));
+  return b;
+}
+
+static nlohmann::json baseline_diff(const std::string& path, const nlohmann::json& now) {
+  if (path.empty()) return nullptr;
+  return diff_reports(read_baseline(path), now).json;
 }
 
 // Writes content to PATH.tmp-PID in full (or throws) and returns that name.
@@ -192,7 +209,7 @@ void write_reports(const std::string& dir, const std::vector<CaseResult>& result
   for (const auto& r : results) {
     j["results"].push_back({{"scenario", r.scenario}, {"title", r.title}, {"file", r.file}, {"backend", r.backend}, {"profile", r.profile},
                             {"status", r.status}, {"failures", r.failures}, {"skip_reason", r.skip_reason}, {"seconds", r.seconds},
-                            {"measured", r.measured}});
+                            {"expect", r.expect}, {"measured", r.measured}});
   }
   const auto path = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
   // The three files replace the previous set together: every one written in full first, then a
@@ -201,11 +218,12 @@ void write_reports(const std::string& dir, const std::vector<CaseResult>& result
   // leaves the marker, and the next run finishes them before anything else (prepare_report_dir).
   const std::vector<std::pair<std::string, std::string>> set{{path("report.json"), j.dump(2) + "\n"},
                                                              {path("summary.md"), markdown_summary(results, meta)},
-                                                             {path("junit.xml"), junit_xml(results, meta)}};
+                                                             {path("junit.xml"), junit_xml(results, meta)},
+                                                             {path("report.html"), html_report(j, baseline_diff(meta.baseline, j))}};
   std::vector<std::string> tmps;
   for (const auto& [p, content] : set) tmps.push_back(write_temporary(p, content));
   const std::string marker = path(fmt::format(".report-set-{}", getpid()).c_str());
-  write_atomically(marker, "report.json summary.md junit.xml\n");
+  write_atomically(marker, "report.json summary.md junit.xml report.html\n");
   for (std::size_t i = 0; i < set.size(); ++i)
     if (std::rename(tmps[i].c_str(), set[i].first.c_str()) != 0) throw Error(fmt::format("cannot rename {} to {}", tmps[i], set[i].first));
   std::remove(marker.c_str());

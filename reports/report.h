@@ -17,12 +17,15 @@ struct ReportMeta {
   // the run's context: commit and dirty flag read at run time, compiler, devices (backend,
   // device, driver), the JX_* environment, the command line
   nlohmann::json context = nlohmann::json::object();
+  std::string baseline;  // a previous run's report folder or report.json: report.html shows the diff against it
 };
 
 // Creates dir if needed and checks it is writable; throws Error naming it otherwise. Called
 // before any work starts. Removes temporary files left by runs killed while writing.
 void prepare_report_dir(const std::string& dir);
 void write_atomically(const std::string& path, const std::string& content);
+// A previous run's report.json (PATH or PATH/report.json); throws Error naming it otherwise.
+nlohmann::json read_baseline(const std::string& path);
 void write_reports(const std::string& dir, const std::vector<CaseResult>& results, const ReportMeta& meta);
 
 std::string markdown_summary(const std::vector<CaseResult>& results, const ReportMeta& meta);

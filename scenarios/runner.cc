@@ -266,7 +266,7 @@ namespace {
 
 CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend_name) {
   if (c.profile.rfind(kSwitchesPrefix, 0) != 0) (void)replay::profile(c.profile);  // an unknown name fails here
-  CaseResult r{s.id, s.title, s.file, backend_name, c.profile, "pass", {}, "", json::object(), 0};
+  CaseResult r{s.id, s.title, s.file, backend_name, c.profile, "pass", {}, "", json::object(), 0, c.expect_json};
   try {
     (void)backend(backend_name);
   } catch (const BackendError& e) {

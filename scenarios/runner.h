@@ -18,6 +18,7 @@ struct CaseResult {
   std::string skip_reason;
   nlohmann::json measured = nlohmann::json::object();
   double seconds = 0;
+  nlohmann::json expect = nlohmann::json::object();  // the case's expectations as written
   std::string name() const { return scenario + "/" + backend + "/" + profile; }
 };
 

@@ -290,6 +290,7 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
       r.fail(p + "/profile", e.what());
     }
     c.expect = r.expect(r.field(cs[i], p, "expect", true), p + "/expect");
+    c.expect_json = cs[i]["expect"];
     if (c.expect.dispatches && !c.expect.dispatches->growth.empty() && s.sweep_values.empty())
       r.fail(p + "/expect/dispatches/growth", "a growth expectation needs a workload sweep");
     s.cases.push_back(std::move(c));

@@ -50,6 +50,7 @@ struct Expect {
 struct Case {
   std::string profile;
   Expect expect;
+  nlohmann::json expect_json;  // as written (reports show it beside what was measured)
 };
 // A row of the source document's version table: what that release did under each transform.
 struct HistoryRow {
