@@ -276,6 +276,7 @@ int main(int argc, char** argv) {
   rp->add_option("--scenarios", scenarios_dir, "directory of scenario files");
   rp->callback([&] { rc = jx::lab::cmd_replay(replay_id, scenarios_dir, replay_backend); });
   jx::lab::ScalingArgs sa;
+  sa.command_line = ra.command_line;
   auto* bench = app.add_subcommand("bench", "benchmark sweeps");
   bench->require_subcommand(1);
   auto* scaling = bench->add_subcommand("scaling", "scan-dispatch cases A-D over N: time and dispatches per call, CSV/JSON + gnuplot PNG/SVG");

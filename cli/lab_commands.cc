@@ -14,6 +14,7 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "cli/run_context.h"
 #include "core/jx.h"
 #include "reports/report.h"
 #include "scenarios/soak.h"
@@ -23,65 +24,9 @@
 #define JX_GIT_COMMIT "unknown"
 #endif
 
-extern char** environ;
-
 namespace jx::lab {
 namespace {
 
-std::string machine() {
-  char host[256] = {};
-  gethostname(host, sizeof(host) - 1);
-  std::ifstream f("/proc/cpuinfo");
-  std::string line, cpu;
-  while (std::getline(f, line))
-    if (line.rfind("model name", 0) == 0) {
-      cpu = line.substr(line.find(':') + 2);
-      break;
-    }
-  return fmt::format("{} ({}, {} cores)", host, cpu.empty() ? "unknown CPU" : cpu, sysconf(_SC_NPROCESSORS_ONLN));
-}
-
-std::string now_utc() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
-// One line of a command's output (first line, trimmed), or "" when it fails.
-std::string capture(const std::string& cmd) {
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[512];
-    if (std::fgets(buf, sizeof buf, p)) out = buf;
-    pclose(p);
-  }
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
-
-// The run's context for the reports, read now (not at configure time).
-nlohmann::json run_context(const std::string& command_line) {
-  nlohmann::json c;
-  c["command"] = command_line;
-#if defined(__clang__)
-  c["compiler"] = std::string("clang ") + __clang_version__;
-#elif defined(__GNUC__)
-  c["compiler"] = std::string("gcc ") + __VERSION__;
-#endif
-  const std::string src = default_scenarios_dir() + "/..";
-  const std::string commit = capture(fmt::format("git -C '{}' rev-parse HEAD 2>/dev/null", src));
-  c["git_commit"] = commit.empty() ? std::string("unknown (not a git checkout)") : commit;
-  if (!commit.empty()) c["git_dirty"] = !capture(fmt::format("git -C '{}' status --porcelain --untracked-files=no 2>/dev/null", src)).empty();
-  for (const auto& d : devices())
-    c["device." + d.backend] = d.available ? d.device : fmt::format("unavailable: {}", d.reason);
-  for (char** e = environ; e && *e; ++e)
-    if (std::string_view(*e).rfind("JX_", 0) == 0) {
-      const std::string kv(*e);
-      c["env." + kv.substr(0, kv.find('='))] = kv.substr(kv.find('=') + 1);
-    }
-  return c;
-}
 
 // --repeat: rounds 2..n of the same selection merged into the first round's results: a case
 // fails (with its failures) if any round failed; its seconds are the median, and report.json
@@ -367,8 +312,7 @@ int cmd_run(const RunArgs& a) {
   };
   meta.context = run_context(a.command_line);
   meta.baseline = a.baseline;
-  if (const std::string gc = meta.context["git_commit"]; gc.find("unknown") == std::string::npos)  // the commit now, not at configure time
-    meta.commit = gc.substr(0, 7) + (meta.context.value("git_dirty", false) ? "+dirty" : "");
+  if (const std::string c = short_commit(meta.context); !c.empty()) meta.commit = c;  // the commit now, not at configure time
   g_interrupted = 0;
   struct sigaction sa {};
   sa.sa_handler = on_interrupt;
