@@ -205,6 +205,14 @@ int main(int argc, char** argv) {
   run->add_flag("--allow-skips", ra.allow_skips, "exit 0 when every case was skipped (default: exit 5, nothing ran)");
   run->add_option("--shard", ra.shard, "i/n: run every n-th scenario starting at the i-th");
   run->add_option("--scenarios", ra.scenarios, "directory of scenario files (default: the source tree's scenarios/)");
+  ra.jobs = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  run->add_option("-j,--jobs", ra.jobs, "cases run at once, each in its own worker process (default: the core count)")->check(CLI::Range(1, 1024));
+  run->add_option("--timeout", ra.timeout_s, "seconds a case may run before its worker is killed (reported as timeout; a scenario's timeout_s wins; default 120)")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--memory-limit", ra.memory_limit_mb, "MB of resident memory a worker may use before it is killed (reported as oom; default 8192; 0: none)")
+      ->check(CLI::NonNegativeNumber);
+  run->add_flag("--in-process", ra.in_process, "run every case in this process, without workers or limits (for a debugger)");
+  run->add_option("--worker-result", ra.worker_result, "internal: run as a worker and write the case's result to this file")->group("");
   run->add_option("--soak", ra.soak_minutes, "MINUTES: repeat the chosen scenarios (at least 4 rounds); fail on any failure or growth trend")
       ->check(CLI::PositiveNumber);
   run->callback([&] {

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli/run_context.h"
+#include "cli/workers.h"
 #include "core/jx.h"
 #include "reports/report.h"
 #include "scenarios/soak.h"
@@ -191,9 +192,9 @@ int cmd_replay(const std::string& id, const std::string& dir, const std::string&
   return 0;
 }
 
-int cmd_run(const RunArgs& a) {
-  const auto t0 = std::chrono::steady_clock::now();
-  ReportMeta meta{fmt::format("jxlab {}", kVersion), JX_GIT_COMMIT, machine(), now_utc(), 0};
+namespace {
+
+void check_args(const RunArgs& a) {
   if (!a.report.empty()) prepare_report_dir(a.report);  // before any work: an unwritable directory fails now
   if (!a.baseline.empty()) {  // likewise a baseline that is no report
     if (a.report.empty()) throw UsageError("--baseline needs --report (the diff is shown in report.html)");
@@ -210,46 +211,38 @@ int cmd_run(const RunArgs& a) {
     } catch (const Error& e) {
       throw UsageError(e.what());
     }
-  // a soak judges the runtime as it is: replay profiles re-create defects (memory growth among
-  // them) and run in a soak only when asked for with --profile
-  const std::string profile = a.soak_minutes > 0 && a.profile.empty() ? "current" : a.profile;
   for (const auto& b : a.backends)
     if (b != "cpu" && b != "native" && b != "vulkan") throw UsageError(fmt::format("--backend '{}': expected cpu, native or vulkan", b));
-  const std::string dir = a.scenarios.empty() ? default_scenarios_dir() : a.scenarios;
+}
+
+// Ids or globs (fnmatch: * ? [...]) over the scenarios' ids, in the order named.
+std::vector<Scenario> by_ids(const RunArgs& a, const std::vector<Scenario>& all, const std::string& dir) {
+  if (a.all) return all;
   std::vector<Scenario> chosen;
-  const auto all = load_scenarios(dir);
-  if (a.all) {
-    chosen = all;
-  } else {
-    for (const auto& id : a.ids) {  // an id, or a glob over ids (fnmatch: * ? [...])
-      bool any = false;
-      for (const auto& s : all)
-        if (fnmatch(id.c_str(), s.id.c_str(), 0) == 0 &&
-            std::none_of(chosen.begin(), chosen.end(), [&](const Scenario& c) { return c.id == s.id; }))
-          chosen.push_back(s), any = true;
-      if (!any && std::none_of(chosen.begin(), chosen.end(), [&](const Scenario& c) { return fnmatch(id.c_str(), c.id.c_str(), 0) == 0; }))
-        throw UsageError(fmt::format("jxlab run: no scenario {}'{}' in {} (jxlab list shows them)",
-                                     id.find_first_of("*?[") == std::string::npos ? "" : "matches ", id, dir));
-    }
+  for (const auto& id : a.ids) {
+    bool any = false;
+    for (const auto& s : all)
+      if (fnmatch(id.c_str(), s.id.c_str(), 0) == 0 && std::none_of(chosen.begin(), chosen.end(), [&](const Scenario& c) { return c.id == s.id; }))
+        chosen.push_back(s), any = true;
+    if (!any && std::none_of(chosen.begin(), chosen.end(), [&](const Scenario& c) { return fnmatch(id.c_str(), c.id.c_str(), 0) == 0; }))
+      throw UsageError(fmt::format("jxlab run: no scenario {}'{}' in {} (jxlab list shows them)",
+                                   id.find_first_of("*?[") == std::string::npos ? "" : "matches ", id, dir));
   }
-  if (!a.keyword.empty()) {  // -k, as pytest's: a substring of the id or the title
-    std::vector<Scenario> kept;
-    for (const auto& s : chosen)
-      if (s.id.find(a.keyword) != std::string::npos || s.title.find(a.keyword) != std::string::npos) kept.push_back(s);
-    chosen = std::move(kept);
-  }
+  return chosen;
+}
+
+// The selection: ids or --all, then -k, --backend, and the shard (--shard, else GoogleTest's
+// sharding variables, as a CI matrix sets them).
+std::vector<Scenario> select_scenarios(const RunArgs& a, const std::string& dir) {
+  std::vector<Scenario> chosen = by_ids(a, load_scenarios(dir), dir);
+  if (!a.keyword.empty())  // -k, as pytest's: a substring of the id or the title
+    std::erase_if(chosen, [&](const Scenario& s) { return s.id.find(a.keyword) == std::string::npos && s.title.find(a.keyword) == std::string::npos; });
   if (!a.backends.empty()) {  // only the named backends of each scenario
-    std::vector<Scenario> kept;
-    for (Scenario s : chosen) {
-      std::vector<std::string> bs;
-      for (const auto& b : s.backends)
-        if (std::find(a.backends.begin(), a.backends.end(), b) != a.backends.end()) bs.push_back(b);
-      s.backends = bs;
-      if (!bs.empty()) kept.push_back(std::move(s));
-    }
-    chosen = std::move(kept);
+    for (Scenario& s : chosen)
+      std::erase_if(s.backends, [&](const std::string& b) { return std::find(a.backends.begin(), a.backends.end(), b) == a.backends.end(); });
+    std::erase_if(chosen, [](const Scenario& s) { return s.backends.empty(); });
   }
-  // GoogleTest's sharding variables, as a CI matrix sets them, when --shard is not given
+  if (!a.worker_result.empty()) return chosen;  // a worker runs the case it was given
   std::string shard = a.shard;
   const char* shards = std::getenv("GTEST_TOTAL_SHARDS");
   const char* index = std::getenv("GTEST_SHARD_INDEX");
@@ -259,56 +252,119 @@ int cmd_run(const RunArgs& a) {
     if (*end != 0 || k < 0) throw UsageError(fmt::format("GTEST_SHARD_INDEX='{}': expected a whole number from 0", index));
     shard = fmt::format("{}/{}", k + 1, shards);
   }
-  if (!shard.empty()) {
-    auto [i, n] = parse_shard(shard);
-    std::vector<Scenario> mine;
-    for (std::size_t k = 0; k < chosen.size(); ++k)
-      if (static_cast<int>(k % static_cast<std::size_t>(n)) == i - 1) mine.push_back(chosen[k]);
-    chosen = std::move(mine);
+  if (shard.empty()) return chosen;
+  auto [i, n] = parse_shard(shard);
+  std::vector<Scenario> mine;
+  for (std::size_t k = 0; k < chosen.size(); ++k)
+    if (static_cast<int>(k % static_cast<std::size_t>(n)) == i - 1) mine.push_back(chosen[k]);
+  return mine;
+}
+
+// A worker (jxlab run ID --backend B --profile P --worker-result FILE, started by the runner):
+// the one case, in this process, its result as JSON in FILE.
+int worker(const RunArgs& a, const std::vector<Scenario>& chosen, const std::string& profile) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& s : chosen)
+    for (const auto& r : run_scenario(s, {a.backends.empty() ? "" : a.backends[0], profile})) out.push_back(case_json(r));
+  write_atomically(a.worker_result, out.dump());
+  return 0;
+}
+
+// --in-process (and soaks, which watch this process's memory across rounds): every case in
+// this process, a scenario at a time.
+std::vector<CaseResult> run_in_process(const std::vector<Scenario>& chosen, const std::string& profile, bool fail_fast,
+                                       const std::function<void(const CaseResult&)>& row) {
+  std::vector<CaseResult> results;
+  for (const auto& s : chosen) {
+    if (g_interrupted) break;
+    auto rs = run_scenario(s, {"", profile});
+    if (row)
+      for (const auto& r : rs) row(r);
+    results.insert(results.end(), rs.begin(), rs.end());
+    if (fail_fast && std::any_of(rs.begin(), rs.end(), [](const CaseResult& r) { return r.status == "fail"; })) break;
+  }
+  return results;
+}
+
+std::vector<WorkUnit> units_of(const std::vector<Scenario>& chosen, const std::string& profile, double timeout_s) {
+  std::vector<WorkUnit> u;
+  for (const auto& s : chosen)
+    for (const auto& c : s.cases)
+      if (profile.empty() || c.profile == profile)
+        for (const auto& b : s.backends) u.push_back({&s, b, c.profile, s.timeout_s.value_or(timeout_s)});
+  return u;
+}
+
+// The summary line, the reports and the exit code (pytest's).
+int finish(const RunArgs& a, const std::vector<CaseResult>& results, ReportMeta& meta, std::chrono::steady_clock::time_point t0) {
+  meta.interrupted = g_interrupted != 0;
+  meta.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  int pass = 0, fail = 0, skip = 0, errors = 0;
+  for (const auto& r : results) {
+    pass += r.status == "pass", fail += r.status == "fail", skip += r.status == "skipped";
+    errors += r.status == "crash" || r.status == "timeout" || r.status == "oom";
+  }
+  fmt::print("{} passed, {} failed, {}{} skipped in {:.1f} s{}\n", pass, fail, errors ? fmt::format("{} errors (crash, timeout, oom), ", errors) : "",
+             skip, meta.seconds, meta.interrupted ? " (interrupted)" : "");
+  if (!a.report.empty()) {
+    write_reports(a.report, results, meta);
+    fmt::print("reports: {}/report.json, summary.md, junit.xml, report.html\n", a.report);
+  }
+  if (meta.interrupted) return 130;  // as a shell reports SIGINT
+  if (fail || errors) return 1;
+  if (pass == 0 && (skip == 0 || !a.allow_skips)) {
+    fmt::print(stderr, "jxlab run: no case ran ({})\n",
+               results.empty() ? "the selection is empty" : "every case was skipped; --allow-skips accepts that");
+    return kExitNothingRan;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int cmd_run(const RunArgs& a) {
+  const auto t0 = std::chrono::steady_clock::now();
+  ReportMeta meta{fmt::format("jxlab {}", kVersion), JX_GIT_COMMIT, machine(), now_utc(), 0};
+  check_args(a);
+  // a soak judges the runtime as it is: replay profiles re-create defects (memory growth among
+  // them) and run in a soak only when asked for with --profile
+  const std::string profile = a.soak_minutes > 0 && a.profile.empty() ? "current" : a.profile;
+  const std::string dir = a.scenarios.empty() ? default_scenarios_dir() : a.scenarios;
+  const std::vector<Scenario> chosen = select_scenarios(a, dir);
+  if (!a.worker_result.empty()) return worker(a, chosen, profile);
+  const std::vector<WorkUnit> units = units_of(chosen, profile, a.timeout_s);
+  if (a.list) {  // a dry run: what would run, in order
+    for (const auto& u : units) fmt::print("{}/{}/{}\n", u.scenario->id, u.backend, u.profile);
+    fmt::print("{} cases\n", units.size());
+    return units.empty() ? kExitNothingRan : 0;
   }
   const bool tty = isatty(fileno(stdout)) != 0;
   const char* no_color = std::getenv("NO_COLOR");  // no-color.org: set and not empty
   const bool colour = tty && !(no_color && *no_color);
-  std::size_t total = 0, done = 0;
-  for (const auto& s : chosen)
-    for (const auto& c : s.cases)
-      if (profile.empty() || c.profile == profile) total += s.backends.size();
-  if (a.list) {  // a dry run: what would run, in order
-    for (const auto& s : chosen)
-      for (const auto& c : s.cases)
-        if (profile.empty() || c.profile == profile)
-          for (const auto& b : s.backends) fmt::print("{}/{}/{}\n", s.id, b, c.profile);
-    fmt::print("{} cases\n", total);
-    return total ? 0 : kExitNothingRan;
-  }
-  RunOptions o{"", profile};
-  // rows stream as each scenario finishes (flushed, piped or not); SIGINT/SIGTERM: no new
-  // scenario starts, the reports hold the finished cases and say the run was interrupted
-  const bool streaming = a.soak_minutes <= 0;
+  // rows stream as each case finishes (flushed, piped or not); SIGINT/SIGTERM: nothing new
+  // starts, running workers are stopped, the reports hold the finished cases and say so
   auto print_row = [&](const CaseResult& r) {
-    const auto c = r.status == "pass" ? fmt::color::green : r.status == "fail" ? fmt::color::red : fmt::color::yellow;
+    if (tty) fmt::print(stderr, "\r\033[K");
+    const auto c = r.status == "pass" ? fmt::color::green : r.status == "skipped" ? fmt::color::yellow : fmt::color::red;
     const std::string status = colour ? fmt::format(fg(c), "{:<8}", r.status) : fmt::format("{:<8}", r.status);
     fmt::print("{:<20} {:<8} {:<24} {} {:>8.2f}\n", r.scenario, r.backend, r.profile, status, r.seconds);
     for (const auto& f : r.failures) fmt::print("    {}\n", f);
     if (r.status == "skipped") fmt::print("    skipped: {}\n", r.skip_reason);
+    std::fflush(stdout);
   };
+  std::size_t done = 0;
   auto run_round = [&] {
-    std::vector<CaseResult> results;
     done = 0;
-    for (const auto& s : chosen) {
-      if (g_interrupted) break;
-      auto rs = run_scenario(s, o, [&](const std::string& name) {
-        ++done;
-        if (tty) fmt::print(stderr, "\r\033[K[{}/{}] {}", done, total, name);
-      });
-      if (tty) fmt::print(stderr, "\r\033[K");
-      if (streaming)
-        for (const auto& r : rs) print_row(r);
-      std::fflush(stdout);
-      results.insert(results.end(), rs.begin(), rs.end());
-      if (a.fail_fast && std::any_of(rs.begin(), rs.end(), [](const CaseResult& r) { return r.status == "fail"; })) break;
-    }
-    return results;
+    if (a.in_process || a.soak_minutes > 0) return run_in_process(chosen, profile, a.fail_fast, a.soak_minutes <= 0 ? std::function<void(const CaseResult&)>(print_row) : nullptr);
+    WorkerOptions o{a.jobs, a.memory_limit_mb, dir, [] { return g_interrupted != 0; }, nullptr, nullptr, a.fail_fast};
+    o.finished = [&](const CaseResult& r) {
+      ++done;
+      if (a.soak_minutes <= 0) print_row(r);
+    };
+    o.running = [&](const std::vector<std::string>& names) {
+      if (tty) fmt::print(stderr, "\r\033[K[{}/{}] {}", done, units.size(), fmt::join(names, ", "));
+    };
+    return run_isolated(units, o);
   };
   meta.context = run_context(a.command_line);
   meta.baseline = a.baseline;
@@ -318,28 +374,14 @@ int cmd_run(const RunArgs& a) {
   sa.sa_handler = on_interrupt;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-  if (a.soak_minutes > 0) return soak(a.soak_minutes, a.report, run_round);
+  if (a.soak_minutes > 0)
+    return soak(a.soak_minutes, a.report, run_round,
+                {{"version", meta.version}, {"commit", meta.commit}, {"machine", meta.machine}, {"started", meta.started}, {"context", meta.context}});
   fmt::print("{:<20} {:<8} {:<24} {:<8} {:>8}\n", "scenario", "backend", "profile", "result", "seconds");
   std::fflush(stdout);
   std::vector<CaseResult> results = run_round();
   if (a.repeat > 1) results = repeated(results, a.repeat, run_round);
-  meta.interrupted = g_interrupted != 0;
-  meta.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  int pass = 0, fail = 0, skip = 0;
-  for (const auto& r : results) pass += r.status == "pass", fail += r.status == "fail", skip += r.status == "skipped";
-  fmt::print("{} passed, {} failed, {} skipped in {:.1f} s{}\n", pass, fail, skip, meta.seconds, meta.interrupted ? " (interrupted)" : "");
-  if (!a.report.empty()) {
-    write_reports(a.report, results, meta);
-    fmt::print("reports: {}/report.json, summary.md, junit.xml, report.html\n", a.report);
-  }
-  if (meta.interrupted) return 130;  // as a shell reports SIGINT
-  if (fail) return 1;
-  if (pass == 0 && (skip == 0 || !a.allow_skips)) {
-    fmt::print(stderr, "jxlab run: no case ran ({})\n",
-               results.empty() ? "the selection is empty" : "every case was skipped; --allow-skips accepts that");
-    return kExitNothingRan;
-  }
-  return 0;
+  return finish(a, results, meta, t0);
 }
 
 }  // namespace jx::lab

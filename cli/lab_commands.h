@@ -1,4 +1,5 @@
 #pragma once
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -28,6 +29,12 @@ struct RunArgs {
   int repeat = 1;          // --repeat N: every case N times; a case fails if any round fails
   std::string command_line;  // for the reports' metadata
   double soak_minutes = 0;  // > 0: repeat the chosen scenarios (cli/soak.h)
+  // isolation (cli/workers.h): each case in a worker process, -j at a time, with limits
+  int jobs = 1;
+  double timeout_s = 120;
+  std::int64_t memory_limit_mb = 8192;
+  bool in_process = false;    // --in-process: no workers (a debugger's view; soaks run so)
+  std::string worker_result;  // set by the runner for a worker: write the case's result here
 };
 int cmd_list(const std::string& scenarios_dir);
 // The outcome table of one scenario's workload: a row per replay profile, a column per

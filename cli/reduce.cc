@@ -301,7 +301,8 @@ class Reducer {
     if (pid == 0) {
       const int devnull = ::open("/dev/null", O_WRONLY);
       if (devnull >= 0) dup2(devnull, 1), dup2(devnull, 2);
-      execl(exe.c_str(), exe.c_str(), "run", "cand", "--scenarios", work_.c_str(), "--report", (work_ / "r").c_str(), nullptr);
+      // (in process: this child is the candidate's isolation already)
+      execl(exe.c_str(), exe.c_str(), "run", "cand", "--scenarios", work_.c_str(), "--report", (work_ / "r").c_str(), "--in-process", nullptr);
       _exit(127);
     }
     int status = 0;

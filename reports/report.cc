@@ -142,12 +142,16 @@ void write_atomically(const std::string& path, const std::string& content) {
   }
 }
 
+// A case that did not run to its verdict: its worker crashed, ran out of time or of memory (JUnit
+// calls these errors, beside the failures of cases that ran).
+static bool is_error(const std::string& status) { return status == "crash" || status == "timeout" || status == "oom"; }
+
 std::string markdown_summary(const std::vector<CaseResult>& results, const ReportMeta& meta) {
   std::map<std::string, int> n;
-  for (const auto& r : results) n[r.status]++;
-  std::string s = fmt::format("# jxlab run{}\n\n{} · commit {} · {} · started {} · {:.1f} s\n\n**{} passed, {} failed, {} skipped**\n\n",
+  for (const auto& r : results) n[is_error(r.status) ? "error" : r.status]++;
+  std::string s = fmt::format("# jxlab run{}\n\n{} · commit {} · {} · started {} · {:.1f} s\n\n**{} passed, {} failed, {} errors (crash, timeout, oom), {} skipped**\n\n",
                               meta.interrupted ? " (interrupted: the finished cases only)" : "", meta.version, meta.commit, meta.machine,
-                              meta.started, meta.seconds, n["pass"], n["fail"], n["skipped"]);
+                              meta.started, meta.seconds, n["pass"], n["fail"], n["error"], n["skipped"]);
   if (!meta.context.empty()) {
     s += "| context | |\n|---|---|\n";
     for (auto it = meta.context.begin(); it != meta.context.end(); ++it)
@@ -166,10 +170,10 @@ std::string markdown_summary(const std::vector<CaseResult>& results, const Repor
 std::string junit_xml(const std::vector<CaseResult>& results, const ReportMeta& meta) {
   std::map<std::string, std::vector<const CaseResult*>> by;
   for (const auto& r : results) by[r.scenario].push_back(&r);
-  int fails = 0, skips = 0;
-  for (const auto& r : results) fails += r.status == "fail", skips += r.status == "skipped";
+  int fails = 0, skips = 0, errors = 0;
+  for (const auto& r : results) fails += r.status == "fail", skips += r.status == "skipped", errors += is_error(r.status);
   std::string s = fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"jxlab\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"{}\" time=\"{:.3f}\">\n",
-                              results.size() + meta.interrupted, fails, skips, meta.interrupted ? 1 : 0, meta.seconds);
+                              results.size() + meta.interrupted, fails, skips, errors + (meta.interrupted ? 1 : 0), meta.seconds);
   // the run's context as JUnit properties, and an interrupted run as an error, in a suite of its own
   s += fmt::format("  <testsuite name=\"jxlab run\" tests=\"{}\" failures=\"0\" errors=\"{}\" skipped=\"0\" time=\"0\">\n    <properties>\n",
                    meta.interrupted ? 1 : 0, meta.interrupted ? 1 : 0);
@@ -182,10 +186,11 @@ std::string junit_xml(const std::vector<CaseResult>& results, const ReportMeta& 
   if (meta.interrupted) s += "    <testcase name=\"interrupted\" classname=\"jxlab\"><error message=\"the run was interrupted (SIGINT/SIGTERM); the finished cases only\"/></testcase>\n";
   s += "  </testsuite>\n";
   for (const auto& [id, rs] : by) {
-    int f = 0, k = 0;
+    int f = 0, k = 0, e = 0;
     double t = 0;
-    for (const auto* r : rs) f += r->status == "fail", k += r->status == "skipped", t += r->seconds;
-    s += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n", xml_escape(id), rs.size(), f, k, t);
+    for (const auto* r : rs) f += r->status == "fail", k += r->status == "skipped", e += is_error(r->status), t += r->seconds;
+    s += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n", xml_escape(id), rs.size(),
+                     f, e, k, t);
     for (const auto* r : rs) {
       s += fmt::format("    <testcase classname=\"{}\" name=\"{}/{}\" time=\"{:.3f}\"", xml_escape(id), xml_escape(r->backend), xml_escape(r->profile), r->seconds);
       if (r->status == "pass") {
@@ -194,7 +199,7 @@ std::string junit_xml(const std::vector<CaseResult>& results, const ReportMeta& 
       }
       s += ">\n";
       if (r->status == "skipped") s += fmt::format("      <skipped message=\"{}\"/>\n", xml_escape(r->skip_reason));
-      for (const auto& m : r->failures) s += fmt::format("      <failure message=\"{}\"/>\n", xml_escape(m));
+      for (const auto& m : r->failures) s += fmt::format("      <{} message=\"{}\"/>\n", is_error(r->status) ? "error" : "failure", xml_escape(m));
       s += "    </testcase>\n";
     }
     s += "  </testsuite>\n";
@@ -207,9 +212,7 @@ void write_reports(const std::string& dir, const std::vector<CaseResult>& result
                       {"seconds", meta.seconds}, {"interrupted", meta.interrupted}, {"context", meta.context}};
   j["results"] = nlohmann::json::array();
   for (const auto& r : results) {
-    j["results"].push_back({{"scenario", r.scenario}, {"title", r.title}, {"file", r.file}, {"backend", r.backend}, {"profile", r.profile},
-                            {"status", r.status}, {"failures", r.failures}, {"skip_reason", r.skip_reason}, {"seconds", r.seconds},
-                            {"expect", r.expect}, {"measured", r.measured}});
+    j["results"].push_back(case_json(r));
   }
   const auto path = [&](const char* name) { return (std::filesystem::path(dir) / name).string(); };
   // The three files replace the previous set together: every one written in full first, then a

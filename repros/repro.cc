@@ -61,6 +61,7 @@ void outputs_under_transform(Run& r, const std::function<std::vector<Array>(cons
 void register_losses(std::map<std::string, Repro>& m);
 void register_dispatch(std::map<std::string, Repro>& m);
 void register_memory(std::map<std::string, Repro>& m);
+void register_selftest(std::map<std::string, Repro>& m);
 
 const std::map<std::string, Repro>& repros() {
   static const std::map<std::string, Repro> m = [] {
@@ -68,6 +69,7 @@ const std::map<std::string, Repro>& repros() {
     register_losses(r);
     register_dispatch(r);
     register_memory(r);
+    register_selftest(r);
     return r;
   }();
   return m;

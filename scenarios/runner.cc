@@ -289,6 +289,7 @@ CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend
     // the backend died around the workload (a lost Vulkan device): this case fails with the
     // reason; later cases on it are skipped by the availability check above, others run on
     r.status = "fail";
+    r.backend_lost = true;
     r.failures.push_back(fmt::format("the {} backend failed: {}", backend_name, e.what()));
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
@@ -336,6 +337,27 @@ CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend
 }
 
 }  // namespace
+
+json case_json(const CaseResult& r) {
+  json j = {{"scenario", r.scenario}, {"title", r.title}, {"file", r.file}, {"backend", r.backend}, {"profile", r.profile},
+            {"status", r.status}, {"failures", r.failures}, {"skip_reason", r.skip_reason}, {"seconds", r.seconds},
+            {"expect", r.expect}, {"measured", r.measured}};
+  if (r.backend_lost) j["backend_lost"] = true;
+  return j;
+}
+
+CaseResult case_from_json(const json& j) {
+  CaseResult r;
+  r.scenario = j.value("scenario", ""), r.title = j.value("title", ""), r.file = j.value("file", "");
+  r.backend = j.value("backend", ""), r.profile = j.value("profile", ""), r.status = j.value("status", "");
+  r.failures = j.value("failures", std::vector<std::string>{});
+  r.skip_reason = j.value("skip_reason", "");
+  r.seconds = j.value("seconds", 0.0);
+  r.expect = j.value("expect", json::object());
+  r.measured = j.value("measured", json::object());
+  r.backend_lost = j.value("backend_lost", false);
+  return r;
+}
 
 std::vector<CaseResult> run_scenario(const Scenario& s, const RunOptions& o, const std::function<void(const std::string&)>& progress) {
   std::vector<CaseResult> out;

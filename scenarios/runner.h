@@ -19,8 +19,12 @@ struct CaseResult {
   nlohmann::json measured = nlohmann::json::object();
   double seconds = 0;
   nlohmann::json expect = nlohmann::json::object();  // the case's expectations as written
+  bool backend_lost = false;  // the backend died in this case (a lost Vulkan device): skip the rest on it
   std::string name() const { return scenario + "/" + backend + "/" + profile; }
 };
+// As report.json holds it, and back (a worker process hands its result to the runner so).
+nlohmann::json case_json(const CaseResult& r);
+CaseResult case_from_json(const nlohmann::json& j);
 
 // A case's profile: a named replay profile, or "switches:a,b" (exactly these switches on; "switches:"
 // is current), which `jxlab bisect` uses to try subsets of a profile's switches.

@@ -220,7 +220,7 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   } catch (const json::exception& e) {  // syntax errors, and numbers out of range (out_of_range 406)
     throw ScenarioError(fmt::format("{}: /: not valid JSON: {}", path, e.what()));
   }
-  r.only(doc, "", {"$schema", "id", "title", "source", "description", "workload", "transform", "backends", "limits", "cases", "history"});
+  r.only(doc, "", {"$schema", "id", "title", "source", "description", "workload", "transform", "backends", "limits", "cases", "history", "timeout_s"});
   Scenario s;
   s.file = path;
   s.id = r.str(doc, "", "id", true);
@@ -277,6 +277,10 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   }
   s.limits = r.str(doc, "", "limits", false, "webgpu");
   if (s.limits != "webgpu" && s.limits != "device") r.fail("/limits", fmt::format("'{}' is not one of webgpu, device", s.limits));
+  if (doc.contains("timeout_s")) {
+    s.timeout_s = r.number(doc["timeout_s"], "/timeout_s");
+    if (!(s.timeout_s > 0)) r.fail("/timeout_s", "expected a positive number of seconds");
+  }
   const json& cs = r.field(doc, "", "cases", true);
   if (!cs.is_array() || cs.empty()) r.fail("/cases", "expected a non-empty array of {profile, expect}");
   for (std::size_t i = 0; i < cs.size(); ++i) {

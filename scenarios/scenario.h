@@ -68,6 +68,7 @@ struct Scenario {
   std::string transform = "eager";
   std::vector<std::string> backends;
   std::string limits = "webgpu";
+  std::optional<double> timeout_s;  // each case's time limit in its worker (default: jxlab run --timeout)
   std::vector<Case> cases;
   std::vector<HistoryRow> history;  // optional: `jxlab replay` prints it beside our outcomes
 };

@@ -52,7 +52,7 @@ nlohmann::json trend_json(const Trend& t) {
 
 }  // namespace
 
-int soak(double minutes, const std::string& report_dir, const std::function<std::vector<CaseResult>()>& run_round) {
+int soak(double minutes, const std::string& report_dir, const std::function<std::vector<CaseResult>()>& run_round, const nlohmann::json& meta) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   const auto deadline = t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(minutes * 60.0));
@@ -89,7 +89,8 @@ int soak(double minutes, const std::string& report_dir, const std::function<std:
              rounds.size(), total / 60, t.slope_kb, t.growth_kb, t.limit_kb, problems.empty() ? "no growth" : "FAILED");
   for (const auto& p : problems) fmt::print("    {}\n", p);
   if (!report_dir.empty()) {
-    nlohmann::json j = {{"minutes", total / 60}, {"trend", trend_json(t)}, {"problems", problems}, {"rounds", nlohmann::json::array()}};
+    nlohmann::json j = meta;
+    j.update({{"minutes", total / 60}, {"trend", trend_json(t)}, {"problems", problems}, {"rounds", nlohmann::json::array()}});
     for (const auto& r : rounds)
       j["rounds"].push_back({{"round", r.round}, {"seconds", r.seconds}, {"rss_kb", r.rss_kb}, {"live_slots", r.live_slots},
                              {"jit_cache_entries", r.jit_cache_entries}, {"compiled_kernels", r.compiled_kernels},

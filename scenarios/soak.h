@@ -31,7 +31,9 @@ struct SoakRound {
 // trend); after each round records memory. Fails (returns 1) when a case failed in any round,
 // live slots differ from the first round's, the jit cache exceeds its capacity, or RSS trends
 // up. Writes soak.json into report_dir when given (atomically).
-int soak(double minutes, const std::string& report_dir, const std::function<std::vector<CaseResult>()>& run_round);
+// meta: the run's metadata (version, commit, machine, started, context), copied into soak.json.
+int soak(double minutes, const std::string& report_dir, const std::function<std::vector<CaseResult>()>& run_round,
+         const nlohmann::json& meta = nlohmann::json::object());
 
 struct StressArgs {
   std::size_t calls = 10000, shapes = 2500;

@@ -74,7 +74,7 @@ mkdir -p "$W"
 for id in a-fail b-fail; do
   sed -e "s/\"id\": \"isnan-41\"/\"id\": \"$id\"/" -e 's/\[0, 1, 0, 1\]/[9, 9, 9, 9]/; s/\[0.0, 1.0, 0.0, 1.0\]/[9, 9, 9, 9]/' "$S/isnan-41.json" > "$W/$id.json"
 done
-if expect 1 "-x stops after the first failing scenario" "" "$J" run --all -x --backend cpu --scenarios "$W"; then
+if expect 1 "-x stops after the first failing scenario" "" "$J" run --all -x -j 1 --backend cpu --scenarios "$W"; then
   grep -q '^a-fail ' "$T/out" && ! grep -q '^b-fail ' "$T/out" && ok "-x: only the first failing scenario ran" || no "-x: $(cat "$T/out")"
 fi
 if expect 1 "without -x both run" "" "$J" run --all --backend cpu --scenarios "$W"; then
