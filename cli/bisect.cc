@@ -35,7 +35,7 @@ Outcome run_under(const Scenario& s, const std::string& backend, const std::stri
   Scenario one = s;
   one.backends = {backend};
   one.cases = {Case{profile, Expect{}}};
-  const CaseResult r = run_scenario(one, {}).at(0);
+  const CaseResult r = run_scenario(one, {"", "", 1}).at(0);  // outcomes only: one call per point
   if (r.status == "skipped") throw UsageError(fmt::format("jxlab bisect: backend {} is not available: {}", backend, r.skip_reason));
   Outcome o;
   for (const json& p : r.measured["points"])

@@ -211,6 +211,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   run->add_option("--memory-limit", ra.memory_limit_mb, "MB of resident memory a worker may use before it is killed (reported as oom; default 8192; 0: none)")
       ->check(CLI::NonNegativeNumber);
+  run->add_option("--point-calls", ra.point_calls, "calls per sweep point for its timing: median/min/max in report.json (default 3; a point over 1 s is called once)")
+      ->check(CLI::Range(1, 100));
   run->add_flag("--in-process", ra.in_process, "run every case in this process, without workers or limits (for a debugger)");
   run->add_option("--worker-result", ra.worker_result, "internal: run as a worker and write the case's result to this file")->group("");
   run->add_option("--soak", ra.soak_minutes, "MINUTES: repeat the chosen scenarios (at least 4 rounds); fail on any failure or growth trend")

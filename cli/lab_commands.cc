@@ -172,7 +172,7 @@ int cmd_replay(const std::string& id, const std::string& dir, const std::string&
       Scenario one = s;
       one.transform = t;
       one.cases = {Case{prof.name, Expect{}}};
-      const CaseResult r = run_scenario(one, {}).at(0);
+      const CaseResult r = run_scenario(one, {"", "", 1}).at(0);  // outcomes only: one call per point
       if (!header) {
         if (r.status != "skipped" && r.measured["points"][0].contains("error") && r.measured["points"][0]["error"]["type"] == "UnsupportedTransform")
           throw UsageError(fmt::format("jxlab replay: scenario '{}' (workload {}) does not run under the gradient transforms: {}", s.id, s.workload,
@@ -265,7 +265,7 @@ std::vector<Scenario> select_scenarios(const RunArgs& a, const std::string& dir)
 int worker(const RunArgs& a, const std::vector<Scenario>& chosen, const std::string& profile) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& s : chosen)
-    for (const auto& r : run_scenario(s, {a.backends.empty() ? "" : a.backends[0], profile})) out.push_back(case_json(r));
+    for (const auto& r : run_scenario(s, {a.backends.empty() ? "" : a.backends[0], profile, a.point_calls})) out.push_back(case_json(r));
   // written and renamed here, not through the reports' writer (whose report_write_stall fault
   // point belongs to the runner's reports)
   const std::string tmp = a.worker_result + ".tmp";
@@ -276,12 +276,12 @@ int worker(const RunArgs& a, const std::vector<Scenario>& chosen, const std::str
 
 // --in-process (and soaks, which watch this process's memory across rounds): every case in
 // this process, a scenario at a time.
-std::vector<CaseResult> run_in_process(const std::vector<Scenario>& chosen, const std::string& profile, bool fail_fast,
+std::vector<CaseResult> run_in_process(const std::vector<Scenario>& chosen, const std::string& profile, bool fail_fast, int point_calls,
                                        const std::function<void(const CaseResult&)>& row) {
   std::vector<CaseResult> results;
   for (const auto& s : chosen) {
     if (g_interrupted) break;
-    auto rs = run_scenario(s, {"", profile});
+    auto rs = run_scenario(s, {"", profile, point_calls});
     if (row)
       for (const auto& r : rs) row(r);
     results.insert(results.end(), rs.begin(), rs.end());
@@ -359,8 +359,8 @@ int cmd_run(const RunArgs& a) {
   std::size_t done = 0;
   auto run_round = [&] {
     done = 0;
-    if (a.in_process || a.soak_minutes > 0) return run_in_process(chosen, profile, a.fail_fast, a.soak_minutes <= 0 ? std::function<void(const CaseResult&)>(print_row) : nullptr);
-    WorkerOptions o{a.jobs, a.memory_limit_mb, dir, [] { return g_interrupted != 0; }, nullptr, nullptr, a.fail_fast};
+    if (a.in_process || a.soak_minutes > 0) return run_in_process(chosen, profile, a.fail_fast, a.soak_minutes > 0 ? 1 : a.point_calls, a.soak_minutes <= 0 ? std::function<void(const CaseResult&)>(print_row) : nullptr);
+    WorkerOptions o{a.jobs, a.memory_limit_mb, dir, [] { return g_interrupted != 0; }, nullptr, nullptr, a.fail_fast, a.point_calls};
     o.finished = [&](const CaseResult& r) {
       ++done;
       if (a.soak_minutes <= 0) print_row(r);

@@ -34,6 +34,7 @@ struct RunArgs {
   double timeout_s = 120;
   std::int64_t memory_limit_mb = 8192;
   bool in_process = false;    // --in-process: no workers (a debugger's view; soaks run so)
+  int point_calls = 3;        // --point-calls: calls per sweep point for its timing (scenarios/runner.h)
   std::string worker_result;  // set by the runner for a worker: write the case's result here
 };
 int cmd_list(const std::string& scenarios_dir);

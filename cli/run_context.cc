@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/lab_commands.h"
+#include "core/backends/vulkan/vulkan.h"
 #include "core/jx.h"
 
 extern char** environ;
@@ -64,6 +65,9 @@ nlohmann::json run_context(const std::string& command_line) {
   if (!commit.empty()) c["git_dirty"] = !capture(fmt::format("git -C '{}' status --porcelain --untracked-files=no 2>/dev/null", src)).empty();
   for (const auto& d : devices())
     c["device." + d.backend] = d.available ? d.device : fmt::format("unavailable: {}", d.reason);
+  // every Vulkan device the loader lists: driver, Vulkan version, limits
+  const auto vk = vulkan::describe_devices();
+  for (std::size_t i = 0; i < vk.size(); ++i) c[fmt::format("vulkan.device{}", i)] = vk[i];
   for (char** e = environ; e && *e; ++e)
     if (std::string_view(*e).rfind("JX_", 0) == 0) {
       const std::string kv(*e);

@@ -32,7 +32,8 @@ struct Running {
 
 // The worker: `jxlab run ID --backend B --profile P --worker-result FILE` in its own process
 // group (a terminal's SIGINT reaches only the parent, which decides), killed with its parent.
-pid_t spawn(const WorkUnit& u, const Running& r, const std::string& dir) {
+pid_t spawn(const WorkUnit& u, const Running& r, const std::string& dir, int point_calls) {
+  const std::string calls = std::to_string(point_calls);
   const std::string exe = fs::read_symlink("/proc/self/exe").string();
   std::fflush(nullptr);
   const pid_t pid = fork();
@@ -46,7 +47,7 @@ pid_t spawn(const WorkUnit& u, const Running& r, const std::string& dir) {
   const int log = ::open(r.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (log >= 0) dup2(log, 1), dup2(log, 2);
   execl(exe.c_str(), exe.c_str(), "run", u.scenario->id.c_str(), "--scenarios", dir.c_str(), "--backend", u.backend.c_str(), "--profile",
-        u.profile.c_str(), "--worker-result", r.result.c_str(), static_cast<char*>(nullptr));
+        u.profile.c_str(), "--point-calls", calls.c_str(), "--worker-result", r.result.c_str(), static_cast<char*>(nullptr));
   _exit(127);
 }
 
@@ -145,7 +146,7 @@ std::vector<CaseResult> run_isolated(const std::vector<WorkUnit>& units, const W
         continue;
       }
       Running w{0, i, Clock::now(), work / fmt::format("case-{}.json", i), work / fmt::format("case-{}.log", i), "", ""};
-      w.pid = spawn(units[i], w, o.scenarios_dir);
+      w.pid = spawn(units[i], w, o.scenarios_dir, o.point_calls);
       running.push_back(w);
       started = true;
     }

@@ -28,6 +28,7 @@ struct WorkerOptions {
   std::function<void(const CaseResult&)> finished;       // as each case finishes (finishing order)
   std::function<void(const std::vector<std::string>&)> running;  // the cases now running (progress)
   bool fail_fast = false;                                // -x: start nothing more after a failed case
+  int point_calls = 3;                                   // handed to the workers (--point-calls)
 };
 
 // The results in the units' order (units never started are left out).

@@ -34,6 +34,9 @@ replay::Policy policy_of(const std::string& profile);
 struct RunOptions {
   std::string backend;  // only this backend ("" all of the scenario's)
   std::string profile;  // only cases of this profile ("" all)
+  // each sweep point's calls for its timing (median, min, max): this many when the first call
+  // took under a second, else one; counters, values and leaks are the first call's
+  int point_calls = 3;
 };
 
 // One result per (case, backend) of the scenario that the options select; `progress` is called

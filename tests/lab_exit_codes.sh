@@ -86,6 +86,13 @@ if expect 0 "--repeat 3" "" "$J" run isnan-41 --backend cpu --repeat 3 --report 
     no "--repeat: no seconds_rounds"
 fi
 expect_ok 2 "--repeat 0" "" "$J" run isnan-41 --repeat 0
+# by default each (fast) sweep point is called 3 times for its timing: median/min/max per point
+if expect 0 "per-point timing" "" "$J" run scan-dispatch-a --backend vulkan --report "$T/pts"; then
+  n=$(tr -d ' \n' < "$T/pts/report.json" | grep -o '"seconds_rounds":{"max":[^}]*"rounds":\[[^]]*\]' | grep -c '"rounds":\[[^],]*,[^],]*,[^],]*\]')
+  [ "$n" -ge 5 ] && ok "per-point timing: $n sweep points with 3 calls each" || no "per-point timing: $n points with 3 rounds"
+fi
+expect 0 "--point-calls 1" "" "$J" run isnan-41 --backend cpu --point-calls 1 --report "$T/pc1" &&
+  { grep -q '"seconds_rounds"' "$T/pc1/report.json" && no "--point-calls 1 still repeats" || ok "--point-calls 1: one call"; }
 # SIGINT: rows stream as scenarios finish, no new one starts, the reports hold the finished cases
 # and say so (JUnit: an error), exit 130
 "$J" run 'scan-dispatch-*' --backend vulkan --report "$T/int" > "$T/int.log" 2>&1 &
@@ -102,7 +109,7 @@ else
 fi
 # metadata read at run time: commit (and dirty flag), compiler, devices, JX_* settings, command line
 if expect 0 "metadata" "" env JX_DEBUG=0 "$J" run isnan-41 --backend cpu --report "$T/meta"; then
-  for k in '"git_commit"' '"compiler"' '"device.cpu"' '"env.JX_DEBUG": "0"' '"command": ".*run isnan-41'; do
+  for k in '"git_commit"' '"compiler"' '"device.cpu"' '"vulkan.device0": ".*Vulkan [0-9]+\.[0-9]+' '"env.JX_DEBUG": "0"' '"command": ".*run isnan-41'; do
     grep -Eq "$k" "$T/meta/report.json" || no "metadata: report.json lacks $k"
   done
   grep -q '<property name="device.cpu"' "$T/meta/junit.xml" && grep -q '| compiler |' "$T/meta/summary.md" && ok "metadata in report.json, junit.xml, summary.md" ||
