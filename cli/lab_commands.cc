@@ -28,16 +28,10 @@
 namespace jx::lab {
 namespace {
 
-
 // --repeat: rounds 2..n of the same selection merged into the first round's results: a case
 // fails (with its failures) if any round failed; its seconds are the median, and report.json
 // holds every round's seconds with median, min and max.
 // Each sweep point's seconds likewise (points[i].seconds_rounds).
-nlohmann::json spread(const std::vector<double>& rounds) {
-  auto v = rounds;
-  std::sort(v.begin(), v.end());
-  return {{"rounds", rounds}, {"median", v[v.size() / 2]}, {"min", v.front()}, {"max", v.back()}};
-}
 
 std::vector<double> point_seconds(const CaseResult& r) {
   std::vector<double> s;
@@ -67,12 +61,12 @@ std::vector<CaseResult> repeated(std::vector<CaseResult> first, int n, Round&& r
           if (r.status == "fail") f.failures.push_back(fmt::format("failed in round {} of {}", k + 1, n));
         }
   for (auto& f : first) {
-    f.measured["seconds_rounds"] = spread(secs[f.name()]);
+    f.measured["seconds_rounds"] = seconds_spread(secs[f.name()]);
     f.seconds = f.measured["seconds_rounds"]["median"];
     const auto& per = points[f.name()];
     for (std::size_t i = 0; f.measured.contains("points") && i < per.size() && i < f.measured["points"].size(); ++i)
       if (!per[i].empty()) {
-        f.measured["points"][i]["seconds_rounds"] = spread(per[i]);
+        f.measured["points"][i]["seconds_rounds"] = seconds_spread(per[i]);
         f.measured["points"][i]["seconds"] = f.measured["points"][i]["seconds_rounds"]["median"];
       }
   }

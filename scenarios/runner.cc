@@ -115,11 +115,7 @@ json point_json(const Point& p) {
             {"scan_paths", p.paths}, {"values", p.run.values}, {"metrics", p.run.metrics}};
   if (!p.param.is_null()) j["param"] = p.param;
   if (p.submits >= 0) j["submits"] = p.submits;
-  if (p.rounds.size() > 1) {
-    auto v = p.rounds;
-    std::sort(v.begin(), v.end());
-    j["seconds_rounds"] = {{"rounds", p.rounds}, {"median", v[v.size() / 2]}, {"min", v.front()}, {"max", v.back()}};
-  }
+  if (p.rounds.size() > 1) j["seconds_rounds"] = seconds_spread(p.rounds);
   if (p.failed) j["error"] = {{"type", p.error_type}, {"message", p.error_message}, {"values_before", p.values_before}};
   for (const auto& [k, v] : p.run.series) j["series"][k] = v;
   return j;
@@ -281,9 +277,7 @@ Point timed_call(const Scenario& s, const std::string& backend_name, const json&
     if (q.failed) break;
     p.rounds.push_back(q.seconds);
   }
-  auto v = p.rounds;
-  std::sort(v.begin(), v.end());
-  p.seconds = v[v.size() / 2];
+  p.seconds = seconds_spread(p.rounds)["median"];
   return p;
 }
 
@@ -360,6 +354,12 @@ CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend
 }
 
 }  // namespace
+
+json seconds_spread(const std::vector<double>& rounds) {
+  auto v = rounds;
+  std::sort(v.begin(), v.end());
+  return {{"rounds", rounds}, {"median", v[v.size() / 2]}, {"min", v.front()}, {"max", v.back()}};
+}
 
 json case_json(const CaseResult& r) {
   json j = {{"scenario", r.scenario}, {"title", r.title}, {"file", r.file}, {"backend", r.backend}, {"profile", r.profile},

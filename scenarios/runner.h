@@ -22,6 +22,10 @@ struct CaseResult {
   bool backend_lost = false;  // the backend died in this case (a lost Vulkan device): skip the rest on it
   std::string name() const { return scenario + "/" + backend + "/" + profile; }
 };
+// Timings of repeated calls or rounds as report.json holds them: {"rounds": [...] in order,
+// "median", "min", "max"} (the median of an even count: the upper middle).
+nlohmann::json seconds_spread(const std::vector<double>& rounds);
+
 // As report.json holds it, and back (a worker process hands its result to the runner so).
 nlohmann::json case_json(const CaseResult& r);
 CaseResult case_from_json(const nlohmann::json& j);
