@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
   run->add_option("--backend", ra.backends, "only these backends (cpu, native, vulkan; repeat or comma-separate)")->delimiter(',');
   run->add_option("-k", ra.keyword, "only scenarios whose id or title contains this text");
   run->add_flag("--list", ra.list, "print the selected cases (scenario/backend/profile) and run nothing");
-  run->add_flag("-x,--fail-fast", ra.fail_fast, "stop after the first scenario with a failed case");
+  run->add_flag("-x,--fail-fast", ra.fail_fast, "start no case after the first failed one (cases already running in other workers finish; -j 1 for a strict stop)");
   run->add_option("--repeat", ra.repeat, "run every case N times: it fails if any round fails; report.json gives each case's median/min/max seconds")
       ->check(CLI::Range(1, 1000));
   run->add_option("--profile", ra.profile, "only the cases of this replay profile");
