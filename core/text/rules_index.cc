@@ -227,6 +227,7 @@ std::vector<Array> scatter_common(Call& c, Combine how) {
     if (std::find(window.begin(), window.end(), d) == window.end()) perm.push_back(static_cast<std::int64_t>(d));
   perm.insert(perm.end(), window.begin(), window.end());
   u = lax::transpose(u, perm);
+  if (u.ndim() < nb) c.fail(fmt::format("the updates have {} dimensions, fewer than the indices' {} batch dimensions", u.ndim(), nb));
   Shape wshape(u.shape().begin(), u.shape().begin() + static_cast<std::ptrdiff_t>(nb));
   std::size_t next = nb;
   for (std::size_t d = 0; d < x.ndim(); ++d) {

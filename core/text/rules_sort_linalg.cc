@@ -111,7 +111,9 @@ std::vector<Array> custom_linear_solve(Call& c) {
   std::map<std::string, std::pair<std::size_t, std::size_t>> span;
   for (const char* k : {"matvec", "vecmat", "solve", "transpose_solve"}) {
     const Value* v = lens.kwarg(k);
-    const std::size_t n = v ? static_cast<std::size_t>(c.ints_of(*v).at(0)) : 0;
+    const std::int64_t n0 = v ? c.ints_of(*v).at(0) : 0;
+    if (n0 < 0 || n0 > static_cast<std::int64_t>(c.in.size())) c.fail(fmt::format("const_lengths.{} = {} does not count operands", k, n0));
+    const std::size_t n = static_cast<std::size_t>(n0);
     span[k] = {at, n};
     at += n;
   }
