@@ -23,14 +23,18 @@ namespace {
 
 using json = nlohmann::json;
 
-// libstdc++'s std::regex overflows a long on a huge repetition count ({5555555554555555555}) and
-// copies the repeated atom once per count: counts over 1000 are refused before it compiles.
+// libstdc++'s std::regex overflows a long on a huge repetition count ({5555555554555555555}) or
+// back-reference number (\\5555555554555555555), and copies a repeated atom once per count:
+// counts over 1000 and back-references over 999 are refused before it compiles.
 // Returns why, or "" (escapes and bracket expressions skipped).
 std::string repetition_over_limit(const std::string& re) {
   bool in_class = false;
   for (std::size_t i = 0; i < re.size(); ++i) {
     const char ch = re[i];
-    if (ch == '\\') {
+    if (ch == '\\') {  // an escape; a back-reference's number (\1) overflows the same way
+      std::size_t k = i + 1;
+      while (k < re.size() && std::isdigit(static_cast<unsigned char>(re[k]))) ++k;
+      if (k - i - 1 > 3) return fmt::format("a back-reference number over 999 in the regular expression ('{}')", re.substr(i, std::min<std::size_t>(k - i, 24)));
       ++i;
       continue;
     }

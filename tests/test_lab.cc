@@ -89,6 +89,13 @@ TEST(Lab, MalformedScenariosNameFilePointerAndReason) {
   s = concat("bad-regex", "20.0");
   s.replace(s.find("backward pass for concatenate"), 29, "([");
   EXPECT_TRUE(load_fails(d.write("bad-regex.json", s), ": /cases/0/expect/error/message: not a valid regular expression"));
+  // libstdc++'s regex compiler overflows on these: refused before it runs (fuzz finding)
+  s = concat("big-repeat", "20.0");
+  s.replace(s.find("backward pass for concatenate"), 29, "a{5555555554555555555}");
+  EXPECT_TRUE(load_fails(d.write("big-repeat.json", s), ": /cases/0/expect/error/message: a repetition count over 1000"));
+  s = concat("big-backref", "20.0");
+  s.replace(s.find("backward pass for concatenate"), 29, "(a)\\\\5555555554555555555");
+  EXPECT_TRUE(load_fails(d.write("big-backref.json", s), ": /cases/0/expect/error/message: a back-reference number over 999"));
   s = concat("bad-number", "\"x\"");
   EXPECT_TRUE(load_fails(d.write("bad-number.json", s), ": /cases/1/expect/values/expected/grad/0: expected a number"));
   s = concat("unknown-field", "20.0");
