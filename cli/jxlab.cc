@@ -2,7 +2,9 @@
 #include <cstdio>
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cmath>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 
@@ -18,6 +20,7 @@
 #include "scenarios/soak.h"
 #include "scenarios/scenario.h"
 #include "workloads/dlm/dlm_io.h"
+#include "workloads/dlm/dlm_stream.h"
 
 namespace {
 
@@ -36,60 +39,61 @@ int cmd_devices() {
 }
 
 struct DlmArgs {
-  std::string in, out, algorithm = "scan", dtype = "f64", backend, optimizer = "newton";
+  std::string in, out, algorithm = "scan", dtype = "f64", backend, optimizer = "newton", format;
   std::vector<double> s, w;
   std::int64_t horizon = -1;  // -1: the rows of X_forecast, else 12
   int order = -1;  // -1: from the file (default 1)
   int max_iter = 0;  // 0: the optimizer's default (newton 200, adam 2000)
-  bool pretty = false;
+  bool pretty = false, timings = false;
 };
 
-// The output file, checked before any work: not a folder, in a folder that exists, writable
-// (its temporary file is created at once). commit() writes the temporary file and renames it
-// over the destination, so a reader never sees half a file; a run that fails before leaves
-// nothing behind.
-class OutputFile {
+// Wall time of the phases of a `jxlab dlm` run, printed with --timings.
+class Phases {
  public:
-  explicit OutputFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    if (path_.empty()) throw jx::Error("--out: empty path");
-    if (fs::is_directory(path_, ec)) throw jx::Error(fmt::format("{}: is a directory (--out names the output file)", path_));
-    const fs::path parent = fs::path(path_).parent_path();
-    if (!parent.empty() && !fs::is_directory(parent, ec)) throw jx::Error(fmt::format("{}: folder {} does not exist", path_, parent.string()));
-    f_.open(tmp_, std::ios::binary | std::ios::trunc);
-    if (!f_) throw jx::Error(fmt::format("{}: cannot write the output file (creating {} failed)", path_, tmp_));
+  void mark(const char* name) {
+    const auto now = std::chrono::steady_clock::now();
+    marks_.emplace_back(name, std::chrono::duration<double, std::milli>(now - last_).count());
+    last_ = now;
   }
-  OutputFile(const OutputFile&) = delete;
-  OutputFile& operator=(const OutputFile&) = delete;
-  ~OutputFile() {
-    if (committed_) return;
-    f_.close();
-    std::error_code ec;
-    std::filesystem::remove(tmp_, ec);
-  }
-  void commit(const std::string& text) {
-    f_ << text;
-    f_.close();
-    if (!f_) throw jx::Error(fmt::format("{}: write failed", path_));
-    std::error_code ec;
-    std::filesystem::rename(tmp_, path_, ec);
-    if (ec) throw jx::Error(fmt::format("{}: cannot replace it: {}", path_, ec.message()));
-    committed_ = true;
+  std::string str() const {
+    std::string s;
+    double total = 0;
+    for (const auto& [n, ms] : marks_) {
+      s += fmt::format("{} {:.1f} ms, ", n, ms);
+      total += ms;
+    }
+    return s + fmt::format("total {:.1f} ms", total);
   }
 
  private:
-  std::string path_, tmp_;
-  std::ofstream f_;
-  bool committed_ = false;
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  std::vector<std::pair<const char*, double>> marks_;
 };
+
+// The backend: --backend, else JX_DEVICE, else native where it works (the generated C is what a
+// fit wants; the cpu interpreter is the oracle), else cpu.
+std::optional<jx::DefaultDeviceScope> dlm_backend(const std::string& name) {
+  if (!name.empty()) return std::optional<jx::DefaultDeviceScope>(std::in_place, name);
+  const char* env = std::getenv("JX_DEVICE");
+  if (env && *env) return std::nullopt;
+  try {
+    jx::backend("native");
+    return std::optional<jx::DefaultDeviceScope>(std::in_place, "native");
+  } catch (const jx::BackendError&) {
+    return std::nullopt;
+  }
+}
 
 // A forecast holds h·(m² + m + 2) numbers, several times over (scan outputs, JSON text).
 constexpr double kMaxForecastValues = 5e7;
 
 int cmd_dlm(const std::string& verb, const DlmArgs& a) {
   using namespace jx;
+  Phases phases;
+  // every array of the run on one backend: the scope comes before the first array
+  const std::optional<DefaultDeviceScope> scope = dlm_backend(a.backend);
   dlm::Input in = dlm::read_input(a.in);
+  phases.mark("parse");
   if (!a.s.empty()) in.s = a.s;
   if (!a.w.empty()) in.w = a.w;
   if (a.order >= 0) in.options.order = a.order;
@@ -114,13 +118,12 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
       throw Error(fmt::format("--h {}: the forecast would hold {:.3g} values ({} states); at most {:.0f} steps fit the limit of {:.0g}",
                               horizon, values, m, std::floor(kMaxForecastValues / (m * m + m + 2)), kMaxForecastValues));
   }
-  OutputFile out_file(a.out);
-  std::optional<DefaultDeviceScope> scope;
-  if (!a.backend.empty()) scope.emplace(a.backend);
+  dlm::ResultWriter writer(a.out, dlm::output_format(a.format, a.out), a.pretty);
   const DType d = a.dtype == "f32" ? DType::float32 : DType::float64;
   Array y = np::array(in.y, std::nullopt, d);
   Array s = in.s.size() == 1 ? np::scalar(in.s[0], d) : np::array(in.s, std::nullopt, d);
-  nlohmann::json out;
+  phases.mark("setup");
+  std::vector<dlm::Field> fields;
   if (verb == "mle") {
     dlm::MleOptions mo;
     mo.optimizer = a.optimizer == "adam" ? dlm::MleOptions::Optimizer::adam : dlm::MleOptions::Optimizer::newton;
@@ -128,19 +131,27 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
     if (a.max_iter > 0) mo.max_iter = a.max_iter;
     mo.exact_hessian = a.optimizer != "newton-fd";
     dlm::Mle r = dlm::mle(y, s, in.w, in.options, mo, X);
-    out = dlm::to_json(r.fit);
-    out["mle"] = {{"obs_std_factor", r.obs_std_factor}, {"w", r.w}, {"lik", r.lik}, {"iterations", r.iterations},
-                  {"converged", r.converged}, {"stop_reason", r.stop_reason},
-                  {"history", r.history}, {"elapsed_ms", r.elapsed_ms}, {"compile_ms", r.compile_ms}};
+    fields = dlm::fields(r.fit);
+    fields.push_back(dlm::Field::json_object(
+        "mle", {{"obs_std_factor", r.obs_std_factor}, {"w", r.w}, {"lik", r.lik}, {"iterations", r.iterations}, {"converged", r.converged},
+                {"stop_reason", r.stop_reason}, {"history", r.history}, {"elapsed_ms", r.elapsed_ms}, {"compile_ms", r.compile_ms}}));
     fmt::print("-2 log L {:.6f} after {} iterations ({:.1f} ms, compile {:.1f} ms)\n", r.lik, r.iterations, r.elapsed_ms, r.compile_ms);
     if (!r.converged) fmt::print(stderr, "jxlab: warning: the {} optimizer did not converge: {}\n", a.optimizer, r.stop_reason);
+  } else if (verb == "fit" && in.options.algorithm == dlm::Algorithm::scan) {
+    // streamed: outputs go to the writer chunk by chunk (memory O(chunk) beyond the inputs)
+    dlm::StreamedFit f = dlm::fit_streamed(y, s, in.w, in.options, X, writer);
+    fields = std::move(f.fields);
+    fmt::print("-2 log L {:.6f}, s2 {:.6f}, nobs {}\n", f.lik, f.s2, f.nobs);
   } else {
     dlm::Fit f = dlm::fit(y, s, in.w, in.options, X);
-    if (verb == "forecast") out = dlm::to_json(dlm::forecast(f, horizon, X_future));
-    else out = dlm::to_json(f);
+    if (verb == "forecast") fields = dlm::fields(dlm::forecast(f, horizon, X_future));
+    else fields = dlm::fields(f);
     if (verb == "fit") fmt::print("-2 log L {:.6f}, s2 {:.6f}, nobs {}\n", f.lik, f.s2, f.nobs);
   }
-  out_file.commit(a.pretty ? out.dump(1) : out.dump());
+  phases.mark("compute");
+  writer.commit(fields);
+  phases.mark("write");
+  if (a.timings) fmt::print(stderr, "jxlab: {} ({} output bytes)\n", phases.str(), writer.bytes_written());
   return 0;
 }
 
@@ -167,11 +178,13 @@ int main(int argc, char** argv) {
   for (const char* verb : {"fit", "mle", "forecast"}) {
     auto* c = dlm->add_subcommand(verb, std::string("dlm ") + verb);
     c->add_option("--in", da.in, "input: JSON {y, s, w, options} or CSV with one column of y")->required()->check(CLI::ExistingFile);
-    c->add_option("--out", da.out, "output JSON (the toolbox's *-out-m.json layout; compact)")->required();
+    c->add_option("--out", da.out, "output file: JSON in the toolbox's *-out-m.json layout (compact), or .npz (numpy's np.load)")->required();
+    c->add_option("--format", da.format, "json or npz (default: from the --out name, .npz else json)")->check(CLI::IsMember({"json", "npz"}));
     c->add_flag("--pretty", da.pretty, "indent the output JSON");
+    c->add_flag("--timings", da.timings, "print the wall time of reading, computing and writing to stderr");
     c->add_option("--algorithm", da.algorithm, "filter/smoother: scan (sequential) or assoc (parallel, associative scans)")->check(CLI::IsMember({"scan", "assoc"}));
     c->add_option("--dtype", da.dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}));
-    c->add_option("--backend", da.backend, "backend (default: JX_DEVICE or cpu)");
+    c->add_option("--backend", da.backend, "backend (default: JX_DEVICE, else native where it works, else cpu)");
     c->add_option("--s", da.s, "observation std (overrides the file; required for CSV input)");
     c->add_option("--w", da.w, "process stds (overrides the file; required for CSV input)");
     c->add_option("--order", da.order, "polynomial trend order (overrides options.order)")->check(CLI::Range(0, 10));

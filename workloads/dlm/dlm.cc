@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "workloads/dlm/dlm_assoc.h"
+#include "workloads/dlm/dlm_steps.h"
 
 namespace jx::dlm {
 namespace {
@@ -38,34 +39,6 @@ std::vector<Array> assoc_outputs(const detail::AssocFilter& af, const Array& y, 
   Array GCF = F.ndim() == 1 ? np::einsum("ij,njk,k->ni", G, Cf, F) : np::einsum("ij,njk,nk->ni", G, Cf, F);
   Array K = GCF * np::expand_dims(of / Cp, -1);
   return {xf, Cf, v, Cp, K, np::index(af.xp, {std::int64_t{n - 1}}), np::index(af.Pp, {std::int64_t{n - 1}})};
-}
-
-// r/N backward smoother over the filter's outputs: smoothed means [n,m] and covariances [n,m,m].
-std::pair<Array, Array> rn_smoother(const std::vector<Array>& fo, const Array& obsf, const Array& G, const Array& F) {
-  const DType d = G.dtype();
-  const Array &xf = fo[0], &Cf = fo[1], &v = fo[2], &Cp = fo[3], &K = fo[4];
-  using FC = std::pair<Array, Array>;
-  auto bstep = [&](const FC& rn, const std::vector<Array>& in) {
-    const auto& [r, N] = rn;
-    const Array &xt = in[0], &Ct = in[1], &vt = in[2], &cpt = in[3], &kt = in[4], &ot = in[5];
-    const Array& Ft = in.size() > 6 ? in[6] : F;  // this step's observation row
-    Array L = G - outer(kt, Ft);
-    Array r2 = np::matmul(np::transpose(L), r) + Ft * (ot * vt / cpt);
-    Array N2 = np::matmul(np::matmul(np::transpose(L), N), L) + outer(Ft, Ft) * (ot / cpt);
-    Array xs = xt + np::matmul(Ct, r2);
-    Array Cs = Ct - np::matmul(np::matmul(Ct, N2), Ct);
-    // float32: C − C N C cancels to a non-symmetric, possibly indefinite matrix; its symmetric
-    // part is what the next pass's C0 = 100·C₁ needs (dlm-js does the same; float64 keeps the
-    // toolbox's arithmetic)
-    if (d == DType::float32) Cs = (Cs + np::transpose(Cs)) * 0.5;
-    return std::pair{FC{r2, N2}, std::vector<Array>{xs, Cs}};
-  };
-  const std::int64_t m = G.shape()[0];
-  std::vector<Array> xs{xf, Cf, v, Cp, K, obsf};
-  if (F.ndim() == 2) xs.push_back(F);
-  auto [rn, so] = lax::scan(bstep, FC{np::zeros({m}, d), np::zeros({m, m}, d)}, xs, {.reverse = true});
-  (void)rn;
-  return {so[0], so[1]};
 }
 
 }  // namespace
@@ -150,15 +123,17 @@ Array minus2_log_lik(const Array& y, const Array& V, const Array& x0, const Arra
 std::pair<Array, Array> smoothed_states(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F,
                                         const Array& W, const Array& C0, Algorithm alg) {
   if (alg == Algorithm::assoc) return detail::assoc_smoother(detail::assoc_filter(y, V, x0, G, F, W, C0), G);
-  return rn_smoother(filter(y, V, x0, G, F, W, C0), np::astype(np::logical_not(np::isnan(y)), y.dtype()), G, F);
+  const std::int64_t m = G.shape()[0];
+  auto sm = detail::rn_smoother(filter(y, V, x0, G, F, W, C0), np::astype(np::logical_not(np::isnan(y)), y.dtype()), G, F,
+                                np::zeros({m}, y.dtype()), np::zeros({m, m}, y.dtype()));
+  return {sm.xs, sm.Cs};
 }
 
 Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0,
            Algorithm alg) {
   const DType d = y.dtype();
-  const std::int64_t n = y.shape()[0];
-  Array obs = np::logical_not(np::isnan(y));
-  Array obsf = np::astype(obs, d);
+  const std::int64_t m = G.shape()[0];
+  Array obsf = np::astype(np::logical_not(np::isnan(y)), d);
   std::vector<Array> fo;
   Array xs, Cs;
   if (alg == Algorithm::assoc) {
@@ -167,31 +142,31 @@ Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, cons
     std::tie(xs, Cs) = detail::assoc_smoother(af, G);
   } else {
     fo = filter(y, V, x0, G, F, W, C0);
-    std::tie(xs, Cs) = rn_smoother(fo, obsf, G, F);
+    auto sm = detail::rn_smoother(fo, obsf, G, F, np::zeros({m}, d), np::zeros({m, m}, d));
+    xs = sm.xs;
+    Cs = sm.Cs;
   }
-  const Array &xf = fo[0], &Cf = fo[1], &v = fo[2], &Cp = fo[3];  // [n,m], [n,m,m], [n], [n]
   // ---- outputs, with the toolbox's layouts ----
+  const detail::FilterOutputs fl = detail::filter_outputs(fo, y, V, F);
   Fit out;
-  out.xf = np::transpose(xf);
-  out.Cf = np::moveaxis(Cf, 0, -1);
+  out.xf = np::transpose(fo[0]);
+  out.Cf = np::moveaxis(fo[1], 0, -1);
   out.x = np::transpose(xs);
   out.C = np::moveaxis(Cs, 0, -1);
-  out.xstd = np::sqrt(np::diagonal(Cs, 0, 1, 2));
-  out.yhat = rows_dot(F, xf);
-  out.ystd = np::sqrt(rows_quad(F, Cs) + V * V);
-  out.resid0 = y - out.yhat;
-  out.resid = out.resid0 / V;
-  Array nan = np::full({n}, NAN, d);
-  out.v = np::where(obs, v, nan);
-  out.Cp = Cp;
-  out.resid2 = np::where(obs, v / np::sqrt(Cp), nan);
-  out.nobs = static_cast<int>(np::sum(obs).item<double>());
-  auto nansum = [&](const Array& a) { return np::sum(np::where(obs, a, 0.0)).item<double>(); };
-  out.lik = nansum(v * v / Cp + np::log(Cp));
-  out.ssy = nansum(out.resid0 * out.resid0);
-  out.s2 = nansum(out.resid * out.resid) / out.nobs;
-  out.mse = nansum(out.resid2 * out.resid2) / out.nobs;
-  out.mape = nansum(np::abs(out.resid2) / y) / out.nobs;
+  std::tie(out.xstd, out.ystd) = detail::smoother_outputs(Cs, V, F);
+  out.yhat = fl.yhat;
+  out.resid0 = fl.resid0;
+  out.resid = fl.resid;
+  out.v = fl.v;
+  out.Cp = fl.Cp;
+  out.resid2 = fl.resid2;
+  out.nobs = static_cast<int>(np::sum(obsf).item<double>());
+  const std::vector<double> sums = fl.sums.to_vector<double>();
+  out.lik = sums[0];
+  out.ssy = sums[1];
+  out.s2 = sums[2] / out.nobs;
+  out.mse = sums[3] / out.nobs;
+  out.mape = sums[4] / out.nobs;
   out.G = G;
   out.F = F;
   out.W = W;
@@ -218,10 +193,14 @@ void check_covariates(const Array& X, std::int64_t rows, const char* what) {
 
 Array observation_rows(const Fit& f) { return f.X ? with_covariates(f.F, *f.X) : f.F; }
 
-Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Options& o, const std::optional<Array>& X) {
+namespace detail {
+
+Model model(const Array& y0, const Array& s, const std::vector<double>& w, const Options& o, const std::optional<Array>& X) {
   if (y0.ndim() != 1) throw ShapeError(fmt::format("dlm: y must be a vector of observations, got {}", y0.aval().str()));
   const DType d = is_floating(y0.dtype()) ? y0.dtype() : DType::float64;
-  Array y = np::astype(y0, d);
+  Model md;
+  md.y = np::astype(y0, d);
+  const Array& y = md.y;
   const std::int64_t n = y.shape()[0];
   if (n == 0) throw ShapeError("dlm: y is empty");
   // missing values are NaN; an infinity is an error, and so is a series with nothing observed
@@ -239,13 +218,15 @@ Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
   // covariates: q static β states after the model's own (identity in G, no noise)
   if (X) check_covariates(*X, n, "X");
   const std::int64_t q = X ? X->shape()[1] : 0;
-  Array G = q ? stack_blocks(G0, np::eye(q, {}, 0, d)) : G0;
-  Array F = q ? with_covariates(F0, *X) : F0;
+  md.G = q ? stack_blocks(G0, np::eye(q, {}, 0, d)) : G0;
+  md.F = q ? with_covariates(F0, *X) : F0;
+  md.F0 = F0;
+  if (q) md.X = np::astype(*X, d);
   const std::int64_t m = mb + q;
   std::vector<double> wd(static_cast<std::size_t>(m), 0.0);
   for (std::size_t i = 0; i < w.size(); ++i) wd[i] = w[i] * w[i];
-  Array W = np::eye(m, {}, 0, d) * np::array(wd, Shape{m}, d);
-  Array V = np::broadcast_to(np::reshape(np::astype(s, d), {-1}), {n}) * 1.0;
+  md.W = np::eye(m, {}, 0, d) * np::array(wd, Shape{m}, d);
+  md.V = np::broadcast_to(np::reshape(np::astype(s, d), {-1}), {n}) * 1.0;
   // x0: the mean level of the first season's observed values; C0 = diag((|x0₁|/2)²), 1e7 where that is 0
   const std::int64_t k = std::min<std::int64_t>(n, o.ns);
   Array head = np::index(y, {np::Slice{0, k}});
@@ -256,15 +237,70 @@ Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
   std::vector<double> x0v(static_cast<std::size_t>(m), 0.0);
   x0v[0] = level;
   const double c = std::pow(std::abs(level) * 0.5, 2);
-  Array x0 = np::array(x0v, Shape{m}, d);
-  Array C0 = np::eye(m, {}, 0, d) * (c == 0.0 ? 1e7 : c);
-  Fit first = smooth(y, V, x0, G, F, W, C0, o.algorithm);
+  md.x0 = np::array(x0v, Shape{m}, d);
+  md.C0 = np::eye(m, {}, 0, d) * (c == 0.0 ? 1e7 : c);
+  return md;
+}
+
+Smoothed rn_smoother(const std::vector<Array>& fo, const Array& obsf, const Array& G, const Array& F, const Array& r0, const Array& N0) {
+  const DType d = G.dtype();
+  const Array &xf = fo[0], &Cf = fo[1], &v = fo[2], &Cp = fo[3], &K = fo[4];
+  using FC = std::pair<Array, Array>;
+  auto bstep = [&](const FC& rn, const std::vector<Array>& in) {
+    const auto& [r, N] = rn;
+    const Array &xt = in[0], &Ct = in[1], &vt = in[2], &cpt = in[3], &kt = in[4], &ot = in[5];
+    const Array& Ft = in.size() > 6 ? in[6] : F;  // this step's observation row
+    Array L = G - outer(kt, Ft);
+    Array r2 = np::matmul(np::transpose(L), r) + Ft * (ot * vt / cpt);
+    Array N2 = np::matmul(np::matmul(np::transpose(L), N), L) + outer(Ft, Ft) * (ot / cpt);
+    Array xs = xt + np::matmul(Ct, r2);
+    Array Cs = Ct - np::matmul(np::matmul(Ct, N2), Ct);
+    // float32: C − C N C cancels to a non-symmetric, possibly indefinite matrix; its symmetric
+    // part is what the next pass's C0 = 100·C₁ needs (dlm-js does the same; float64 keeps the
+    // toolbox's arithmetic)
+    if (d == DType::float32) Cs = (Cs + np::transpose(Cs)) * 0.5;
+    return std::pair{FC{r2, N2}, std::vector<Array>{xs, Cs}};
+  };
+  std::vector<Array> xs{xf, Cf, v, Cp, K, obsf};
+  if (F.ndim() == 2) xs.push_back(F);
+  auto [rn, so] = lax::scan(bstep, FC{r0, N0}, xs, {.reverse = true});
+  return {so[0], so[1], rn.first, rn.second};
+}
+
+FilterOutputs filter_outputs(const std::vector<Array>& fo, const Array& y, const Array& V, const Array& F) {
+  const DType d = y.dtype();
+  const std::int64_t n = y.shape()[0];
+  const Array &xf = fo[0], &v = fo[2], &Cp = fo[3];
+  Array obs = np::logical_not(np::isnan(y));
+  Array nan = np::full({n}, NAN, d);
+  FilterOutputs r;
+  r.yhat = rows_dot(F, xf);
+  r.resid0 = y - r.yhat;
+  r.resid = r.resid0 / V;
+  r.v = np::where(obs, v, nan);
+  r.Cp = Cp;
+  r.resid2 = np::where(obs, v / np::sqrt(Cp), nan);
+  auto nansum = [&](const Array& a) { return np::sum(np::where(obs, a, 0.0)); };
+  r.sums = np::stack({nansum(v * v / Cp + np::log(Cp)), nansum(r.resid0 * r.resid0), nansum(r.resid * r.resid), nansum(r.resid2 * r.resid2),
+                      nansum(np::abs(r.resid2) / y)});
+  return r;
+}
+
+std::pair<Array, Array> smoother_outputs(const Array& Cs, const Array& V, const Array& F) {
+  return {np::sqrt(np::diagonal(Cs, 0, 1, 2)), np::sqrt(rows_quad(F, Cs) + V * V)};
+}
+
+}  // namespace detail
+
+Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Options& o, const std::optional<Array>& X) {
+  const detail::Model md = detail::model(y0, s, w, o, X);
+  Fit first = smooth(md.y, md.V, md.x0, md.G, md.F, md.W, md.C0, o.algorithm);
   Array x1 = np::index(first.x, {np::Slice{}, std::int64_t{0}});
   Array C1 = np::index(first.C, {np::Slice{}, np::Slice{}, std::int64_t{0}}) * 100.0;
-  Fit out = smooth(y, V, x1, G, F, W, C1, o.algorithm);
-  if (q) {
-    out.F = F0;
-    out.X = np::astype(*X, d);
+  Fit out = smooth(md.y, md.V, x1, md.G, md.F, md.W, C1, o.algorithm);
+  if (md.X) {
+    out.F = md.F0;
+    out.X = md.X;
   }
   return out;
 }

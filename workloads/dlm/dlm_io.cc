@@ -215,31 +215,6 @@ Input from_csv(const std::string& text0, const std::string& name) {
   return in;  // s and w come from the command line
 }
 
-json column(const Array& a) {
-  json j = json::array();
-  for (double v : a.to_vector<double>()) j.push_back(std::isnan(v) ? json(nullptr) : json(v));
-  return j;
-}
-
-// Row-major nested lists of an array, with NaN as null.
-json nested(const std::vector<double>& v, const Shape& s, std::size_t dim, std::size_t& pos) {
-  json j = json::array();
-  for (std::int64_t i = 0; i < s[dim]; ++i) {
-    if (dim + 1 == s.size()) {
-      const double x = v[pos++];
-      j.push_back(std::isnan(x) ? json(nullptr) : json(x));
-    } else {
-      j.push_back(nested(v, s, dim + 1, pos));
-    }
-  }
-  return j;
-}
-json tensor(const Array& a) {
-  if (a.ndim() == 0) return a.item<double>();
-  std::size_t pos = 0;
-  return nested(a.to_vector<double>(), a.shape(), 0, pos);
-}
-
 }  // namespace
 
 Input parse_input(const std::string& text, const std::string& name) {
@@ -267,33 +242,24 @@ Input read_input(const std::string& path) {
   return parse_input(ss.str(), path);
 }
 
-json to_json(const Fit& f) {
-  json j;
-  j["xf"] = tensor(f.xf);
-  j["Cf"] = tensor(f.Cf);
-  j["x"] = tensor(f.x);
-  j["C"] = tensor(f.C);
-  j["xstd"] = tensor(f.xstd);
-  j["G"] = tensor(f.G);
-  j["F"] = tensor(f.F);
-  j["W"] = tensor(f.W);
-  j["y"] = column(f.y);
-  j["V"] = column(f.V);
-  j["x0"] = tensor(f.x0);
-  j["C0"] = tensor(f.C0);
-  for (const auto& [k, a] : {std::pair{"yhat", f.yhat}, {"ystd", f.ystd}, {"resid0", f.resid0}, {"resid", f.resid},
-                             {"v", f.v}, {"Cp", f.Cp}, {"resid2", f.resid2}})
-    j[k] = column(a);
-  j["lik"] = f.lik;
-  j["s2"] = f.s2;
-  j["mse"] = f.mse;
-  j["mape"] = f.mape;
-  j["ssy"] = f.ssy;
-  j["nobs"] = f.nobs;
-  j["XX"] = f.X ? tensor(*f.X) : json::array();  // covariates, [] when none
-  j["class"] = "dlmfit";
-  return j;
+std::vector<Field> fields(const Fit& f) {
+  std::vector<Field> r;
+  for (const auto& [k, a] : {std::pair{"xf", &f.xf}, {"Cf", &f.Cf}, {"x", &f.x}, {"C", &f.C}, {"xstd", &f.xstd}, {"G", &f.G}, {"F", &f.F},
+                             {"W", &f.W}, {"y", &f.y}, {"V", &f.V}, {"x0", &f.x0}, {"C0", &f.C0}, {"yhat", &f.yhat}, {"ystd", &f.ystd},
+                             {"resid0", &f.resid0}, {"resid", &f.resid}, {"v", &f.v}, {"Cp", &f.Cp}, {"resid2", &f.resid2}})
+    r.push_back(Field::array(k, *a));
+  summary_fields(f, r);
+  return r;
 }
+
+void summary_fields(const Fit& f, std::vector<Field>& r) {
+  for (const auto& [k, v] : {std::pair{"lik", f.lik}, {"s2", f.s2}, {"mse", f.mse}, {"mape", f.mape}, {"ssy", f.ssy}}) r.push_back(Field::number(k, v));
+  r.push_back(Field::count("nobs", f.nobs));
+  r.push_back(f.X ? Field::array("XX", *f.X) : Field::values("XX", {0}, {}));  // covariates, [] when none
+  r.push_back(Field::string("class", "dlmfit"));
+}
+
+json to_json(const Fit& f) { return to_json(fields(f)); }
 
 Array matrix(const std::vector<std::vector<double>>& rows) {
   std::vector<double> flat;
@@ -302,8 +268,10 @@ Array matrix(const std::vector<std::vector<double>>& rows) {
   return np::array(flat, Shape{n, q}, DType::float64);
 }
 
-json to_json(const Forecast& f) {
-  return json{{"x", tensor(f.x)}, {"C", tensor(f.C)}, {"yhat", column(f.yhat)}, {"ystd", column(f.ystd)}};
+std::vector<Field> fields(const Forecast& f) {
+  return {Field::array("x", f.x), Field::array("C", f.C), Field::array("yhat", f.yhat), Field::array("ystd", f.ystd)};
 }
+
+json to_json(const Forecast& f) { return to_json(fields(f)); }
 
 }  // namespace jx::dlm

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "workloads/dlm/dlm.h"
+#include "workloads/dlm/dlm_write.h"
 
 namespace jx::dlm {
 
@@ -24,6 +25,11 @@ Array matrix(const std::vector<std::vector<double>>& rows);
 Input parse_input(const std::string& text, const std::string& name);
 void validate(const Input& in, const std::string& name);
 Input read_input(const std::string& path);
+// A result's output fields, in the toolbox's layouts (states [m,n], covariances [m,m,n]).
+std::vector<Field> fields(const Fit& f);
+std::vector<Field> fields(const Forecast& f);
+// The summary fields after the arrays (lik, s2, mse, mape, ssy, nobs, XX, class).
+void summary_fields(const Fit& f, std::vector<Field>& out);
 nlohmann::json to_json(const Fit& f);
 nlohmann::json to_json(const Forecast& f);
 

@@ -1,0 +1,27 @@
+#pragma once
+// dlmfit with the scan algorithm, streamed: the series runs in chunks and each chunk's outputs go
+// straight to a ResultWriter, so memory beyond the inputs is O(chunk), whatever n is.
+// Forward, each chunk's filter starts from the carry (x, C) its predecessor left, and only that
+// carry is kept (a checkpoint per chunk). Backward, chunks run last to first: the chunk's filter
+// is run again from its checkpoint, then the r/N smoother from the carry (r, N) of the chunk
+// after it. Every step is the step the whole-series scan runs, so the result is dlm::fit's
+// (the summary's sums add per chunk). Cost: the filter twice, per pass; fit runs two passes.
+#include <optional>
+
+#include "workloads/dlm/dlm.h"
+#include "workloads/dlm/dlm_write.h"
+
+namespace jx::dlm {
+
+constexpr std::int64_t kStreamChunk = std::int64_t{1} << 18;
+
+struct StreamedFit {
+  std::vector<Field> fields;  // fields(Fit)'s order; the arrays are regions of the writer
+  double lik = 0, s2 = 0;
+  int nobs = 0;
+};
+// dlm::fit(y, s, w, o, X) with o.algorithm scan, written through `out` (commit(fields) next).
+StreamedFit fit_streamed(const Array& y, const Array& s, const std::vector<double>& w, const Options& o, const std::optional<Array>& X,
+                         ResultWriter& out, std::int64_t chunk = kStreamChunk);
+
+}  // namespace jx::dlm
