@@ -1,4 +1,5 @@
 #include <CLI/CLI.hpp>
+#include <sys/resource.h>
 #include <cstdio>
 #include <fmt/format.h>
 
@@ -151,7 +152,11 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
   phases.mark("compute");
   writer.commit(fields);
   phases.mark("write");
-  if (a.timings) fmt::print(stderr, "jxlab: {} ({} output bytes)\n", phases.str(), writer.bytes_written());
+  if (a.timings) {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    fmt::print(stderr, "jxlab: {} ({} output bytes, peak RSS {:.1f} MB)\n", phases.str(), writer.bytes_written(), ru.ru_maxrss / 1024.0);
+  }
   return 0;
 }
 

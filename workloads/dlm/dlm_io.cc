@@ -1,6 +1,8 @@
 #include "workloads/dlm/dlm_io.h"
 
 #include <algorithm>
+#include <charconv>
+#include <string_view>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -178,33 +180,34 @@ namespace {
 // not a number (a header) are skipped; infinities are refused.
 Input from_csv(const std::string& text0, const std::string& name) {
   Input in;
-  const std::string text = text0.rfind("\xEF\xBB\xBF", 0) == 0 ? text0.substr(3) : text0;
-  std::istringstream ss(text);
-  std::string line;
+  std::string_view text(text0);
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.remove_prefix(3);
   int no = 0;
   std::size_t blank_run = 0;  // blank lines not yet known to be inside the series
-  auto trim = [](std::string& l) {
+  auto trim = [](std::string_view l) {
     const auto a = l.find_first_not_of(" \t\r"), b = l.find_last_not_of(" \t\r");
-    l = a == std::string::npos ? std::string() : l.substr(a, b - a + 1);
+    return a == std::string_view::npos ? std::string_view() : l.substr(a, b - a + 1);
   };
-  while (std::getline(ss, line)) {
+  while (!text.empty()) {
+    const std::size_t end = text.find('\n');
+    const std::string_view line = trim(text.substr(0, end));
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
     ++no;
-    trim(line);
-    if (line.find(',') != std::string::npos) bad(name, fmt::format("line {}: CSV input must have one column", no));
+    if (line.find(',') != std::string_view::npos) bad(name, fmt::format("line {}: CSV input must have one column", no));
     if (line.empty()) {
       ++blank_run;
       continue;
     }
     double v = NAN;
     if (line != "NaN" && line != "nan" && line != "NA") {
-      std::size_t used = 0;
-      try {
-        v = std::stod(line, &used);
-      } catch (const std::exception&) {
+      // from_chars: locale-free, and no leading '+' (which stod took): a '+' is skipped here
+      const std::string_view num = line.front() == '+' ? line.substr(1) : line;
+      const auto r = std::from_chars(num.data(), num.data() + num.size(), v);
+      if (r.ec == std::errc::result_out_of_range) bad(name, fmt::format("line {}: '{}' is out of range", no, line));
+      if (r.ec != std::errc() || r.ptr != num.data() + num.size()) {
         if (no == 1 && in.y.empty()) continue;  // a header
         bad(name, fmt::format("line {}: '{}' is not a number", no, line));
       }
-      if (used != line.size()) bad(name, fmt::format("line {}: '{}' is not a number", no, line));
       if (!std::isfinite(v)) bad(name, fmt::format("line {}: '{}' is not finite (missing values are empty, NaN or NA)", no, line));
     }
     in.y.insert(in.y.end(), blank_run, NAN);
@@ -237,9 +240,19 @@ Input parse_input(const std::string& text, const std::string& name) {
 Input read_input(const std::string& path) {
   std::ifstream f(path);
   if (!f) throw ShapeError(fmt::format("{}: cannot open the input file", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return parse_input(ss.str(), path);
+  std::string text;
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  f.seekg(0, std::ios::beg);
+  if (size > 0) {
+    text.resize(static_cast<std::size_t>(size));
+    f.read(text.data(), size);
+  } else {  // not a regular file (a pipe): read to the end
+    f.clear();
+    text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  }
+  if (f.bad()) throw ShapeError(fmt::format("{}: read failed", path));
+  return parse_input(text, path);
 }
 
 std::vector<Field> fields(const Fit& f) {
