@@ -10,6 +10,10 @@
 #include "scenarios/scenario.h"
 #include "tests/fuzz/fuzz_targets.h"
 #include "workloads/dlm/dlm_io.h"
+#include "workloads/dlm/dlm_stream.h"
+
+#include <filesystem>
+#include <unistd.h>
 
 namespace jx::fuzz {
 
@@ -65,6 +69,18 @@ int dlm_input(const std::uint8_t* data, std::size_t size) {
     if (!in.X.empty()) X = dlm::matrix(in.X);
     const dlm::Fit f = dlm::fit(y, s, in.w, in.options, X);
     (void)dlm::to_json(f).dump();
+    // the CLI's path: the streamed fit in chunks of 5, written as npz and JSON, gives fit's lik
+    if (in.options.algorithm == dlm::Algorithm::scan)
+      for (auto format : {dlm::OutputFormat::npz, dlm::OutputFormat::json}) {
+        const std::string path = (std::filesystem::temp_directory_path() / fmt::format("jx-fuzz-dlm-{}.out", getpid())).string();
+        dlm::ResultWriter w(path, format, false);
+        const dlm::StreamedFit sf = dlm::fit_streamed(y, s, in.w, in.options, X, w, 5);
+        w.commit(sf.fields);
+        std::filesystem::remove(path);
+        const bool both_nan = std::isnan(sf.lik) && std::isnan(f.lik);
+        if (!both_nan && !(std::abs(sf.lik - f.lik) <= 1e-9 * std::max(1.0, std::abs(f.lik))))
+          finding(fmt::format("dlm_input: the streamed fit's -2 log L {} differs from fit's {}", sf.lik, f.lik));
+      }
     // accepted input of moderate size gives numbers, never NaN or inf (the reader refuses
     // infinities and all-missing series; leading missing values start from a diffuse prior)
     auto moderate = [](const std::vector<double>& v, double lo, double hi) {
