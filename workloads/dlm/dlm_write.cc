@@ -50,24 +50,26 @@ Field Field::array(std::string name, const Array& a) {
   return values(std::move(name), a.shape(), np::astype(a, DType::float64).to_vector<double>());
 }
 Field Field::number(std::string name, double v) { return values(std::move(name), {}, {v}); }
-Field Field::count(std::string name, std::int64_t v) {
+namespace {
+Field of_kind(std::string name, Field::Kind k) {
   Field f;
   f.name = std::move(name);
-  f.kind = Kind::integer;
+  f.kind = k;
+  return f;
+}
+}  // namespace
+Field Field::count(std::string name, std::int64_t v) {
+  Field f = of_kind(std::move(name), Kind::integer);
   f.integer = v;
   return f;
 }
 Field Field::string(std::string name, std::string v) {
-  Field f;
-  f.name = std::move(name);
-  f.kind = Kind::text;
+  Field f = of_kind(std::move(name), Kind::text);
   f.text = std::move(v);
   return f;
 }
 Field Field::json_object(std::string name, nlohmann::json v) {
-  Field f;
-  f.name = std::move(name);
-  f.kind = Kind::object;
+  Field f = of_kind(std::move(name), Kind::object);
   f.object = std::move(v);
   return f;
 }

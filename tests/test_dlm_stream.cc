@@ -1,0 +1,89 @@
+// The streamed fit and the result writer (issue 33 item 4): chunked fits equal dlm::fit, and the
+// writer refuses bad destinations and leaves nothing behind.
+#include <filesystem>
+#include <unistd.h>
+
+#include "tests/dlm_test_util.h"
+#include "tests/vulkan_helpers.h"  // under JX_VULKAN_VALIDATION=1 a validation message fails its test
+#include "workloads/dlm/dlm.h"
+#include "workloads/dlm/dlm_io.h"
+#include "workloads/dlm/dlm_stream.h"
+
+using namespace jx;
+using json = nlohmann::json;
+using dlmt::close_scaled;
+using dlmt::flat;
+using dlmt::load;
+
+// The streamed fit (chunks, checkpoints, outputs written as they come) gives dlm::fit's result:
+// the Nile series with gaps, a seasonal model with covariates, chunks of 7, 64 and one chunk;
+// JSON and npz written through the same writer.
+namespace {
+double json_scale(const json& j) {
+  double s = 0;
+  for (double x : flat(j))
+    if (std::isfinite(x)) s = std::max(s, std::abs(x));
+  return s;
+}
+}  // namespace
+
+TEST(DlmStream, ChunkedFitEqualsFit) {
+  json in = load("niledemo-in.json");
+  std::vector<double> y = flat(in["y"]);
+  for (std::size_t t : {3u, 4u, 40u, 41u, 42u, 99u}) y[t] = NAN;
+  const std::int64_t n = static_cast<std::int64_t>(y.size());
+  std::vector<double> X;
+  for (std::int64_t t = 0; t < n; ++t) X.insert(X.end(), {std::sin(t / 5.0), std::cos(t / 3.0)});
+  dlm::Options seasonal;
+  seasonal.trig = 1;
+  seasonal.ns = 4;
+  struct Case {
+    const char* name;
+    dlm::Options o;
+    std::optional<Array> X;
+    std::vector<double> w;
+  };
+  const std::vector<Case> cases{{"nile", {}, std::nullopt, flat(in["w"])},
+                                {"trig+X", seasonal, np::array(X, Shape{n, 2}, DType::float64), {10, 1, 2, 2}}};
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("jx-dlm-stream-{}", getpid());
+  std::filesystem::create_directories(dir);
+  for (const Case& c : cases) {
+    const Array ya = np::array(y, std::nullopt, DType::float64), s = np::scalar(in["s"].get<double>(), DType::float64);
+    const json want = dlm::to_json(dlm::fit(ya, s, c.w, c.o, c.X));
+    for (std::int64_t chunk : {std::int64_t{7}, std::int64_t{64}, dlm::kStreamChunk}) {
+      const std::string where = fmt::format("{} chunk {}", c.name, chunk), path = (dir / "fit.json").string();
+      dlm::ResultWriter w(path, dlm::OutputFormat::json, false);
+      dlm::StreamedFit f = dlm::fit_streamed(ya, s, c.w, c.o, c.X, w, chunk);
+      w.commit(f.fields);
+      std::ifstream is(path);
+      const json got = json::parse(is);
+      ASSERT_EQ(got.size(), want.size()) << where;
+      for (const auto& [k, v] : want.items()) {
+        ASSERT_TRUE(got.contains(k)) << where << ": " << k;
+        if (v.is_string()) EXPECT_EQ(got[k], v) << where << ": " << k;
+        else EXPECT_TRUE(close_scaled(np::array(flat(got[k]), std::nullopt, DType::float64), v, 1e-12, where + ": " + k))
+                 << "scale " << json_scale(v);
+      }
+      EXPECT_NEAR(f.lik, want["lik"].get<double>(), 1e-12 * std::abs(want["lik"].get<double>())) << where;
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DlmStream, WriterRefusesBadDestinationsAndLeavesNothing) {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("jx-dlm-writer-{}", getpid());
+  std::filesystem::create_directories(dir);
+  EXPECT_THROW(dlm::ResultWriter(dir.string(), dlm::OutputFormat::json, false), Error);  // a folder
+  EXPECT_THROW(dlm::ResultWriter((dir / "no/such.json").string(), dlm::OutputFormat::json, false), Error);
+  {
+    dlm::ResultWriter w((dir / "a.npz").string(), dlm::OutputFormat::npz, false);
+    EXPECT_TRUE(std::filesystem::exists(dir / "a.npz.tmp"));  // writability is checked at once
+  }  // never committed: nothing left
+  EXPECT_FALSE(std::filesystem::exists(dir / "a.npz.tmp"));
+  EXPECT_FALSE(std::filesystem::exists(dir / "a.npz"));
+  EXPECT_EQ(dlm::output_format("", "x.npz"), dlm::OutputFormat::npz);
+  EXPECT_EQ(dlm::output_format("", "x.json"), dlm::OutputFormat::json);
+  EXPECT_EQ(dlm::output_format("npz", "x.json"), dlm::OutputFormat::npz);
+  EXPECT_THROW(dlm::output_format("csv", "x"), Error);
+  std::filesystem::remove_all(dir);
+}
