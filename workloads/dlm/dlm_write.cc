@@ -287,6 +287,21 @@ struct ZipEntry {
 
 constexpr std::uint64_t kZipLimit = 0xffffffffu;
 
+// The fields a local header and its central-directory record share, in order: version needed,
+// flags, method (stored), time and date, crc, both sizes, name length, extra length.
+constexpr std::int64_t kCrcInCommon = 10;  // byte offset of the crc in them
+void common_fields(std::string& s, const ZipEntry& e) {
+  le(s, 20, 2);
+  le(s, 0, 2);
+  le(s, 0, 2);
+  le(s, 0, 4);
+  le(s, e.crc, 4);
+  le(s, e.size, 4);
+  le(s, e.size, 4);
+  le(s, e.name.size(), 2);
+  le(s, 0, 2);
+}
+
 class NpzOut {
  public:
   explicit NpzOut(Out& out) : out_(out) {}
@@ -299,16 +314,8 @@ class NpzOut {
                               e.name));
     std::string lh;
     le(lh, 0x04034b50, 4);
-    le(lh, 20, 2);  // version needed
-    le(lh, 0, 2);   // flags
-    le(lh, 0, 2);   // stored
-    le(lh, 0, 4);   // time, date
-    const std::int64_t crc_at = out_.pos() + static_cast<std::int64_t>(lh.size());
-    le(lh, 0, 4);  // crc, patched below
-    le(lh, e.size, 4);
-    le(lh, e.size, 4);
-    le(lh, e.name.size(), 2);
-    le(lh, 0, 2);
+    const std::int64_t crc_at = out_.pos() + static_cast<std::int64_t>(lh.size()) + kCrcInCommon;
+    common_fields(lh, e);  // crc 0, patched below
     out_.put(lh + e.name);
     uLong crc = crc32(0L, Z_NULL, 0);
     auto sink = [&](const void* p, std::size_t n) {
@@ -328,17 +335,9 @@ class NpzOut {
     std::string cd;
     for (const ZipEntry& e : entries_) {
       le(cd, 0x02014b50, 4);
-      le(cd, 20, 2);
-      le(cd, 20, 2);
-      le(cd, 0, 2);
-      le(cd, 0, 2);
-      le(cd, 0, 4);
-      le(cd, e.crc, 4);
-      le(cd, e.size, 4);
-      le(cd, e.size, 4);
-      le(cd, e.name.size(), 2);
-      le(cd, 0, 2);
-      le(cd, 0, 2);
+      le(cd, 20, 2);  // version made by
+      common_fields(cd, e);
+      le(cd, 0, 2);  // comment length
       le(cd, 0, 2);
       le(cd, 0, 2);
       le(cd, 0, 4);
