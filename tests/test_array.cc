@@ -133,6 +133,30 @@ TEST(Backend, SlotsCountBytesAndRejectBadSizes) {
   EXPECT_THROW(be.read(s, small), BackendError);  // freed slot: an error, not a crash
 }
 
+// host_data: the slot's bytes in place for the host backends (what read() copies), nullptr for a
+// device backend; a freed slot is an error, not a dangling pointer.
+TEST(Backend, HostDataIsTheSlotInPlaceOnHostBackends) {
+  for (const DeviceInfo& d : devices()) {
+    if (!d.available) continue;
+    Backend& be = backend(d.backend);
+    const std::vector<double> v{1.5, -2.0, 3.25};
+    SlotId s = be.malloc({DType::float64, {3}});
+    be.write(s, std::as_bytes(std::span(v)));
+    const std::byte* p = be.host_data(s);
+    if (d.backend == "vulkan") {
+      EXPECT_EQ(p, nullptr);
+    } else {
+      ASSERT_NE(p, nullptr) << d.backend;
+      EXPECT_EQ(std::memcmp(p, v.data(), 24), 0) << d.backend;
+      const std::vector<double> w{7.0, 8.0, 9.0};
+      be.write(s, std::as_bytes(std::span(w)));
+      EXPECT_EQ(std::memcmp(be.host_data(s), w.data(), 24), 0) << d.backend;  // in place, not a snapshot
+    }
+    be.decref(s);
+    if (d.backend != "vulkan") EXPECT_THROW(be.host_data(s), BackendError) << d.backend;
+  }
+}
+
 TEST(Prim, TableIsTotalAndNamed) {
   EXPECT_EQ(prim_name(Prim::dot_general), "dot_general");
   EXPECT_EQ(prim_arity(Prim::select), 3);

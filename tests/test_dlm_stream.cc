@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "tests/dlm_test_util.h"
+#include "tests/npz_reader.h"
 #include "tests/vulkan_helpers.h"  // under JX_VULKAN_VALIDATION=1 a validation message fails its test
 #include "workloads/dlm/dlm.h"
 #include "workloads/dlm/dlm_io.h"
@@ -15,9 +16,9 @@ using dlmt::close_scaled;
 using dlmt::flat;
 using dlmt::load;
 
-// The streamed fit (chunks, checkpoints, outputs written as they come) gives dlm::fit's result:
-// the Nile series with gaps, a seasonal model with covariates, chunks of 7, 64 and one chunk;
-// JSON and npz written through the same writer.
+// The streamed fit (chunks, checkpoints, the last chunk padded, outputs written as they come)
+// gives dlm::fit's result: the Nile series with gaps, a seasonal model with covariates, chunks of
+// 7, 64 and one chunk; JSON and npz (written in place) hold the same values.
 namespace {
 double json_scale(const json& j) {
   double s = 0;
@@ -65,6 +66,27 @@ TEST(DlmStream, ChunkedFitEqualsFit) {
                  << "scale " << json_scale(v);
       }
       EXPECT_NEAR(f.lik, want["lik"].get<double>(), 1e-12 * std::abs(want["lik"].get<double>())) << where;
+      // the same fit to .npz: its arrays written in place (steps-last ones column-major), every
+      // CRC right, every value the JSON's
+      const std::string npz = (dir / "fit.npz").string();
+      dlm::ResultWriter wz(npz, dlm::OutputFormat::npz, false);
+      dlm::StreamedFit fz = dlm::fit_streamed(ya, s, c.w, c.o, c.X, wz, chunk);
+      wz.commit(fz.fields);
+      const auto entries = npzt::read_npz(npz);
+      int compared = 0;
+      for (const auto& [k, v] : got.items()) {
+        if (v.is_string()) continue;
+        ASSERT_TRUE(entries.count(k)) << where << ": npz lacks " << k;
+        const std::vector<double> want_values = flat(v);
+        if (entries.at(k).descr != "<f8") continue;  // nobs (<i8)
+        const std::vector<double>& have = entries.at(k).values;
+        ASSERT_EQ(have.size(), want_values.size()) << where << ": npz " << k;
+        ++compared;
+        for (std::size_t i = 0; i < have.size(); ++i)
+          ASSERT_TRUE(have[i] == want_values[i] || (std::isnan(have[i]) && std::isnan(want_values[i])))
+              << where << ": npz " << k << "[" << i << "] " << have[i] << " vs JSON " << want_values[i];
+      }
+      EXPECT_GE(compared, 24) << where;  // the 19 arrays of fields(Fit), the summary's 5 numbers, XX
     }
   }
   std::filesystem::remove_all(dir);

@@ -70,6 +70,10 @@ class Backend {
   virtual void decref(SlotId) = 0;             // frees at zero
   virtual void read(SlotId, std::span<std::byte> dst) = 0;
   virtual void write(SlotId, std::span<const std::byte> src) = 0;
+  // The slot's bytes in this process's memory, valid while the slot lives and no kernel writes
+  // it, for a backend whose slots are host memory (cpu, native); nullptr for a device backend,
+  // whose data read() copies out.
+  virtual const std::byte* host_data(SlotId) { return nullptr; }
   virtual std::size_t slot_count() const = 0;
   virtual std::size_t bytes() const = 0;
   virtual std::vector<SlotInfo> live_slots() const = 0;

@@ -87,6 +87,7 @@ class HostBackend : public Backend {
   void decref(SlotId id) override { mem_.decref(id); }
   void read(SlotId id, std::span<std::byte> dst) override { mem_.read(id, dst); }
   void write(SlotId id, std::span<const std::byte> src) override { mem_.write(id, src); }
+  const std::byte* host_data(SlotId id) override { return mem_.data(id); }
   std::size_t slot_count() const override { return mem_.slot_count(); }
   std::size_t bytes() const override { return mem_.bytes(); }
   std::vector<SlotInfo> live_slots() const override { return mem_.live_slots(); }

@@ -1,7 +1,9 @@
 #include "workloads/dlm/dlm.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <span>
 
 #include "workloads/dlm/dlm_assoc.h"
 #include "workloads/dlm/dlm_steps.h"
@@ -49,60 +51,121 @@ Algorithm parse_algorithm(const std::string& name) {
   throw ShapeError(fmt::format("dlm: unknown algorithm \"{}\" (expected scan or assoc)", name));
 }
 
+namespace {
+// A small square matrix on the host, row-major: the model's matrices are built here (static,
+// m <= a few dozen) and uploaded once, so setting up a fit launches no kernel.
+struct HostSquare {
+  std::int64_t n = 0;
+  std::vector<double> a;
+  double& at(std::int64_t i, std::int64_t j) { return a[static_cast<std::size_t>(i * n + j)]; }
+  static HostSquare zeros(std::int64_t n) { return {n, std::vector<double>(static_cast<std::size_t>(n * n), 0.0)}; }
+  Array array(DType d) const { return np::array(a, Shape{n, n}, d); }
+};
+// Block-diagonal stack [a 0; 0 b].
+HostSquare stack_blocks(const HostSquare& a, const HostSquare& b) {
+  HostSquare r = HostSquare::zeros(a.n + b.n);
+  for (std::int64_t i = 0; i < a.n; ++i)
+    for (std::int64_t j = 0; j < a.n; ++j) r.at(i, j) = a.a[static_cast<std::size_t>(i * a.n + j)];
+  for (std::int64_t i = 0; i < b.n; ++i)
+    for (std::int64_t j = 0; j < b.n; ++j) r.at(a.n + i, a.n + j) = b.a[static_cast<std::size_t>(i * b.n + j)];
+  return r;
+}
+}  // namespace
+
 std::pair<Array, Array> system_matrices(const Options& o, DType d) {
   if (o.order < 0) throw ShapeError(fmt::format("dlm: trend order {} must be >= 0", o.order));
   if (o.ns < 2) throw ShapeError(fmt::format("dlm: season length ns = {} must be >= 2", o.ns));
   if (o.trig < 0 || 2 * o.trig > o.ns) throw ShapeError(fmt::format("dlm: trig = {} must be between 0 and ns/2 = {}", o.trig, o.ns / 2.0));
   // local polynomial trend: ones on the diagonal and the superdiagonal
   const std::int64_t mt = o.order + 1;
-  Array G = np::eye(mt, {}, 0, d) + np::eye(mt, {}, 1, d);
+  HostSquare G = HostSquare::zeros(mt);
+  for (std::int64_t i = 0; i < mt; ++i) {
+    G.at(i, i) = 1.0;
+    if (i + 1 < mt) G.at(i, i + 1) = 1.0;
+  }
   std::vector<double> f(static_cast<std::size_t>(mt), 0.0);
   f[0] = 1.0;
+  auto add_block = [&](const HostSquare& b) {  // its first state is the observed one
+    G = stack_blocks(G, b);
+    f.push_back(1.0);
+    for (std::int64_t i = 1; i < b.n; ++i) f.push_back(0.0);
+  };
   if (o.fullseas) {
     const std::int64_t k = o.ns - 1;  // first row -1, subdiagonal ones
-    Array gs = np::where(np::equal(lax::iota(DType::int32, {k, k}, 0), 0.0), np::full({k, k}, -1.0, d), np::eye(k, {}, -1, d));
-    G = stack_blocks(G, gs);
-    f.push_back(1.0);
-    for (std::int64_t i = 1; i < k; ++i) f.push_back(0.0);
+    HostSquare gs = HostSquare::zeros(k);
+    for (std::int64_t j = 0; j < k; ++j) gs.at(0, j) = -1.0;
+    for (std::int64_t i = 1; i < k; ++i) gs.at(i, i - 1) = 1.0;
+    add_block(gs);
   } else {
     for (int i = 1; i <= o.trig; ++i) {
       const double a = 2.0 * M_PI * i / o.ns, c = std::cos(a), s = std::sin(a);
-      const bool last = 2 * i == o.ns;  // the redundant sine state of the Nyquist harmonic is dropped
-      G = stack_blocks(G, last ? np::array({{c}}, d) : np::array({{c, s}, {-s, c}}, d));
-      f.push_back(1.0);
-      if (!last) f.push_back(0.0);
+      // the redundant sine state of the Nyquist harmonic is dropped
+      add_block(2 * i == o.ns ? HostSquare{1, {c}} : HostSquare{2, {c, s, -s, c}});
     }
   }
   if (!o.arphi.empty()) {
     const std::int64_t k = static_cast<std::int64_t>(o.arphi.size());
-    Array phi = np::reshape(np::array(o.arphi, Shape{k}, d), {k, 1});  // [phi, [I; 0]]
-    Array ga = k == 1 ? phi : np::concatenate({phi, np::eye(k, k - 1, 0, d)}, 1);
-    G = stack_blocks(G, ga);
-    f.push_back(1.0);
-    for (std::int64_t i = 1; i < k; ++i) f.push_back(0.0);
+    HostSquare ga = HostSquare::zeros(k);  // [phi, [I; 0]]
+    for (std::int64_t i = 0; i < k; ++i) {
+      ga.at(i, 0) = o.arphi[static_cast<std::size_t>(i)];
+      if (i + 1 < k) ga.at(i, i + 1) = 1.0;
+    }
+    add_block(ga);
   }
-  return {G, np::array(f, Shape{static_cast<std::int64_t>(f.size())}, d)};
+  return {G.array(d), np::array(f, Shape{static_cast<std::int64_t>(f.size())}, d)};
 }
 
 std::vector<Array> filter(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
                           const Array& C0, Algorithm alg) {
-  const DType d = y.dtype();
   if (alg == Algorithm::assoc) return assoc_outputs(detail::assoc_filter(y, V, x0, G, F, W, C0), y, V, x0, G, F, C0);
+  return detail::filter_scan(y, V, x0, G, F, W, C0, true);
+}
+
+namespace detail {
+namespace {
+using FC = std::pair<Array, Array>;  // x, C (predictions for the current step)
+// One step of the prediction-form filter from (x, C): F x, the innovation v = y − F x and its
+// variance Cp = F C Fᵀ + V² (observed steps; v, K zero when missing), the gain K = G C Fᵀ / Cp,
+// and the next prediction (G x + K v, G C Lᵀ + W with L = G − K F).
+struct KalmanStep {
+  Array Fx, v, Cp, K;
+  FC next;
+};
+KalmanStep kalman_step(const FC& c, const Array& yt, const Array& vt, const Array& ot, const Array& Ft, const Array& G, const Array& W) {
+  const auto& [x, C] = c;
+  KalmanStep k;
+  k.Fx = np::dot(Ft, x);
+  k.v = ot * (yt - k.Fx);
+  Array CF = np::matmul(C, Ft);               // C Fᵀ
+  k.Cp = np::dot(Ft, CF) + ot * vt * vt;      // F C Fᵀ + V² (observed steps only)
+  k.K = np::matmul(G, CF) * (ot / k.Cp);      // G C Fᵀ / Cp, zero when missing
+  Array L = G - outer(k.K, Ft);
+  k.next = {np::matmul(G, x) + k.K * k.v, np::matmul(np::matmul(G, C), np::transpose(L)) + W};
+  return k;
+}
+}  // namespace
+
+OutputTerms output_terms(const Array& y, const Array& obs, const Array& Fx, const Array& v, const Array& Cp, const Array& V) {
+  OutputTerms o;
+  o.yhat = Fx;
+  o.resid0 = y - Fx;
+  o.resid = o.resid0 / V;
+  o.v = np::where(obs, v, NAN);
+  o.resid2 = np::where(obs, v / np::sqrt(Cp), NAN);
+  o.terms = {v * v / Cp + np::log(Cp), o.resid0 * o.resid0, o.resid * o.resid, o.resid2 * o.resid2, np::abs(o.resid2) / y};
+  return o;
+}
+
+std::vector<Array> filter_scan(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
+                               const Array& C0, bool states) {
+  const DType d = y.dtype();
   Array obs = np::logical_not(np::isnan(y));
   Array obsf = np::astype(obs, d);
   Array yz = np::where(obs, y, 0.0);
-  using FC = std::pair<Array, Array>;  // x, C (predictions for the current step)
   auto fstep = [&](const FC& c, const std::vector<Array>& in) {
-    const auto& [x, C] = c;
-    const Array &yt = in[0], &vt = in[1], &ot = in[2];
     const Array& Ft = in.size() > 3 ? in[3] : F;  // this step's observation row
-    Array v = ot * (yt - np::dot(Ft, x));
-    Array CF = np::matmul(C, Ft);                // C Fᵀ
-    Array Cp = np::dot(Ft, CF) + ot * vt * vt;   // F C Fᵀ + V² (observed steps only)
-    Array K = np::matmul(G, CF) * (ot / Cp);     // G C Fᵀ / Cp, zero when missing
-    Array L = G - outer(K, Ft);
-    FC next{np::matmul(G, x) + K * v, np::matmul(np::matmul(G, C), np::transpose(L)) + W};
-    return std::pair{next, std::vector<Array>{x, C, v, Cp, K}};
+    KalmanStep k = kalman_step(c, in[0], in[1], in[2], Ft, G, W);
+    return std::pair{k.next, states ? std::vector<Array>{c.first, c.second, k.v, k.Cp, k.K} : std::vector<Array>{k.v, k.Cp, k.K}};
   };
   std::vector<Array> xs{yz, V, obsf};
   if (F.ndim() == 2) xs.push_back(F);
@@ -111,6 +174,31 @@ std::vector<Array> filter(const Array& y, const Array& V, const Array& x0, const
   ys.push_back(last.second);
   return ys;
 }
+
+std::vector<Array> filter_scan_outputs(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
+                                       const Array& C0) {
+  const DType d = y.dtype();
+  Array obs = np::logical_not(np::isnan(y));
+  Array obsf = np::astype(obs, d);
+  Array yz = np::where(obs, y, 0.0);
+  using Carry = std::pair<FC, Array>;  // the prediction, and the summary's sums so far [5]
+  auto fstep = [&](const Carry& c, const std::vector<Array>& in) {
+    const Array& Ft = in.size() > 4 ? in[4] : F;
+    KalmanStep k = kalman_step(c.first, in[0], in[1], in[2], Ft, G, W);
+    const Array& yt = in[3];
+    const Array ot = np::logical_not(np::isnan(yt));
+    OutputTerms o = output_terms(yt, ot, k.Fx, k.v, k.Cp, in[1]);
+    Array sums = c.second + np::where(ot, np::stack(o.terms), 0.0);
+    return std::pair{Carry{k.next, sums}, std::vector<Array>{c.first.first, c.first.second, k.v, k.Cp, k.K, o.yhat, o.resid0, o.resid, o.v, o.resid2}};
+  };
+  std::vector<Array> xs{yz, V, obsf, y};
+  if (F.ndim() == 2) xs.push_back(F);
+  auto [last, ys] = lax::scan(fstep, Carry{FC{x0, C0}, np::zeros({5}, d)}, xs);
+  ys.insert(ys.begin() + 5, {last.first.first, last.first.second});
+  ys.push_back(last.second);
+  return ys;
+}
+}  // namespace detail
 
 Array minus2_log_lik(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0,
                      Algorithm alg) {
@@ -200,15 +288,18 @@ Model model(const Array& y0, const Array& s, const std::vector<double>& w, const
   const DType d = is_floating(y0.dtype()) ? y0.dtype() : DType::float64;
   Model md;
   md.y = np::astype(y0, d);
-  const Array& y = md.y;
-  const std::int64_t n = y.shape()[0];
+  const std::int64_t n = md.y.shape()[0];
   if (n == 0) throw ShapeError("dlm: y is empty");
+  // the checks and the initial state read the series once on the host (no kernel launches)
+  std::vector<double> copy;  // float64 in host memory is read in place
+  const std::byte* host = d == DType::float64 ? md.y.backend().host_data(md.y.slot()) : nullptr;
+  if (!host) copy = md.y.to_vector<double>();
+  const std::span<const double> yv(host ? reinterpret_cast<const double*>(host) : copy.data(), static_cast<std::size_t>(n));
   // missing values are NaN; an infinity is an error, and so is a series with nothing observed
-  const Array missing = np::isnan(y);
-  if (np::sum(np::astype(np::logical_or(np::isfinite(y), missing), DType::int32)).item<double>() != static_cast<double>(n))
+  if (std::any_of(yv.begin(), yv.end(), [](double v) { return std::isinf(v); }))
     throw ShapeError("dlm: y holds an infinite value (missing values are NaN)");
-  if (np::sum(np::astype(missing, DType::int32)).item<double>() == static_cast<double>(n))
-    throw ShapeError(fmt::format("dlm: y has no observed value (all {} are missing)", n));
+  md.observed = std::count_if(yv.begin(), yv.end(), [](double v) { return !std::isnan(v); });
+  if (md.observed == 0) throw ShapeError(fmt::format("dlm: y has no observed value (all {} are missing)", n));
   if (!(s.ndim() == 0 || (s.ndim() == 1 && (s.shape()[0] == n || s.shape()[0] == 1))))
     throw ShapeError(fmt::format("dlm: s must be a scalar or one std per observation ({}), got {}", n, s.aval().str()));
   auto [G0, F0] = system_matrices(o, d);
@@ -223,66 +314,93 @@ Model model(const Array& y0, const Array& s, const std::vector<double>& w, const
   md.F0 = F0;
   if (q) md.X = np::astype(*X, d);
   const std::int64_t m = mb + q;
-  std::vector<double> wd(static_cast<std::size_t>(m), 0.0);
-  for (std::size_t i = 0; i < w.size(); ++i) wd[i] = w[i] * w[i];
-  md.W = np::eye(m, {}, 0, d) * np::array(wd, Shape{m}, d);
-  md.V = np::broadcast_to(np::reshape(np::astype(s, d), {-1}), {n}) * 1.0;
-  // x0: the mean level of the first season's observed values; C0 = diag((|x0₁|/2)²), 1e7 where that is 0
-  const std::int64_t k = std::min<std::int64_t>(n, o.ns);
-  Array head = np::index(y, {np::Slice{0, k}});
-  Array ok = np::logical_not(np::isnan(head));
-  // none observed among them: level 0, and so the diffuse C0 (as dlm-js does)
-  const double observed = np::sum(ok).item<double>();
-  const double level = observed > 0 ? np::sum(np::where(ok, head, 0.0)).item<double>() / observed : 0.0;
-  std::vector<double> x0v(static_cast<std::size_t>(m), 0.0);
+  // V: one std per step (a scalar s repeated)
+  const std::vector<double> sv = s.to_vector<double>();
+  md.V = np::array(sv.size() == 1 ? std::vector<double>(static_cast<std::size_t>(n), sv[0]) : sv, Shape{n}, d);
+  // W = diag(w²), the states past the w given (and the β states) noise-free
+  std::vector<double> wd(static_cast<std::size_t>(m * m), 0.0);
+  for (std::size_t i = 0; i < w.size(); ++i) wd[i * static_cast<std::size_t>(m) + i] = w[i] * w[i];
+  md.W = np::array(wd, Shape{m, m}, d);
+  // x0: the mean level of the first season's observed values; C0 = diag((|x0₁|/2)²), 1e7 where
+  // that is 0 (none observed among them: level 0, and so the diffuse C0, as dlm-js does)
+  const std::size_t k = static_cast<std::size_t>(std::min<std::int64_t>(n, o.ns));
+  double total = 0, observed = 0;
+  for (std::size_t t = 0; t < k; ++t)
+    if (!std::isnan(yv[t])) total += yv[t], observed += 1;
+  const double level = observed > 0 ? total / observed : 0.0;
+  std::vector<double> x0v(static_cast<std::size_t>(m), 0.0), c0v(static_cast<std::size_t>(m * m), 0.0);
   x0v[0] = level;
   const double c = std::pow(std::abs(level) * 0.5, 2);
+  for (std::int64_t i = 0; i < m; ++i) c0v[static_cast<std::size_t>(i * m + i)] = c == 0.0 ? 1e7 : c;
   md.x0 = np::array(x0v, Shape{m}, d);
-  md.C0 = np::eye(m, {}, 0, d) * (c == 0.0 ? 1e7 : c);
+  md.C0 = np::array(c0v, Shape{m, m}, d);
   return md;
 }
 
-Smoothed rn_smoother(const std::vector<Array>& fo, const Array& obsf, const Array& G, const Array& F, const Array& r0, const Array& N0) {
-  const DType d = G.dtype();
+namespace {
+using RN = std::pair<Array, Array>;
+// One backward step of the r/N recursion: L = G − K F, r ← Lᵀ r + Fᵀ v/Cp, N ← Lᵀ N L + Fᵀ F/Cp
+// (the observation terms only where observed).
+RN rn_step(const RN& rn, const Array& G, const Array& Ft, const Array& vt, const Array& cpt, const Array& kt, const Array& ot) {
+  const auto& [r, N] = rn;
+  Array L = G - outer(kt, Ft);
+  return {np::matmul(np::transpose(L), r) + Ft * (ot * vt / cpt), np::matmul(np::matmul(np::transpose(L), N), L) + outer(Ft, Ft) * (ot / cpt)};
+}
+// The smoothed state of a step from its prediction (x, C) and the updated (r, N).
+RN smoothed(const Array& xt, const Array& Ct, const RN& rn) {
+  Array xs = xt + np::matmul(Ct, rn.first);
+  Array Cs = Ct - np::matmul(np::matmul(Ct, rn.second), Ct);
+  // float32: C − C N C cancels to a non-symmetric, possibly indefinite matrix; its symmetric
+  // part is what the next pass's C0 = 100·C₁ needs (dlm-js does the same; float64 keeps the
+  // toolbox's arithmetic)
+  if (Ct.dtype() == DType::float32) Cs = (Cs + np::transpose(Cs)) * 0.5;
+  return {xs, Cs};
+}
+}  // namespace
+
+Smoothed rn_smoother(const std::vector<Array>& fo, const Array& obsf, const Array& G, const Array& F, const Array& r0, const Array& N0,
+                     const std::optional<Array>& V) {
   const Array &xf = fo[0], &Cf = fo[1], &v = fo[2], &Cp = fo[3], &K = fo[4];
-  using FC = std::pair<Array, Array>;
-  auto bstep = [&](const FC& rn, const std::vector<Array>& in) {
-    const auto& [r, N] = rn;
-    const Array &xt = in[0], &Ct = in[1], &vt = in[2], &cpt = in[3], &kt = in[4], &ot = in[5];
-    const Array& Ft = in.size() > 6 ? in[6] : F;  // this step's observation row
-    Array L = G - outer(kt, Ft);
-    Array r2 = np::matmul(np::transpose(L), r) + Ft * (ot * vt / cpt);
-    Array N2 = np::matmul(np::matmul(np::transpose(L), N), L) + outer(Ft, Ft) * (ot / cpt);
-    Array xs = xt + np::matmul(Ct, r2);
-    Array Cs = Ct - np::matmul(np::matmul(Ct, N2), Ct);
-    // float32: C − C N C cancels to a non-symmetric, possibly indefinite matrix; its symmetric
-    // part is what the next pass's C0 = 100·C₁ needs (dlm-js does the same; float64 keeps the
-    // toolbox's arithmetic)
-    if (d == DType::float32) Cs = (Cs + np::transpose(Cs)) * 0.5;
-    return std::pair{FC{r2, N2}, std::vector<Array>{xs, Cs}};
+  const bool row_per_step = F.ndim() == 2;
+  auto bstep = [&](const RN& rn, const std::vector<Array>& in) {
+    const Array& Ft = row_per_step ? in[6] : F;  // this step's observation row
+    RN next = rn_step(rn, G, Ft, in[2], in[3], in[4], in[5]);
+    auto [xs, Cs] = smoothed(in[0], in[1], next);
+    if (!V) return std::pair{next, std::vector<Array>{xs, Cs}};
+    // the smoother's outputs in the loop: √diag(Cs) and √(F Cs Fᵀ + V²)
+    const Array& Vt = in.back();
+    return std::pair{next, std::vector<Array>{xs, Cs, np::sqrt(np::diagonal(Cs)), np::sqrt(np::dot(Ft, np::matmul(Cs, Ft)) + Vt * Vt)}};
   };
   std::vector<Array> xs{xf, Cf, v, Cp, K, obsf};
-  if (F.ndim() == 2) xs.push_back(F);
-  auto [rn, so] = lax::scan(bstep, FC{r0, N0}, xs, {.reverse = true});
-  return {so[0], so[1], rn.first, rn.second};
+  if (row_per_step) xs.push_back(F);
+  if (V) xs.push_back(*V);
+  auto [rn, so] = lax::scan(bstep, RN{r0, N0}, xs, {.reverse = true});
+  Smoothed r{so[0], so[1], rn.first, rn.second, {}, {}};
+  if (V) r.xstd = so[2], r.ystd = so[3];
+  return r;
 }
 
+std::pair<Array, Array> rn_carry(const std::vector<Array>& vck, const Array& obsf, const Array& G, const Array& F, const Array& r0,
+                                 const Array& N0) {
+  auto bstep = [&](const RN& rn, const std::vector<Array>& in) {
+    const Array& Ft = in.size() > 4 ? in[4] : F;
+    return std::pair{rn_step(rn, G, Ft, in[0], in[1], in[2], in[3]), std::vector<Array>{}};
+  };
+  std::vector<Array> xs{vck[0], vck[1], vck[2], obsf};
+  if (F.ndim() == 2) xs.push_back(F);
+  return lax::scan(bstep, RN{r0, N0}, xs, {.reverse = true}).first;
+}
+
+std::pair<Array, Array> smoothed_first(const Array& x0, const Array& C0, const Array& r, const Array& N) { return smoothed(x0, C0, {r, N}); }
+
 FilterOutputs filter_outputs(const std::vector<Array>& fo, const Array& y, const Array& V, const Array& F) {
-  const DType d = y.dtype();
-  const std::int64_t n = y.shape()[0];
   const Array &xf = fo[0], &v = fo[2], &Cp = fo[3];
   Array obs = np::logical_not(np::isnan(y));
-  Array nan = np::full({n}, NAN, d);
-  FilterOutputs r;
-  r.yhat = rows_dot(F, xf);
-  r.resid0 = y - r.yhat;
-  r.resid = r.resid0 / V;
-  r.v = np::where(obs, v, nan);
-  r.Cp = Cp;
-  r.resid2 = np::where(obs, v / np::sqrt(Cp), nan);
-  auto nansum = [&](const Array& a) { return np::sum(np::where(obs, a, 0.0)); };
-  r.sums = np::stack({nansum(v * v / Cp + np::log(Cp)), nansum(r.resid0 * r.resid0), nansum(r.resid * r.resid), nansum(r.resid2 * r.resid2),
-                      nansum(np::abs(r.resid2) / y)});
+  OutputTerms o = output_terms(y, obs, rows_dot(F, xf), v, Cp, V);
+  FilterOutputs r{o.yhat, o.resid0, o.resid, o.v, Cp, o.resid2, {}};
+  std::vector<Array> sums;
+  for (const Array& t : o.terms) sums.push_back(np::sum(np::where(obs, t, 0.0)));
+  r.sums = np::stack(sums);
   return r;
 }
 

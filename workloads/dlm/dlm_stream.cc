@@ -1,5 +1,6 @@
 #include "workloads/dlm/dlm_stream.h"
 
+#include "workloads/dlm/background_writes.h"
 #include "workloads/dlm/dlm_io.h"
 #include "workloads/dlm/dlm_steps.h"
 
@@ -20,116 +21,170 @@ Fn jitted(F f) {
   return [j](const std::vector<Array>& a) { return j(a); };
 }
 
-// One chunk forward: (y, V, x, C, F) -> the filter's (x, C, v, Cp, K per step, x and C after
-// the last), then with outputs: xf [m,c], Cf [m,m,c], [yhat, resid0, resid, v, Cp, resid2] [6,c]
-// and the summary's sums [5].
-Fn forward_fn(const detail::Model& md, bool outputs) {
-  return jitted([G = md.G, W = md.W, outputs](const std::vector<Array>& a) {
-    std::vector<Array> fo = filter(a[0], a[1], a[2], G, a[4], W, a[3]);
-    if (!outputs) return fo;
-    const detail::FilterOutputs fl = detail::filter_outputs(fo, a[0], a[1], a[4]);
-    fo.push_back(np::transpose(fo[0]));
-    fo.push_back(np::moveaxis(fo[1], 0, -1));
-    fo.push_back(np::stack({fl.yhat, fl.resid0, fl.resid, fl.v, fl.Cp, fl.resid2}));
-    fo.push_back(fl.sums);
-    return fo;
+// The initialisation pass needs the smoothed first state only. Its chunk functions: the filter
+// without states, (y, V, x, C, F) -> (v, Cp, K per step, x and C after the chunk); the r/N
+// recursion alone, (v, Cp, K, y, V, F, r, N, x0, C0) -> (r, N before the chunk, then the first
+// step's smoothed x1 and 100·C1 from (x0, C0), the output pass's start (dlmfit): meaningful
+// for the first chunk).
+Fn light_forward_fn(const detail::Model& md) {
+  return jitted([G = md.G, W = md.W](const std::vector<Array>& a) { return detail::filter_scan(a[0], a[1], a[2], G, a[4], W, a[3], false); });
+}
+Fn carry_backward_fn(const detail::Model& md) {
+  return jitted([G = md.G](const std::vector<Array>& a) {
+    const Array& y = a[3];
+    auto [r, N] = detail::rn_carry({a[0], a[1], a[2]}, np::astype(np::logical_not(np::isnan(y)), y.dtype()), G, a[5], a[6], a[7]);
+    auto [x1, C1] = detail::smoothed_first(a[8], a[9], r, N);
+    return std::vector<Array>{r, N, x1, C1 * 100.0};
   });
 }
 
-// One chunk backward: (x, C, v, Cp, K per step, y, V, F, r, N) -> the first step's smoothed
-// mean and covariance, the carry (r, N) before the chunk; with outputs: x [m,c], C [m,m,c],
-// xstd [c,m], ystd [c].
-Fn backward_fn(const detail::Model& md, bool outputs) {
-  return jitted([G = md.G, outputs](const std::vector<Array>& a) {
+// The output pass's chunk functions. Forward: (y, V, x, C, F) -> the filter's (x, C, v, Cp, K per
+// step, x and C after the chunk, then [yhat, resid0, resid, v (NaN where missing), resid2] per
+// step and the summary's sums [5]). Backward: (x, C, v, Cp, K, y, V, F, r, N) -> (r, N before the
+// chunk, x [c,m], C [c,m,m], xstd [c,m], ystd [c]). Everything per step is step-major: the
+// writer lays it out.
+Fn states_forward_fn(const detail::Model& md) {  // forward_fn without its outputs
+  return jitted([G = md.G, W = md.W](const std::vector<Array>& a) { return detail::filter_scan(a[0], a[1], a[2], G, a[4], W, a[3], true); });
+}
+Fn forward_fn(const detail::Model& md) {
+  return jitted([G = md.G, W = md.W](const std::vector<Array>& a) {
+    return detail::filter_scan_outputs(a[0], a[1], a[2], G, a[4], W, a[3]);
+  });
+}
+Fn backward_fn(const detail::Model& md) {
+  return jitted([G = md.G](const std::vector<Array>& a) {
     const std::vector<Array> fo(a.begin(), a.begin() + 5);
     const Array &y = a[5], &V = a[6], &F = a[7];
-    auto sm = detail::rn_smoother(fo, np::astype(np::logical_not(np::isnan(y)), y.dtype()), G, F, a[8], a[9]);
-    std::vector<Array> r{np::index(sm.xs, {std::int64_t{0}}), np::index(sm.Cs, {std::int64_t{0}}), sm.r, sm.N};
-    if (!outputs) return r;
-    auto [sd, ys] = detail::smoother_outputs(sm.Cs, V, F);
-    r.insert(r.end(), {np::transpose(sm.xs), np::moveaxis(sm.Cs, 0, -1), sd, ys});
-    return r;
+    auto sm = detail::rn_smoother(fo, np::astype(np::logical_not(np::isnan(y)), y.dtype()), G, F, a[8], a[9], V);
+    return std::vector<Array>{sm.r, sm.N, sm.xs, sm.Cs, sm.xstd, sm.ystd};
   });
 }
 
+// The chunks: [t0, t1) of the series, every one run as `length` steps (the last one padded with
+// missing steps: one shape, so each chunk function is traced and compiled once). Padding at the
+// end changes nothing before it: a missing step leaves the r/N recursion at the zero it starts
+// from, and adds nothing to the sums.
 class StreamedPass {
  public:
-  StreamedPass(const detail::Model& md, std::int64_t chunk) : md_(md), n_(md.y.shape()[0]), m_(md.G.shape()[0]) {
+  StreamedPass(const detail::Model& md, std::int64_t chunk)
+      : md_(md), n_(md.y.shape()[0]), m_(md.G.shape()[0]), length_(std::min(chunk, n_)), y_(md.y), V_(md.V), F_(md.F) {
     for (std::int64_t t0 = 0; t0 < n_; t0 += chunk) chunks_.push_back({t0, std::min(n_, t0 + chunk)});
   }
-  // Runs filter and smoother from (x0, C0); with ids, writes every output and sums the summary.
-  // Returns the smoothed mean and covariance of the first step.
-  std::pair<Array, Array> run(const Array& x0, const Array& C0, ResultWriter* out, const std::vector<int>& ids) {
-    out_ = out;
-    ids_ = ids;
-    const Fn fwd = forward_fn(md_, out != nullptr), bwd = backward_fn(md_, out != nullptr);
-    std::vector<std::pair<Array, Array>> checkpoints;
-    std::vector<Array> fo;
-    std::pair<Array, Array> carry{x0, C0};
-    for (const Chunk& c : chunks_) {
-      checkpoints.push_back(carry);
-      fo = fwd({slice(md_.y, c), slice(md_.V, c), carry.first, carry.second, rows(c)});
-      carry = {fo[5], fo[6]};
-      if (out_) forward_outputs(c, fo);
-    }
-    const DType d = md_.y.dtype();
-    Array r = np::zeros({m_}, d), N = np::zeros({m_, m_}, d);
+  // The initialisation pass from the model's (x0, C0): the smoothed mean of the first step and
+  // 100 times its covariance (the output pass's start), nothing per step kept beyond a chunk.
+  std::pair<Array, Array> first_state() {
+    const Fn fwd = light_forward_fn(md_);
     std::pair<Array, Array> first;
-    for (std::size_t k = chunks_.size(); k-- > 0;) {
-      const Chunk& c = chunks_[k];
-      // the last chunk's filter outputs are still at hand; the others run again from their checkpoint
-      if (k + 1 < chunks_.size()) fo = fwd({slice(md_.y, c), slice(md_.V, c), checkpoints[k].first, checkpoints[k].second, rows(c)});
-      std::vector<Array> b = bwd({fo[0], fo[1], fo[2], fo[3], fo[4], slice(md_.y, c), slice(md_.V, c), rows(c), r, N});
-      r = b[2];
-      N = b[3];
-      if (out_) backward_outputs(c, b);
-      if (k == 0) first = {b[0], b[1]};
-    }
+    sweep(fwd, fwd, 3, carry_backward_fn(md_), {md_.x0, md_.C0}, {md_.x0, md_.C0}, [](const Chunk&, const std::vector<Array>&) {},
+          [&](const Chunk& c, const std::vector<Array>& b) {
+            if (c.t0 == 0) first = {b[2], b[3]};
+          });
     return first;
+  }
+  // The output pass from (x1, C1): every output to `out` (ids from its reserve), the summary's
+  // sums added up. Chunks run again for the backward sweep without their outputs.
+  void outputs(const Array& x1, const Array& C1, ResultWriter& out, const std::vector<int>& ids) {
+    BackgroundWrites writes(out);
+    out_ = &writes;
+    ids_ = ids;
+    sweep(forward_fn(md_), states_forward_fn(md_), 5, backward_fn(md_), {}, {x1, C1},
+          [&](const Chunk& c, const std::vector<Array>& fo) { forward_outputs(c, fo); },
+          [&](const Chunk& c, const std::vector<Array>& b) { backward_outputs(c, b); });
+    writes.finish();
+    out_ = nullptr;
   }
   const std::vector<double>& sums() const { return sums_; }
 
  private:
-  static Array slice(const Array& a, const Chunk& c) {
-    return c.t0 == 0 && c.t1 == a.shape()[0] ? a : np::index(a, {np::Slice{c.t0, c.t1}});
+  // A series on the host: read in place from host memory, else copied once.
+  struct HostSeries {
+    std::vector<double> copy;
+    const double* data = nullptr;
+    std::int64_t per_step = 1;
+    DType dtype;
+    explicit HostSeries(const Array& a) : per_step(a.ndim() == 2 ? a.shape()[1] : 1), dtype(a.dtype()) {
+      const std::byte* host = a.dtype() == DType::float64 ? a.backend().host_data(a.slot()) : nullptr;
+      if (!host) copy = a.to_vector<double>();
+      data = host ? reinterpret_cast<const double*>(host) : copy.data();
+    }
+  };
+
+  // Forward over the chunks from `from`, a checkpoint per chunk, then backward, last chunk first:
+  // the last chunk's forward results are still at hand, the others run again from their
+  // checkpoint with `again`. Both return `per_step` arrays, then the carry (x, C) after the
+  // chunk, then anything else; bwd takes those per-step arrays, the chunk's (y, V, F), the
+  // carry (r, N) of the step after it and `extra`, and returns (r, N) before the chunk first.
+  template <class OnForward, class OnBackward>
+  void sweep(const Fn& fwd, const Fn& again, std::size_t per_step, const Fn& bwd, const std::vector<Array>& extra, std::pair<Array, Array> from,
+             OnForward on_forward, OnBackward on_backward) {
+    std::vector<std::pair<Array, Array>> checkpoints;
+    std::vector<Array> fo;
+    for (const Chunk& c : chunks_) {
+      checkpoints.push_back(from);
+      fo = fwd({input(y_, c, NAN), input(V_, c, 1.0), from.first, from.second, rows(c)});
+      from = {fo[per_step], fo[per_step + 1]};
+      on_forward(c, fo);
+    }
+    Array r = zeros({m_}), N = zeros({m_, m_});
+    for (std::size_t k = chunks_.size(); k-- > 0;) {
+      const Chunk& c = chunks_[k];
+      const Array y = input(y_, c, NAN), V = input(V_, c, 1.0);
+      if (k + 1 < chunks_.size()) fo = again({y, V, checkpoints[k].first, checkpoints[k].second, rows(c)});
+      std::vector<Array> in(fo.begin(), fo.begin() + static_cast<std::ptrdiff_t>(per_step));
+      in.insert(in.end(), {y, V, rows(c), r, N});
+      in.insert(in.end(), extra.begin(), extra.end());
+      const std::vector<Array> b = bwd(in);
+      r = b[0];
+      N = b[1];
+      on_backward(c, b);
+    }
   }
-  Array rows(const Chunk& c) const { return md_.F.ndim() == 2 ? slice(md_.F, c) : md_.F; }
-  // [k, c] values (k runs of the chunk's c steps) into an output laid out [k, n]
-  void put_runs(int out, const Chunk& c, const Array& a) {
-    const std::int64_t len = c.t1 - c.t0;
-    const std::vector<double> v = np::astype(a, DType::float64).to_vector<double>();
-    for (std::size_t run = 0; run * len < v.size(); ++run)
-      out_->write(ids_[out], static_cast<std::int64_t>(run) * n_ + c.t0, v.data() + run * len, len);
+
+  // A chunk of a per-step series as `length_` steps (an upload, no kernel), padded with `pad`, or
+  // with copies of the last real step when pad is NaN and the series is not y.
+  Array input(const HostSeries& s, const Chunk& c, double pad) const {
+    if (c.t0 == 0 && c.t1 == n_) return &s == &y_ ? md_.y : &s == &V_ ? md_.V : md_.F;
+    std::vector<double> v(s.data + c.t0 * s.per_step, s.data + c.t1 * s.per_step);
+    const auto k = static_cast<std::size_t>(s.per_step);
+    const std::vector<double> last(v.end() - static_cast<std::ptrdiff_t>(k), v.end());
+    while (v.size() < static_cast<std::size_t>(length_) * k) {
+      if (std::isnan(pad) && &s != &y_) v.insert(v.end(), last.begin(), last.end());
+      else v.push_back(pad);
+    }
+    return np::array(v, s.per_step == 1 ? Shape{length_} : Shape{length_, s.per_step}, s.dtype);
   }
-  // [c, k] values into an output laid out [n, k]: one run
-  void put_rows(int out, const Chunk& c, const Array& a) {
-    const std::vector<double> v = np::astype(a, DType::float64).to_vector<double>();
-    const std::int64_t per_step = static_cast<std::int64_t>(v.size()) / (c.t1 - c.t0);
-    out_->write(ids_[out], c.t0 * per_step, v.data(), static_cast<std::int64_t>(v.size()));
+  // Observation rows: the model's one row, or a chunk of its rows per step (padded with the last
+  // real row: a zero row would make the padding's F C Fᵀ zero, and its 0/0 NaN).
+  Array rows(const Chunk& c) const { return md_.F.ndim() == 2 ? input(F_, c, NAN) : md_.F; }
+  Array zeros(Shape shape) const {
+    std::int64_t k = 1;
+    for (auto d : shape) k *= d;
+    return np::array(std::vector<double>(static_cast<std::size_t>(k), 0.0), std::move(shape), md_.y.dtype());
   }
+  // A chunk's step-major values of an output, written on the writer's thread (the padding not).
+  void put(int out, const Chunk& c, const Array& a) { out_->put(ids_[out], c.t0, c.t1 - c.t0, a); }
   void forward_outputs(const Chunk& c, const std::vector<Array>& fo) {
-    put_runs(xf, c, fo[7]);
-    put_runs(Cf, c, fo[8]);
-    // the six per-step series, one run each, into their own outputs
-    const std::int64_t len = c.t1 - c.t0;
-    const std::vector<double> six = np::astype(fo[9], DType::float64).to_vector<double>();
-    int k = 0;
-    for (int o : {yhat, resid0, resid, v, Cp, resid2}) out_->write(ids_[o], c.t0, six.data() + len * k++, len);
-    const std::vector<double> s = np::astype(fo[10], DType::float64).to_vector<double>();
+    put(xf, c, fo[0]);
+    put(Cf, c, fo[1]);
+    put(Cp, c, fo[3]);
+    int k = 7;
+    for (int o : {yhat, resid0, resid, v, resid2}) put(o, c, fo[k++]);
+    const std::vector<double> s = fo[k].to_vector<double>();
     sums_.resize(s.size(), 0.0);
     for (std::size_t i = 0; i < s.size(); ++i) sums_[i] += s[i];
   }
   void backward_outputs(const Chunk& c, const std::vector<Array>& b) {
-    put_runs(x, c, b[4]);
-    put_runs(C, c, b[5]);
-    put_rows(xstd, c, b[6]);
-    put_rows(ystd, c, b[7]);
+    put(x, c, b[2]);
+    put(C, c, b[3]);
+    put(xstd, c, b[4]);
+    put(ystd, c, b[5]);
   }
 
   const detail::Model& md_;
-  std::int64_t n_, m_;
+  std::int64_t n_, m_, length_;
+  HostSeries y_, V_, F_;
   std::vector<Chunk> chunks_;
-  ResultWriter* out_ = nullptr;
+  BackgroundWrites* out_ = nullptr;
   std::vector<int> ids_;
   std::vector<double> sums_;
 };
@@ -144,14 +199,15 @@ StreamedFit fit_streamed(const Array& y, const Array& s, const std::vector<doubl
   const std::int64_t n = md.y.shape()[0], m = md.G.shape()[0];
   StreamedPass pass(md, chunk);
   // first pass: the smoothed first state only; the second starts from x1 and 100·C1 (dlmfit)
-  auto [x1, C1] = pass.run(md.x0, md.C0, nullptr, {});
-  C1 = C1 * 100.0;
-  const std::vector<int> ids = out.reserve({{"xf", {m, n}}, {"Cf", {m, m, n}}, {"x", {m, n}}, {"C", {m, m, n}}, {"xstd", {n, m}},
-                                            {"yhat", {n}}, {"ystd", {n}}, {"resid0", {n}}, {"resid", {n}}, {"v", {n}}, {"Cp", {n}},
-                                            {"resid2", {n}}});
-  pass.run(x1, C1, &out, ids);
+  auto [x1, C1] = pass.first_state();
+  // the toolbox's layouts: xf [m,n], Cf [m,m,n], x, C likewise, xstd [n,m], the series [n]
+  auto series = [](const char* name) { return StepArray{name, {}, false}; };
+  const std::vector<int> ids = out.reserve({{"xf", {m}}, {"Cf", {m, m}}, {"x", {m}}, {"C", {m, m}}, {"xstd", {m}, false}, series("yhat"),
+                                            series("ystd"), series("resid0"), series("resid"), series("v"), series("Cp"), series("resid2")},
+                                           n);
+  pass.outputs(x1, C1, out, ids);
   Fit summary;  // the scalars and small arrays of fields(Fit); its big arrays are the regions
-  summary.nobs = static_cast<int>(np::sum(np::logical_not(np::isnan(md.y))).item<double>());
+  summary.nobs = static_cast<int>(md.observed);
   const std::vector<double>& sums = pass.sums();
   summary.lik = sums[0];
   summary.ssy = sums[1];

@@ -1,11 +1,16 @@
 #pragma once
-// dlmfit with the scan algorithm, streamed: the series runs in chunks and each chunk's outputs go
-// straight to a ResultWriter, so memory beyond the inputs is O(chunk), whatever n is.
+// dlmfit with the scan algorithm, streamed: the series runs in chunks of kStreamChunk steps and
+// each chunk's outputs go to a ResultWriter on a second thread, so memory beyond the inputs is
+// O(chunk), whatever n is, and chunk buffers are reused (fresh pages cost more than the scans).
+// Two passes, as dlmfit: the first only needs the smoothed first state (the filter without its
+// states, then the r/N recursion alone); the second computes every output inside its scans.
 // Forward, each chunk's filter starts from the carry (x, C) its predecessor left, and only that
 // carry is kept (a checkpoint per chunk). Backward, chunks run last to first: the chunk's filter
 // is run again from its checkpoint, then the r/N smoother from the carry (r, N) of the chunk
-// after it. Every step is the step the whole-series scan runs, so the result is dlm::fit's
-// (the summary's sums add per chunk). Cost: the filter twice, per pass; fit runs two passes.
+// after it. The last chunk is padded with missing steps (one shape: each chunk function is
+// traced and compiled once; padding at the end changes nothing before it). Every step is the
+// step the whole-series scan runs, so the per-step outputs are dlm::fit's bit for bit; the
+// summary's sums add in chunk order (within ~1e-14 of fit's).
 #include <optional>
 
 #include "workloads/dlm/dlm.h"
@@ -13,7 +18,7 @@
 
 namespace jx::dlm {
 
-constexpr std::int64_t kStreamChunk = std::int64_t{1} << 18;
+constexpr std::int64_t kStreamChunk = std::int64_t{1} << 14;
 
 struct StreamedFit {
   std::vector<Field> fields;  // fields(Fit)'s order; the arrays are regions of the writer

@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <unistd.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -47,6 +49,16 @@ Field Field::values(std::string name, Shape shape, std::vector<double> v) {
   return f;
 }
 Field Field::array(std::string name, const Array& a) {
+  // a float64 array in host memory is read in place (the field keeps it alive); else copied
+  if (const std::byte* host = a.dtype() == DType::float64 ? a.backend().host_data(a.slot()) : nullptr) {
+    Field f;
+    f.name = std::move(name);
+    f.shape = a.shape();
+    f.read = [keep = a, data = reinterpret_cast<const double*>(host)](std::int64_t first, std::int64_t count, double* out) {
+      std::memcpy(out, data + first, static_cast<std::size_t>(count) * sizeof(double));
+    };
+    return f;
+  }
   return values(std::move(name), a.shape(), np::astype(a, DType::float64).to_vector<double>());
 }
 Field Field::number(std::string name, double v) { return values(std::move(name), {}, {v}); }
@@ -129,9 +141,13 @@ namespace {
 // A buffered file with the position known (npz patches CRCs into headers already written).
 class Out {
  public:
-  explicit Out(const std::string& path) : path_(path), f_(std::fopen(path.c_str(), "wb")) {
-    if (!f_) throw Error(fmt::format("{}: cannot write the output file (creating {} failed: {})", path, path, std::strerror(errno)));
+  // Writes from byte `start` on (npz: after the entries written in place), truncating unless
+  // start > 0.
+  explicit Out(const std::string& path, std::int64_t start = 0)
+      : path_(path), f_(std::fopen(path.c_str(), start > 0 ? "r+b" : "wb")), pos_(start) {
+    if (!f_) throw Error(fmt::format("{}: cannot write the output file (opening {} failed: {})", path, path, std::strerror(errno)));
     std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
+    if (start > 0 && std::fseek(f_, start, SEEK_SET) != 0) fail("seek");
   }
   ~Out() {
     if (f_) std::fclose(f_);
@@ -156,7 +172,7 @@ class Out {
   [[noreturn]] void fail(const char* what) { throw Error(fmt::format("{}: {} failed: {}", path_, what, std::strerror(errno))); }
   std::string path_;
   std::FILE* f_;
-  std::int64_t pos_ = 0;
+  std::int64_t pos_;
 };
 
 // Values of a field in blocks of kBlock, in row-major order.
@@ -264,12 +280,12 @@ void le(std::string& s, std::uint64_t v, int bytes) {
 }
 
 // The .npy header: magic, version 1.0, a Python dict literal padded so the payload starts at a
-// multiple of 64 bytes.
-std::string npy_header(const std::string& descr, const Shape& shape) {
+// multiple of 64 bytes. fortran: the payload is column-major (the first index varies fastest).
+std::string npy_header(const std::string& descr, const Shape& shape, bool fortran = false) {
   std::string sh = "(";
   for (std::size_t i = 0; i < shape.size(); ++i) sh += std::to_string(shape[i]) + (shape.size() == 1 ? "," : i + 1 < shape.size() ? ", " : "");
   sh += ")";
-  std::string dict = "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " + sh + ", }";
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + std::string(fortran ? "True" : "False") + ", 'shape': " + sh + ", }";
   std::size_t total = 10 + dict.size() + 1;
   dict += std::string((64 - total % 64) % 64, ' ') + "\n";
   std::string h = "\x93NUMPY";
@@ -330,6 +346,8 @@ class NpzOut {
     out_.patch(crc_at, c.data(), 4);
     entries_.push_back(e);
   }
+  // An entry already in the file (written in place); listed in the central directory here.
+  void adopt(const ZipEntry& e) { entries_.push_back(e); }
   void finish() {
     const std::uint64_t cd_at = static_cast<std::uint64_t>(out_.pos());
     std::string cd;
@@ -359,6 +377,119 @@ class NpzOut {
   Out& out_;
   std::vector<ZipEntry> entries_;
 };
+
+}  // namespace
+
+// Reserved arrays written in place in the .npz: their entries come first in the file, laid out
+// at reserve() (sizes are known), each piece written once at its final offset with its CRC
+// taken on the spot; commit() combines the pieces' CRCs in order (zlib's crc32_combine) and
+// patches them into the local headers. Steps-last arrays are stored column-major (npy's
+// fortran_order), so a chunk of steps is one contiguous run there too.
+class NpzRegions {
+ public:
+  NpzRegions(const std::string& path, const std::string& shown) : shown_(shown), fd_(::open(path.c_str(), O_RDWR | O_TRUNC)) {
+    if (fd_ < 0) throw Error(fmt::format("{}: cannot write the output file: {}", shown_, std::strerror(errno)));
+  }
+  ~NpzRegions() { ::close(fd_); }
+  NpzRegions(const NpzRegions&) = delete;
+  NpzRegions& operator=(const NpzRegions&) = delete;
+
+  void add(const StepArray& a, std::int64_t steps) {
+    Region r;
+    Shape shape = a.inner;
+    if (a.steps_last) shape.push_back(steps);
+    else shape.insert(shape.begin(), steps);
+    const std::string header = npy_header("<f8", shape, a.steps_last);
+    r.per_step = numel(a.inner);
+    r.steps = steps;
+    r.entry = {a.name + ".npy", 0, header.size() + static_cast<std::uint64_t>(r.per_step * steps) * 8, end_};
+    if (r.entry.offset + r.entry.size + 1024 > kZipLimit)
+      throw Error(fmt::format("{}: npz output: entry {} would end past 4 GiB, beyond the zip format this writer supports; write --format json",
+                              shown_, r.entry.name));
+    std::string lh;
+    le(lh, 0x04034b50, 4);
+    r.crc_at = static_cast<std::int64_t>(end_ + lh.size()) + kCrcInCommon;
+    common_fields(lh, r.entry);  // crc 0 until commit
+    lh += r.entry.name;
+    r.header_crc = crc32(0L, reinterpret_cast<const Bytef*>(header.data()), static_cast<uInt>(header.size()));
+    put(lh + header, static_cast<std::int64_t>(end_));
+    r.data_at = static_cast<std::int64_t>(end_ + lh.size() + header.size());
+    // column-major position of each row-major inner index (reversed axes)
+    const std::size_t rank = a.inner.size();
+    for (std::int64_t e = 0; e < r.per_step; ++e) {
+      std::int64_t rest = e, f = 0, stride = 1;
+      std::vector<std::int64_t> idx(rank);
+      for (std::size_t d = rank; d-- > 0;) idx[d] = rest % a.inner[d], rest /= a.inner[d];
+      for (std::size_t d = 0; d < rank; ++d) f += idx[d] * stride, stride *= a.inner[d];
+      r.column_major.push_back(f);
+    }
+    r.permute = a.steps_last && rank > 1;
+    end_ = static_cast<std::uint64_t>(r.data_at) + static_cast<std::uint64_t>(r.per_step * steps) * 8;
+    regions_.push_back(std::move(r));
+  }
+  void write(std::size_t id, std::int64_t t0, std::int64_t count, const double* v) {
+    Region& r = regions_.at(id);
+    const std::int64_t n = count * r.per_step;
+    if (r.permute) {
+      scratch_.resize(static_cast<std::size_t>(n));
+      for (std::int64_t k = 0; k < count; ++k)
+        for (std::int64_t e = 0; e < r.per_step; ++e) scratch_[static_cast<std::size_t>(k * r.per_step + r.column_major[e])] = v[k * r.per_step + e];
+      v = scratch_.data();
+    }
+    const std::size_t bytes = static_cast<std::size_t>(n) * 8;
+    put(std::string_view(reinterpret_cast<const char*>(v), bytes), r.data_at + t0 * r.per_step * 8);
+    r.pieces.push_back({t0, count, static_cast<std::uint32_t>(libdeflate_crc32(0, v, bytes))});
+  }
+  // Patches the CRCs in; returns the entry for the central directory.
+  ZipEntry finish(std::size_t id) {
+    Region& r = regions_.at(id);
+    std::sort(r.pieces.begin(), r.pieces.end(), [](const Piece& a, const Piece& b) { return a.t0 < b.t0; });
+    uLong crc = r.header_crc;
+    std::int64_t next = 0;
+    for (const Piece& p : r.pieces) {
+      if (p.t0 != next) break;
+      crc = crc32_combine(crc, p.crc, static_cast<z_off_t>(p.count * r.per_step * 8));
+      next += p.count;
+    }
+    if (next != r.steps)
+      throw Error(fmt::format("{}: npz output: {} has steps {}.. unwritten (pieces overlap or are missing)", shown_, r.entry.name, next));
+    r.entry.crc = static_cast<std::uint32_t>(crc);
+    std::string c;
+    le(c, r.entry.crc, 4);
+    put(c, r.crc_at);
+    return r.entry;
+  }
+  std::int64_t end() const { return static_cast<std::int64_t>(end_); }
+
+ private:
+  struct Piece {
+    std::int64_t t0, count;
+    std::uint32_t crc;
+  };
+  struct Region {
+    ZipEntry entry;
+    std::int64_t per_step = 1, steps = 0, crc_at = 0, data_at = 0;
+    uLong header_crc = 0;
+    bool permute = false;
+    std::vector<std::int64_t> column_major;
+    std::vector<Piece> pieces;
+  };
+  void put(std::string_view b, std::int64_t at) {
+    while (!b.empty()) {
+      const ssize_t w = ::pwrite(fd_, b.data(), b.size(), at);
+      if (w <= 0) throw Error(fmt::format("{}: write failed: {}", shown_, w < 0 ? std::strerror(errno) : "no progress"));
+      b.remove_prefix(static_cast<std::size_t>(w));
+      at += w;
+    }
+  }
+  std::string shown_;
+  int fd_;
+  std::uint64_t end_ = 0;
+  std::vector<Region> regions_;
+  std::vector<double> scratch_;
+};
+
+namespace {
 
 void npz_scalar(NpzOut& z, const std::string& name, const nlohmann::json& v) {
   if (v.is_boolean()) {
@@ -391,9 +522,14 @@ void npz_scalar(NpzOut& z, const std::string& name, const nlohmann::json& v) {
   }
 }
 
-void write_npz(Out& out, const std::vector<Field>& fields) {
+void write_npz(Out& out, const std::vector<Field>& fields, NpzRegions* in_place) {
   NpzOut z(out);
   for (const Field& f : fields) {
+    if (f.reserved >= 0) {
+      if (!in_place) throw Error(fmt::format("npz output: field {} names a reserved array of another writer", f.name));
+      z.adopt(in_place->finish(static_cast<std::size_t>(f.reserved)));
+      continue;
+    }
     switch (f.kind) {
       case Field::Kind::array: {
         const auto bytes = static_cast<std::uint64_t>(numel(f.shape)) * 8;
@@ -433,31 +569,58 @@ ResultWriter::~ResultWriter() {
   std::filesystem::remove(tmp_, ec);
 }
 
-std::vector<int> ResultWriter::reserve(const std::vector<std::pair<std::string, Shape>>& arrays) {
-  if (regions_) throw Error("ResultWriter::reserve: called twice");
+std::vector<int> ResultWriter::reserve(const std::vector<StepArray>& arrays, std::int64_t steps) {
+  if (regions_ || npz_) throw Error("ResultWriter::reserve: called twice");
+  if (steps < 0) throw Error(fmt::format("ResultWriter::reserve: {} steps", steps));
+  steps_ = steps;
   std::vector<int> ids;
   std::int64_t total = 0;
-  for (const auto& [name, shape] : arrays) {
+  if (format_ == OutputFormat::npz) npz_ = std::make_unique<NpzRegions>(tmp_, path_);
+  for (const StepArray& a : arrays) {
     ids.push_back(static_cast<int>(reserved_.size()));
-    reserved_.push_back({name, shape, total});
-    total += numel(shape);
+    reserved_.push_back({a, numel(a.inner), total});
+    total += numel(a.inner) * steps;
+    if (npz_) npz_->add(a, steps);
   }
-  regions_ = std::make_unique<RegionFile>(total, path_);
+  if (!npz_) regions_ = std::make_unique<RegionFile>(total, path_);
   return ids;
 }
 
-void ResultWriter::write(int id, std::int64_t first, const double* values, std::int64_t count) {
+void ResultWriter::write_steps(int id, std::int64_t t0, std::int64_t count, const double* values) {
   const Reserved& r = reserved_.at(static_cast<std::size_t>(id));
-  if (first < 0 || count < 0 || first + count > numel(r.shape))
-    throw Error(fmt::format("ResultWriter::write: {} values at {} past the end of {} ({})", count, first, r.name, numel(r.shape)));
-  regions_->write(r.offset + first, values, count);
+  if (t0 < 0 || count < 0 || t0 + count > steps_)
+    throw Error(fmt::format("ResultWriter::write_steps: steps {}..{} past the end of {} ({} steps)", t0, t0 + count, r.array.name, steps_));
+  if (npz_) {
+    npz_->write(static_cast<std::size_t>(id), t0, count, values);
+    return;
+  }
+  if (!r.array.steps_last) {  // [n] + inner, row-major: one run
+    regions_->write(r.offset + t0 * r.per_step, values, count * r.per_step);
+    return;
+  }
+  // inner + [n]: one run of `count` steps per inner element
+  std::vector<double> run(static_cast<std::size_t>(count));
+  for (std::int64_t e = 0; e < r.per_step; ++e) {
+    for (std::int64_t k = 0; k < count; ++k) run[static_cast<std::size_t>(k)] = values[k * r.per_step + e];
+    regions_->write(r.offset + e * steps_ + t0, run.data(), count);
+  }
 }
 
 Field ResultWriter::reserved(int id) const {
   const Reserved& r = reserved_.at(static_cast<std::size_t>(id));
   Field f;
-  f.name = r.name;
-  f.shape = r.shape;
+  f.name = r.array.name;
+  f.shape = r.array.inner;
+  if (r.array.steps_last) f.shape.push_back(steps_);
+  else f.shape.insert(f.shape.begin(), steps_);
+  f.reserved = id;
+  if (npz_) {
+    const std::string name = f.name;
+    f.read = [name](std::int64_t, std::int64_t, double*) {
+      throw Error(fmt::format("npz output: {} is written in place in the file; it is not read back", name));
+    };
+    return f;
+  }
   const RegionFile* regions = regions_.get();
   const std::int64_t base = r.offset;
   f.read = [regions, base](std::int64_t first, std::int64_t count, double* out) { regions->read(base + first, out, count); };
@@ -466,12 +629,13 @@ Field ResultWriter::reserved(int id) const {
 
 void ResultWriter::commit(const std::vector<Field>& fields) {
   {
-    Out out(tmp_);
-    if (format_ == OutputFormat::npz) write_npz(out, fields);
+    Out out(tmp_, npz_ ? npz_->end() : 0);
+    if (format_ == OutputFormat::npz) write_npz(out, fields, npz_.get());
     else write_json(out, fields, pretty_);
     bytes_ = out.pos();
     out.close();
   }
+  npz_.reset();
   std::error_code ec;
   std::filesystem::rename(tmp_, path_, ec);
   if (ec) throw Error(fmt::format("{}: cannot replace it: {}", path_, ec.message()));

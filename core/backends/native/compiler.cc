@@ -91,10 +91,10 @@ std::string compiler_command(std::size_t source_bytes) {
   return fmt::format("{} -std=c11 {} -march=native -ffp-contract=off -fno-math-errno -fPIC -shared{}", cc && *cc ? cc : "cc", opt, openmp_flag());
 }
 
-std::string compiler_version() {
-  const char* cc = std::getenv("JX_CC");
-  std::string cmd = fmt::format("{} --version 2>/dev/null", cc && *cc ? cc : "cc");
-  FILE* p = popen(cmd.c_str(), "r");
+namespace {
+// The first line of `<cc> --version` (empty when it fails): one process started.
+std::string run_version(const std::string& cc) {
+  FILE* p = popen(fmt::format("{} --version 2>/dev/null", cc).c_str(), "r");
   if (!p) return "";
   char buf[256] = {0};
   std::string line = fgets(buf, sizeof buf, p) ? buf : "";
@@ -102,6 +102,56 @@ std::string compiler_version() {
   if (rc != 0) return "";
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
   return line;
+}
+
+// The compiler executable a plain command name runs (PATH searched, links resolved); empty for
+// a command with arguments or one not found.
+std::string resolve_compiler(const std::string& cc) {
+  if (cc.find_first_of(" \t'\"") != std::string::npos) return "";
+  std::error_code ec;
+  auto real = [&](const fs::path& p) { return access(p.c_str(), X_OK) == 0 ? fs::canonical(p, ec).string() : std::string(); };
+  if (cc.find('/') != std::string::npos) return real(cc);
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (std::size_t a = 0; a <= dirs.size();) {
+    const std::size_t b = std::min(dirs.find(':', a), dirs.size());
+    if (b > a)
+      if (std::string r = real(fs::path(dirs.substr(a, b - a)) / cc); !r.empty() && !ec) return r;
+    a = b + 1;
+  }
+  return "";
+}
+}  // namespace
+
+// Cached beside the compiled objects under the compiler executable's identity (resolved path,
+// size, modification time): a process with a warm cache starts no process to learn it, and a
+// changed or upgraded compiler is asked again.
+std::string compiler_version() {
+  const char* e = std::getenv("JX_CC");
+  const std::string cc = e && *e ? e : "cc";
+  const std::string exe = resolve_compiler(cc);
+  struct stat st {};
+  if (exe.empty() || stat(exe.c_str(), &st) != 0) return run_version(cc);
+  const fs::path file = fs::path(cache_dir()) / fmt::format("cc-{:016x}.version",
+      fnv1a(fmt::format("{}\n{}\n{}.{}", exe, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec)));
+  {
+    std::ifstream in(file);
+    std::string line;
+    if (in && std::getline(in, line) && !line.empty()) return line;
+  }
+  const std::string v = run_version(cc);
+  if (v.empty()) return v;  // a failure is not cached: installing a compiler fixes it
+  std::error_code ec;
+  fs::create_directories(file.parent_path(), ec);
+  const fs::path tmp = file.string() + fmt::format(".{}", getpid());
+  {
+    std::ofstream out(tmp);
+    out << v << "\n";
+    if (!out) return v;
+  }
+  fs::rename(tmp, file, ec);  // atomic: readers see the whole line or no file
+  if (ec) fs::remove(tmp, ec);
+  return v;
 }
 
 namespace {
