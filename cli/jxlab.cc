@@ -139,7 +139,11 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
     fmt::print("-2 log L {:.6f} after {} iterations ({:.1f} ms, compile {:.1f} ms)\n", r.lik, r.iterations, r.elapsed_ms, r.compile_ms);
     if (!r.converged) fmt::print(stderr, "jxlab: warning: the {} optimizer did not converge: {}\n", a.optimizer, r.stop_reason);
   } else if (verb == "fit" && in.options.algorithm == dlm::Algorithm::scan) {
-    // streamed: outputs go to the writer chunk by chunk (memory O(chunk) beyond the inputs)
+    // streamed: outputs go to the writer chunk by chunk (memory O(chunk) beyond the inputs). The
+    // scans run on one core and a thread writes on the other: OpenMP's workers (for elementwise
+    // kernels over one chunk) would only compete with the writer, and loading the OpenMP runtime
+    // costs more than they save. A JX_NATIVE_OPENMP the user set stands.
+    setenv("JX_NATIVE_OPENMP", "0", 0);
     dlm::StreamedFit f = dlm::fit_streamed(y, s, in.w, in.options, X, writer);
     fields = std::move(f.fields);
     fmt::print("-2 log L {:.6f}, s2 {:.6f}, nobs {}\n", f.lik, f.s2, f.nobs);

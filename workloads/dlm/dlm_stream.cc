@@ -7,8 +7,9 @@
 namespace jx::dlm {
 namespace {
 
-// The output arrays a fit streams, in fields(Fit)'s names and toolbox layouts.
-enum Out { xf, Cf, x, C, xstd, yhat, ystd, resid0, resid, v, Cp, resid2, kOuts };
+// The output arrays a fit streams, in fields(Fit)'s names and toolbox layouts; the inputs y and V
+// too (written while the first chunk computes).
+enum Out { xf, Cf, x, C, xstd, yhat, ystd, resid0, resid, v, Cp, resid2, y_in, V_in, kOuts };
 
 struct Chunk {
   std::int64_t t0, t1;
@@ -87,6 +88,9 @@ class StreamedPass {
     BackgroundWrites writes(out);
     out_ = &writes;
     ids_ = ids;
+    const Chunk all{0, n_};
+    put(y_in, all, md_.y);
+    put(V_in, all, md_.V);
     sweep(forward_fn(md_), states_forward_fn(md_), 5, backward_fn(md_), {}, {x1, C1},
           [&](const Chunk& c, const std::vector<Array>& fo) { forward_outputs(c, fo); },
           [&](const Chunk& c, const std::vector<Array>& b) { backward_outputs(c, b); });
@@ -119,19 +123,20 @@ class StreamedPass {
              OnForward on_forward, OnBackward on_backward) {
     std::vector<std::pair<Array, Array>> checkpoints;
     std::vector<Array> fo;
-    for (const Chunk& c : chunks_) {
+    for (std::size_t k = 0; k < chunks_.size(); ++k) {
       checkpoints.push_back(from);
-      fo = fwd({input(y_, c, NAN), input(V_, c, 1.0), from.first, from.second, rows(c)});
+      const Inputs in = inputs(k);
+      fo = fwd({in.y, in.V, from.first, from.second, in.F});
       from = {fo[per_step], fo[per_step + 1]};
-      on_forward(c, fo);
+      on_forward(chunks_[k], fo);
     }
     Array r = zeros({m_}), N = zeros({m_, m_});
     for (std::size_t k = chunks_.size(); k-- > 0;) {
       const Chunk& c = chunks_[k];
-      const Array y = input(y_, c, NAN), V = input(V_, c, 1.0);
-      if (k + 1 < chunks_.size()) fo = again({y, V, checkpoints[k].first, checkpoints[k].second, rows(c)});
+      const Inputs ci = inputs(k);
+      if (k + 1 < chunks_.size()) fo = again({ci.y, ci.V, checkpoints[k].first, checkpoints[k].second, ci.F});
       std::vector<Array> in(fo.begin(), fo.begin() + static_cast<std::ptrdiff_t>(per_step));
-      in.insert(in.end(), {y, V, rows(c), r, N});
+      in.insert(in.end(), {ci.y, ci.V, ci.F, r, N});
       in.insert(in.end(), extra.begin(), extra.end());
       const std::vector<Array> b = bwd(in);
       r = b[0];
@@ -140,6 +145,23 @@ class StreamedPass {
     }
   }
 
+  // A chunk's (y, V, F) as the chunk functions take them; kept for the four sweeps that use each
+  // chunk while all of them together stay under kKeptInputBytes (else made again each time).
+  struct Inputs {
+    Array y, V, F;
+  };
+  static constexpr std::int64_t kKeptInputBytes = std::int64_t{64} << 20;
+  Inputs inputs(std::size_t k) {
+    if (k < kept_.size() && !kept_[k].y.is_empty()) return kept_[k];
+    const Chunk& c = chunks_[k];
+    Inputs in{input(y_, c, NAN), input(V_, c, 1.0), rows(c)};
+    const std::int64_t bytes = static_cast<std::int64_t>(chunks_.size()) * length_ * (2 + (md_.F.ndim() == 2 ? F_.per_step : 0)) * 8;
+    if (bytes <= kKeptInputBytes) {
+      kept_.resize(chunks_.size());
+      kept_[k] = in;
+    }
+    return in;
+  }
   // A chunk of a per-step series as `length_` steps (an upload, no kernel), padded with `pad`, or
   // with copies of the last real step when pad is NaN and the series is not y.
   Array input(const HostSeries& s, const Chunk& c, double pad) const {
@@ -185,6 +207,7 @@ class StreamedPass {
   HostSeries y_, V_, F_;
   std::vector<Chunk> chunks_;
   BackgroundWrites* out_ = nullptr;
+  std::vector<Inputs> kept_;
   std::vector<int> ids_;
   std::vector<double> sums_;
 };
@@ -203,7 +226,7 @@ StreamedFit fit_streamed(const Array& y, const Array& s, const std::vector<doubl
   // the toolbox's layouts: xf [m,n], Cf [m,m,n], x, C likewise, xstd [n,m], the series [n]
   auto series = [](const char* name) { return StepArray{name, {}, false}; };
   const std::vector<int> ids = out.reserve({{"xf", {m}}, {"Cf", {m, m}}, {"x", {m}}, {"C", {m, m}}, {"xstd", {m}, false}, series("yhat"),
-                                            series("ystd"), series("resid0"), series("resid"), series("v"), series("Cp"), series("resid2")},
+                                            series("ystd"), series("resid0"), series("resid"), series("v"), series("Cp"), series("resid2"), series("y"), series("V")},
                                            n);
   pass.outputs(x1, C1, out, ids);
   Fit summary;  // the scalars and small arrays of fields(Fit); its big arrays are the regions
@@ -218,7 +241,7 @@ StreamedFit fit_streamed(const Array& y, const Array& s, const std::vector<doubl
   StreamedFit r;
   auto region = [&](Out o) { return out.reserved(ids[o]); };
   r.fields = {region(xf), region(Cf), region(x), region(C), region(xstd), Field::array("G", md.G), Field::array("F", md.X ? md.F0 : md.F),
-              Field::array("W", md.W), Field::array("y", md.y), Field::array("V", md.V), Field::array("x0", x1), Field::array("C0", C1),
+              Field::array("W", md.W), region(y_in), region(V_in), Field::array("x0", x1), Field::array("C0", C1),
               region(yhat), region(ystd), region(resid0), region(resid), region(v), region(Cp), region(resid2)};
   summary_fields(summary, r.fields);
   r.lik = summary.lik;
