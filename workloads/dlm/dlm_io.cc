@@ -276,6 +276,7 @@ Input parse_input(const std::string& text, const std::string& name) {
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   if (const auto err = parser.parse(body.data(), body.size()).get(doc); err != simdjson::SUCCESS) {
+    if (err == simdjson::DEPTH_ERROR) bad(name, fmt::format("nested deeper than {} levels", kMaxDepth));
     const std::string why = simdjson::error_message(err);
     bad(name, fmt::format("invalid JSON ({})", why));
   }
