@@ -49,7 +49,7 @@ inline NpyArray parse_npy(const std::string& npy, const std::string& name) {
   for (auto x : a.shape) n *= x;
   if (npy.size() - start != static_cast<std::size_t>(n) * 8) throw std::runtime_error(name + ": payload size");
   std::vector<double> raw(static_cast<std::size_t>(n));
-  std::memcpy(raw.data(), npy.data() + start, raw.size() * 8);
+  if (!raw.empty()) std::memcpy(raw.data(), npy.data() + start, raw.size() * 8);
   if (!fortran || a.shape.size() < 2) {
     a.values = std::move(raw);
     return a;
