@@ -77,7 +77,8 @@ Run run(const std::vector<std::string>& args) {
   posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
   const auto t0 = std::chrono::steady_clock::now();
   pid_t pid;
-  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) throw std::runtime_error("cannot start " + args[0]);
+  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0)
+    throw std::runtime_error("cannot start " + args[0]);
   int status = 0;
   rusage ru{};
   wait4(pid, &status, 0, &ru);
@@ -111,14 +112,22 @@ void BM_CliFit(benchmark::State& st) {
   st.counters["peak_rss_mb"] = rss;
   st.counters["output_mb"] = static_cast<double>(fs::file_size(out)) / 1e6;
   st.counters["rows"] = static_cast<double>(n);
-  st.SetLabel(std::string(json_in ? "json" : "csv") + " -> " + (json_out ? "json" : "npz") + (replace ? ", replacing" : ""));
+  st.SetLabel(std::string(json_in ? "json" : "csv") + " -> " + (json_out ? "json" : "npz") +
+              (replace ? ", replacing" : ""));
 }
-
 
 }  // namespace
 
-BENCHMARK(BM_CliFit)->Args({102400, 0, 0, 0})->Args({102400, 1, 0, 0})->Args({102400, 0, 1, 0})->Args({102400, 1, 1, 0})
-    ->Args({102400, 0, 0, 1})->Args({1000000, 0, 0, 0})->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(BM_CliFit)
+    ->Args({102400, 0, 0, 0})
+    ->Args({102400, 1, 0, 0})
+    ->Args({102400, 0, 1, 0})
+    ->Args({102400, 1, 1, 0})
+    ->Args({102400, 0, 0, 1})
+    ->Args({1000000, 0, 0, 0})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);

@@ -60,25 +60,45 @@ void BM_KalmanFilter(benchmark::State& st, const char* be) {  // jit(lax.scan), 
   // reading -2 log L makes GPU backends finish the work inside the timed loop
   for (auto _ : st) benchmark::DoNotOptimize(f(theta, ys).first.item<double>());
   st.SetItemsProcessed(st.iterations() * n);  // items = filter steps
-  st.counters["steps_per_s"] = benchmark::Counter(static_cast<double>(st.iterations() * n), benchmark::Counter::kIsRate);
+  st.counters["steps_per_s"] =
+      benchmark::Counter(static_cast<double>(st.iterations() * n), benchmark::Counter::kIsRate);
 }
-BENCHMARK_CAPTURE(BM_KalmanFilter, native, "native")->RangeMultiplier(4)->Range(100, 102400)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_KalmanFilter, native, "native")
+    ->RangeMultiplier(4)
+    ->Range(100, 102400)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_KalmanFilter, cpu, "cpu")->Arg(100)->Arg(1600)->Unit(benchmark::kMicrosecond)->UseRealTime();
 // vulkan: the fused single-workgroup loop (run N > 1600 on a GPU; lavapipe takes ~50 µs per step)
-BENCHMARK_CAPTURE(BM_KalmanFilter, vulkan, "vulkan")->RangeMultiplier(4)->Range(100, 102400)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_KalmanFilter, vulkan, "vulkan")
+    ->RangeMultiplier(4)
+    ->Range(100, 102400)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 void BM_KalmanGrad(benchmark::State& st, const char* be) {  // jit(value_and_grad) of the log-likelihood
   DefaultDeviceScope scope(be);
   const std::int64_t n = st.range(0);
   Array ys = workloads::simulate_local_linear_trend(n, 7);
   Array theta = np::log(np::array({100.0, 30.0, 1.0}, DType::float64));
-  auto f = jit(value_and_grad([](const Array& t, const Array& y) { return workloads::local_linear_trend_filter(t, y).first; }));
+  auto f = jit(
+      value_and_grad([](const Array& t, const Array& y) { return workloads::local_linear_trend_filter(t, y).first; }));
   (void)f(theta, ys);
   for (auto _ : st) benchmark::DoNotOptimize(f(theta, ys).second.to_vector<double>());
   st.SetItemsProcessed(st.iterations() * n);
 }
-BENCHMARK_CAPTURE(BM_KalmanGrad, native, "native")->Arg(100)->Arg(1600)->Arg(25600)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_KalmanGrad, vulkan, "vulkan")->Arg(100)->Arg(1600)->Arg(25600)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_KalmanGrad, native, "native")
+    ->Arg(100)
+    ->Arg(1600)
+    ->Arg(25600)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_KalmanGrad, vulkan, "vulkan")
+    ->Arg(100)
+    ->Arg(1600)
+    ->Arg(25600)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 dlm::Input nile() { return dlm::read_input(std::string(JX_SOURCE_DIR) + "/../shared/data/dlm/niledemo-in.json"); }
 
@@ -94,13 +114,38 @@ void BM_DlmFit(benchmark::State& st, const char* be, const char* alg) {  // Nile
   for (auto _ : st) benchmark::DoNotOptimize(dlm::fit(ya, s, in.w, in.options).lik);
   st.SetItemsProcessed(st.iterations() * st.range(0));
 }
-BENCHMARK_CAPTURE(BM_DlmFit, native_scan, "native", "scan")->RangeMultiplier(4)->Range(100, 102400)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_DlmFit, native_assoc, "native", "assoc")->RangeMultiplier(4)->Range(100, 102400)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmFit, native_scan, "native", "scan")
+    ->RangeMultiplier(4)
+    ->Range(100, 102400)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmFit, native_assoc, "native", "assoc")
+    ->RangeMultiplier(4)
+    ->Range(100, 102400)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 // vulkan (lavapipe here): N <= 16384 (llvmpipe refuses reduction loops over 65535 elements)
-BENCHMARK_CAPTURE(BM_DlmFit, vulkan_scan, "vulkan", "scan")->Arg(100)->Arg(1600)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_DlmFit, vulkan_assoc, "vulkan", "assoc")->Arg(100)->Arg(1600)->Arg(16384)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_DlmFit, cpu_scan, "cpu", "scan")->Arg(100)->Arg(3200)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_DlmFit, cpu_assoc, "cpu", "assoc")->Arg(100)->Arg(3200)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmFit, vulkan_scan, "vulkan", "scan")
+    ->Arg(100)
+    ->Arg(1600)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmFit, vulkan_assoc, "vulkan", "assoc")
+    ->Arg(100)
+    ->Arg(1600)
+    ->Arg(16384)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmFit, cpu_scan, "cpu", "scan")
+    ->Arg(100)
+    ->Arg(3200)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_DlmFit, cpu_assoc, "cpu", "assoc")
+    ->Arg(100)
+    ->Arg(3200)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_DlmMle(benchmark::State& st, const char* be, const char* alg) {  // Nile, order 1, Newton with the exact Hessian
   DefaultDeviceScope scope(be);

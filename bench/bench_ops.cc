@@ -43,7 +43,9 @@ void timed(benchmark::State& st, const std::string& be, const std::function<void
   }
 }
 
-Array ramp(std::int64_t n, DType d = DType::float32) { return np::sin(np::arange(0, static_cast<double>(n), 1.0, d) * 0.001); }
+Array ramp(std::int64_t n, DType d = DType::float32) {
+  return np::sin(np::arange(0, static_cast<double>(n), 1.0, d) * 0.001);
+}
 
 void BM_Elementwise(benchmark::State& st, const std::string& be) {
   const std::int64_t n = st.range(0);
@@ -78,7 +80,8 @@ void BM_Matmul(benchmark::State& st, const std::string& be) {
     }
     (void)f(*a, *b).raw_bytes();
   });
-  st.counters["flops"] = benchmark::Counter(2.0 * static_cast<double>(n * n * n), benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["flops"] =
+      benchmark::Counter(2.0 * static_cast<double>(n * n * n), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // c_{t+1} = 0.5 c_t + 1e-4 Σ c_t + x_t (a reduction inside the body: intra-step dependencies),
@@ -90,8 +93,11 @@ void BM_Scan(benchmark::State& st, const std::string& be, std::int64_t state, bo
   p.no_workgroup_scan_fusion = host_loop;
   replay::Scope policy(p);
   auto f = jit([](const Array& init, const Array& xs) {
-    return lax::scan([](const Array& c, const Array& x) { return std::pair<Array, Array>{c * 0.5 + np::sum(c) * 1e-4 + x, np::sum(c)}; },
-                     init, xs);
+    return lax::scan(
+        [](const Array& c, const Array& x) {
+          return std::pair<Array, Array>{c * 0.5 + np::sum(c) * 1e-4 + x, np::sum(c)};
+        },
+        init, xs);
   });
   std::optional<Array> init, xs;
   timed(st, be, [&] {
@@ -102,7 +108,8 @@ void BM_Scan(benchmark::State& st, const std::string& be, std::int64_t state, bo
     auto [c, ys] = f(*init, *xs);
     (void)c.raw_bytes();
   });
-  st.counters["ns_per_step"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  st.counters["ns_per_step"] = benchmark::Counter(
+      static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
 }
 
 // Inclusive prefix sums of [n, 2] pairs under (a, b) ⊕ (c, d) = (a·c, b·c + d) (an affine
@@ -130,21 +137,72 @@ void BM_AssociativeScan(benchmark::State& st, const std::string& be) {
 }  // namespace
 
 BENCHMARK_CAPTURE(BM_Elementwise, cpu, "cpu")->Arg(1 << 16)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Elementwise, native, "native")->Arg(1 << 16)->Arg(1 << 22)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Elementwise, vulkan, "vulkan")->Arg(1 << 16)->Arg(1 << 22)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Elementwise, native, "native")
+    ->Arg(1 << 16)
+    ->Arg(1 << 22)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Elementwise, vulkan, "vulkan")
+    ->Arg(1 << 16)
+    ->Arg(1 << 22)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Reduction, cpu, "cpu")->Arg(1 << 16)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Reduction, native, "native")->Arg(1 << 16)->Arg(1 << 22)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Reduction, vulkan, "vulkan")->Arg(1 << 16)->Arg(1 << 22)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Reduction, native, "native")
+    ->Arg(1 << 16)
+    ->Arg(1 << 22)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Reduction, vulkan, "vulkan")
+    ->Arg(1 << 16)
+    ->Arg(1 << 22)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, cpu, "cpu")->Arg(64)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Matmul, native, "native")->Arg(64)->Arg(256)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Matmul, vulkan, "vulkan")->Arg(64)->Arg(256)->Arg(1024)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Scan, cpu_host_loop, "cpu", 4, false)->Arg(100)->Arg(1600)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Scan, native_compiled_loop, "native", 4, false)->Arg(100)->Arg(1600)->Arg(25600)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Scan, vulkan_fused, "vulkan", 4, false)->Arg(100)->Arg(1600)->Arg(25600)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Scan, vulkan_preencoded, "vulkan", 8192, false)->Arg(100)->Arg(400)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_Scan, vulkan_fallback, "vulkan", 4, true)->Arg(100)->Arg(400)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_Matmul, vulkan, "vulkan")
+    ->Arg(64)
+    ->Arg(256)
+    ->Arg(1024)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Scan, cpu_host_loop, "cpu", 4, false)
+    ->Arg(100)
+    ->Arg(1600)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Scan, native_compiled_loop, "native", 4, false)
+    ->Arg(100)
+    ->Arg(1600)
+    ->Arg(25600)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Scan, vulkan_fused, "vulkan", 4, false)
+    ->Arg(100)
+    ->Arg(1600)
+    ->Arg(25600)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Scan, vulkan_preencoded, "vulkan", 8192, false)
+    ->Arg(100)
+    ->Arg(400)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_Scan, vulkan_fallback, "vulkan", 4, true)
+    ->Arg(100)
+    ->Arg(400)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(BM_AssociativeScan, cpu, "cpu")->Arg(1600)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_AssociativeScan, native, "native")->Arg(1600)->Arg(102400)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_AssociativeScan, vulkan, "vulkan")->Arg(1600)->Arg(102400)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_AssociativeScan, native, "native")
+    ->Arg(1600)
+    ->Arg(102400)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_AssociativeScan, vulkan, "vulkan")
+    ->Arg(1600)
+    ->Arg(102400)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 JXBENCH_MAIN();

@@ -127,21 +127,25 @@ void run(benchmark::State& st, const std::string& name, const std::string& be) {
     const auto t = vulkan::timings();
     double total = 0;
     for (const auto& e : t) total += e.ms;
-    std::fprintf(stderr, "%s/%s/%lld: GPU %.4f ms per call in %zu pipelines\n", name.c_str(), be.c_str(), static_cast<long long>(m.n), total / calls, t.size());
+    std::fprintf(stderr, "%s/%s/%lld: GPU %.4f ms per call in %zu pipelines\n", name.c_str(), be.c_str(),
+                 static_cast<long long>(m.n), total / calls, t.size());
     for (std::size_t i = 0; i < t.size() && i < 25; ++i)
-      std::fprintf(stderr, "  %9.4f ms %6.1f dispatches  %s\n", t[i].ms / calls, static_cast<double>(t[i].dispatches) / calls, t[i].name.c_str());
+      std::fprintf(stderr, "  %9.4f ms %6.1f dispatches  %s\n", t[i].ms / calls,
+                   static_cast<double>(t[i].dispatches) / calls, t[i].name.c_str());
   }
   st.counters["checksum"] = check;
   // rate inverted: seconds / (steps · 1e-9) = ns per step
-  st.counters["ns_per_step"] = benchmark::Counter(calls * static_cast<double>(m.n) * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  st.counters["ns_per_step"] = benchmark::Counter(calls * static_cast<double>(m.n) * 1e-9,
+                                                  benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
   if (be == "vulkan") {
     const auto c = vulkan::counters();
     st.counters["dispatches"] = static_cast<double>(c.dispatches) / calls;
     st.counters["submits"] = static_cast<double>(c.submits) / calls;
     st.counters["host_waits"] = static_cast<double>(c.host_waits) / calls;
     st.counters["barriers"] = static_cast<double>(c.barriers) / calls;
-    st.counters["sets_written"] = static_cast<double>(c.descriptor_sets) / calls;  // descriptor sets not reused from an earlier call
-    if (!jxbench::env("JX_VK_TIMING", "").empty()) {  // where the host's recording time goes, µs per call
+    st.counters["sets_written"] =
+        static_cast<double>(c.descriptor_sets) / calls;  // descriptor sets not reused from an earlier call
+    if (!jxbench::env("JX_VK_TIMING", "").empty()) {     // where the host's recording time goes, µs per call
       st.counters["host_dispatch_us"] = static_cast<double>(c.host_dispatch_ns) / calls * 1e-3;
       st.counters["host_driver_us"] = static_cast<double>(c.host_driver_ns) / calls * 1e-3;
       st.counters["host_submit_us"] = static_cast<double>(c.host_submit_ns) / calls * 1e-3;

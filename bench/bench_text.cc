@@ -20,7 +20,8 @@ const std::string& unrolled_grad_text(int links) {
   if (!s.empty()) return s;
   FlatFn chain = [links](const std::vector<Array>& in) {
     Array v = in[0];
-    for (int k = 0; k < links; ++k) v = lax::add(lax::mul(lax::sin(v), np::full({}, 0.999, v.dtype()) * np::ones_like(v)), in[0]);
+    for (int k = 0; k < links; ++k)
+      v = lax::add(lax::mul(lax::sin(v), np::full({}, 0.999, v.dtype()) * np::ones_like(v)), in[0]);
     return std::vector<Array>{np::sum(v)};
   };
   FlatFn grad = [&](const std::vector<Array>& in) {

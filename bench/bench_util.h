@@ -27,12 +27,12 @@ inline std::string env(const char* k, const char* def) {
 
 }  // namespace jxbench
 
-#define JXBENCH_MAIN()                                                       \
-  int main(int argc, char** argv) {                                          \
-    jx::vulkan::ShutdownAtExit vulkan_teardown;                              \
-    benchmark::Initialize(&argc, argv);                                      \
-    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;        \
-    benchmark::RunSpecifiedBenchmarks();                                     \
-    benchmark::Shutdown();                                                   \
-    return 0;                                                                \
+#define JXBENCH_MAIN()                                                \
+  int main(int argc, char** argv) {                                   \
+    jx::vulkan::ShutdownAtExit vulkan_teardown;                       \
+    benchmark::Initialize(&argc, argv);                               \
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1; \
+    benchmark::RunSpecifiedBenchmarks();                              \
+    benchmark::Shutdown();                                            \
+    return 0;                                                         \
   }

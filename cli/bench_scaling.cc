@@ -39,7 +39,8 @@ std::vector<std::int64_t> sizes(const std::string& spec) {
   std::int64_t lo = 0, hi = 0;
   char colon = 0;
   if (std::sscanf(spec.c_str(), "%ld%c%ld", &lo, &colon, &hi) != 3 || colon != ':' || lo < 1 || hi < lo)
-    throw UsageError(fmt::format("--n '{}': expected LO:HI with 1 <= LO <= HI (sizes LO, 2 LO, 4 LO, ... up to HI)", spec));
+    throw UsageError(
+        fmt::format("--n '{}': expected LO:HI with 1 <= LO <= HI (sizes LO, 2 LO, 4 LO, ... up to HI)", spec));
   std::vector<std::int64_t> v;
   for (std::int64_t n = lo; n <= hi; n *= 2) v.push_back(n);
   return v;
@@ -68,7 +69,8 @@ Row measure(const std::string& backend_name, const std::string& c, std::int64_t 
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     Row row{"", c, "", n, ms, ms, ms, 0};
     if (count) {
-      row.dispatches = vk ? static_cast<std::int64_t>(vulkan::counters().dispatches) : static_cast<std::int64_t>(t->dispatches());
+      row.dispatches =
+          vk ? static_cast<std::int64_t>(vulkan::counters().dispatches) : static_cast<std::int64_t>(t->dispatches());
       auto p = paths->paths();
       row.path = p.empty() ? "assoc" : std::string(scan_path_name(p.front()));
     }
@@ -109,8 +111,10 @@ bool run_gnuplot(const std::string& dir) {
 std::string gp_quoted(const std::string& t) {
   std::string q = "'";
   for (char ch : t) {
-    if (ch == '\'') q += "''";
-    else if (ch != '`' && static_cast<unsigned char>(ch) >= 0x20) q += ch;
+    if (ch == '\'')
+      q += "''";
+    else if (ch != '`' && static_cast<unsigned char>(ch) >= 0x20)
+      q += ch;
   }
   return q + "'";
 }
@@ -122,8 +126,10 @@ std::string gp_lines(const std::vector<std::string>& lines) {
   for (std::size_t i = 0; i < lines.size(); ++i) {
     if (i) q += "\\n";
     for (char ch : lines[i]) {
-      if (ch == '\\' || ch == '"') q += '\\', q += ch;
-      else if (ch != '`' && ch != '@' && static_cast<unsigned char>(ch) >= 0x20) q += ch;
+      if (ch == '\\' || ch == '"')
+        q += '\\', q += ch;
+      else if (ch != '`' && ch != '@' && static_cast<unsigned char>(ch) >= 0x20)
+        q += ch;
     }
   }
   return q + "\"";
@@ -139,7 +145,8 @@ std::vector<std::string> write_data(const std::string& dir, const std::vector<Ro
   for (const auto& l : labels) {
     dat += "# " + l + "\n";
     for (const Row& r : rows)
-      if (r.label() == l) dat += fmt::format("{} {:.6f} {:.6f} {:.6f} {}\n", r.n, r.ms, r.ms_min, r.ms_max, r.dispatches);
+      if (r.label() == l)
+        dat += fmt::format("{} {:.6f} {:.6f} {:.6f} {}\n", r.n, r.ms, r.ms_min, r.ms_max, r.dispatches);
     dat += "\n\n";
   }
   write_atomically(dir + "/scaling.dat", dat);
@@ -148,33 +155,38 @@ std::vector<std::string> write_data(const std::string& dir, const std::vector<Ro
 
 // Log-log, axes fitted to the data (no empty decades), the legend outside the plot area, the
 // run's metadata under the title; time as median with min-max bars.
-void plot(const std::string& dir, const std::string& backend, const std::vector<Row>& rows, const nlohmann::json& meta) {
+void plot(const std::string& dir, const std::string& backend, const std::vector<Row>& rows,
+          const nlohmann::json& meta) {
   const auto labels = write_data(dir, rows);
   std::vector<std::int64_t> ns;  // the swept sizes, as the x tics
   for (const Row& r : rows)
     if (std::find(ns.begin(), ns.end(), r.n) == ns.end()) ns.push_back(r.n);
   const std::string title = fmt::format("scan-dispatch cases on {} ({})", backend, meta.value("device", ""));
-  const std::string stamp = fmt::format("{}, {}, {}; {} timed calls per point", meta.value("commit", ""), meta.value("started", ""),
-                                        meta.value("machine", ""), meta.value("reps", 0));
+  const std::string stamp = fmt::format("{}, {}, {}; {} timed calls per point", meta.value("commit", ""),
+                                        meta.value("started", ""), meta.value("machine", ""), meta.value("reps", 0));
   for (const char* term : {"png", "svg"}) {
     std::string gp = fmt::format(
-        "set terminal {} size 1400,{}\nset output 'scaling.{}'\nset logscale xy\nset autoscale xfix\nset autoscale yfix\n"
+        "set terminal {} size 1400,{}\nset output 'scaling.{}'\nset logscale xy\nset autoscale xfix\nset autoscale "
+        "yfix\n"
         "set offsets graph 0.03, graph 0.03, graph 0.08, graph 0.08\n"
-        "set key outside below center horizontal maxcols 2 width -2 samplen 2 font ',10' noenhanced\nset xtics ({}) format '%g'\n"
+        "set key outside below center horizontal maxcols 2 width -2 samplen 2 font ',10' noenhanced\nset xtics ({}) "
+        "format '%g'\n"
         "set grid\nset multiplot layout 1,2 title {} noenhanced\n"
         "set xlabel 'N'\nset ylabel 'ms per call (median, min-max)'\n",
         term, 580 + 18 * ((labels.size() + 1) / 2), term, fmt::join(ns, ", "), gp_lines({title, stamp}));
     auto lines = [&](const std::string& using_cols, const char* style) {
       std::string s = "plot ";
       for (std::size_t i = 0; i < labels.size(); ++i)
-        s += fmt::format("{}'scaling.dat' index {} using {} with {} lc {} title {}", i ? ", " : "", i, using_cols, style, i + 1, gp_quoted(labels[i]));
+        s += fmt::format("{}'scaling.dat' index {} using {} with {} lc {} title {}", i ? ", " : "", i, using_cols,
+                         style, i + 1, gp_quoted(labels[i]));
       return s + "\n";
     };
     gp += lines("1:2:3:4", "yerrorlines");
     gp += "set ylabel 'dispatches per call'\n" + lines("1:5", "linespoints") + "unset multiplot\n";
     const std::string script = dir + "/scaling.gp";
     write_atomically(script, gp);
-    if (!run_gnuplot(dir)) throw Error(fmt::format("gnuplot failed on {} (see {}/gnuplot.log; install gnuplot-nox)", script, dir));
+    if (!run_gnuplot(dir))
+      throw Error(fmt::format("gnuplot failed on {} (see {}/gnuplot.log; install gnuplot-nox)", script, dir));
   }
 }
 
@@ -184,8 +196,13 @@ int cmd_bench_scaling(const ScalingArgs& a) {
   prepare_report_dir(a.out);
   (void)backend(a.backend);  // unavailable: BackendError with the reason, before any work
   DefaultDeviceScope scope(a.backend);
-  nlohmann::json meta = {{"started", now_utc()}, {"machine", machine()}, {"backend", a.backend}, {"device", backend(a.backend).info().device},
-                         {"reps", a.reps}, {"profiles", a.profiles}, {"context", run_context(a.command_line)}};
+  nlohmann::json meta = {{"started", now_utc()},
+                         {"machine", machine()},
+                         {"backend", a.backend},
+                         {"device", backend(a.backend).info().device},
+                         {"reps", a.reps},
+                         {"profiles", a.profiles},
+                         {"context", run_context(a.command_line)}};
   meta["commit"] = short_commit(meta["context"]);
   std::vector<Row> rows;
   const std::vector<std::string> cases{"A", "B", "C", "D"};
@@ -196,8 +213,8 @@ int cmd_bench_scaling(const ScalingArgs& a) {
         rows.push_back(measure(a.backend, c, n, a.reps));
         Row& r = rows.back();
         r.profile = prof;
-        fmt::print("{:<20} case {} N={:<7} {:>10.3f} ms [{:.3f}, {:.3f}] {:>7} dispatches  {}\n", prof, r.c, r.n, r.ms, r.ms_min, r.ms_max,
-                   r.dispatches, r.path);
+        fmt::print("{:<20} case {} N={:<7} {:>10.3f} ms [{:.3f}, {:.3f}] {:>7} dispatches  {}\n", prof, r.c, r.n, r.ms,
+                   r.ms_min, r.ms_max, r.dispatches, r.path);
         std::fflush(stdout);
       }
   }
@@ -205,9 +222,16 @@ int cmd_bench_scaling(const ScalingArgs& a) {
   nlohmann::json j = meta;
   j["rows"] = nlohmann::json::array();
   for (const Row& r : rows) {
-    csv += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{}\n", r.profile, r.c, r.path, r.n, r.ms, r.ms_min, r.ms_max, r.dispatches);
-    j["rows"].push_back({{"profile", r.profile}, {"case", r.c}, {"path", r.path}, {"n", r.n}, {"ms", r.ms}, {"ms_min", r.ms_min},
-                         {"ms_max", r.ms_max}, {"dispatches", r.dispatches}});
+    csv += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{}\n", r.profile, r.c, r.path, r.n, r.ms, r.ms_min, r.ms_max,
+                       r.dispatches);
+    j["rows"].push_back({{"profile", r.profile},
+                         {"case", r.c},
+                         {"path", r.path},
+                         {"n", r.n},
+                         {"ms", r.ms},
+                         {"ms_min", r.ms_min},
+                         {"ms_max", r.ms_max},
+                         {"dispatches", r.dispatches}});
   }
   write_atomically(a.out + "/scaling.csv", csv);
   write_atomically(a.out + "/scaling.json", j.dump(2) + "\n");

@@ -33,23 +33,28 @@ struct Loaded {
 Loaded load(const std::string& path, const std::string& inputs_kind) {
   Loaded l{text::read_case_file(path), {}, {}};
   for (const std::string& h : text::placeholders(l.file.jaxpr))
-    throw text::ParseError(fmt::format("{}: the jaxpr's placeholder {{{}}} has no value (give \"params\": {{\"{}\": ...}} in the case file)", path, h, h));
+    throw text::ParseError(fmt::format(
+        "{}: the jaxpr's placeholder {{{}}} has no value (give \"params\": {{\"{}\": ...}} in the case file)", path, h,
+        h));
   l.prog = text::load_program(l.file.jaxpr, path);
   if (l.file.generated_inputs) {
     l.inputs = text::generate_inputs(l.prog, 0, inputs_kind);
   } else {
     if (l.file.consts.size() != l.prog.text_consts)
-      throw text::ParseError(fmt::format("{}: the jaxpr has {} constvars; the file gives {} values for them (\"consts\")", path,
-                                         l.prog.text_consts, l.file.consts.size()));
+      throw text::ParseError(
+          fmt::format("{}: the jaxpr has {} constvars; the file gives {} values for them (\"consts\")", path,
+                      l.prog.text_consts, l.file.consts.size()));
     l.inputs = l.file.consts;
     l.inputs.insert(l.inputs.end(), l.file.inputs.begin(), l.file.inputs.end());
   }
   if (l.inputs.size() != l.prog.in_avals.size())
-    throw text::ParseError(fmt::format("{}: {} inputs given, the jaxpr takes {}", path, l.inputs.size(), l.prog.in_avals.size()));
+    throw text::ParseError(
+        fmt::format("{}: {} inputs given, the jaxpr takes {}", path, l.inputs.size(), l.prog.in_avals.size()));
   for (std::size_t i = 0; i < l.inputs.size(); ++i) {
     const AVal a{text::dtype_of(l.inputs[i].dtype, path), l.inputs[i].shape};
     if (!(a == l.prog.in_avals[i]))
-      throw text::ParseError(fmt::format("{}: input {} is {}, the jaxpr takes {}", path, i, a.str(), l.prog.in_avals[i].str()));
+      throw text::ParseError(
+          fmt::format("{}: input {} is {}, the jaxpr takes {}", path, i, a.str(), l.prog.in_avals[i].str()));
   }
   return l;
 }
@@ -68,7 +73,8 @@ std::vector<Tensor> tensors(const std::vector<Array>& as) {
 // d/d(float inputs) of the sum of the float outputs (each summed in its own dtype, then added
 // in the first float input's dtype).
 std::vector<Array> grad_of(const Program& p, const std::vector<Array>& args) {
-  const auto l = text::summed_loss([&p](const std::vector<Array>& a) { return text::run_program(p, a); }, args, p.text_consts);
+  const auto l =
+      text::summed_loss([&p](const std::vector<Array>& a) { return text::run_program(p, a); }, args, p.text_consts);
   if (l.x.empty()) return {};
   auto [y, lin] = vjp_flat(l.loss, l.x);
   return lin.transpose({np::ones({}, l.dtype)});
@@ -81,7 +87,8 @@ std::vector<Array> apply(const Program& p, const std::string& transform, const s
   if (transform == "jit(grad)") return jit([&p](const std::vector<Array>& a) { return grad_of(p, a); })(args);
   if (transform == "vmap") {
     std::vector<std::optional<std::int64_t>> axes(args.size(), 0);
-    return vmap_flat([&p](const std::vector<Array>& a) { return text::run_program(p, a); }, axes, std::vector<std::int64_t>(p.out_avals.size(), 0))(args);
+    return vmap_flat([&p](const std::vector<Array>& a) { return text::run_program(p, a); }, axes,
+                     std::vector<std::int64_t>(p.out_avals.size(), 0))(args);
   }
   throw Error(fmt::format("unknown transform '{}'", transform));
 }
@@ -110,7 +117,8 @@ std::vector<Tensor> vmap_oracle(const Program& p, const std::vector<Tensor>& in)
       out = r;
       for (Tensor& t : out) t.shape.insert(t.shape.begin(), kBatch);
     } else {
-      for (std::size_t i = 0; i < r.size(); ++i) out[i].data.insert(out[i].data.end(), r[i].data.begin(), r[i].data.end());
+      for (std::size_t i = 0; i < r.size(); ++i)
+        out[i].data.insert(out[i].data.end(), r[i].data.begin(), r[i].data.end());
     }
   }
   return out;
@@ -129,7 +137,9 @@ std::vector<Diff> compare(const std::vector<Tensor>& got, const std::vector<Tens
     Diff x;
     if (i >= got.size() || i >= want.size() || got[i].shape != want[i].shape) {
       x.ok = false;
-      x.why = i < got.size() && i < want.size() ? fmt::format("shape {} vs {}", shape_str(got[i].shape), shape_str(want[i].shape)) : "output count";
+      x.why = i < got.size() && i < want.size()
+                  ? fmt::format("shape {} vs {}", shape_str(got[i].shape), shape_str(want[i].shape))
+                  : "output count";
       d.push_back(x);
       continue;
     }
@@ -150,7 +160,8 @@ std::vector<Diff> compare(const std::vector<Tensor>& got, const std::vector<Tens
 
 // f32 programs re-read as f64, for central differences.
 std::string as_f64(const std::string& jaxpr) {
-  return std::regex_replace(std::regex_replace(jaxpr, std::regex("\\bf32\\["), "f64["), std::regex("\\bfloat32\\b"), "float64");
+  return std::regex_replace(std::regex_replace(jaxpr, std::regex("\\bf32\\["), "f64["), std::regex("\\bfloat32\\b"),
+                            "float64");
 }
 
 // Central differences of the summed outputs in float64 on cpu, at up to 24 elements per input.
@@ -190,7 +201,6 @@ std::vector<Diff> fd_check(const Loaded& l, const std::vector<Tensor>& grads) {
   }
   return out;
 }
-
 
 struct Row {
   std::string file, backend, status;  // status: ok, mismatch, error, skipped
@@ -243,8 +253,10 @@ Row check_one(const Loaded& l, const std::string& backend, const CheckArgs& a, c
   auto [rtol, atol] = tolerances(l);
   try {
     const auto got = run_on(l, backend, a.transform, &r);
-    if (l.file.outputs && (a.transform == "eager" || a.transform == "jit")) r.vs_file = compare(got, *l.file.outputs, rtol, atol);
-    const double grad_tol = a.transform.find("grad") != std::string::npos ? 10 : 1;  // accumulated rounding in the backward pass
+    if (l.file.outputs && (a.transform == "eager" || a.transform == "jit"))
+      r.vs_file = compare(got, *l.file.outputs, rtol, atol);
+    const double grad_tol =
+        a.transform.find("grad") != std::string::npos ? 10 : 1;  // accumulated rounding in the backward pass
     r.vs_oracle = compare(got, oracle, rtol * grad_tol, atol * grad_tol);
     if (a.transform.find("grad") != std::string::npos && backend == "cpu") try {
         r.vs_fd = fd_check(l, got);
@@ -252,7 +264,8 @@ Row check_one(const Loaded& l, const std::string& backend, const CheckArgs& a, c
         r.note = fmt::format("no central differences: the program does not load as float64: {}", e.what());
       }
     if (!all_ok(r.vs_file) || !all_ok(r.vs_oracle) || !all_ok(r.vs_fd)) r.status = "mismatch";
-    if (!a.out.empty()) text::write_outputs(std::filesystem::path(a.out) / fmt::format("{}.{}.json", l.file.name, backend), got);
+    if (!a.out.empty())
+      text::write_outputs(std::filesystem::path(a.out) / fmt::format("{}.{}.json", l.file.name, backend), got);
   } catch (const std::exception& e) {
     r.status = "error";
     r.note = e.what();
@@ -268,9 +281,12 @@ std::string worst(const std::vector<Diff>& d) {
 }
 
 void print_row(const Row& r) {
-  fmt::print("{:<28} {:<7} {:<9} {:<24} {:<24} {:>6} {:>4} {}\n", r.file, r.backend, r.status, worst(r.vs_file), worst(r.vs_oracle),
-             r.dispatches, r.max_buffers, r.scan_paths.empty() ? "-" : fmt::format("{}", fmt::join(r.scan_paths, ",")));
-  if (!r.vs_fd.empty()) fmt::print("{:<28} {:<7} {:<9} central differences (f64): {}\n", "", "", all_ok(r.vs_fd) ? "ok" : "mismatch", worst(r.vs_fd));
+  fmt::print("{:<28} {:<7} {:<9} {:<24} {:<24} {:>6} {:>4} {}\n", r.file, r.backend, r.status, worst(r.vs_file),
+             worst(r.vs_oracle), r.dispatches, r.max_buffers,
+             r.scan_paths.empty() ? "-" : fmt::format("{}", fmt::join(r.scan_paths, ",")));
+  if (!r.vs_fd.empty())
+    fmt::print("{:<28} {:<7} {:<9} central differences (f64): {}\n", "", "", all_ok(r.vs_fd) ? "ok" : "mismatch",
+               worst(r.vs_fd));
   if (!r.note.empty()) fmt::print("{:<28} {}\n", "", r.note);
   std::fflush(stdout);
 }
@@ -287,10 +303,11 @@ int cmd_check(const CheckArgs& a) {
   if (std::find(kTransforms.begin(), kTransforms.end(), a.transform) == kTransforms.end())
     throw UsageError(fmt::format("--transform {}: expected one of eager, jit, grad, jit(grad), vmap", a.transform));
   for (const std::string& b : backends_of(a.backend))
-    if (b != "cpu" && b != "native" && b != "vulkan") throw UsageError(fmt::format("--backend {}: expected cpu, native, vulkan or all", b));
+    if (b != "cpu" && b != "native" && b != "vulkan")
+      throw UsageError(fmt::format("--backend {}: expected cpu, native, vulkan or all", b));
   if (!a.out.empty()) std::filesystem::create_directories(a.out);
-  fmt::print("{:<28} {:<7} {:<9} {:<24} {:<24} {:>6} {:>4} {}\n", "file", "backend", "status", "vs file (abs/rel)", "vs cpu oracle",
-             "disp", "bufs", "scan paths");
+  fmt::print("{:<28} {:<7} {:<9} {:<24} {:<24} {:>6} {:>4} {}\n", "file", "backend", "status", "vs file (abs/rel)",
+             "vs cpu oracle", "disp", "bufs", "scan paths");
   bool load_failed = false, failed = false;
   for (const std::string& f : a.files) {
     std::optional<Loaded> l;
@@ -298,9 +315,15 @@ int cmd_check(const CheckArgs& a) {
     try {
       l = load(f, a.inputs);
       DefaultDeviceScope cpu("cpu");
-      oracle = a.transform == "vmap" ? vmap_oracle(l->prog, l->inputs) : run_on(*l, "cpu", a.transform == "jit(grad)" ? "grad" : a.transform == "jit" ? "eager" : a.transform, nullptr);
+      oracle = a.transform == "vmap" ? vmap_oracle(l->prog, l->inputs)
+                                     : run_on(*l, "cpu",
+                                              a.transform == "jit(grad)" ? "grad"
+                                              : a.transform == "jit"     ? "eager"
+                                                                         : a.transform,
+                                              nullptr);
     } catch (const std::exception& e) {  // jx errors, and any other (a bad allocation) alike
-      fmt::print("{:<28} {:<7} {:<9} {}\n", std::filesystem::path(f).stem().string(), "-", l ? "error" : "load", e.what());
+      fmt::print("{:<28} {:<7} {:<9} {}\n", std::filesystem::path(f).stem().string(), "-", l ? "error" : "load",
+                 e.what());
       (l ? failed : load_failed) = true;
       continue;
     }

@@ -8,7 +8,7 @@ namespace jx::lab {
 
 struct CheckArgs {
   std::vector<std::string> files;
-  std::string backend = "all";     // cpu | native | vulkan | all
+  std::string backend = "all";      // cpu | native | vulkan | all
   std::string transform = "eager";  // eager | jit | grad | jit(grad) | vmap
   std::string out;                  // write <stem>.<backend>.json here
   std::string inputs = "normal";    // generated inputs (files without any): normal | uniform | iota

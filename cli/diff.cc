@@ -20,7 +20,8 @@ nlohmann::json read_report(const std::string& path) {
   if (!in) throw UsageError(fmt::format("jxlab diff: cannot read {} (a report folder or its report.json)", p.string()));
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   if (j.is_discarded()) throw UsageError(fmt::format("jxlab diff: {} is not valid JSON", p.string()));
-  if (!j.is_object() || !j.contains("results")) throw UsageError(fmt::format("jxlab diff: {} is not a lab report (no \"results\")", p.string()));
+  if (!j.is_object() || !j.contains("results"))
+    throw UsageError(fmt::format("jxlab diff: {} is not a lab report (no \"results\")", p.string()));
   return j;
 }
 

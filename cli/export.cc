@@ -13,7 +13,8 @@
 namespace jx::lab {
 using nlohmann::json;
 
-int cmd_export(const std::vector<std::string>& ids, bool all, const std::string& scenarios_dir, const std::string& out) {
+int cmd_export(const std::vector<std::string>& ids, bool all, const std::string& scenarios_dir,
+               const std::string& out) {
   if (all == !ids.empty()) throw UsageError("jxlab export: give scenario ids or --all, not both");
   std::vector<Scenario> chosen;
   for (const Scenario& s : load_scenarios(scenarios_dir))
@@ -24,7 +25,8 @@ int cmd_export(const std::vector<std::string>& ids, bool all, const std::string&
   std::filesystem::create_directories(out);
   int written = 0;
   for (const Scenario& s : chosen) {
-    if (!s.program.empty()) throw UsageError(fmt::format("jxlab export: scenario '{}' already runs a program ({})", s.id, s.program));
+    if (!s.program.empty())
+      throw UsageError(fmt::format("jxlab export: scenario '{}' already runs a program ({})", s.id, s.program));
     json params = s.params;
     if (!s.sweep_key.empty()) params[s.sweep_key] = s.sweep_values.front();
     json c;
@@ -36,7 +38,8 @@ int cmd_export(const std::vector<std::string>& ids, bool all, const std::string&
       continue;
     }
     if (!s.sweep_key.empty()) {
-      c["jaxpr"] = text::with_placeholder(c["jaxpr"].get<std::string>(), s.sweep_values.front().get<std::int64_t>(), s.sweep_key);
+      c["jaxpr"] = text::with_placeholder(c["jaxpr"].get<std::string>(), s.sweep_values.front().get<std::int64_t>(),
+                                          s.sweep_key);
       c["params"] = {{s.sweep_key, s.sweep_values.front()}};
     }
     c["source"] = fmt::format("jxlab export {}: workload {} of {}", s.id, s.workload, s.file);

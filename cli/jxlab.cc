@@ -28,9 +28,10 @@ namespace {
 int cmd_devices() {
   fmt::print("{:<8} {:<10} {:<24} {}\n", "backend", "usable", "limits", "device");
   for (const auto& d : jx::devices()) {
-    std::string limits = fmt::format("buffers/kernel={} f64={}",
-                                     d.limits.max_buffers_per_kernel ? std::to_string(d.limits.max_buffers_per_kernel) : "unlimited",
-                                     d.limits.float64 ? "yes" : "no");
+    std::string limits =
+        fmt::format("buffers/kernel={} f64={}",
+                    d.limits.max_buffers_per_kernel ? std::to_string(d.limits.max_buffers_per_kernel) : "unlimited",
+                    d.limits.float64 ? "yes" : "no");
     fmt::print("{:<8} {:<10} {:<24} {}\n", d.backend, d.available ? "yes" : "no", limits,
                d.available ? d.device : fmt::format("{} ({})", d.device, d.reason));
   }
@@ -43,8 +44,8 @@ struct DlmArgs {
   std::string in, out, algorithm = "scan", dtype = "f64", backend, optimizer = "newton", format;
   std::vector<double> s, w;
   std::int64_t horizon = -1;  // -1: the rows of X_forecast, else 12
-  int order = -1;  // -1: from the file (default 1)
-  int max_iter = 0;  // 0: the optimizer's default (newton 200, adam 2000)
+  int order = -1;             // -1: from the file (default 1)
+  int max_iter = 0;           // 0: the optimizer's default (newton 200, adam 2000)
   bool pretty = false, timings = false;
 };
 
@@ -103,11 +104,14 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
   std::optional<Array> X, X_future;
   if (!in.X.empty()) X = dlm::matrix(in.X);
   // the horizon: --h, else the rows of X_forecast, else 12
-  const std::int64_t horizon = a.horizon >= 0 ? a.horizon : !in.X_forecast.empty() ? static_cast<std::int64_t>(in.X_forecast.size()) : 12;
+  const std::int64_t horizon = a.horizon >= 0           ? a.horizon
+                               : !in.X_forecast.empty() ? static_cast<std::int64_t>(in.X_forecast.size())
+                                                        : 12;
   if (verb == "forecast" && X) {
     if (in.X_forecast.empty())
-      throw Error(fmt::format("{}: the model has {} covariates (X): the forecast needs their future values, field 'X_forecast' ({} rows)", a.in,
-                              in.X.front().size(), horizon));
+      throw Error(fmt::format(
+          "{}: the model has {} covariates (X): the forecast needs their future values, field 'X_forecast' ({} rows)",
+          a.in, in.X.front().size(), horizon));
     if (static_cast<std::int64_t>(in.X_forecast.size()) != horizon)
       throw Error(fmt::format("{}: field 'X_forecast' has {} rows; --h is {}", a.in, in.X_forecast.size(), horizon));
     X_future = dlm::matrix(in.X_forecast);
@@ -116,8 +120,9 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
     const double m = static_cast<double>(dlm::system_matrices(in.options).first.shape()[0] + (X ? X->shape()[1] : 0));
     const double values = static_cast<double>(horizon) * (m * m + m + 2);
     if (values > kMaxForecastValues)
-      throw Error(fmt::format("--h {}: the forecast would hold {:.3g} values ({} states); at most {:.0f} steps fit the limit of {:.0g}",
-                              horizon, values, m, std::floor(kMaxForecastValues / (m * m + m + 2)), kMaxForecastValues));
+      throw Error(fmt::format(
+          "--h {}: the forecast would hold {:.3g} values ({} states); at most {:.0f} steps fit the limit of {:.0g}",
+          horizon, values, m, std::floor(kMaxForecastValues / (m * m + m + 2)), kMaxForecastValues));
   }
   dlm::ResultWriter writer(a.out, dlm::output_format(a.format, a.out), a.pretty);
   const DType d = a.dtype == "f32" ? DType::float32 : DType::float64;
@@ -133,11 +138,19 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
     mo.exact_hessian = a.optimizer != "newton-fd";
     dlm::Mle r = dlm::mle(y, s, in.w, in.options, mo, X);
     fields = dlm::fields(r.fit);
-    fields.push_back(dlm::Field::json_object(
-        "mle", {{"obs_std_factor", r.obs_std_factor}, {"w", r.w}, {"lik", r.lik}, {"iterations", r.iterations}, {"converged", r.converged},
-                {"stop_reason", r.stop_reason}, {"history", r.history}, {"elapsed_ms", r.elapsed_ms}, {"compile_ms", r.compile_ms}}));
-    fmt::print("-2 log L {:.6f} after {} iterations ({:.1f} ms, compile {:.1f} ms)\n", r.lik, r.iterations, r.elapsed_ms, r.compile_ms);
-    if (!r.converged) fmt::print(stderr, "jxlab: warning: the {} optimizer did not converge: {}\n", a.optimizer, r.stop_reason);
+    fields.push_back(dlm::Field::json_object("mle", {{"obs_std_factor", r.obs_std_factor},
+                                                     {"w", r.w},
+                                                     {"lik", r.lik},
+                                                     {"iterations", r.iterations},
+                                                     {"converged", r.converged},
+                                                     {"stop_reason", r.stop_reason},
+                                                     {"history", r.history},
+                                                     {"elapsed_ms", r.elapsed_ms},
+                                                     {"compile_ms", r.compile_ms}}));
+    fmt::print("-2 log L {:.6f} after {} iterations ({:.1f} ms, compile {:.1f} ms)\n", r.lik, r.iterations,
+               r.elapsed_ms, r.compile_ms);
+    if (!r.converged)
+      fmt::print(stderr, "jxlab: warning: the {} optimizer did not converge: {}\n", a.optimizer, r.stop_reason);
   } else if (verb == "fit" && in.options.algorithm == dlm::Algorithm::scan) {
     // streamed: outputs go to the writer chunk by chunk (memory O(chunk) beyond the inputs). The
     // scans run on one core and a thread writes on the other: OpenMP's workers (for elementwise
@@ -149,8 +162,10 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
     fmt::print("-2 log L {:.6f}, s2 {:.6f}, nobs {}\n", f.lik, f.s2, f.nobs);
   } else {
     dlm::Fit f = dlm::fit(y, s, in.w, in.options, X);
-    if (verb == "forecast") fields = dlm::fields(dlm::forecast(f, horizon, X_future));
-    else fields = dlm::fields(f);
+    if (verb == "forecast")
+      fields = dlm::fields(dlm::forecast(f, horizon, X_future));
+    else
+      fields = dlm::fields(f);
     if (verb == "fit") fmt::print("-2 log L {:.6f}, s2 {:.6f}, nobs {}\n", f.lik, f.s2, f.nobs);
   }
   phases.mark("compute");
@@ -159,7 +174,8 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
   if (a.timings) {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
-    fmt::print(stderr, "jxlab: {} ({} output bytes, peak RSS {:.1f} MB)\n", phases.str(), writer.bytes_written(), ru.ru_maxrss / 1024.0);
+    fmt::print(stderr, "jxlab: {} ({} output bytes, peak RSS {:.1f} MB)\n", phases.str(), writer.bytes_written(),
+               ru.ru_maxrss / 1024.0);
   }
   return 0;
 }
@@ -186,22 +202,32 @@ int main(int argc, char** argv) {
   DlmArgs da;
   for (const char* verb : {"fit", "mle", "forecast"}) {
     auto* c = dlm->add_subcommand(verb, std::string("dlm ") + verb);
-    c->add_option("--in", da.in, "input: JSON {y, s, w, options} or CSV with one column of y")->required()->check(CLI::ExistingFile);
-    c->add_option("--out", da.out, "output file: JSON in the toolbox's *-out-m.json layout (compact), or .npz (numpy's np.load)")->required();
-    c->add_option("--format", da.format, "json or npz (default: from the --out name, .npz else json)")->check(CLI::IsMember({"json", "npz"}));
+    c->add_option("--in", da.in, "input: JSON {y, s, w, options} or CSV with one column of y")
+        ->required()
+        ->check(CLI::ExistingFile);
+    c->add_option("--out", da.out,
+                  "output file: JSON in the toolbox's *-out-m.json layout (compact), or .npz (numpy's np.load)")
+        ->required();
+    c->add_option("--format", da.format, "json or npz (default: from the --out name, .npz else json)")
+        ->check(CLI::IsMember({"json", "npz"}));
     c->add_flag("--pretty", da.pretty, "indent the output JSON");
     c->add_flag("--timings", da.timings, "print the wall time of reading, computing and writing to stderr");
-    c->add_option("--algorithm", da.algorithm, "filter/smoother: scan (sequential) or assoc (parallel, associative scans)")->check(CLI::IsMember({"scan", "assoc"}));
+    c->add_option("--algorithm", da.algorithm,
+                  "filter/smoother: scan (sequential) or assoc (parallel, associative scans)")
+        ->check(CLI::IsMember({"scan", "assoc"}));
     c->add_option("--dtype", da.dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}));
     c->add_option("--backend", da.backend, "backend (default: JX_DEVICE, else native where it works, else cpu)");
     c->add_option("--s", da.s, "observation std (overrides the file; required for CSV input)");
     c->add_option("--w", da.w, "process stds (overrides the file; required for CSV input)");
     c->add_option("--order", da.order, "polynomial trend order (overrides options.order)")->check(CLI::Range(0, 10));
-    if (std::string(verb) == "forecast") c->add_option("--h", da.horizon, "forecast horizon (default: the rows of X_forecast, else 12)")->check(CLI::NonNegativeNumber);
+    if (std::string(verb) == "forecast")
+      c->add_option("--h", da.horizon, "forecast horizon (default: the rows of X_forecast, else 12)")
+          ->check(CLI::NonNegativeNumber);
     if (std::string(verb) == "mle") {
       c->add_option("--optimizer", da.optimizer, "newton (exact Hessian), newton-fd, adam")
           ->check(CLI::IsMember({"newton", "newton-fd", "adam"}));
-      c->add_option("--max-iter", da.max_iter, "iteration cap (default: newton 200, adam 2000); a run that reaches it warns")
+      c->add_option("--max-iter", da.max_iter,
+                    "iteration cap (default: newton 200, adam 2000); a run that reaches it warns")
           ->check(CLI::Range(1, 1000000));
     }
     c->callback([&, verb] { rc = cmd_dlm(verb, da); });
@@ -214,30 +240,46 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "run scenarios: each case under its replay profile, expectations checked");
   run->add_option("ids", ra.ids, "scenario ids or globs, e.g. 'scan-dispatch-*' (jxlab list)");
   run->add_flag("--all", ra.all, "every scenario");
-  run->add_option("--backend", ra.backends, "only these backends (cpu, native, vulkan; repeat or comma-separate)")->delimiter(',');
+  run->add_option("--backend", ra.backends, "only these backends (cpu, native, vulkan; repeat or comma-separate)")
+      ->delimiter(',');
   run->add_option("-k", ra.keyword, "only scenarios whose id or title contains this text");
   run->add_flag("--list", ra.list, "print the selected cases (scenario/backend/profile) and run nothing");
-  run->add_flag("-x,--fail-fast", ra.fail_fast, "start no case after the first failed one (cases already running in other workers finish; -j 1 for a strict stop)");
-  run->add_option("--repeat", ra.repeat, "run every case N times: it fails if any round fails; report.json gives each case's median/min/max seconds")
+  run->add_flag("-x,--fail-fast", ra.fail_fast,
+                "start no case after the first failed one (cases already running in other workers finish; -j 1 for a "
+                "strict stop)");
+  run->add_option(
+         "--repeat", ra.repeat,
+         "run every case N times: it fails if any round fails; report.json gives each case's median/min/max seconds")
       ->check(CLI::Range(1, 1000));
   run->add_option("--profile", ra.profile, "only the cases of this replay profile");
-  run->add_option("--baseline", ra.baseline, "a previous run's report folder: report.html shows the diff against it (jxlab diff)");
+  run->add_option("--baseline", ra.baseline,
+                  "a previous run's report folder: report.html shows the diff against it (jxlab diff)");
   run->add_option("--report", ra.report, "write report.json, summary.md, junit.xml and report.html into this directory")
       ->check([](const std::string& s) { return s.empty() ? std::string("an empty path") : std::string(); });
   run->add_flag("--allow-skips", ra.allow_skips, "exit 0 when every case was skipped (default: exit 5, nothing ran)");
   run->add_option("--shard", ra.shard, "i/n: run every n-th scenario starting at the i-th");
   run->add_option("--scenarios", ra.scenarios, "directory of scenario files (default: the source tree's scenarios/)");
   ra.jobs = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-  run->add_option("-j,--jobs", ra.jobs, "cases run at once, each in its own worker process (default: the core count)")->check(CLI::Range(1, 1024));
-  run->add_option("--timeout", ra.timeout_s, "seconds a case may run before its worker is killed (reported as timeout; a scenario's timeout_s wins; default 120)")
+  run->add_option("-j,--jobs", ra.jobs, "cases run at once, each in its own worker process (default: the core count)")
+      ->check(CLI::Range(1, 1024));
+  run->add_option("--timeout", ra.timeout_s,
+                  "seconds a case may run before its worker is killed (reported as timeout; a scenario's timeout_s "
+                  "wins; default 120)")
       ->check(CLI::PositiveNumber);
-  run->add_option("--memory-limit", ra.memory_limit_mb, "MB of resident memory a worker may use before it is killed (reported as oom; default 8192; 0: none)")
+  run->add_option("--memory-limit", ra.memory_limit_mb,
+                  "MB of resident memory a worker may use before it is killed (reported as oom; default 8192; 0: none)")
       ->check(CLI::NonNegativeNumber);
-  run->add_option("--point-calls", ra.point_calls, "calls per sweep point for its timing: median/min/max in report.json (default 3; a point over 1 s is called once)")
+  run->add_option("--point-calls", ra.point_calls,
+                  "calls per sweep point for its timing: median/min/max in report.json (default 3; a point over 1 s is "
+                  "called once)")
       ->check(CLI::Range(1, 100));
-  run->add_flag("--in-process", ra.in_process, "run every case in this process, without workers or limits (for a debugger)");
-  run->add_option("--worker-result", ra.worker_result, "internal: run as a worker and write the case's result to this file")->group("");
-  run->add_option("--soak", ra.soak_minutes, "MINUTES: repeat the chosen scenarios (at least 4 rounds); fail on any failure or growth trend")
+  run->add_flag("--in-process", ra.in_process,
+                "run every case in this process, without workers or limits (for a debugger)");
+  run->add_option("--worker-result", ra.worker_result,
+                  "internal: run as a worker and write the case's result to this file")
+      ->group("");
+  run->add_option("--soak", ra.soak_minutes,
+                  "MINUTES: repeat the chosen scenarios (at least 4 rounds); fail on any failure or growth trend")
       ->check(CLI::PositiveNumber);
   run->callback([&] {
     for (int i = 0; i < argc; ++i) ra.command_line += (i ? " " : "") + std::string(argv[i]);
@@ -245,40 +287,54 @@ int main(int argc, char** argv) {
   });
 
   jx::lab::CheckArgs ca;
-  auto* check = app.add_subcommand("check", "run program case files (JAX or jx jaxprs) on each backend; compare with their outputs and the cpu oracle");
-  check->add_option("files", ca.files, "case files: .json {jaxpr, inputs, outputs?, rtol?, atol?} or bare .jaxpr text")->required();
+  auto* check = app.add_subcommand(
+      "check",
+      "run program case files (JAX or jx jaxprs) on each backend; compare with their outputs and the cpu oracle");
+  check->add_option("files", ca.files, "case files: .json {jaxpr, inputs, outputs?, rtol?, atol?} or bare .jaxpr text")
+      ->required();
   check->add_option("--backend", ca.backend, "cpu, native, vulkan or all (default all)");
   check->add_option("--transform", ca.transform, "eager (default), jit, grad, jit(grad) or vmap");
   check->add_option("--out", ca.out, "write each run's outputs to DIR/<file stem>.<backend>.json");
-  check->add_option("--inputs", ca.inputs, "inputs generated for files without any: normal (seeded, default), uniform, iota")
+  check
+      ->add_option("--inputs", ca.inputs,
+                   "inputs generated for files without any: normal (seeded, default), uniform, iota")
       ->check(CLI::IsMember({"normal", "uniform", "iota"}));
   check->callback([&] { rc = jx::lab::cmd_check(ca); });
   std::vector<std::string> export_ids;
   bool export_all = false;
   std::string export_out = "exported";
-  auto* ex = app.add_subcommand("export", "write scenarios' compiled-in workloads as program case files (jaxpr, inputs, cpu outputs)");
+  auto* ex = app.add_subcommand(
+      "export", "write scenarios' compiled-in workloads as program case files (jaxpr, inputs, cpu outputs)");
   ex->add_option("ids", export_ids, "scenario ids");
-  ex->add_flag("--all", export_all, "every scenario with a compiled-in workload (those that cannot be traced are skipped)");
+  ex->add_flag("--all", export_all,
+               "every scenario with a compiled-in workload (those that cannot be traced are skipped)");
   ex->add_option("--out", export_out, "output folder (default ./exported)");
   ex->add_option("--scenarios", scenarios_dir, "directory of scenario files");
   ex->callback([&] { rc = jx::lab::cmd_export(export_ids, export_all, scenarios_dir, export_out); });
   jx::lab::ReduceArgs rd;
   rd.scenarios = scenarios_dir;
-  auto* re = app.add_subcommand("reduce", "shrink a failing scenario case to the smallest program that still fails the same way");
+  auto* re = app.add_subcommand("reduce",
+                                "shrink a failing scenario case to the smallest program that still fails the same way");
   re->add_option("case", rd.target, "scenario id, scenario file or program case file (.jaxpr or .json)")->required();
   re->add_option("--out", rd.out, "folder for the reduced scenario and its program")->required();
   re->add_option("--backend", rd.backend, "backend (default: the scenario's first)");
   re->add_option("--profile", rd.profile, "the case's replay profile (default: its first case that expects an error)");
   re->add_option("--transform", rd.transform, "transform to start from (default: the scenario's)");
   re->add_option("--max-seconds", rd.max_seconds, "time bound (default 120)")->check(CLI::PositiveNumber);
-  re->add_option("--rtol", rd.rtol, "a mismatch's relative tolerance against the cpu oracle (default 1e-3 for float32 outputs, 1e-8 for float64)")
+  re->add_option(
+        "--rtol", rd.rtol,
+        "a mismatch's relative tolerance against the cpu oracle (default 1e-3 for float32 outputs, 1e-8 for float64)")
       ->check(CLI::NonNegativeNumber);
-  re->add_option("--atol", rd.atol, "a mismatch's absolute tolerance (default 1e-4 for float32 outputs, 1e-10 for float64)")->check(CLI::NonNegativeNumber);
+  re->add_option("--atol", rd.atol,
+                 "a mismatch's absolute tolerance (default 1e-4 for float32 outputs, 1e-10 for float64)")
+      ->check(CLI::NonNegativeNumber);
   re->add_option("--scenarios", rd.scenarios, "directory of scenario files");
   re->callback([&] { rc = jx::lab::cmd_reduce(rd); });
   std::string diff_old, diff_new, diff_out;
   bool diff_json = false;
-  auto* di = app.add_subcommand("diff", "compare two runs' reports: status changes, new and vanished cases, counters, timing beyond the spread; exit 1 on a regression");
+  auto* di = app.add_subcommand("diff",
+                                "compare two runs' reports: status changes, new and vanished cases, counters, timing "
+                                "beyond the spread; exit 1 on a regression");
   di->add_option("old", diff_old, "the baseline: a report folder or its report.json")->required();
   di->add_option("new", diff_new, "the run to judge: a report folder or its report.json")->required();
   di->add_flag("--json", diff_json, "JSON instead of Markdown");
@@ -286,7 +342,9 @@ int main(int argc, char** argv) {
   di->callback([&] { rc = jx::lab::cmd_diff(diff_old, diff_new, diff_json, diff_out); });
   std::string bisect_id, bisect_backend;
   bool bisect_json = false;
-  auto* bi = app.add_subcommand("bisect", "the smallest set of replay switches behind each profile's failure of a scenario, and the version where it stops");
+  auto* bi = app.add_subcommand("bisect",
+                                "the smallest set of replay switches behind each profile's failure of a scenario, and "
+                                "the version where it stops");
   bi->add_option("id", bisect_id, "scenario id (e.g. buffer-limit-kalman)")->required();
   bi->add_option("--backend", bisect_backend, "backend (default: the scenario's first)");
   bi->add_flag("--json", bisect_json, "print JSON instead of the table");
@@ -295,14 +353,17 @@ int main(int argc, char** argv) {
   jx::lab::StressArgs st;
   auto* stress = app.add_subcommand("stress", "stress runs");
   stress->require_subcommand(1);
-  auto* sj = stress->add_subcommand("jit", "many jit calls over varying shapes in one process: results, slots, caches and RSS bounded");
+  auto* sj = stress->add_subcommand(
+      "jit", "many jit calls over varying shapes in one process: results, slots, caches and RSS bounded");
   sj->add_option("--calls", st.calls, "jit calls (default 10000)")->check(CLI::PositiveNumber);
-  sj->add_option("--shapes", st.shapes, "distinct input shapes (default 2500; each seen calls/shapes times)")->check(CLI::PositiveNumber);
+  sj->add_option("--shapes", st.shapes, "distinct input shapes (default 2500; each seen calls/shapes times)")
+      ->check(CLI::PositiveNumber);
   sj->add_option("--backend", st.backend, "backend (default cpu)");
   sj->add_option("--out", st.out, "write the figures as JSON to this file");
   sj->callback([&] { rc = jx::lab::cmd_stress_jit(st); });
   std::string replay_id, replay_backend;
-  auto* rp = app.add_subcommand("replay", "outcome table of a scenario's workload under every replay profile and both gradient transforms");
+  auto* rp = app.add_subcommand(
+      "replay", "outcome table of a scenario's workload under every replay profile and both gradient transforms");
   rp->add_option("id", replay_id, "scenario id (e.g. buffer-limit)")->required();
   rp->add_option("--backend", replay_backend, "backend (default: the scenario's first)");
   rp->add_option("--scenarios", scenarios_dir, "directory of scenario files");
@@ -311,12 +372,15 @@ int main(int argc, char** argv) {
   sa.command_line = ra.command_line;
   auto* bench = app.add_subcommand("bench", "benchmark sweeps");
   bench->require_subcommand(1);
-  auto* scaling = bench->add_subcommand("scaling", "scan-dispatch cases A-D over N: time and dispatches per call, CSV/JSON + gnuplot PNG/SVG");
+  auto* scaling = bench->add_subcommand(
+      "scaling", "scan-dispatch cases A-D over N: time and dispatches per call, CSV/JSON + gnuplot PNG/SVG");
   scaling->add_option("--backend", sa.backend, "backend (default vulkan)");
   scaling->add_option("--n", sa.n, "LO:HI, sizes LO, 2 LO, ... up to HI (default 100:102400)");
   scaling->add_option("--out", sa.out, "output directory (default build/scaling)");
   scaling->add_option("--reps", sa.reps, "timed calls per point (median; default 3)")->check(CLI::Range(1, 100));
-  scaling->add_option("--profile", sa.profiles, "replay profiles to sweep side by side (default current; e.g. --profile current --profile no-workgroup-fusion)");
+  scaling->add_option(
+      "--profile", sa.profiles,
+      "replay profiles to sweep side by side (default current; e.g. --profile current --profile no-workgroup-fusion)");
   scaling->callback([&] { rc = jx::lab::cmd_bench_scaling(sa); });
   try {
     app.parse(argc, argv);

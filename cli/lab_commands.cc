@@ -81,7 +81,8 @@ std::pair<int, int> parse_shard(const std::string& s) {
   char slash = 0;
   if (std::sscanf(s.c_str(), "%d%c%d", &i, &slash, &n) != 3 || slash != '/' || n < 1 || i < 1 || i > n)
     throw UsageError(fmt::format("--shard '{}': expected i/n with 1 <= i <= n", s));
-  if (std::to_string(i) + "/" + std::to_string(n) != s) throw UsageError(fmt::format("--shard '{}': expected i/n, two whole numbers", s));
+  if (std::to_string(i) + "/" + std::to_string(n) != s)
+    throw UsageError(fmt::format("--shard '{}': expected i/n, two whole numbers", s));
   return {i, n};
 }
 
@@ -117,17 +118,22 @@ std::string outcome_cell(const CaseResult& r) {
     values += fmt::format("{}{} {:.10g}", values.empty() ? "" : ", ", k, v.empty() ? NAN : v[0].get<double>());
   // workloads that record memory per call (memory-growth): RSS and jit-cache entries at call 1,
   // at call 20 (past the warm-up) and at the last
-  if (pt.contains("series") && pt["series"].contains("rss_kb") && pt["series"].contains("cache_entries") && !pt["series"]["rss_kb"].empty()) {
+  if (pt.contains("series") && pt["series"].contains("rss_kb") && pt["series"].contains("cache_entries") &&
+      !pt["series"]["rss_kb"].empty()) {
     const auto& rss = pt["series"]["rss_kb"];
     const auto& ent = pt["series"]["cache_entries"];
     const std::size_t n = rss.size(), k = std::min<std::size_t>(19, n - 1);
     const double growth = (rss[n - 1].get<double>() - rss[k].get<double>()) / rss[k].get<double>() * 100.0;
-    values += fmt::format("{}RSS {:.0f} / {:.0f} / {:.0f} KB at calls 1 / {} / {} ({:+.1f}% since call {}), jit cache entries {:.0f} / {:.0f} / {:.0f}",
-                          values.empty() ? "" : "; ", rss[0].get<double>(), rss[k].get<double>(), rss[n - 1].get<double>(), k + 1, n, growth, k + 1,
-                          ent[0].get<double>(), ent[k].get<double>(), ent[n - 1].get<double>());
+    values += fmt::format(
+        "{}RSS {:.0f} / {:.0f} / {:.0f} KB at calls 1 / {} / {} ({:+.1f}% since call {}), jit cache entries {:.0f} / "
+        "{:.0f} / {:.0f}",
+        values.empty() ? "" : "; ", rss[0].get<double>(), rss[k].get<double>(), rss[n - 1].get<double>(), k + 1, n,
+        growth, k + 1, ent[0].get<double>(), ent[k].get<double>(), ent[n - 1].get<double>());
   }
-  if (!pt.contains("error")) return fmt::format("{}; max {} buffers/dispatch", values, pt["max_buffers_per_dispatch"].get<int>());
-  const std::string err = fmt::format("{}: {}", pt["error"]["type"].get<std::string>(), pt["error"]["message"].get<std::string>());
+  if (!pt.contains("error"))
+    return fmt::format("{}; max {} buffers/dispatch", values, pt["max_buffers_per_dispatch"].get<int>());
+  const std::string err =
+      fmt::format("{}: {}", pt["error"]["type"].get<std::string>(), pt["error"]["message"].get<std::string>());
   return pt["error"]["values_before"].get<bool>() ? fmt::format("computes {}, then {}", values, err) : err;
 }
 
@@ -136,7 +142,8 @@ std::string outcome_cell(const CaseResult& r) {
 int cmd_replay(const std::string& id, const std::string& dir, const std::string& backend_name) {
   const auto all = load_scenarios(dir);
   auto it = std::find_if(all.begin(), all.end(), [&](const Scenario& s) { return s.id == id; });
-  if (it == all.end()) throw Error(fmt::format("jxlab replay: no scenario '{}' in {} (jxlab list shows them)", id, dir));
+  if (it == all.end())
+    throw Error(fmt::format("jxlab replay: no scenario '{}' in {} (jxlab list shows them)", id, dir));
   Scenario s = *it;
   if (!backend_name.empty()) s.backends = {backend_name};
   s.backends.resize(1);
@@ -146,7 +153,8 @@ int cmd_replay(const std::string& id, const std::string& dir, const std::string&
   const bool history = !s.history.empty();
   std::vector<std::pair<std::string, const HistoryRow*>> rows;
   for (const auto& h : s.history) rows.emplace_back(h.profile, &h);
-  if (history) rows.emplace_back("current", nullptr);
+  if (history)
+    rows.emplace_back("current", nullptr);
   else
     for (const auto& prof : replay::profiles())
       if (!prof.historical) rows.emplace_back(prof.name, nullptr);
@@ -155,7 +163,8 @@ int cmd_replay(const std::string& id, const std::string& dir, const std::string&
   bool header = false;
   auto print_header = [&] {
     fmt::print("{} on {} ({}); source: {}\n\n| profile | switches |", s.id, s.backends[0], s.workload, s.source);
-    for (const auto& t : transforms) fmt::print(fmt::runtime(history ? " {} (ours) | {} (documented) |" : " {} |"), t, t);
+    for (const auto& t : transforms)
+      fmt::print(fmt::runtime(history ? " {} (ours) | {} (documented) |" : " {} |"), t, t);
     fmt::print("\n|---|---|{}\n", history ? "---|---|---|---|" : "---|---|");
     header = true;
   };
@@ -168,9 +177,11 @@ int cmd_replay(const std::string& id, const std::string& dir, const std::string&
       one.cases = {Case{prof.name, Expect{}}};
       const CaseResult r = run_scenario(one, {"", "", 1}).at(0);  // outcomes only: one call per point
       if (!header) {
-        if (r.status != "skipped" && r.measured["points"][0].contains("error") && r.measured["points"][0]["error"]["type"] == "UnsupportedTransform")
-          throw UsageError(fmt::format("jxlab replay: scenario '{}' (workload {}) does not run under the gradient transforms: {}", s.id, s.workload,
-                                       r.measured["points"][0]["error"]["message"].get<std::string>()));
+        if (r.status != "skipped" && r.measured["points"][0].contains("error") &&
+            r.measured["points"][0]["error"]["type"] == "UnsupportedTransform")
+          throw UsageError(
+              fmt::format("jxlab replay: scenario '{}' (workload {}) does not run under the gradient transforms: {}",
+                          s.id, s.workload, r.measured["points"][0]["error"]["message"].get<std::string>()));
         print_header();
       }
       row += " " + outcome_cell(r) + " |";
@@ -190,7 +201,7 @@ namespace {
 
 void check_args(const RunArgs& a) {
   if (!a.report.empty()) prepare_report_dir(a.report);  // before any work: an unwritable directory fails now
-  if (!a.baseline.empty()) {  // likewise a baseline that is no report
+  if (!a.baseline.empty()) {                            // likewise a baseline that is no report
     if (a.report.empty()) throw UsageError("--baseline needs --report (the diff is shown in report.html)");
     try {
       (void)read_baseline(a.baseline);
@@ -206,7 +217,8 @@ void check_args(const RunArgs& a) {
       throw UsageError(e.what());
     }
   for (const auto& b : a.backends)
-    if (b != "cpu" && b != "native" && b != "vulkan") throw UsageError(fmt::format("--backend '{}': expected cpu, native or vulkan", b));
+    if (b != "cpu" && b != "native" && b != "vulkan")
+      throw UsageError(fmt::format("--backend '{}': expected cpu, native or vulkan", b));
 }
 
 // Ids or globs (fnmatch: * ? [...]) over the scenarios' ids, in the order named.
@@ -216,9 +228,11 @@ std::vector<Scenario> by_ids(const RunArgs& a, const std::vector<Scenario>& all,
   for (const auto& id : a.ids) {
     bool any = false;
     for (const auto& s : all)
-      if (fnmatch(id.c_str(), s.id.c_str(), 0) == 0 && std::none_of(chosen.begin(), chosen.end(), [&](const Scenario& c) { return c.id == s.id; }))
+      if (fnmatch(id.c_str(), s.id.c_str(), 0) == 0 &&
+          std::none_of(chosen.begin(), chosen.end(), [&](const Scenario& c) { return c.id == s.id; }))
         chosen.push_back(s), any = true;
-    if (!any && std::none_of(chosen.begin(), chosen.end(), [&](const Scenario& c) { return fnmatch(id.c_str(), c.id.c_str(), 0) == 0; }))
+    if (!any && std::none_of(chosen.begin(), chosen.end(),
+                             [&](const Scenario& c) { return fnmatch(id.c_str(), c.id.c_str(), 0) == 0; }))
       throw UsageError(fmt::format("jxlab run: no scenario {}'{}' in {} (jxlab list shows them)",
                                    id.find_first_of("*?[") == std::string::npos ? "" : "matches ", id, dir));
   }
@@ -230,10 +244,14 @@ std::vector<Scenario> by_ids(const RunArgs& a, const std::vector<Scenario>& all,
 std::vector<Scenario> select_scenarios(const RunArgs& a, const std::string& dir) {
   std::vector<Scenario> chosen = by_ids(a, load_scenarios(dir), dir);
   if (!a.keyword.empty())  // -k, as pytest's: a substring of the id or the title
-    std::erase_if(chosen, [&](const Scenario& s) { return s.id.find(a.keyword) == std::string::npos && s.title.find(a.keyword) == std::string::npos; });
+    std::erase_if(chosen, [&](const Scenario& s) {
+      return s.id.find(a.keyword) == std::string::npos && s.title.find(a.keyword) == std::string::npos;
+    });
   if (!a.backends.empty()) {  // only the named backends of each scenario
     for (Scenario& s : chosen)
-      std::erase_if(s.backends, [&](const std::string& b) { return std::find(a.backends.begin(), a.backends.end(), b) == a.backends.end(); });
+      std::erase_if(s.backends, [&](const std::string& b) {
+        return std::find(a.backends.begin(), a.backends.end(), b) == a.backends.end();
+      });
     std::erase_if(chosen, [](const Scenario& s) { return s.backends.empty(); });
   }
   if (!a.worker_result.empty()) return chosen;  // a worker runs the case it was given
@@ -243,7 +261,8 @@ std::vector<Scenario> select_scenarios(const RunArgs& a, const std::string& dir)
   if (shard.empty() && shards && *shards && index && *index) {
     char* end = nullptr;
     const long k = std::strtol(index, &end, 10);
-    if (*end != 0 || k < 0) throw UsageError(fmt::format("GTEST_SHARD_INDEX='{}': expected a whole number from 0", index));
+    if (*end != 0 || k < 0)
+      throw UsageError(fmt::format("GTEST_SHARD_INDEX='{}': expected a whole number from 0", index));
     shard = fmt::format("{}/{}", k + 1, shards);
   }
   if (shard.empty()) return chosen;
@@ -259,19 +278,21 @@ std::vector<Scenario> select_scenarios(const RunArgs& a, const std::string& dir)
 int worker(const RunArgs& a, const std::vector<Scenario>& chosen, const std::string& profile) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& s : chosen)
-    for (const auto& r : run_scenario(s, {a.backends.empty() ? "" : a.backends[0], profile, a.point_calls})) out.push_back(case_json(r));
+    for (const auto& r : run_scenario(s, {a.backends.empty() ? "" : a.backends[0], profile, a.point_calls}))
+      out.push_back(case_json(r));
   // written and renamed here, not through the reports' writer (whose report_write_stall fault
   // point belongs to the runner's reports)
   const std::string tmp = a.worker_result + ".tmp";
   std::ofstream(tmp) << out.dump();
-  if (std::rename(tmp.c_str(), a.worker_result.c_str()) != 0) throw Error(fmt::format("cannot write {}", a.worker_result));
+  if (std::rename(tmp.c_str(), a.worker_result.c_str()) != 0)
+    throw Error(fmt::format("cannot write {}", a.worker_result));
   return 0;
 }
 
 // --in-process (and soaks, which watch this process's memory across rounds): every case in
 // this process, a scenario at a time.
-std::vector<CaseResult> run_in_process(const std::vector<Scenario>& chosen, const std::string& profile, bool fail_fast, int point_calls,
-                                       const std::function<void(const CaseResult&)>& row) {
+std::vector<CaseResult> run_in_process(const std::vector<Scenario>& chosen, const std::string& profile, bool fail_fast,
+                                       int point_calls, const std::function<void(const CaseResult&)>& row) {
   std::vector<CaseResult> results;
   for (const auto& s : chosen) {
     if (g_interrupted) break;
@@ -294,7 +315,8 @@ std::vector<WorkUnit> units_of(const std::vector<Scenario>& chosen, const std::s
 }
 
 // The summary line, the reports and the exit code (pytest's).
-int finish(const RunArgs& a, const std::vector<CaseResult>& results, ReportMeta& meta, std::chrono::steady_clock::time_point t0) {
+int finish(const RunArgs& a, const std::vector<CaseResult>& results, ReportMeta& meta,
+           std::chrono::steady_clock::time_point t0) {
   meta.interrupted = g_interrupted != 0;
   meta.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   int pass = 0, fail = 0, skip = 0, errors = 0;
@@ -302,8 +324,9 @@ int finish(const RunArgs& a, const std::vector<CaseResult>& results, ReportMeta&
     pass += r.status == "pass", fail += r.status == "fail", skip += r.status == "skipped";
     errors += r.status == "crash" || r.status == "timeout" || r.status == "oom";
   }
-  fmt::print("{} passed, {} failed, {}{} skipped in {:.1f} s{}\n", pass, fail, errors ? fmt::format("{} errors (crash, timeout, oom), ", errors) : "",
-             skip, meta.seconds, meta.interrupted ? " (interrupted)" : "");
+  fmt::print("{} passed, {} failed, {}{} skipped in {:.1f} s{}\n", pass, fail,
+             errors ? fmt::format("{} errors (crash, timeout, oom), ", errors) : "", skip, meta.seconds,
+             meta.interrupted ? " (interrupted)" : "");
   if (!a.report.empty()) {
     write_reports(a.report, results, meta);
     fmt::print("reports: {}/report.json, summary.md, junit.xml, report.html\n", a.report);
@@ -343,7 +366,9 @@ int cmd_run(const RunArgs& a) {
   // starts, running workers are stopped, the reports hold the finished cases and say so
   auto print_row = [&](const CaseResult& r) {
     if (tty) fmt::print(stderr, "\r\033[K");
-    const auto c = r.status == "pass" ? fmt::color::green : r.status == "skipped" ? fmt::color::yellow : fmt::color::red;
+    const auto c = r.status == "pass"      ? fmt::color::green
+                   : r.status == "skipped" ? fmt::color::yellow
+                                           : fmt::color::red;
     const std::string status = colour ? fmt::format(fg(c), "{:<8}", r.status) : fmt::format("{:<8}", r.status);
     fmt::print("{:<20} {:<8} {:<24} {} {:>8.2f}\n", r.scenario, r.backend, r.profile, status, r.seconds);
     for (const auto& f : r.failures) fmt::print("    {}\n", f);
@@ -353,8 +378,11 @@ int cmd_run(const RunArgs& a) {
   std::size_t done = 0;
   auto run_round = [&] {
     done = 0;
-    if (a.in_process || a.soak_minutes > 0) return run_in_process(chosen, profile, a.fail_fast, a.soak_minutes > 0 ? 1 : a.point_calls, a.soak_minutes <= 0 ? std::function<void(const CaseResult&)>(print_row) : nullptr);
-    WorkerOptions o{a.jobs, a.memory_limit_mb, dir, [] { return g_interrupted != 0; }, nullptr, nullptr, a.fail_fast, a.point_calls};
+    if (a.in_process || a.soak_minutes > 0)
+      return run_in_process(chosen, profile, a.fail_fast, a.soak_minutes > 0 ? 1 : a.point_calls,
+                            a.soak_minutes <= 0 ? std::function<void(const CaseResult&)>(print_row) : nullptr);
+    WorkerOptions o{a.jobs,  a.memory_limit_mb, dir,         [] { return g_interrupted != 0; },
+                    nullptr, nullptr,           a.fail_fast, a.point_calls};
     o.finished = [&](const CaseResult& r) {
       ++done;
       if (a.soak_minutes <= 0) print_row(r);
@@ -366,7 +394,8 @@ int cmd_run(const RunArgs& a) {
   };
   meta.context = run_context(a.command_line);
   meta.baseline = a.baseline;
-  if (const std::string c = short_commit(meta.context); !c.empty()) meta.commit = c;  // the commit now, not at configure time
+  if (const std::string c = short_commit(meta.context); !c.empty())
+    meta.commit = c;  // the commit now, not at configure time
   g_interrupted = 0;
   struct sigaction sa {};
   sa.sa_handler = on_interrupt;
@@ -374,7 +403,11 @@ int cmd_run(const RunArgs& a) {
   sigaction(SIGTERM, &sa, nullptr);
   if (a.soak_minutes > 0)
     return soak(a.soak_minutes, a.report, run_round,
-                {{"version", meta.version}, {"commit", meta.commit}, {"machine", meta.machine}, {"started", meta.started}, {"context", meta.context}});
+                {{"version", meta.version},
+                 {"commit", meta.commit},
+                 {"machine", meta.machine},
+                 {"started", meta.started},
+                 {"context", meta.context}});
   fmt::print("{:<20} {:<8} {:<24} {:<8} {:>8}\n", "scenario", "backend", "profile", "result", "seconds");
   std::fflush(stdout);
   std::vector<CaseResult> results = run_round();

@@ -22,13 +22,13 @@ struct RunArgs {
   bool allow_skips = false;
   std::vector<std::string> backends;  // only these backends (empty: each scenario's own)
   std::string profile, report, shard, scenarios;
-  std::string baseline;    // --baseline DIR: report.html shows the diff against that run
-  std::string keyword;     // -k: only scenarios whose id or title contains it
-  bool list = false;       // --list: print the selected cases, run nothing
-  bool fail_fast = false;  // -x: stop after the first scenario with a failed case
-  int repeat = 1;          // --repeat N: every case N times; a case fails if any round fails
+  std::string baseline;      // --baseline DIR: report.html shows the diff against that run
+  std::string keyword;       // -k: only scenarios whose id or title contains it
+  bool list = false;         // --list: print the selected cases, run nothing
+  bool fail_fast = false;    // -x: stop after the first scenario with a failed case
+  int repeat = 1;            // --repeat N: every case N times; a case fails if any round fails
   std::string command_line;  // for the reports' metadata
-  double soak_minutes = 0;  // > 0: repeat the chosen scenarios (cli/soak.h)
+  double soak_minutes = 0;   // > 0: repeat the chosen scenarios (cli/soak.h)
   // isolation (cli/workers.h): each case in a worker process, -j at a time, with limits
   int jobs = 1;
   double timeout_s = 120;

@@ -51,10 +51,13 @@ struct Failure {
   bool matches(const std::string& t, const std::string& m) const {
     return t == type && (scan_path() ? m == regex : std::regex_search(m, std::regex(regex)));
   }
-  bool scan_path() const { return type == "scan_path"; }  // regex then holds the path's name
+  bool scan_path() const { return type == "scan_path"; }                  // regex then holds the path's name
   bool missed() const { return type == "expect" || type == "mismatch"; }  // read from the case's failures
   static Failure mismatch(const std::string& output, double rtol, double atol) {
-    return {"mismatch", fmt::format("^values '{}'[\\[:]", output), {{"values", {{"vs", "cpu"}, {"rtol", rtol}, {"atol", atol}}}}, output};
+    return {"mismatch",
+            fmt::format("^values '{}'[\\[:]", output),
+            {{"values", {{"vs", "cpu"}, {"rtol", rtol}, {"atol", atol}}}},
+            output};
   }
 };
 
@@ -110,7 +113,8 @@ Jaxpr without_eqn(const Jaxpr& j, std::size_t i) {
 // wrong value then flows past the equations that only carried it); nullopt when none fits.
 std::optional<Jaxpr> bypassed(const Jaxpr& j, std::size_t i, std::size_t k) {
   const Eqn& e = j.eqns[i];
-  if (e.out.size() != 1 || k >= e.in.size() || e.in[k].is_literal() || !(j.avals[e.in[k].var] == j.avals[e.out[0]])) return std::nullopt;
+  if (e.out.size() != 1 || k >= e.in.size() || e.in[k].is_literal() || !(j.avals[e.in[k].var] == j.avals[e.out[0]]))
+    return std::nullopt;
   Jaxpr b = j;
   const int from = e.out[0], to = e.in[k].var;
   b.eqns.erase(b.eqns.begin() + static_cast<std::ptrdiff_t>(i));
@@ -155,7 +159,8 @@ std::vector<std::int64_t> sizes_of(const Jaxpr& j) {
 // text no longer types (a reshape or slice that needs n).
 std::optional<Jaxpr> resized(const Jaxpr& j, std::int64_t n, std::int64_t m) {
   try {
-    return text::load_program(text::substitute(text::with_placeholder(j.str(), n, "size"), {{"size", m}}), "resized").jaxpr;
+    return text::load_program(text::substitute(text::with_placeholder(j.str(), n, "size"), {{"size", m}}), "resized")
+        .jaxpr;
   } catch (const Error&) {
     return std::nullopt;
   }
@@ -208,7 +213,8 @@ std::optional<Jaxpr> body_cut(const Jaxpr& j, std::size_t e, std::size_t which, 
 // all of them with the bodies of control primitives.
 std::size_t count_eqns(const Jaxpr& j) {
   std::size_t n = 0;
-  for (const Eqn& e : j.eqns) n += !std::all_of(e.in.begin(), e.in.end(), [](const jx::Atom& a) { return a.is_literal(); });
+  for (const Eqn& e : j.eqns)
+    n += !std::all_of(e.in.begin(), e.in.end(), [](const jx::Atom& a) { return a.is_literal(); });
   return n;
 }
 std::size_t count_all(const Jaxpr& j) {
@@ -225,7 +231,10 @@ std::size_t count_all(const Jaxpr& j) {
 class Reducer {
  public:
   Reducer(const Scenario& base, std::string profile, std::vector<text::Tensor> consts, Failure f, double seconds)
-      : base_(base), profile_(std::move(profile)), consts_(std::move(consts)), failure_(std::move(f)),
+      : base_(base),
+        profile_(std::move(profile)),
+        consts_(std::move(consts)),
+        failure_(std::move(f)),
         deadline_(Clock::now() + std::chrono::milliseconds(static_cast<long long>(seconds * 1000))) {
     work_ = fs::temp_directory_path() / fmt::format("jxlab-reduce-{}", getpid());
     fs::create_directories(work_ / "programs");
@@ -242,7 +251,8 @@ class Reducer {
 
   // Writes the candidate as a program case and a one-case scenario under `dir`.
   // A candidate's scenario (final false) checks what the failure needs; the final one asserts it.
-  void write(const Candidate& c, const fs::path& dir, const std::string& id, bool with_current, bool final = true) const {
+  void write(const Candidate& c, const fs::path& dir, const std::string& id, bool with_current,
+             bool final = true) const {
     fs::create_directories(dir / "programs");
     json prog = {{"name", id}, {"jaxpr", c.jaxpr.str()}};
     if (!consts_.empty()) {
@@ -250,18 +260,25 @@ class Reducer {
       for (const auto& t : consts_) prog["consts"].push_back(json::parse(text::tensor_json(t)));
     }
     std::ofstream(dir / "programs" / (id + ".json")) << prog.dump(1) << "\n";
-    json keep = failure_.missed()    ? failure_.expect  // an "expect" scenario fails as the case did, until fixed
+    json keep = failure_.missed()      ? failure_.expect  // an "expect" scenario fails as the case did, until fixed
                 : failure_.scan_path() ? json{{"scan_paths", json::array({failure_.regex})}}
                                        : json{{"error", {{"type", failure_.type}, {"message", failure_.regex}}}};
     // the reduced scenario asserts the wrong answer (it passes while the bug reproduces)
     if (failure_.type == "mismatch" && final) keep["values"]["differ"] = json::array({failure_.output});
     json cases = json::array({{{"profile", profile_}, {"expect", keep}}});
     if (with_current) cases.push_back({{"profile", "current"}, {"expect", {{"leaked_slots", 0}}}});
-    json s = {{"id", id}, {"title", fmt::format("{} (reduced)", base_.title)}, {"source", fmt::format("jxlab reduce {}", base_.id)},
-              {"description", fmt::format("Reduced by jxlab reduce from scenario {} ({}): the smallest program found that still fails "
-                                          "under {} on {} the same way.", base_.id, base_.file, profile_, base_.backends.at(0))},
-              {"workload", {{"program", "programs/" + id + ".json"}, {"inputs", inputs_}}}, {"transform", c.transform},
-              {"backends", base_.backends}, {"limits", base_.limits}, {"cases", cases}};
+    json s = {{"id", id},
+              {"title", fmt::format("{} (reduced)", base_.title)},
+              {"source", fmt::format("jxlab reduce {}", base_.id)},
+              {"description",
+               fmt::format("Reduced by jxlab reduce from scenario {} ({}): the smallest program found that still fails "
+                           "under {} on {} the same way.",
+                           base_.id, base_.file, profile_, base_.backends.at(0))},
+              {"workload", {{"program", "programs/" + id + ".json"}, {"inputs", inputs_}}},
+              {"transform", c.transform},
+              {"backends", base_.backends},
+              {"limits", base_.limits},
+              {"cases", cases}};
     std::ofstream(dir / (id + ".json")) << s.dump(2) << "\n";
   }
 
@@ -279,7 +296,9 @@ class Reducer {
       if (failure_.scan_path() && !p.contains("error"))
         for (const json& sp : p["scan_paths"])
           if (failure_.matches("scan_path", sp.get<std::string>())) return true;
-      if (p.contains("error") && failure_.matches(p["error"]["type"].get<std::string>(), p["error"]["message"].get<std::string>())) return true;
+      if (p.contains("error") &&
+          failure_.matches(p["error"]["type"].get<std::string>(), p["error"]["message"].get<std::string>()))
+        return true;
     }
     return false;
   }
@@ -302,7 +321,8 @@ class Reducer {
       const int devnull = ::open("/dev/null", O_WRONLY);
       if (devnull >= 0) dup2(devnull, 1), dup2(devnull, 2);
       // (in process: this child is the candidate's isolation already)
-      execl(exe.c_str(), exe.c_str(), "run", "cand", "--scenarios", work_.c_str(), "--report", (work_ / "r").c_str(), "--in-process", nullptr);
+      execl(exe.c_str(), exe.c_str(), "run", "cand", "--scenarios", work_.c_str(), "--report", (work_ / "r").c_str(),
+            "--in-process", nullptr);
       _exit(127);
     }
     int status = 0;
@@ -354,7 +374,9 @@ Start program_start(const ReduceArgs& a) {
   Start st;
   Scenario& s = st.scenario;
   s.id = fs::path(a.target).stem().string();  // as a scenario id: lowercase, digits, dashes
-  for (char& ch : s.id) ch = std::isalnum(static_cast<unsigned char>(ch)) ? static_cast<char>(std::tolower(static_cast<unsigned char>(ch))) : '-';
+  for (char& ch : s.id)
+    ch = std::isalnum(static_cast<unsigned char>(ch)) ? static_cast<char>(std::tolower(static_cast<unsigned char>(ch)))
+                                                      : '-';
   s.title = s.id;
   s.source = a.target;
   s.file = fs::absolute(a.target).string();
@@ -363,7 +385,8 @@ Start program_start(const ReduceArgs& a) {
   // a case file may name its own (a differential fuzz finding: "reduce": {"backend", "transform"})
   std::ifstream in(a.target);
   const json raw = fs::path(a.target).extension() == ".json" ? json::parse(in, nullptr, false) : json();
-  const json dflt = raw.is_object() && raw.contains("reduce") && raw["reduce"].is_object() ? raw["reduce"] : json::object();
+  const json dflt =
+      raw.is_object() && raw.contains("reduce") && raw["reduce"].is_object() ? raw["reduce"] : json::object();
   s.backends = {!a.backend.empty() ? a.backend : dflt.value("backend", std::string("cpu"))};
   s.transform = !a.transform.empty() ? a.transform : dflt.value("transform", std::string("eager"));
   st.profile = a.profile.empty() ? "current" : a.profile;
@@ -375,11 +398,14 @@ Start program_start(const ReduceArgs& a) {
 Start start_of(const ReduceArgs& a) {
   if (is_program_file(a.target)) return program_start(a);
   Start st;
-  if (fs::exists(a.target) && fs::path(a.target).extension() == ".json") st.scenario = load_scenario(a.target);
+  if (fs::exists(a.target) && fs::path(a.target).extension() == ".json")
+    st.scenario = load_scenario(a.target);
   else {
     const auto all = load_scenarios(a.scenarios);
     auto it = std::find_if(all.begin(), all.end(), [&](const Scenario& s) { return s.id == a.target; });
-    if (it == all.end()) throw UsageError(fmt::format("jxlab reduce: '{}' is neither a scenario id in {} nor a scenario file", a.target, a.scenarios));
+    if (it == all.end())
+      throw UsageError(
+          fmt::format("jxlab reduce: '{}' is neither a scenario id in {} nor a scenario file", a.target, a.scenarios));
     st.scenario = *it;
   }
   Scenario& s = st.scenario;
@@ -389,16 +415,24 @@ Start start_of(const ReduceArgs& a) {
   const Case* chosen = nullptr;
   // the failure: an expected error, or the scan path of a replay half that expects one; with
   // --profile naming another case, the expectations that case misses now (kind "expect")
-  auto failing = [](const Case& c) { return c.expect.error.has_value() || (c.profile != "current" && c.expect.scan_paths.size() == 1); };
+  auto failing = [](const Case& c) {
+    return c.expect.error.has_value() || (c.profile != "current" && c.expect.scan_paths.size() == 1);
+  };
   std::size_t index = 0;
   for (std::size_t i = 0; i < s.cases.size(); ++i)
-    if ((a.profile.empty() ? failing(s.cases[i]) : s.cases[i].profile == a.profile) && !chosen) chosen = &s.cases[i], index = i;
+    if ((a.profile.empty() ? failing(s.cases[i]) : s.cases[i].profile == a.profile) && !chosen)
+      chosen = &s.cases[i], index = i;
   if (!chosen)
-    throw UsageError(fmt::format("jxlab reduce: scenario {} has no case {}that expects an error or a single scan path", s.id,
-                                 a.profile.empty() ? "" : "under " + a.profile + " "));
+    throw UsageError(fmt::format("jxlab reduce: scenario {} has no case {}that expects an error or a single scan path",
+                                 s.id, a.profile.empty() ? "" : "under " + a.profile + " "));
   st.profile = chosen->profile;
-  if (chosen->expect.error) st.failure = {chosen->expect.error->type, chosen->expect.error->message.empty() ? ".*" : chosen->expect.error->message, {}, ""};
-  else if (failing(*chosen)) st.failure = {"scan_path", chosen->expect.scan_paths[0], {}, ""};
+  if (chosen->expect.error)
+    st.failure = {chosen->expect.error->type,
+                  chosen->expect.error->message.empty() ? ".*" : chosen->expect.error->message,
+                  {},
+                  ""};
+  else if (failing(*chosen))
+    st.failure = {"scan_path", chosen->expect.scan_paths[0], {}, ""};
   else {  // the case's own expectations from its file, values and memory left out (the program changes)
     std::ifstream in(s.file);
     json raw = json::parse(in, nullptr, false);
@@ -471,8 +505,8 @@ class Search {
       if (std::all_of(in.begin(), in.end(), [](const jx::Atom& a) { return a.is_literal(); })) continue;
       Candidate c{without_eqn(best_.jaxpr, i), best_.transform};
       if (c.jaxpr.eqns.size() == best_.jaxpr.eqns.size()) continue;
-      const std::string what =
-          fmt::format("delete {} ({} -> {} equations)", prim_name(best_.jaxpr.eqns[i].prim), best_.jaxpr.eqns.size(), c.jaxpr.eqns.size());
+      const std::string what = fmt::format("delete {} ({} -> {} equations)", prim_name(best_.jaxpr.eqns[i].prim),
+                                           best_.jaxpr.eqns.size(), c.jaxpr.eqns.size());
       changed = take(std::move(c), what) || changed;
     }
     return changed;
@@ -482,7 +516,8 @@ class Search {
     for (std::size_t i = best_.jaxpr.eqns.size(); i-- > 0 && !r_.out_of_time();)
       for (std::size_t k = 0; i < best_.jaxpr.eqns.size() && k < best_.jaxpr.eqns[i].in.size(); ++k)
         if (auto j = bypassed(best_.jaxpr, i, k))
-          if (take({*j, best_.transform}, fmt::format("bypass {} (operand {})", prim_name(best_.jaxpr.eqns[i].prim), k))) {
+          if (take({*j, best_.transform},
+                   fmt::format("bypass {} (operand {})", prim_name(best_.jaxpr.eqns[i].prim), k))) {
             changed = true;
             break;
           }
@@ -492,7 +527,9 @@ class Search {
     bool changed = false;
     for (std::size_t k = best_.jaxpr.invars.size(); k-- > 0 && !r_.out_of_time();)
       if (k < best_.jaxpr.invars.size() && best_.jaxpr.invars.size() >= 2)
-        changed = take({input_as_constant(best_.jaxpr, k), best_.transform}, fmt::format("input {} as a constant", k)) || changed;
+        changed =
+            take({input_as_constant(best_.jaxpr, k), best_.transform}, fmt::format("input {} as a constant", k)) ||
+            changed;
     return changed;
   }
   bool cut_bodies() {  // equations inside scan/while/cond bodies, last first
@@ -501,10 +538,12 @@ class Search {
       Jaxpr probe = best_.jaxpr;
       const std::size_t nb = bodies(probe.eqns[e]).size();
       for (std::size_t w = 0; w < nb && !r_.out_of_time(); ++w)
-        for (std::size_t k = static_cast<const JaxprBody&>(**bodies(probe.eqns[e])[w]).jaxpr.eqns.size(); k-- > 0 && !r_.out_of_time();) {
+        for (std::size_t k = static_cast<const JaxprBody&>(**bodies(probe.eqns[e])[w]).jaxpr.eqns.size();
+             k-- > 0 && !r_.out_of_time();) {
           auto j = body_cut(best_.jaxpr, e, w, k);
           if (!j || count_all(*j) >= count_all(best_.jaxpr) + 1) continue;
-          if (take({*j, best_.transform}, fmt::format("cut equation {} of {}'s body {}", k, prim_name(best_.jaxpr.eqns[e].prim), w)))
+          if (take({*j, best_.transform},
+                   fmt::format("cut equation {} of {}'s body {}", k, prim_name(best_.jaxpr.eqns[e].prim), w)))
             changed = true, probe = best_.jaxpr;
         }
     }
@@ -528,7 +567,8 @@ class Search {
         for (double v : {1.0, 0.0}) {
           Candidate c = best_;
           c.jaxpr.eqns[e].in[k].value = v;
-          if (take(std::move(c), fmt::format("literal {} of {} -> {}", literal_str(a), prim_name(best_.jaxpr.eqns[e].prim), v))) {
+          if (take(std::move(c),
+                   fmt::format("literal {} of {} -> {}", literal_str(a), prim_name(best_.jaxpr.eqns[e].prim), v))) {
             changed = true;
             break;
           }
@@ -548,7 +588,8 @@ class Search {
   // A single output; for a mismatch on outK only K, which is then out0.
   bool keep_one_output() {
     std::smatch m;
-    const bool numbered = failure_.type == "mismatch" && std::regex_match(failure_.output, m, std::regex("out([0-9]+)"));
+    const bool numbered =
+        failure_.type == "mismatch" && std::regex_match(failure_.output, m, std::regex("out([0-9]+)"));
     for (std::size_t o = 0; best_.jaxpr.outs.size() > 1 && o < best_.jaxpr.outs.size(); ++o) {
       if (numbered && std::to_string(o) != m[1].str()) continue;
       Failure f = failure_;
@@ -594,7 +635,8 @@ void observe_failure(Start& st, Reducer& r, const Candidate& best, const ReduceA
   if (st.failure.type == "expect") {
     const json res = r.result(best, false);
     if (res.value("failures", json::array()).empty())
-      throw UsageError(fmt::format("jxlab reduce: the case {} of {} meets its expectations (values aside): nothing to keep", st.profile, s.id));
+      throw UsageError(fmt::format(
+          "jxlab reduce: the case {} of {} meets its expectations (values aside): nothing to keep", st.profile, s.id));
     const std::string first = res["failures"][0].get<std::string>(), out = values_output(first);
     if (!out.empty() && st.failure.expect.contains("values")) {
       const json& v = st.failure.expect["values"];
@@ -605,7 +647,8 @@ void observe_failure(Start& st, Reducer& r, const Candidate& best, const ReduceA
   } else if (st.failure.type.empty()) {  // a program case file: the failure is what it does now
     for (const json& pt : r.points(best, false))
       if (pt.contains("error") && st.failure.type.empty())
-        st.failure = {pt["error"]["type"].get<std::string>(), masked(pt["error"]["message"].get<std::string>()), {}, ""};
+        st.failure = {
+            pt["error"]["type"].get<std::string>(), masked(pt["error"]["message"].get<std::string>()), {}, ""};
     if (st.failure.type.empty()) {
       const auto [rtol, atol] = tolerances(best.jaxpr, a);
       r.set_failure(Failure::mismatch(".*", rtol, atol));
@@ -614,13 +657,15 @@ void observe_failure(Start& st, Reducer& r, const Candidate& best, const ReduceA
           st.failure = Failure::mismatch(out, rtol, atol);
     }
     if (st.failure.type.empty())
-      throw UsageError(fmt::format("jxlab reduce: {} runs without an error on {} under {} ({}) and agrees with the cpu oracle: nothing to keep",
-                                   a.target, s.backends[0], st.profile, s.transform));
+      throw UsageError(fmt::format(
+          "jxlab reduce: {} runs without an error on {} under {} ({}) and agrees with the cpu oracle: nothing to keep",
+          a.target, s.backends[0], st.profile, s.transform));
   } else {
     return;
   }
   r.set_failure(st.failure);
-  fmt::print("keeping {}: /{}/\n", st.failure.type == "mismatch" ? "a mismatch against the cpu oracle" : st.failure.type, st.failure.regex);
+  fmt::print("keeping {}: /{}/\n",
+             st.failure.type == "mismatch" ? "a mismatch against the cpu oracle" : st.failure.type, st.failure.regex);
 }
 
 }  // namespace
@@ -635,24 +680,27 @@ int cmd_reduce(const ReduceArgs& a) {
   observe_failure(st, r, start, a);
   const auto t0 = Clock::now();
   if (!r.keeps_failure(start, false) && !(r.dispose_intermediates(), r.keeps_failure(start, false)))
-    throw Error(fmt::format("jxlab reduce: the program of {} does not fail with {} /{}/ under {} on {} (as a program, with generated inputs)",
-                            s.id, st.failure.type, st.failure.regex, st.profile, s.backends[0]));
+    throw Error(
+        fmt::format("jxlab reduce: the program of {} does not fail with {} /{}/ under {} on {} (as a program, with "
+                    "generated inputs)",
+                    s.id, st.failure.type, st.failure.regex, st.profile, s.backends[0]));
   Search search(r, start, st.failure);
-  while (!r.out_of_time() && search.round()) {
-  }
+  while (!r.out_of_time() && search.round()) {}
   const Candidate& best = search.best();
   const std::string id = s.id + "-reduced";
   bool with_current = false;
   for (const Case& c : s.cases) with_current = with_current || (c.profile == "current" && st.profile != "current");
   r.write(best, a.out, id, with_current);
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-  fmt::print("{}: equations {} -> {} ({} -> {} with constants and bodies) in {} runs, {:.1f} s{}\n", s.id, count_eqns(start.jaxpr),
-             count_eqns(best.jaxpr), count_all(start.jaxpr), count_all(best.jaxpr), r.runs(), secs,
-             r.out_of_time() ? " (stopped at --max-seconds)" : "");
-  if (r.disposes()) fmt::print("  (run with dispose_intermediates: the failure needs the handles disposed, as the client did)\n");
+  fmt::print("{}: equations {} -> {} ({} -> {} with constants and bodies) in {} runs, {:.1f} s{}\n", s.id,
+             count_eqns(start.jaxpr), count_eqns(best.jaxpr), count_all(start.jaxpr), count_all(best.jaxpr), r.runs(),
+             secs, r.out_of_time() ? " (stopped at --max-seconds)" : "");
+  if (r.disposes())
+    fmt::print("  (run with dispose_intermediates: the failure needs the handles disposed, as the client did)\n");
   for (const auto& m : search.moves()) fmt::print("  {}\n", m);
-  fmt::print("wrote {} and {}; check it with: jxlab run {} --scenarios {}\n", (fs::path(a.out) / (id + ".json")).string(),
-             (fs::path(a.out) / "programs" / (id + ".json")).string(), id, a.out);
+  fmt::print("wrote {} and {}; check it with: jxlab run {} --scenarios {}\n",
+             (fs::path(a.out) / (id + ".json")).string(), (fs::path(a.out) / "programs" / (id + ".json")).string(), id,
+             a.out);
   return 0;
 }
 

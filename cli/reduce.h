@@ -5,8 +5,8 @@
 namespace jx::lab {
 
 struct ReduceArgs {
-  std::string target;     // a scenario id or a scenario file
-  std::string out;        // DIR: <id>-reduced.json and programs/<id>-reduced.json
+  std::string target;  // a scenario id or a scenario file
+  std::string out;     // DIR: <id>-reduced.json and programs/<id>-reduced.json
   std::string backend, profile, transform, scenarios;
   double max_seconds = 120;
   std::optional<double> rtol, atol;  // a mismatch's tolerances (default by the outputs' dtype)

@@ -62,7 +62,9 @@ nlohmann::json run_context(const std::string& command_line) {
   const std::string src = default_scenarios_dir() + "/..";
   const std::string commit = capture(fmt::format("git -C '{}' rev-parse HEAD 2>/dev/null", src));
   c["git_commit"] = commit.empty() ? std::string("unknown (not a git checkout)") : commit;
-  if (!commit.empty()) c["git_dirty"] = !capture(fmt::format("git -C '{}' status --porcelain --untracked-files=no 2>/dev/null", src)).empty();
+  if (!commit.empty())
+    c["git_dirty"] =
+        !capture(fmt::format("git -C '{}' status --porcelain --untracked-files=no 2>/dev/null", src)).empty();
   for (const auto& d : devices())
     c["device." + d.backend] = d.available ? d.device : fmt::format("unavailable: {}", d.reason);
   // every Vulkan device the loader lists: driver, Vulkan version, limits

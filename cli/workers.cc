@@ -46,8 +46,9 @@ pid_t spawn(const WorkUnit& u, const Running& r, const std::string& dir, int poi
   unsetenv("GTEST_SHARD_INDEX");
   const int log = ::open(r.log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (log >= 0) dup2(log, 1), dup2(log, 2);
-  execl(exe.c_str(), exe.c_str(), "run", u.scenario->id.c_str(), "--scenarios", dir.c_str(), "--backend", u.backend.c_str(), "--profile",
-        u.profile.c_str(), "--point-calls", calls.c_str(), "--worker-result", r.result.c_str(), static_cast<char*>(nullptr));
+  execl(exe.c_str(), exe.c_str(), "run", u.scenario->id.c_str(), "--scenarios", dir.c_str(), "--backend",
+        u.backend.c_str(), "--profile", u.profile.c_str(), "--point-calls", calls.c_str(), "--worker-result",
+        r.result.c_str(), static_cast<char*>(nullptr));
   _exit(127);
 }
 
@@ -71,7 +72,16 @@ std::string tail_of(const fs::path& log, std::size_t lines) {
 }
 
 CaseResult base_result(const WorkUnit& u) {
-  CaseResult r{u.scenario->id, u.scenario->title, u.scenario->file, u.backend, u.profile, "fail", {}, "", nlohmann::json::object(), 0,
+  CaseResult r{u.scenario->id,
+               u.scenario->title,
+               u.scenario->file,
+               u.backend,
+               u.profile,
+               "fail",
+               {},
+               "",
+               nlohmann::json::object(),
+               0,
                nlohmann::json::object()};
   for (const Case& c : u.scenario->cases)
     if (c.profile == u.profile) r.expect = c.expect_json;
@@ -96,15 +106,16 @@ CaseResult collect(const WorkUnit& u, const Running& w, int status) {
   }
   if (WIFSIGNALED(status)) {
     r.status = "crash";
-    r.failures.push_back(fmt::format("the worker crashed with signal {} ({}); its last output: {}", strsignal(WTERMSIG(status)), WTERMSIG(status),
-                                     tail_of(w.log, 6)));
+    r.failures.push_back(fmt::format("the worker crashed with signal {} ({}); its last output: {}",
+                                     strsignal(WTERMSIG(status)), WTERMSIG(status), tail_of(w.log, 6)));
     return r;
   }
   std::ifstream in(w.result);
   const nlohmann::json j = in ? nlohmann::json::parse(in, nullptr, false) : nlohmann::json();
   if (!j.is_array() || j.size() != 1) {
     r.status = "crash";
-    r.failures.push_back(fmt::format("the worker exited with {} without a result; its last output: {}", WEXITSTATUS(status), tail_of(w.log, 6)));
+    r.failures.push_back(fmt::format("the worker exited with {} without a result; its last output: {}",
+                                     WEXITSTATUS(status), tail_of(w.log, 6)));
     return r;
   }
   return case_from_json(j[0]);
@@ -145,14 +156,16 @@ std::vector<CaseResult> run_isolated(const std::vector<WorkUnit>& units, const W
         done(i, std::move(r));
         continue;
       }
-      Running w{0, i, Clock::now(), work / fmt::format("case-{}.json", i), work / fmt::format("case-{}.log", i), "", ""};
+      Running w{0,  i, Clock::now(), work / fmt::format("case-{}.json", i), work / fmt::format("case-{}.log", i),
+                "", ""};
       w.pid = spawn(units[i], w, o.scenarios_dir, o.point_calls);
       running.push_back(w);
       started = true;
     }
     if (started && o.running) {
       std::vector<std::string> names;
-      for (const Running& w : running) names.push_back(units[w.unit].scenario->id + "/" + units[w.unit].backend + "/" + units[w.unit].profile);
+      for (const Running& w : running)
+        names.push_back(units[w.unit].scenario->id + "/" + units[w.unit].backend + "/" + units[w.unit].profile);
       o.running(names);
     }
     for (std::size_t k = 0; k < running.size();) {
@@ -168,10 +181,13 @@ std::vector<CaseResult> run_isolated(const std::vector<WorkUnit>& units, const W
       const double secs = std::chrono::duration<double>(Clock::now() - w.start).count();
       const std::int64_t mb = w.killed.empty() ? resident_mb(w.pid) : 0;
       if (w.killed.empty() && secs > units[w.unit].timeout_s)
-        w.killed = "timeout", w.why = fmt::format("timeout: still running after {:.0f} s (limit {:g} s: --timeout or the scenario's timeout_s)", secs,
-                                                  units[w.unit].timeout_s);
+        w.killed = "timeout",
+        w.why =
+            fmt::format("timeout: still running after {:.0f} s (limit {:g} s: --timeout or the scenario's timeout_s)",
+                        secs, units[w.unit].timeout_s);
       else if (w.killed.empty() && o.memory_limit_mb > 0 && mb > o.memory_limit_mb)
-        w.killed = "oom", w.why = fmt::format("oom: resident memory {} MB over the limit of {} MB (--memory-limit)", mb, o.memory_limit_mb);
+        w.killed = "oom", w.why = fmt::format("oom: resident memory {} MB over the limit of {} MB (--memory-limit)", mb,
+                                              o.memory_limit_mb);
       if (!w.killed.empty()) kill(-w.pid, SIGKILL), kill(w.pid, SIGKILL);
       ++k;
     }

@@ -24,11 +24,11 @@ struct WorkerOptions {
   int jobs = 1;
   std::int64_t memory_limit_mb = 8192;
   std::string scenarios_dir;
-  std::function<bool()> stop;                            // true: start nothing more, kill the running
-  std::function<void(const CaseResult&)> finished;       // as each case finishes (finishing order)
+  std::function<bool()> stop;                                    // true: start nothing more, kill the running
+  std::function<void(const CaseResult&)> finished;               // as each case finishes (finishing order)
   std::function<void(const std::vector<std::string>&)> running;  // the cases now running (progress)
-  bool fail_fast = false;                                // -x: start nothing more after a failed case
-  int point_calls = 3;                                   // handed to the workers (--point-calls)
+  bool fail_fast = false;                                        // -x: start nothing more after a failed case
+  int point_calls = 3;                                           // handed to the workers (--point-calls)
 };
 
 // The results in the units' order (units never started are left out).

@@ -17,8 +17,10 @@
 
 namespace jx {
 
-template <std::size_t... I> struct Argnums {};
-template <std::size_t... I> inline constexpr Argnums<I...> argnums{};
+template <std::size_t... I>
+struct Argnums {};
+template <std::size_t... I>
+inline constexpr Argnums<I...> argnums{};
 struct HasAux {};
 inline constexpr HasAux has_aux{};
 // value_and_grad / grad in forward mode: one jvp vmapped over the basis of the differentiated
@@ -77,8 +79,8 @@ std::vector<Array> out_leaves(const R& r, TreeDef& def) {
 inline void require_float(const std::vector<Array>& leaves, const char* what) {
   for (std::size_t i = 0; i < leaves.size(); ++i)
     if (!is_floating(leaves[i].dtype()))
-      throw ShapeError(fmt::format("{}: can only differentiate with respect to floating-point arrays, got {} (leaf {})", what,
-                                   leaves[i].aval().str(), i));
+      throw ShapeError(fmt::format("{}: can only differentiate with respect to floating-point arrays, got {} (leaf {})",
+                                   what, leaves[i].aval().str(), i));
 }
 
 }  // namespace detail
@@ -115,7 +117,10 @@ auto jvp(F f, const std::tuple<A...>& primals, const std::tuple<A...>& tangents)
   if (defs != tdefs) throw ShapeError("jvp: primals and tangents have different tree structures");
   TreeDef od;
   auto y_ty = jvp_flat(
-      [&](const std::vector<Array>& in) { return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od); }, x, t);
+      [&](const std::vector<Array>& in) {
+        return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od);
+      },
+      x, t);
   auto& y = std::get<0>(y_ty);
   auto& ty = std::get<1>(y_ty);
   return std::pair<R, R>{unflatten<R>(od, y), unflatten<R>(od, ty)};
@@ -125,7 +130,8 @@ auto jvp(F f, const std::tuple<A...>& primals, const std::tuple<A...>& tangents)
 template <class R, class... A>
 class Linearized {
  public:
-  Linearized(LinearFn lin, TreeDef out, std::vector<TreeDef> in) : lin_(std::move(lin)), out_(std::move(out)), in_(std::move(in)) {}
+  Linearized(LinearFn lin, TreeDef out, std::vector<TreeDef> in)
+      : lin_(std::move(lin)), out_(std::move(out)), in_(std::move(in)) {}
   R operator()(const A&... tangents) const {
     auto t_defs = detail::flatten_all(tangents...);
     auto& t = std::get<0>(t_defs);
@@ -150,7 +156,10 @@ auto linearize(F f, const A&... primals) {
   auto& defs = std::get<1>(x_defs);
   TreeDef od;
   auto y_lin = linearize_flat(
-      [&](const std::vector<Array>& in) { return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od); }, x);
+      [&](const std::vector<Array>& in) {
+        return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od);
+      },
+      x);
   auto& y = std::get<0>(y_lin);
   auto& lin = std::get<1>(y_lin);
   return std::pair<R, Linearized<R, A...>>{unflatten<R>(od, y), Linearized<R, A...>(std::move(lin), od, defs)};
@@ -179,7 +188,10 @@ auto vjp(F f, const A&... primals) {
   auto& defs = std::get<1>(x_defs);
   TreeDef od;
   auto y_lin = vjp_flat(
-      [&](const std::vector<Array>& in) { return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od); }, x);
+      [&](const std::vector<Array>& in) {
+        return detail::out_leaves(std::apply(f, detail::unflatten_all<A...>(defs, in)), od);
+      },
+      x);
   auto& y = std::get<0>(y_lin);
   auto& lin = std::get<1>(y_lin);
   return std::pair<R, Pullback<R, A...>>{unflatten<R>(od, y), Pullback<R, A...>(std::move(lin), od, defs)};
@@ -229,8 +241,9 @@ auto value_and_grad_impl(const F& f, const A&... args) {
       out.push_back(r);
     }
     if (out[0].ndim() != 0 || !is_floating(out[0].dtype()))
-      throw ShapeError(fmt::format("grad: the differentiated function must return a real scalar (rank-0 float array), got {}",
-                                   out[0].aval().str()));
+      throw ShapeError(
+          fmt::format("grad: the differentiated function must return a real scalar (rank-0 float array), got {}",
+                      out[0].aval().str()));
     return out;
   };
   std::vector<Array> y, g;
@@ -261,8 +274,10 @@ auto value_and_grad_impl(const F& f, const A&... args) {
       return y[0];
     }
   }();
-  if constexpr (sizeof...(I) == 1) return std::pair{value, std::get<0>(grads)};
-  else return std::pair{value, grads};
+  if constexpr (sizeof...(I) == 1)
+    return std::pair{value, std::get<0>(grads)};
+  else
+    return std::pair{value, grads};
 }
 
 }  // namespace detail
@@ -274,8 +289,10 @@ namespace detail {
 template <bool Aux, bool Fwd, class F, std::size_t... I>
 auto value_and_grad_fn(F f, Argnums<I...>) {
   return [f](const auto&... args) {
-    if constexpr (sizeof...(I) == 0) return value_and_grad_impl<Aux, Fwd, 0>(f, args...);
-    else return value_and_grad_impl<Aux, Fwd, I...>(f, args...);
+    if constexpr (sizeof...(I) == 0)
+      return value_and_grad_impl<Aux, Fwd, 0>(f, args...);
+    else
+      return value_and_grad_impl<Aux, Fwd, I...>(f, args...);
   };
 }
 }  // namespace detail
@@ -327,7 +344,8 @@ auto vmap(F f, std::vector<std::optional<std::int64_t>> in_axes = {}, std::int64
     TreeDef od;
     auto mapped = vmap_flat(
         [&](const std::vector<Array>& in) {
-          return detail::out_leaves(std::apply(f, detail::unflatten_all<std::decay_t<decltype(args)>...>(defs, in)), od);
+          return detail::out_leaves(std::apply(f, detail::unflatten_all<std::decay_t<decltype(args)>...>(defs, in)),
+                                    od);
         },
         leaf_axes, {out_axes});
     auto y = mapped(leaves);

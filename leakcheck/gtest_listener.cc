@@ -11,8 +11,6 @@ void LeakCheckListener::OnTestEnd(const ::testing::TestInfo&) {
   if (!leaked.empty()) ADD_FAILURE() << leak_report(base_.name, leaked);
 }
 
-void install_leak_check_listener() {
-  ::testing::UnitTest::GetInstance()->listeners().Append(new LeakCheckListener);
-}
+void install_leak_check_listener() { ::testing::UnitTest::GetInstance()->listeners().Append(new LeakCheckListener); }
 
 }  // namespace jx

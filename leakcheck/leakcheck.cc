@@ -25,7 +25,8 @@ std::string leak_report(const std::string& name, const std::vector<SlotInfo>& le
   std::string items;
   for (std::size_t i = 0; i < leaked.size(); ++i) {
     bytes += leaked[i].bytes;
-    if (i < 20) items += fmt::format("{}#{} {} ({} bytes)", i ? ", " : "", leaked[i].id, leaked[i].tag.str(), leaked[i].bytes);
+    if (i < 20)
+      items += fmt::format("{}#{} {} ({} bytes)", i ? ", " : "", leaked[i].id, leaked[i].tag.str(), leaked[i].bytes);
   }
   if (leaked.size() > 20) items += fmt::format(", ... {} more", leaked.size() - 20);
   return fmt::format("leak check '{}': {} slot{} leaked ({} bytes): {}", name, leaked.size(),

@@ -59,17 +59,20 @@ void counters(const std::string& name, const json& o, const json& n, json& out, 
     for (const char* k : {"dispatches", "submits", "max_buffers_per_dispatch", "leaked_slots"}) {
       if (!op[i].contains(k) || !np_[i].contains(k) || op[i][k] == np_[i][k]) continue;
       const bool worse = np_[i][k].get<double>() > op[i][k].get<double>();
-      out.push_back({{"case", name}, {"point", i}, {"counter", k}, {"old", op[i][k]}, {"new", np_[i][k]}, {"regression", worse}});
+      out.push_back(
+          {{"case", name}, {"point", i}, {"counter", k}, {"old", op[i][k]}, {"new", np_[i][k]}, {"regression", worse}});
       regressions += worse;
     }
     const json os = op[i].value("scan_paths", json::array()), ns = np_[i].value("scan_paths", json::array());
     if (os != ns) {
-      out.push_back({{"case", name}, {"point", i}, {"counter", "scan_paths"}, {"old", os}, {"new", ns}, {"regression", true}});
+      out.push_back(
+          {{"case", name}, {"point", i}, {"counter", "scan_paths"}, {"old", os}, {"new", ns}, {"regression", true}});
       ++regressions;
     }
   }
   if (op.size() != np_.size())
-    out.push_back({{"case", name}, {"counter", "points"}, {"old", op.size()}, {"new", np_.size()}, {"regression", false}});
+    out.push_back(
+        {{"case", name}, {"counter", "points"}, {"old", op.size()}, {"new", np_.size()}, {"regression", false}});
 }
 
 void timing(const std::string& name, const json& o, const json& n, json& out, int& regressions) {
@@ -97,8 +100,11 @@ ReportDiff diff_reports(const json& old_report, const json& new_report) {
   json& j = d.json;
   j = {{"old", {{"commit", old_report.value("commit", "")}, {"started", old_report.value("started", "")}}},
        {"new", {{"commit", new_report.value("commit", "")}, {"started", new_report.value("started", "")}}},
-       {"status", json::array()}, {"appeared", json::array()}, {"vanished", json::array()},
-       {"counters", json::array()}, {"timing", json::array()}};
+       {"status", json::array()},
+       {"appeared", json::array()},
+       {"vanished", json::array()},
+       {"counters", json::array()},
+       {"timing", json::array()}};
   for (const auto& [name, r] : o)
     if (!n.contains(name)) j["vanished"].push_back({{"case", name}, {"status", r.value("status", "")}});
   for (const auto& [name, r] : n) {
@@ -124,37 +130,42 @@ ReportDiff diff_reports(const json& old_report, const json& new_report) {
 
 std::string diff_markdown(const ReportDiff& d) {
   const json& j = d.json;
-  std::string s = fmt::format("# jxlab diff\n\nold: {} ({}), new: {} ({}); **{} regression{}**\n", j["old"]["commit"].get<std::string>(),
-                              j["old"]["started"].get<std::string>(), j["new"]["commit"].get<std::string>(),
-                              j["new"]["started"].get<std::string>(), d.regressions, d.regressions == 1 ? "" : "s");
+  std::string s = fmt::format("# jxlab diff\n\nold: {} ({}), new: {} ({}); **{} regression{}**\n",
+                              j["old"]["commit"].get<std::string>(), j["old"]["started"].get<std::string>(),
+                              j["new"]["commit"].get<std::string>(), j["new"]["started"].get<std::string>(),
+                              d.regressions, d.regressions == 1 ? "" : "s");
   auto mark = [](const json& r) { return r.value("regression", false) ? " **regression**" : ""; };
   if (!j["status"].empty()) {
     s += "\n## Status\n\n| case | old | new | |\n|---|---|---|---|\n";
     for (const json& r : j["status"])
-      s += fmt::format("| {} | {} | {} | {}{} |\n", r["case"].get<std::string>(), r["old"].get<std::string>(), r["new"].get<std::string>(),
-                       r.value("failure", ""), mark(r));
+      s += fmt::format("| {} | {} | {} | {}{} |\n", r["case"].get<std::string>(), r["old"].get<std::string>(),
+                       r["new"].get<std::string>(), r.value("failure", ""), mark(r));
   }
   for (const char* k : {"appeared", "vanished"}) {
     if (j[k].empty()) continue;
     s += fmt::format("\n## {}{}\n\n", static_cast<char>(std::toupper(k[0])), k + 1);
-    for (const json& r : j[k]) s += fmt::format("- {} ({})\n", r["case"].get<std::string>(), r["status"].get<std::string>());
+    for (const json& r : j[k])
+      s += fmt::format("- {} ({})\n", r["case"].get<std::string>(), r["status"].get<std::string>());
   }
   if (!j["counters"].empty()) {
     s += "\n## Counters\n\n| case | point | counter | old | new | |\n|---|---|---|---|---|---|\n";
     for (const json& r : j["counters"])
-      s += fmt::format("| {} | {} | {} | {} | {} |{} |\n", r["case"].get<std::string>(), r.contains("point") ? r["point"].dump() : "",
-                       r["counter"].get<std::string>(), r["old"].dump(), r["new"].dump(), mark(r));
+      s += fmt::format("| {} | {} | {} | {} | {} |{} |\n", r["case"].get<std::string>(),
+                       r.contains("point") ? r["point"].dump() : "", r["counter"].get<std::string>(), r["old"].dump(),
+                       r["new"].dump(), mark(r));
   }
   if (!j["timing"].empty()) {
-    s += "\n## Timing (beyond both runs' spread)\n\n| case | old median [min, max] s | new median [min, max] s | ratio | |\n|---|---|---|---|---|\n";
+    s += "\n## Timing (beyond both runs' spread)\n\n| case | old median [min, max] s | new median [min, max] s | ratio "
+         "| |\n|---|---|---|---|---|\n";
     for (const json& r : j["timing"])
-      s += fmt::format("| {} | {:.4g} [{:.4g}, {:.4g}] | {:.4g} [{:.4g}, {:.4g}] | {:.2f}× {} | {}{} |\n", r["case"].get<std::string>(),
-                       r["old"]["median"].get<double>(), r["old"]["min"].get<double>(), r["old"]["max"].get<double>(),
-                       r["new"]["median"].get<double>(), r["new"]["min"].get<double>(), r["new"]["max"].get<double>(),
-                       r["ratio"].get<double>(), r["change"].get<std::string>(), r["spread_known"].get<bool>() ? "" : "no spread (use --repeat)",
-                       mark(r));
+      s += fmt::format("| {} | {:.4g} [{:.4g}, {:.4g}] | {:.4g} [{:.4g}, {:.4g}] | {:.2f}× {} | {}{} |\n",
+                       r["case"].get<std::string>(), r["old"]["median"].get<double>(), r["old"]["min"].get<double>(),
+                       r["old"]["max"].get<double>(), r["new"]["median"].get<double>(), r["new"]["min"].get<double>(),
+                       r["new"]["max"].get<double>(), r["ratio"].get<double>(), r["change"].get<std::string>(),
+                       r["spread_known"].get<bool>() ? "" : "no spread (use --repeat)", mark(r));
   }
-  if (j["status"].empty() && j["appeared"].empty() && j["vanished"].empty() && j["counters"].empty() && j["timing"].empty())
+  if (j["status"].empty() && j["appeared"].empty() && j["vanished"].empty() && j["counters"].empty() &&
+      j["timing"].empty())
     s += "\nNo change.\n";
   return s;
 }

@@ -33,7 +33,9 @@ std::string html_escape(const std::string& s) {
 
 namespace {
 
-std::string str(const json& j, const char* k) { return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : ""; }
+std::string str(const json& j, const char* k) {
+  return j.contains(k) && j[k].is_string() ? j[k].get<std::string>() : "";
+}
 
 const char* kStyle = R"(<style>
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
@@ -85,7 +87,9 @@ const char* kScript = R"(<script>
 
 std::string metadata(const json& rep) {
   std::string s = "<h2>Run</h2><table class=\"meta\">";
-  auto row = [&](const std::string& k, const std::string& v) { s += fmt::format("<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(v)); };
+  auto row = [&](const std::string& k, const std::string& v) {
+    s += fmt::format("<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(v));
+  };
   row("started", str(rep, "started"));
   row("seconds", fmt::format("{:.1f}", rep.value("seconds", 0.0)));
   row("version", str(rep, "version"));
@@ -93,7 +97,8 @@ std::string metadata(const json& rep) {
   row("machine", str(rep, "machine"));
   if (rep.value("interrupted", false)) row("interrupted", "yes: the finished cases only");
   if (rep.contains("context") && rep["context"].is_object())
-    for (auto it = rep["context"].begin(); it != rep["context"].end(); ++it) row(it.key(), it->is_string() ? it->get<std::string>() : it->dump());
+    for (auto it = rep["context"].begin(); it != rep["context"].end(); ++it)
+      row(it.key(), it->is_string() ? it->get<std::string>() : it->dump());
   return s + "</table>";
 }
 
@@ -107,17 +112,20 @@ std::string select(const std::string& id, const std::set<std::string>& values) {
 std::string measured_table(const json& m) {
   const json pts = m.value("points", json::array());
   if (pts.empty()) return "<p>no point measured</p>";
-  std::string s = "<table><tr><th>param</th><th>seconds</th><th>dispatches</th><th>submits</th><th>max buffers</th><th>leaked</th>"
-                  "<th>scan paths</th><th>error</th></tr>";
+  std::string s =
+      "<table><tr><th>param</th><th>seconds</th><th>dispatches</th><th>submits</th><th>max buffers</th><th>leaked</th>"
+      "<th>scan paths</th><th>error</th></tr>";
   for (const json& p : pts) {
     const json sr = p.value("seconds_rounds", json::object());
-    const std::string secs = sr.contains("median") ? fmt::format("{:.4g} [{:.4g}, {:.4g}]", sr["median"].get<double>(), sr["min"].get<double>(),
-                                                                 sr["max"].get<double>())
+    const std::string secs = sr.contains("median") ? fmt::format("{:.4g} [{:.4g}, {:.4g}]", sr["median"].get<double>(),
+                                                                 sr["min"].get<double>(), sr["max"].get<double>())
                                                    : fmt::format("{:.4g}", p.value("seconds", 0.0));
     const std::string err = p.contains("error") ? str(p["error"], "type") + ": " + str(p["error"], "message") : "";
-    s += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                     esc(p.contains("param") ? p["param"].dump() : ""), secs, p.value("dispatches", 0), p.contains("submits") ? p["submits"].dump() : "",
-                     p.value("max_buffers_per_dispatch", 0), p.value("leaked_slots", 0), esc(p.value("scan_paths", json::array()).dump()), esc(err));
+    s +=
+        fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    esc(p.contains("param") ? p["param"].dump() : ""), secs, p.value("dispatches", 0),
+                    p.contains("submits") ? p["submits"].dump() : "", p.value("max_buffers_per_dispatch", 0),
+                    p.value("leaked_slots", 0), esc(p.value("scan_paths", json::array()).dump()), esc(err));
   }
   return s + "</table>";
 }
@@ -137,22 +145,28 @@ std::string case_rows(const json& r, std::size_t i) {
   for (const json& f : r.value("failures", json::array())) failures += esc(f.get<std::string>()) + "\n";
   if (!str(r, "skip_reason").empty()) failures += "skipped: " + esc(str(r, "skip_reason"));
   std::string s = fmt::format(
-      "<tr class=\"case\" data-status=\"{0}\" data-backend=\"{1}\" data-profile=\"{2}\" data-detail=\"{3}\"><td>{4}</td><td>{1}</td><td>{2}</td>"
+      "<tr class=\"case\" data-status=\"{0}\" data-backend=\"{1}\" data-profile=\"{2}\" "
+      "data-detail=\"{3}\"><td>{4}</td><td>{1}</td><td>{2}</td>"
       "<td class=\"{0}\">{0}</td><td>{5:.4g}</td><td>{6}</td><td>{7}</td><td>{8}</td><td><pre>{9}</pre></td></tr>",
-      esc(status), esc(str(r, "backend")), esc(str(r, "profile")), id, esc(str(r, "scenario")), r.value("seconds", 0.0), disp, bufs,
-      esc(fmt::format("{}", fmt::join(paths, ", "))), failures);
-  s += fmt::format("<tr class=\"detail\" id=\"{}\" hidden><td colspan=\"9\"><b>{}</b> ({})<table><tr><th>expected</th><th>measured</th></tr>"
-                   "<tr><td><pre>{}</pre></td><td>{}</td></tr></table></td></tr>",
-                   id, esc(str(r, "title")), esc(str(r, "file")), esc(r.value("expect", json::object()).dump(2)), measured_table(m));
+      esc(status), esc(str(r, "backend")), esc(str(r, "profile")), id, esc(str(r, "scenario")), r.value("seconds", 0.0),
+      disp, bufs, esc(fmt::format("{}", fmt::join(paths, ", "))), failures);
+  s += fmt::format(
+      "<tr class=\"detail\" id=\"{}\" hidden><td colspan=\"9\"><b>{}</b> "
+      "({})<table><tr><th>expected</th><th>measured</th></tr>"
+      "<tr><td><pre>{}</pre></td><td>{}</td></tr></table></td></tr>",
+      id, esc(str(r, "title")), esc(str(r, "file")), esc(r.value("expect", json::object()).dump(2)), measured_table(m));
   return s;
 }
 
 std::string case_table(const json& results) {
   std::set<std::string> st, be, pr;
   for (const json& r : results) st.insert(str(r, "status")), be.insert(str(r, "backend")), pr.insert(str(r, "profile"));
-  std::string s = "<h2>Cases</h2><div class=\"filters\">" + select("status", st) + select("backend", be) + select("profile", pr) +
+  std::string s = "<h2>Cases</h2><div class=\"filters\">" + select("status", st) + select("backend", be) +
+                  select("profile", pr) +
                   "<label>text <input id=\"f-text\" type=\"search\"></label><span id=\"shown\"></span></div>";
-  s += "<table id=\"cases\"><tr><th>scenario</th><th>backend</th><th>profile</th><th>status</th><th>seconds</th><th>dispatches</th>"
+  s += "<table "
+       "id=\"cases\"><tr><th>scenario</th><th>backend</th><th>profile</th><th>status</th><th>seconds</"
+       "th><th>dispatches</th>"
        "<th>max buffers</th><th>scan paths</th><th>failures</th></tr>";
   for (std::size_t i = 0; i < results.size(); ++i) s += case_rows(results[i], i);
   return s + "</table><p>Click a row for its expectations beside what was measured.</p>";
@@ -166,10 +180,10 @@ std::string html_report(const json& report, const json& diff) {
   for (const json& r : results) ++counts[str(r, "status")];
   std::string summary;
   for (const auto& [k, v] : counts) summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", v, esc(k));
-  std::string s = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>jxlab run " + esc(str(report, "started")) + "</title>" +
-                  kStyle + "</head><body>";
-  s += fmt::format("<h1>jxlab run: {}</h1><p>{} cases: {}{}</p>", esc(str(report, "started")), results.size(), summary.empty() ? "none" : summary,
-                   report.value("interrupted", false) ? " (interrupted)" : "");
+  std::string s = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>jxlab run " +
+                  esc(str(report, "started")) + "</title>" + kStyle + "</head><body>";
+  s += fmt::format("<h1>jxlab run: {}</h1><p>{} cases: {}{}</p>", esc(str(report, "started")), results.size(),
+                   summary.empty() ? "none" : summary, report.value("interrupted", false) ? " (interrupted)" : "");
   s += case_table(results) + sweep_plots(results);
   if (!diff.is_null()) s += diff_section(diff);
   s += metadata(report) + kScript + "</body></html>\n";

@@ -32,7 +32,9 @@ std::string xml_escape(const std::string& s) {
         case '<': o += "&lt;"; break;
         case '>': o += "&gt;"; break;
         case '"': o += "&quot;"; break;
-        case '\t': case '\n': case '\r': o += static_cast<char>(c); break;
+        case '\t':
+        case '\n':
+        case '\r': o += static_cast<char>(c); break;
         default: o += c < 0x20 ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
       }
       ++i;
@@ -47,7 +49,8 @@ std::string xml_escape(const std::string& s) {
       ok = (cc & 0xC0) == 0x80;
       cp = (cp << 6) | (cc & 0x3Fu);
     }
-    ok = ok && !(len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF)) && !(len == 4 && (cp < 0x10000 || cp > 0x10FFFF));
+    ok = ok && !(len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF)) &&
+         !(len == 4 && (cp < 0x10000 || cp > 0x10FFFF));
     if (ok) {
       o.append(s, i, static_cast<std::size_t>(len));
       i += static_cast<std::size_t>(len);
@@ -105,7 +108,8 @@ nlohmann::json read_baseline(const std::string& path) {
   std::ifstream in(p);
   if (!in) throw Error(fmt::format("baseline {}: cannot read it (a report folder or its report.json)", p.string()));
   nlohmann::json b = nlohmann::json::parse(in, nullptr, false);
-  if (b.is_discarded() || !b.is_object() || !b.contains("results")) throw Error(fmt::format("baseline {}: not a lab report.json", p.string()));
+  if (b.is_discarded() || !b.is_object() || !b.contains("results"))
+    throw Error(fmt::format("baseline {}: not a lab report.json", p.string()));
   return b;
 }
 
@@ -149,20 +153,24 @@ static bool is_error(const std::string& status) { return status == "crash" || st
 std::string markdown_summary(const std::vector<CaseResult>& results, const ReportMeta& meta) {
   std::map<std::string, int> n;
   for (const auto& r : results) n[is_error(r.status) ? "error" : r.status]++;
-  std::string s = fmt::format("# jxlab run{}\n\n{} · commit {} · {} · started {} · {:.1f} s\n\n**{} passed, {} failed, {} errors (crash, timeout, oom), {} skipped**\n\n",
-                              meta.interrupted ? " (interrupted: the finished cases only)" : "", meta.version, meta.commit, meta.machine,
-                              meta.started, meta.seconds, n["pass"], n["fail"], n["error"], n["skipped"]);
+  std::string s = fmt::format(
+      "# jxlab run{}\n\n{} · commit {} · {} · started {} · {:.1f} s\n\n**{} passed, {} failed, {} errors (crash, "
+      "timeout, oom), {} skipped**\n\n",
+      meta.interrupted ? " (interrupted: the finished cases only)" : "", meta.version, meta.commit, meta.machine,
+      meta.started, meta.seconds, n["pass"], n["fail"], n["error"], n["skipped"]);
   if (!meta.context.empty()) {
     s += "| context | |\n|---|---|\n";
     for (auto it = meta.context.begin(); it != meta.context.end(); ++it)
-      s += fmt::format("| {} | {} |\n", it.key(), md_escape(it.value().is_string() ? it.value().get<std::string>() : it.value().dump()));
+      s += fmt::format("| {} | {} |\n", it.key(),
+                       md_escape(it.value().is_string() ? it.value().get<std::string>() : it.value().dump()));
     s += "\n";
   }
   s += "| scenario | backend | profile | result | seconds | details |\n|---|---|---|---|---|---|\n";
   for (const auto& r : results) {
     std::string details = r.status == "skipped" ? r.skip_reason : "";
     for (const auto& f : r.failures) details += (details.empty() ? "" : "; ") + f;
-    s += fmt::format("| {} | {} | {} | {} | {:.2f} | {} |\n", r.scenario, r.backend, r.profile, r.status, r.seconds, md_escape(details));
+    s += fmt::format("| {} | {} | {} | {} | {:.2f} | {} |\n", r.scenario, r.backend, r.profile, r.status, r.seconds,
+                     md_escape(details));
   }
   return s;
 }
@@ -171,35 +179,46 @@ std::string junit_xml(const std::vector<CaseResult>& results, const ReportMeta& 
   std::map<std::string, std::vector<const CaseResult*>> by;
   for (const auto& r : results) by[r.scenario].push_back(&r);
   int fails = 0, skips = 0, errors = 0;
-  for (const auto& r : results) fails += r.status == "fail", skips += r.status == "skipped", errors += is_error(r.status);
-  std::string s = fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"jxlab\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"{}\" time=\"{:.3f}\">\n",
-                              results.size() + meta.interrupted, fails, skips, errors + (meta.interrupted ? 1 : 0), meta.seconds);
+  for (const auto& r : results)
+    fails += r.status == "fail", skips += r.status == "skipped", errors += is_error(r.status);
+  std::string s = fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"jxlab\" tests=\"{}\" failures=\"{}\" "
+      "skipped=\"{}\" errors=\"{}\" time=\"{:.3f}\">\n",
+      results.size() + meta.interrupted, fails, skips, errors + (meta.interrupted ? 1 : 0), meta.seconds);
   // the run's context as JUnit properties, and an interrupted run as an error, in a suite of its own
-  s += fmt::format("  <testsuite name=\"jxlab run\" tests=\"{}\" failures=\"0\" errors=\"{}\" skipped=\"0\" time=\"0\">\n    <properties>\n",
-                   meta.interrupted ? 1 : 0, meta.interrupted ? 1 : 0);
-  s += fmt::format("      <property name=\"version\" value=\"{}\"/>\n      <property name=\"started\" value=\"{}\"/>\n", xml_escape(meta.version),
-                   xml_escape(meta.started));
+  s += fmt::format(
+      "  <testsuite name=\"jxlab run\" tests=\"{}\" failures=\"0\" errors=\"{}\" skipped=\"0\" time=\"0\">\n    "
+      "<properties>\n",
+      meta.interrupted ? 1 : 0, meta.interrupted ? 1 : 0);
+  s += fmt::format("      <property name=\"version\" value=\"{}\"/>\n      <property name=\"started\" value=\"{}\"/>\n",
+                   xml_escape(meta.version), xml_escape(meta.started));
   for (auto it = meta.context.begin(); it != meta.context.end(); ++it)
     s += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", xml_escape(it.key()),
                      xml_escape(it.value().is_string() ? it.value().get<std::string>() : it.value().dump()));
   s += "    </properties>\n";
-  if (meta.interrupted) s += "    <testcase name=\"interrupted\" classname=\"jxlab\"><error message=\"the run was interrupted (SIGINT/SIGTERM); the finished cases only\"/></testcase>\n";
+  if (meta.interrupted)
+    s += "    <testcase name=\"interrupted\" classname=\"jxlab\"><error message=\"the run was interrupted "
+         "(SIGINT/SIGTERM); the finished cases only\"/></testcase>\n";
   s += "  </testsuite>\n";
   for (const auto& [id, rs] : by) {
     int f = 0, k = 0, e = 0;
     double t = 0;
-    for (const auto* r : rs) f += r->status == "fail", k += r->status == "skipped", e += is_error(r->status), t += r->seconds;
-    s += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n", xml_escape(id), rs.size(),
-                     f, e, k, t);
+    for (const auto* r : rs)
+      f += r->status == "fail", k += r->status == "skipped", e += is_error(r->status), t += r->seconds;
+    s += fmt::format(
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\" time=\"{:.3f}\">\n",
+        xml_escape(id), rs.size(), f, e, k, t);
     for (const auto* r : rs) {
-      s += fmt::format("    <testcase classname=\"{}\" name=\"{}/{}\" time=\"{:.3f}\"", xml_escape(id), xml_escape(r->backend), xml_escape(r->profile), r->seconds);
+      s += fmt::format("    <testcase classname=\"{}\" name=\"{}/{}\" time=\"{:.3f}\"", xml_escape(id),
+                       xml_escape(r->backend), xml_escape(r->profile), r->seconds);
       if (r->status == "pass") {
         s += "/>\n";
         continue;
       }
       s += ">\n";
       if (r->status == "skipped") s += fmt::format("      <skipped message=\"{}\"/>\n", xml_escape(r->skip_reason));
-      for (const auto& m : r->failures) s += fmt::format("      <{} message=\"{}\"/>\n", is_error(r->status) ? "error" : "failure", xml_escape(m));
+      for (const auto& m : r->failures)
+        s += fmt::format("      <{} message=\"{}\"/>\n", is_error(r->status) ? "error" : "failure", xml_escape(m));
       s += "    </testcase>\n";
     }
     s += "  </testsuite>\n";
@@ -208,8 +227,9 @@ std::string junit_xml(const std::vector<CaseResult>& results, const ReportMeta& 
 }
 
 void write_reports(const std::string& dir, const std::vector<CaseResult>& results, const ReportMeta& meta) {
-  nlohmann::json j = {{"version", meta.version}, {"commit", meta.commit}, {"machine", meta.machine}, {"started", meta.started},
-                      {"seconds", meta.seconds}, {"interrupted", meta.interrupted}, {"context", meta.context}};
+  nlohmann::json j = {{"version", meta.version}, {"commit", meta.commit},   {"machine", meta.machine},
+                      {"started", meta.started}, {"seconds", meta.seconds}, {"interrupted", meta.interrupted},
+                      {"context", meta.context}};
   j["results"] = nlohmann::json::array();
   for (const auto& r : results) {
     j["results"].push_back(case_json(r));
@@ -219,16 +239,18 @@ void write_reports(const std::string& dir, const std::vector<CaseResult>& result
   // marker naming the set, then the renames. A run killed before the marker leaves the previous
   // set untouched (its temporaries are removed by the next run); one killed during the renames
   // leaves the marker, and the next run finishes them before anything else (prepare_report_dir).
-  const std::vector<std::pair<std::string, std::string>> set{{path("report.json"), j.dump(2) + "\n"},
-                                                             {path("summary.md"), markdown_summary(results, meta)},
-                                                             {path("junit.xml"), junit_xml(results, meta)},
-                                                             {path("report.html"), html_report(j, baseline_diff(meta.baseline, j))}};
+  const std::vector<std::pair<std::string, std::string>> set{
+      {path("report.json"), j.dump(2) + "\n"},
+      {path("summary.md"), markdown_summary(results, meta)},
+      {path("junit.xml"), junit_xml(results, meta)},
+      {path("report.html"), html_report(j, baseline_diff(meta.baseline, j))}};
   std::vector<std::string> tmps;
   for (const auto& [p, content] : set) tmps.push_back(write_temporary(p, content));
   const std::string marker = path(fmt::format(".report-set-{}", getpid()).c_str());
   write_atomically(marker, "report.json summary.md junit.xml report.html\n");
   for (std::size_t i = 0; i < set.size(); ++i)
-    if (std::rename(tmps[i].c_str(), set[i].first.c_str()) != 0) throw Error(fmt::format("cannot rename {} to {}", tmps[i], set[i].first));
+    if (std::rename(tmps[i].c_str(), set[i].first.c_str()) != 0)
+      throw Error(fmt::format("cannot rename {} to {}", tmps[i], set[i].first));
   std::remove(marker.c_str());
 }
 

@@ -43,11 +43,15 @@ void scan_dispatch(Run& r) {
   std::vector<Array> in;
   std::function<std::vector<Array>(const std::vector<Array>&)> fn;
   if (which == "A" || which == "B") {
-    Array A = np::stack({np::stack({np::cos(t * 0.1) * 0.9, np::sin(t * 0.1) * 0.1}, -1), np::stack({np::sin(t * 0.2) * -0.1, np::cos(t * 0.3) * 0.8}, -1)}, -2);
-    in = {A, np::reshape(np::stack({np::sin(t), np::cos(t)}, -1), {n, 2, 1}), np::broadcast_to(np::eye(2, {}, 0, d) * 0.1, {n, 2, 2})};
+    Array A = np::stack({np::stack({np::cos(t * 0.1) * 0.9, np::sin(t * 0.1) * 0.1}, -1),
+                         np::stack({np::sin(t * 0.2) * -0.1, np::cos(t * 0.3) * 0.8}, -1)},
+                        -2);
+    in = {A, np::reshape(np::stack({np::sin(t), np::cos(t)}, -1), {n, 2, 1}),
+          np::broadcast_to(np::eye(2, {}, 0, d) * 0.1, {n, 2, 2})};
     fn = assoc;
   } else if (which == "C" || which == "D") {
-    in = {np::array({{1.0, 0.5}, {0.0, 1.0}}, d) * 0.9, np::array({{0.1, 0.0}, {0.0, 0.2}}, d), np::reshape(np::sin(np::arange(0, 2.0 * n, 1, d) * 0.1), {n, 2})};
+    in = {np::array({{1.0, 0.5}, {0.0, 1.0}}, d) * 0.9, np::array({{0.1, 0.0}, {0.0, 0.2}}, d),
+          np::reshape(np::sin(np::arange(0, 2.0 * n, 1, d) * 0.1), {n, 2})};
     fn = rts;
   } else {
     throw Error(fmt::format("parameter 'case' must be A, B, C or D, got '{}'", which));
@@ -64,8 +68,10 @@ void register_dispatch(std::map<std::string, Repro>& m) {
     const std::string want = c == "B" || c == "D" ? "jit" : "eager";
     return transform == want ? "" : fmt::format("case {} runs under transform {}, not {}", c, want, transform);
   };
-  m["scan_dispatch"] = {"scan_dispatch", "the dispatch document's cases A-D, m=2 (params case, n, dtype; B and D under jit)", scan_dispatch,
-                        {"case", "n", "dtype"}, {"eager", "jit"}, check};
+  m["scan_dispatch"] = {
+      "scan_dispatch",  "the dispatch document's cases A-D, m=2 (params case, n, dtype; B and D under jit)",
+      scan_dispatch,    {"case", "n", "dtype"},
+      {"eager", "jit"}, check};
 }
 
 }  // namespace jx::lab

@@ -48,14 +48,16 @@ void assoc_kalman(Run& r) {
   auto loss = [n, d](const Array& theta) {
     Array t = np::arange(0, static_cast<double>(n), 1, d) * 0.1;
     Array s = np::exp(theta) * 0.9;
-    Array A = np::stack({np::stack({np::cos(t) * s, np::sin(t) * s * -1.0}, -1), np::stack({np::sin(t) * s, np::cos(t) * s}, -1)}, -2);
+    Array A = np::stack(
+        {np::stack({np::cos(t) * s, np::sin(t) * s * -1.0}, -1), np::stack({np::sin(t) * s, np::cos(t) * s}, -1)}, -2);
     Array b = np::reshape(np::stack({np::sin(t * 10.0), np::cos(t * 10.0)}, -1), {n, 2, 1});
     Array S = np::broadcast_to(np::eye(2, {}, 0, d) * 0.1, {n, 2, 2});
     auto [A1, b1, S1] = lax::associative_scan(
         [](const T3& x, const T3& y) {
           const auto& [Aa, ba, Sa] = x;
           const auto& [Ab, bb, Sb] = y;
-          return T3{np::matmul(Ab, Aa), np::matmul(Ab, ba) + bb, np::matmul(np::matmul(Ab, Sa), np::swapaxes(Ab, -1, -2)) + Sb};
+          return T3{np::matmul(Ab, Aa), np::matmul(Ab, ba) + bb,
+                    np::matmul(np::matmul(Ab, Sa), np::swapaxes(Ab, -1, -2)) + Sb};
         },
         T3{A, b, S});
     return np::sum(A1) + np::sum(b1) + np::sum(S1);
@@ -77,7 +79,9 @@ void concat_grad(Run& r) {
 // isnan on a [4,1] array: the mask [0,1,0,1].
 void isnan41(Run& r) {
   Array x = np::reshape(np::array({1.0, NAN, 3.0, NAN}, r.dtype()), {4, 1});
-  outputs_under_transform(r, [](const std::vector<Array>& in) { return std::vector<Array>{np::astype(np::isnan(in[0]), DType::float32)}; }, {x});
+  outputs_under_transform(
+      r, [](const std::vector<Array>& in) { return std::vector<Array>{np::astype(np::isnan(in[0]), DType::float32)}; },
+      {x});
 }
 
 // sum(inv(θ·I))/2 = 1/θ: d/dθ at θ = 5 is -0.04 (the report had -0.24, off by θ + 1).
@@ -102,15 +106,33 @@ void einsum3(Run& r) {
 }  // namespace
 
 void register_losses(std::map<std::string, Repro>& m) {
-  m["assoc3_loss"] = {"assoc3_loss", "sum(a+b+c) of associative_scan over the 3-tuple compose (params n, theta, dtype, compose)", assoc3,
-                      {"n", "theta", "dtype", "compose"}, {}, {}};
-  m["assoc_kalman_loss"] = {"assoc_kalman_loss", "sum of the Kalman-element associative scan, m=2 (params n, theta, dtype)", assoc_kalman,
-                            {"n", "theta", "dtype"}, {}, {}};
-  m["concat_grad"] = {"concat_grad", "loss through concatenate of constants and linear values (params theta, dtype)", concat_grad,
-                      {"theta", "dtype"}, {}, {}};
+  m["assoc3_loss"] = {"assoc3_loss",
+                      "sum(a+b+c) of associative_scan over the 3-tuple compose (params n, theta, dtype, compose)",
+                      assoc3,
+                      {"n", "theta", "dtype", "compose"},
+                      {},
+                      {}};
+  m["assoc_kalman_loss"] = {"assoc_kalman_loss",
+                            "sum of the Kalman-element associative scan, m=2 (params n, theta, dtype)",
+                            assoc_kalman,
+                            {"n", "theta", "dtype"},
+                            {},
+                            {}};
+  m["concat_grad"] = {"concat_grad",
+                      "loss through concatenate of constants and linear values (params theta, dtype)",
+                      concat_grad,
+                      {"theta", "dtype"},
+                      {},
+                      {}};
   m["isnan41"] = {"isnan41", "isnan on a [4,1] array (params dtype)", isnan41, {"dtype"}, {"eager", "jit"}, {}};
-  m["inv_grad"] = {"inv_grad", "sum(inv(θ·I))/2 and its gradient (params theta, dtype)", inv_grad, {"theta", "dtype"}, {}, {}};
-  m["einsum3_grad"] = {"einsum3_grad", "sum of a 3-operand einsum and its gradient (params theta, dtype)", einsum3, {"theta", "dtype"}, {}, {}};
+  m["inv_grad"] = {
+      "inv_grad", "sum(inv(θ·I))/2 and its gradient (params theta, dtype)", inv_grad, {"theta", "dtype"}, {}, {}};
+  m["einsum3_grad"] = {"einsum3_grad",
+                       "sum of a 3-operand einsum and its gradient (params theta, dtype)",
+                       einsum3,
+                       {"theta", "dtype"},
+                       {},
+                       {}};
 }
 
 }  // namespace jx::lab

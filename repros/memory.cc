@@ -12,13 +12,13 @@
 namespace jx::lab {
 namespace {
 
-
 void mle_repeat(Run& r) {
   const std::int64_t calls = r.integer("calls", 400), n = r.integer("n", 200);
   std::mt19937 g(static_cast<unsigned>(r.integer("seed", 7)));
   std::normal_distribution<double> noise(0.0, r.num("noise", 0.1));
   std::vector<double> y(static_cast<std::size_t>(n));
-  for (std::int64_t t = 0; t < n; ++t) y[static_cast<std::size_t>(t)] = std::sin(0.1 * static_cast<double>(t)) + noise(g);
+  for (std::int64_t t = 0; t < n; ++t)
+    y[static_cast<std::size_t>(t)] = std::sin(0.1 * static_cast<double>(t)) + noise(g);
   Array ya = np::asarray(std::span<const double>(y), Shape{n}, DType::float64);
   Array s = np::full({}, r.num("s", 0.1), DType::float64);
   dlm::Options o;
@@ -43,8 +43,13 @@ void mle_repeat(Run& r) {
 }  // namespace
 
 void register_memory(std::map<std::string, Repro>& m) {
-  m["dlm_mle_repeat"] = {"dlm_mle_repeat", "dlm_mle called `calls` times in one process (params calls, n, order, max_iter, seed, noise, s)",
-                         mle_repeat, {"calls", "n", "order", "max_iter", "seed", "noise", "s"}, {"eager"}, {}};
+  m["dlm_mle_repeat"] = {
+      "dlm_mle_repeat",
+      "dlm_mle called `calls` times in one process (params calls, n, order, max_iter, seed, noise, s)",
+      mle_repeat,
+      {"calls", "n", "order", "max_iter", "seed", "noise", "s"},
+      {"eager"},
+      {}};
 }
 
 }  // namespace jx::lab

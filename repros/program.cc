@@ -99,10 +99,14 @@ void program_workload(Run& r, const std::string& path, const json& spec) {
   std::vector<Array> in;
   for (const auto& t : ts) in.push_back(text::to_array(t));
   const bool dispose = spec.value("dispose_intermediates", false);
-  FlatFn fn = [p, dispose](const std::vector<Array>& a) { return dispose ? run_disposing(*p, a) : text::run_program(*p, a); };
+  FlatFn fn = [p, dispose](const std::vector<Array>& a) {
+    return dispose ? run_disposing(*p, a) : text::run_program(*p, a);
+  };
   if (r.transform == "eager" || r.transform == "jit") return outputs_under_transform(r, fn, in);
-  if (r.transform == "value_and_grad" || r.transform == "jit(value_and_grad)") return value_and_grad_of(r, fn, in, p->text_consts);
-  throw UnsupportedTransform(fmt::format("transform '{}' is not one of eager, jit, value_and_grad, jit(value_and_grad)", r.transform));
+  if (r.transform == "value_and_grad" || r.transform == "jit(value_and_grad)")
+    return value_and_grad_of(r, fn, in, p->text_consts);
+  throw UnsupportedTransform(
+      fmt::format("transform '{}' is not one of eager, jit, value_and_grad, jit(value_and_grad)", r.transform));
 }
 
 json export_workload(const std::string& workload, const json& params, const std::string& name) {
@@ -120,7 +124,8 @@ json export_workload(const std::string& workload, const json& params, const std:
     inputs = in;
   };
   repro(workload).fn(r);
-  if (!traced) throw Error(fmt::format("workload {} does not hand a program to its transform; it cannot be exported", workload));
+  if (!traced)
+    throw Error(fmt::format("workload {} does not hand a program to its transform; it cannot be exported", workload));
   // captured constants stay constvars, their values in "consts" (as JAX's cases hold them):
   // constants, not arguments, for the gradient transforms
   const auto out = eval_jaxpr(traced->jaxpr, traced->consts, inputs);
@@ -129,7 +134,11 @@ json export_workload(const std::string& workload, const json& params, const std:
     for (const Array& a : v) l.push_back(json::parse(text::tensor_json(text::to_tensor(a))));
     return l;
   };
-  json c = {{"name", name}, {"workload", workload}, {"jaxpr", traced->jaxpr.str()}, {"inputs", list(inputs)}, {"outputs", list(out)}};
+  json c = {{"name", name},
+            {"workload", workload},
+            {"jaxpr", traced->jaxpr.str()},
+            {"inputs", list(inputs)},
+            {"outputs", list(out)}};
   if (!traced->consts.empty()) c["consts"] = list(traced->consts);
   return c;
 }

@@ -7,17 +7,20 @@ namespace jx::lab {
 
 double Run::num(const std::string& key, double def) const {
   if (!params.contains(key)) return def;
-  if (!params[key].is_number()) throw Error(fmt::format("parameter '{}' must be a number, got {}", key, params[key].dump()));
+  if (!params[key].is_number())
+    throw Error(fmt::format("parameter '{}' must be a number, got {}", key, params[key].dump()));
   return params[key].get<double>();
 }
 std::int64_t Run::integer(const std::string& key, std::int64_t def) const {
   if (!params.contains(key)) return def;
-  if (!params[key].is_number_integer()) throw Error(fmt::format("parameter '{}' must be an integer, got {}", key, params[key].dump()));
+  if (!params[key].is_number_integer())
+    throw Error(fmt::format("parameter '{}' must be an integer, got {}", key, params[key].dump()));
   return params[key].get<std::int64_t>();
 }
 std::string Run::str(const std::string& key, const std::string& def) const {
   if (!params.contains(key)) return def;
-  if (!params[key].is_string()) throw Error(fmt::format("parameter '{}' must be a string, got {}", key, params[key].dump()));
+  if (!params[key].is_string())
+    throw Error(fmt::format("parameter '{}' must be a string, got {}", key, params[key].dump()));
   return params[key].get<std::string>();
 }
 DType Run::dtype() const {
@@ -28,7 +31,8 @@ DType Run::dtype() const {
 }
 
 void loss_under_transform(Run& r, const std::function<Array(const Array&)>& loss, const Array& theta) {
-  if (r.on_program) return r.on_program([&](const std::vector<Array>& in) { return std::vector<Array>{loss(in.at(0))}; }, {theta});
+  if (r.on_program)
+    return r.on_program([&](const std::vector<Array>& in) { return std::vector<Array>{loss(in.at(0))}; }, {theta});
   r.measure();
   if (r.transform == "eager") {
     r.value("value", loss(theta));
@@ -43,7 +47,8 @@ void loss_under_transform(Run& r, const std::function<Array(const Array&)>& loss
     r.value("value", v);
     r.value("grad", g);
   } else {
-    throw UnsupportedTransform(fmt::format("transform '{}' is not one of eager, jit, value_and_grad, jit(value_and_grad)", r.transform));
+    throw UnsupportedTransform(
+        fmt::format("transform '{}' is not one of eager, jit, value_and_grad, jit(value_and_grad)", r.transform));
   }
 }
 
@@ -52,9 +57,12 @@ void outputs_under_transform(Run& r, const std::function<std::vector<Array>(cons
   if (r.on_program) return r.on_program(fn, inputs);
   r.measure();
   std::vector<Array> out;
-  if (r.transform == "eager") out = fn(inputs);
-  else if (r.transform == "jit") out = jit(fn)(inputs);
-  else throw UnsupportedTransform(fmt::format("transform '{}' is not one of eager, jit for this repro", r.transform));
+  if (r.transform == "eager")
+    out = fn(inputs);
+  else if (r.transform == "jit")
+    out = jit(fn)(inputs);
+  else
+    throw UnsupportedTransform(fmt::format("transform '{}' is not one of eager, jit for this repro", r.transform));
   for (std::size_t i = 0; i < out.size(); ++i) r.value(fmt::format("out{}", i), out[i]);
 }
 

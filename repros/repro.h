@@ -18,8 +18,8 @@ struct Run {
   nlohmann::json params;  // the scenario's workload parameters (sweep values filled in)
 
   std::map<std::string, std::vector<double>> values;  // named results, in the order computed
-  std::map<std::string, double> metrics;               // repro-specific figures (rss, cache entries, ...)
-  std::map<std::string, std::vector<double>> series;   // per-call figures (memory growth)
+  std::map<std::string, double> metrics;              // repro-specific figures (rss, cache entries, ...)
+  std::map<std::string, std::vector<double>> series;  // per-call figures (memory growth)
   void value(const std::string& name, const Array& a) { values[name] = a.to_vector<double>(); }
   // Starts the measured part: dispatch, submit and buffer counts cover only what follows (the
   // inputs made before are not the failure's cost). Without a call, the whole run is measured.

@@ -32,15 +32,21 @@ void selftest(Run& r) {
     std::memset(hold.data(), 1, bytes);  // resident, not only reserved
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
   }
-  if (b != "ok" && b != "hang" && b != "allocate") throw Error("selftest: behaviour '" + b + "' is not one of ok, abort, segv, hang, allocate");
+  if (b != "ok" && b != "hang" && b != "allocate")
+    throw Error("selftest: behaviour '" + b + "' is not one of ok, abort, segv, hang, allocate");
   r.value("out0", np::ones({1}, DType::float32));
 }
 
 }  // namespace
 
 void register_selftest(std::map<std::string, Repro>& m) {
-  m["lab_selftest"] = {"lab_selftest", "the lab's self-test: ok, abort, segv, hang or allocate on demand (params behaviour, seconds, mb)",
-                       selftest, {"behaviour", "seconds", "mb"}, {"eager"}, {}};
+  m["lab_selftest"] = {
+      "lab_selftest",
+      "the lab's self-test: ok, abort, segv, hang or allocate on demand (params behaviour, seconds, mb)",
+      selftest,
+      {"behaviour", "seconds", "mb"},
+      {"eager"},
+      {}};
 }
 
 }  // namespace jx::lab

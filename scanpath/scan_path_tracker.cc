@@ -15,19 +15,23 @@ ScanPathTracker::ScanPathTracker()
             first_details_[i] = fmt::format("{} ({})", e.backend, e.detail);
           }
           ++scans_;
-          if (choices_.size() < kKept) choices_.push_back({p, e.backend, e.detail});
-          else choices_.back() = {p, e.backend, e.detail};
+          if (choices_.size() < kKept)
+            choices_.push_back({p, e.backend, e.detail});
+          else
+            choices_.back() = {p, e.backend, e.detail};
         }
       }) {}
 
 std::vector<ScanPath> ScanPathTracker::paths() const { return distinct_; }
 
 void ScanPathTracker::expect_path(ScanPath path) const {
-  if (scans_ == 0) throw ScanPathError(fmt::format("expected scans on path \"{}\", but no scan ran", scan_path_name(path)));
+  if (scans_ == 0)
+    throw ScanPathError(fmt::format("expected scans on path \"{}\", but no scan ran", scan_path_name(path)));
   for (ScanPath p : distinct_)
     if (p != path)
-      throw ScanPathError(fmt::format("expected path \"{}\", {} scan(s) took \"{}\", the first on {}", scan_path_name(path),
-                                      counts_[index(p)], scan_path_name(p), first_details_[index(p)]));
+      throw ScanPathError(fmt::format("expected path \"{}\", {} scan(s) took \"{}\", the first on {}",
+                                      scan_path_name(path), counts_[index(p)], scan_path_name(p),
+                                      first_details_[index(p)]));
 }
 
 }  // namespace jx

@@ -83,20 +83,25 @@ Point call(const Scenario& s, const std::string& backend, const json& param) {
       t0 = std::chrono::steady_clock::now();
     };
     classify(p, [&] {
-      if (s.program.empty()) repro(s.workload).fn(p.run);
-      else program_workload(p.run, s.program, s.program_inputs);
+      if (s.program.empty())
+        repro(s.workload).fn(p.run);
+      else
+        program_workload(p.run, s.program, s.program_inputs);
     });
     const trace::DispatchTracker& dispatches = *tracker;
     if (vk) {
-      if (!p.failed) classify(p, [&] { vulkan::synchronize(); });
-      else try {
+      if (!p.failed)
+        classify(p, [&] { vulkan::synchronize(); });
+      else
+        try {
           vulkan::synchronize();
         } catch (const Error&) {  // the workload's own failure is the one reported
         }
       const auto c = vulkan::counters();
       p.dispatches = static_cast<std::int64_t>(c.dispatches);
       p.submits = static_cast<std::int64_t>(c.submits);
-      p.max_buffers = static_cast<int>(std::max<std::uint64_t>(c.max_buffers_per_dispatch, static_cast<std::uint64_t>(dispatches.max_buffers())));
+      p.max_buffers = static_cast<int>(
+          std::max<std::uint64_t>(c.max_buffers_per_dispatch, static_cast<std::uint64_t>(dispatches.max_buffers())));
     } else {
       p.dispatches = static_cast<std::int64_t>(dispatches.dispatches());
       p.max_buffers = dispatches.max_buffers();
@@ -111,8 +116,9 @@ Point call(const Scenario& s, const std::string& backend, const json& param) {
 }
 
 json point_json(const Point& p) {
-  json j = {{"seconds", p.seconds}, {"dispatches", p.dispatches}, {"max_buffers_per_dispatch", p.max_buffers}, {"leaked_slots", p.leaked},
-            {"scan_paths", p.paths}, {"values", p.run.values}, {"metrics", p.run.metrics}};
+  json j = {{"seconds", p.seconds},     {"dispatches", p.dispatches}, {"max_buffers_per_dispatch", p.max_buffers},
+            {"leaked_slots", p.leaked}, {"scan_paths", p.paths},      {"values", p.run.values},
+            {"metrics", p.run.metrics}};
   if (!p.param.is_null()) j["param"] = p.param;
   if (p.submits >= 0) j["submits"] = p.submits;
   if (p.rounds.size() > 1) j["seconds_rounds"] = seconds_spread(p.rounds);
@@ -126,15 +132,16 @@ bool close(double got, double want, double rtol, double atol) {
   return std::abs(got - want) <= atol + rtol * std::abs(want);
 }
 
-void check_values(const std::string& name, const std::vector<double>& got, const std::vector<double>& want, double rtol, double atol,
-                  std::vector<std::string>& fails) {
+void check_values(const std::string& name, const std::vector<double>& got, const std::vector<double>& want, double rtol,
+                  double atol, std::vector<std::string>& fails) {
   if (got.size() != want.size()) {
     fails.push_back(fmt::format("values '{}': {} elements, expected {}", name, got.size(), want.size()));
     return;
   }
   for (std::size_t i = 0; i < got.size(); ++i)
     if (!close(got[i], want[i], rtol, atol)) {
-      fails.push_back(fmt::format("values '{}'[{}] = {:.10g}, expected {:.10g} (rtol {}, atol {})", name, i, got[i], want[i], rtol, atol));
+      fails.push_back(fmt::format("values '{}'[{}] = {:.10g}, expected {:.10g} (rtol {}, atol {})", name, i, got[i],
+                                  want[i], rtol, atol));
       return;
     }
 }
@@ -155,12 +162,14 @@ void check_count(const char* what, const CountExpect& c, const std::vector<Point
       return;
     }
     const std::string at = p.param.is_null() ? "" : fmt::format(" at {}", p.param.dump());
-    if (c.exactly && v != *c.exactly) fails.push_back(fmt::format("{}{}: {}, expected exactly {}", what, at, v, *c.exactly));
+    if (c.exactly && v != *c.exactly)
+      fails.push_back(fmt::format("{}{}: {}, expected exactly {}", what, at, v, *c.exactly));
     if (c.max && v > *c.max) fails.push_back(fmt::format("{}{}: {}, expected at most {}", what, at, v, *c.max));
     if (c.growth == "log2") {
       const std::int64_t n = p.param.is_number_integer() ? p.param.get<std::int64_t>() : 0;
       if (v > ceil_log2(n) + c.log2_plus)
-        fails.push_back(fmt::format("{}{}: {}, expected at most ceil(log2 {}) + {} = {}", what, at, v, n, c.log2_plus, ceil_log2(n) + c.log2_plus));
+        fails.push_back(fmt::format("{}{}: {}, expected at most ceil(log2 {}) + {} = {}", what, at, v, n, c.log2_plus,
+                                    ceil_log2(n) + c.log2_plus));
     }
     xs.push_back(p.param.is_number() ? p.param.get<double>() : 0.0);
     ys.push_back(static_cast<double>(v));
@@ -178,7 +187,8 @@ void check_count(const char* what, const CountExpect& c, const std::vector<Point
     const double r2 = std::pow(n * sxy - sx * sy, 2) / ((n * sxx - sx * sx) * (n * syy - sy * sy));
     const double ratio = (ys.back() / std::max(ys.front(), 1.0)) / (xs.back() / xs.front());
     if (!(a > 0 && r2 >= 0.99 && ratio >= 0.5))
-      fails.push_back(fmt::format("{}: {} over {}: slope {:.3g}, R² {:.4f}, expected linear growth", what, fmt::join(ys, ", "), fmt::join(xs, ", "), a, r2));
+      fails.push_back(fmt::format("{}: {} over {}: slope {:.3g}, R² {:.4f}, expected linear growth", what,
+                                  fmt::join(ys, ", "), fmt::join(xs, ", "), a, r2));
   }
 }
 
@@ -193,18 +203,21 @@ std::map<std::string, std::vector<double>> oracle(const Scenario& s, const json&
 
 // The point's values against the file's or the cpu oracle's: the outputs named in `differ` must
 // differ beyond rtol/atol (a documented wrong answer), the others agree.
-void check_point_values(const Scenario& s, const ValuesExpect& v, const Point& p, const std::string& at, std::vector<std::string>& fails) {
+void check_point_values(const Scenario& s, const ValuesExpect& v, const Point& p, const std::string& at,
+                        std::vector<std::string>& fails) {
   std::map<std::string, std::vector<double>> want;
   try {
     if (v.vs == "file")
       for (auto it = v.expected.begin(); it != v.expected.end(); ++it) want[it.key()] = it->get<std::vector<double>>();
-    else want = oracle(s, p.param);
+    else
+      want = oracle(s, p.param);
   } catch (const std::exception& e) {
     fails.push_back(e.what());
     return;
   }
   for (const std::string& d : v.differ)
-    if (!want.contains(d)) fails.push_back(fmt::format("values '{}'{}: no such output in the reference (differ names it)", d, at));
+    if (!want.contains(d))
+      fails.push_back(fmt::format("values '{}'{}: no such output in the reference (differ names it)", d, at));
   for (const auto& [name, w] : want) {
     auto got = p.run.values.find(name);
     if (got == p.run.values.end()) {
@@ -214,10 +227,13 @@ void check_point_values(const Scenario& s, const ValuesExpect& v, const Point& p
     std::vector<std::string> mism;
     check_values(name, got->second, w, v.rtol, v.atol, mism);
     const bool must_differ = std::find(v.differ.begin(), v.differ.end(), name) != v.differ.end();
-    if (!must_differ) fails.insert(fails.end(), mism.begin(), mism.end());
+    if (!must_differ)
+      fails.insert(fails.end(), mism.begin(), mism.end());
     else if (mism.empty())
-      fails.push_back(fmt::format("values '{}'{} agree with the {} within rtol {}, atol {}; expected them to differ (a documented wrong answer)",
-                                  name, at, v.vs == "file" ? "file" : "cpu oracle", v.rtol, v.atol));
+      fails.push_back(
+          fmt::format("values '{}'{} agree with the {} within rtol {}, atol {}; expected them to differ (a documented "
+                      "wrong answer)",
+                      name, at, v.vs == "file" ? "file" : "cpu oracle", v.rtol, v.atol));
   }
 }
 
@@ -237,18 +253,22 @@ void check_memory(const MemoryExpect& m, const Point& p, std::vector<std::string
   }
   const double pct = (rss.back() - rss[k]) / rss[k] * 100.0;
   if (m.rss_growth_pct_max && pct > *m.rss_growth_pct_max)
-    fails.push_back(fmt::format("memory: RSS grew {:.1f}% from call {} to {} ({:.0f} -> {:.0f} KB), expected < {}%", pct, k + 1, rss.size(), rss[k], rss.back(), *m.rss_growth_pct_max));
+    fails.push_back(fmt::format("memory: RSS grew {:.1f}% from call {} to {} ({:.0f} -> {:.0f} KB), expected < {}%",
+                                pct, k + 1, rss.size(), rss[k], rss.back(), *m.rss_growth_pct_max));
   if (m.rss_growth_pct_min && pct < *m.rss_growth_pct_min)
-    fails.push_back(fmt::format("memory: RSS grew {:.1f}% from call {} to {}, expected >= {}%", pct, k + 1, rss.size(), *m.rss_growth_pct_min));
+    fails.push_back(fmt::format("memory: RSS grew {:.1f}% from call {} to {}, expected >= {}%", pct, k + 1, rss.size(),
+                                *m.rss_growth_pct_min));
   const double cap = p.run.metrics.count("cache_capacity") ? p.run.metrics.at("cache_capacity") : 0;
   if (m.cache_within_capacity && *m.cache_within_capacity)
     for (std::size_t i = 0; i < ent.size(); ++i)
       if (ent[i] > cap) {
-        fails.push_back(fmt::format("memory: {} jit cache entries at call {}, over the capacity {}", ent[i], i + 1, cap));
+        fails.push_back(
+            fmt::format("memory: {} jit cache entries at call {}, over the capacity {}", ent[i], i + 1, cap));
         break;
       }
   if (m.cache_entries_grow && *m.cache_entries_grow && !(ent.back() > ent[k]))
-    fails.push_back(fmt::format("memory: jit cache entries {} at call {} and {} at the last, expected growth", ent[k], k + 1, ent.back()));
+    fails.push_back(fmt::format("memory: jit cache entries {} at call {} and {} at the last, expected growth", ent[k],
+                                k + 1, ent.back()));
 }
 
 }  // namespace
@@ -316,31 +336,39 @@ CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend
     const std::string at = p.param.is_null() ? "" : fmt::format(" at {}={}", s.sweep_key, p.param.dump());
     if (x.error) {
       if (!p.failed) {
-        fails.push_back(fmt::format("expected {} matching /{}/{}, but the workload succeeded", x.error->type.empty() ? "an error" : x.error->type, x.error->message, at));
+        fails.push_back(fmt::format("expected {} matching /{}/{}, but the workload succeeded",
+                                    x.error->type.empty() ? "an error" : x.error->type, x.error->message, at));
         continue;
       }
       if (!x.error->type.empty() && p.error_type != x.error->type)
-        fails.push_back(fmt::format("error type {}{}, expected {} ({})", p.error_type, at, x.error->type, p.error_message));
+        fails.push_back(
+            fmt::format("error type {}{}, expected {} ({})", p.error_type, at, x.error->type, p.error_message));
       if (!std::regex_search(p.error_message, std::regex(x.error->message)))
-        fails.push_back(fmt::format("error message \"{}\"{} does not match /{}/", p.error_message, at, x.error->message));
+        fails.push_back(
+            fmt::format("error message \"{}\"{} does not match /{}/", p.error_message, at, x.error->message));
       if (x.error->values_before && *x.error->values_before != p.values_before)
-        fails.push_back(fmt::format("values were{} computed before the error{}, expected{}", p.values_before ? "" : " not", at, *x.error->values_before ? "" : " not"));
+        fails.push_back(fmt::format("values were{} computed before the error{}, expected{}",
+                                    p.values_before ? "" : " not", at, *x.error->values_before ? "" : " not"));
     } else if (p.failed) {
       fails.push_back(fmt::format("unexpected {}{}: {}", p.error_type, at, p.error_message));
       continue;
     }
     if (x.values && !p.failed) check_point_values(s, *x.values, p, at, fails);
     if (!x.scan_paths.empty()) {
-      if (p.paths.empty()) fails.push_back(fmt::format("scan paths{}: no scan ran, expected [{}]", at, fmt::join(x.scan_paths, ", ")));
+      if (p.paths.empty())
+        fails.push_back(fmt::format("scan paths{}: no scan ran, expected [{}]", at, fmt::join(x.scan_paths, ", ")));
       for (const auto& sp : p.paths)
         if (std::find(x.scan_paths.begin(), x.scan_paths.end(), sp) == x.scan_paths.end()) {
-          fails.push_back(fmt::format("a scan took path {}{}, expected one of [{}]", sp, at, fmt::join(x.scan_paths, ", ")));
+          fails.push_back(
+              fmt::format("a scan took path {}{}, expected one of [{}]", sp, at, fmt::join(x.scan_paths, ", ")));
           break;
         }
     }
     if (x.max_buffers_per_dispatch && p.max_buffers > *x.max_buffers_per_dispatch)
-      fails.push_back(fmt::format("{} buffers in one dispatch{}, expected at most {}", p.max_buffers, at, *x.max_buffers_per_dispatch));
-    if (x.leaked_slots && p.leaked != *x.leaked_slots) fails.push_back(fmt::format("{} leaked slots{}, expected {}", p.leaked, at, *x.leaked_slots));
+      fails.push_back(fmt::format("{} buffers in one dispatch{}, expected at most {}", p.max_buffers, at,
+                                  *x.max_buffers_per_dispatch));
+    if (x.leaked_slots && p.leaked != *x.leaked_slots)
+      fails.push_back(fmt::format("{} leaked slots{}, expected {}", p.leaked, at, *x.leaked_slots));
     if (x.memory) check_memory(*x.memory, p, fails);
   }
   if (x.dispatches) check_count("dispatches", *x.dispatches, pts, false, fails);
@@ -362,9 +390,9 @@ json seconds_spread(const std::vector<double>& rounds) {
 }
 
 json case_json(const CaseResult& r) {
-  json j = {{"scenario", r.scenario}, {"title", r.title}, {"file", r.file}, {"backend", r.backend}, {"profile", r.profile},
-            {"status", r.status}, {"failures", r.failures}, {"skip_reason", r.skip_reason}, {"seconds", r.seconds},
-            {"expect", r.expect}, {"measured", r.measured}};
+  json j = {{"scenario", r.scenario}, {"title", r.title},   {"file", r.file},         {"backend", r.backend},
+            {"profile", r.profile},   {"status", r.status}, {"failures", r.failures}, {"skip_reason", r.skip_reason},
+            {"seconds", r.seconds},   {"expect", r.expect}, {"measured", r.measured}};
   if (r.backend_lost) j["backend_lost"] = true;
   return j;
 }
@@ -382,7 +410,8 @@ CaseResult case_from_json(const json& j) {
   return r;
 }
 
-std::vector<CaseResult> run_scenario(const Scenario& s, const RunOptions& o, const std::function<void(const std::string&)>& progress) {
+std::vector<CaseResult> run_scenario(const Scenario& s, const RunOptions& o,
+                                     const std::function<void(const std::string&)>& progress) {
   std::vector<CaseResult> out;
   for (const Case& c : s.cases) {
     if (!o.profile.empty() && c.profile != o.profile) continue;

@@ -34,7 +34,9 @@ std::string repetition_over_limit(const std::string& re) {
     if (ch == '\\') {  // an escape; a back-reference's number (\1) overflows the same way
       std::size_t k = i + 1;
       while (k < re.size() && std::isdigit(static_cast<unsigned char>(re[k]))) ++k;
-      if (k - i - 1 > 3) return fmt::format("a back-reference number over 999 in the regular expression ('{}')", re.substr(i, std::min<std::size_t>(k - i, 24)));
+      if (k - i - 1 > 3)
+        return fmt::format("a back-reference number over 999 in the regular expression ('{}')",
+                           re.substr(i, std::min<std::size_t>(k - i, 24)));
       ++i;
       continue;
     }
@@ -47,11 +49,13 @@ std::string repetition_over_limit(const std::string& re) {
       continue;
     }
     if (ch != '{') continue;
-    for (std::size_t j = i + 1; j < re.size() && (std::isdigit(static_cast<unsigned char>(re[j])) || re[j] == ','); ++j) {
+    for (std::size_t j = i + 1; j < re.size() && (std::isdigit(static_cast<unsigned char>(re[j])) || re[j] == ',');
+         ++j) {
       std::size_t k = j;
       while (k < re.size() && std::isdigit(static_cast<unsigned char>(re[k]))) ++k;
       if (k - j > 4 || (k > j && std::stoi(re.substr(j, k - j)) > 1000))
-        return fmt::format("a repetition count over 1000 in the regular expression ('{}')", re.substr(i, std::min<std::size_t>(k - i + 1, 24)));
+        return fmt::format("a repetition count over 1000 in the regular expression ('{}')",
+                           re.substr(i, std::min<std::size_t>(k - i + 1, 24)));
       j = k;
       if (j >= re.size() || re[j] != ',') break;
     }
@@ -73,7 +77,8 @@ class Reader {
     }
     return obj[key];
   }
-  std::string str(const json& obj, const std::string& ptr, const std::string& key, bool required, std::string def = "") const {
+  std::string str(const json& obj, const std::string& ptr, const std::string& key, bool required,
+                  std::string def = "") const {
     const json& v = field(obj, ptr, key, required);
     if (v.is_null()) return def;
     if (!v.is_string()) fail(ptr + "/" + key, fmt::format("expected a string, got {}", v.dump()));
@@ -111,7 +116,9 @@ class Reader {
   }
 
   Expect expect(const json& v, const std::string& ptr) const {
-    only(v, ptr, {"error", "values", "scan_paths", "max_buffers_per_dispatch", "dispatches", "submits", "leaked_slots", "memory"});
+    only(v, ptr,
+         {"error", "values", "scan_paths", "max_buffers_per_dispatch", "dispatches", "submits", "leaked_slots",
+          "memory"});
     Expect e;
     if (v.contains("error")) {
       const std::string p = ptr + "/error";
@@ -125,7 +132,8 @@ class Reader {
       } catch (const std::regex_error& err) {
         fail(p + "/message", fmt::format("not a valid regular expression: {}", err.what()));
       }
-      if (v["error"].contains("values_before")) x.values_before = boolean(v["error"]["values_before"], p + "/values_before");
+      if (v["error"].contains("values_before"))
+        x.values_before = boolean(v["error"]["values_before"], p + "/values_before");
       e.error = x;
     }
     if (v.contains("values")) {
@@ -138,8 +146,10 @@ class Reader {
         const json& ex = field(v["values"], p, "expected", true);
         if (!ex.is_object() || ex.empty()) fail(p + "/expected", "expected an object of named number arrays");
         for (auto it = ex.begin(); it != ex.end(); ++it) {
-          if (!it->is_array() || it->empty()) fail(p + "/expected/" + it.key(), "expected a non-empty array of numbers");
-          for (std::size_t i = 0; i < it->size(); ++i) number((*it)[i], fmt::format("{}/expected/{}/{}", p, it.key(), i));
+          if (!it->is_array() || it->empty())
+            fail(p + "/expected/" + it.key(), "expected a non-empty array of numbers");
+          for (std::size_t i = 0; i < it->size(); ++i)
+            number((*it)[i], fmt::format("{}/expected/{}/{}", p, it.key(), i));
         }
         x.expected = ex;
       }
@@ -149,7 +159,8 @@ class Reader {
         const json& d = v["values"]["differ"];
         if (!d.is_array() || d.empty()) fail(p + "/differ", "expected a non-empty array of output names");
         for (std::size_t i = 0; i < d.size(); ++i) {
-          if (!d[i].is_string() || d[i].get<std::string>().empty()) fail(fmt::format("{}/differ/{}", p, i), fmt::format("expected an output name, got {}", d[i].dump()));
+          if (!d[i].is_string() || d[i].get<std::string>().empty())
+            fail(fmt::format("{}/differ/{}", p, i), fmt::format("expected an output name, got {}", d[i].dump()));
           x.differ.push_back(d[i].get<std::string>());
         }
       }
@@ -157,28 +168,37 @@ class Reader {
     }
     if (v.contains("scan_paths")) {
       const json& sp = v["scan_paths"];
-      if (!sp.is_array() || sp.empty()) fail(ptr + "/scan_paths", "expected a non-empty array of fused, preencoded, fallback");
+      if (!sp.is_array() || sp.empty())
+        fail(ptr + "/scan_paths", "expected a non-empty array of fused, preencoded, fallback");
       for (std::size_t i = 0; i < sp.size(); ++i) {
         const std::string s = sp[i].is_string() ? sp[i].get<std::string>() : "";
         if (s != "fused" && s != "preencoded" && s != "fallback")
-          fail(fmt::format("{}/scan_paths/{}", ptr, i), fmt::format("{} is not one of fused, preencoded, fallback", sp[i].dump()));
+          fail(fmt::format("{}/scan_paths/{}", ptr, i),
+               fmt::format("{} is not one of fused, preencoded, fallback", sp[i].dump()));
         e.scan_paths.push_back(s);
       }
     }
-    if (v.contains("max_buffers_per_dispatch")) e.max_buffers_per_dispatch = static_cast<int>(integer(v["max_buffers_per_dispatch"], ptr + "/max_buffers_per_dispatch"));
+    if (v.contains("max_buffers_per_dispatch"))
+      e.max_buffers_per_dispatch =
+          static_cast<int>(integer(v["max_buffers_per_dispatch"], ptr + "/max_buffers_per_dispatch"));
     if (v.contains("dispatches")) e.dispatches = count(v["dispatches"], ptr + "/dispatches");
     if (v.contains("submits")) e.submits = count(v["submits"], ptr + "/submits");
     if (v.contains("leaked_slots")) e.leaked_slots = integer(v["leaked_slots"], ptr + "/leaked_slots");
     if (v.contains("memory")) {
       const std::string p = ptr + "/memory";
       const json& m = v["memory"];
-      only(m, p, {"after_call", "rss_growth_pct_max", "rss_growth_pct_min", "cache_within_capacity", "cache_entries_grow"});
+      only(m, p,
+           {"after_call", "rss_growth_pct_max", "rss_growth_pct_min", "cache_within_capacity", "cache_entries_grow"});
       MemoryExpect x;
       if (m.contains("after_call")) x.after_call = integer(m["after_call"], p + "/after_call");
-      if (m.contains("rss_growth_pct_max")) x.rss_growth_pct_max = number(m["rss_growth_pct_max"], p + "/rss_growth_pct_max");
-      if (m.contains("rss_growth_pct_min")) x.rss_growth_pct_min = number(m["rss_growth_pct_min"], p + "/rss_growth_pct_min");
-      if (m.contains("cache_within_capacity")) x.cache_within_capacity = boolean(m["cache_within_capacity"], p + "/cache_within_capacity");
-      if (m.contains("cache_entries_grow")) x.cache_entries_grow = boolean(m["cache_entries_grow"], p + "/cache_entries_grow");
+      if (m.contains("rss_growth_pct_max"))
+        x.rss_growth_pct_max = number(m["rss_growth_pct_max"], p + "/rss_growth_pct_max");
+      if (m.contains("rss_growth_pct_min"))
+        x.rss_growth_pct_min = number(m["rss_growth_pct_min"], p + "/rss_growth_pct_min");
+      if (m.contains("cache_within_capacity"))
+        x.cache_within_capacity = boolean(m["cache_within_capacity"], p + "/cache_within_capacity");
+      if (m.contains("cache_entries_grow"))
+        x.cache_entries_grow = boolean(m["cache_entries_grow"], p + "/cache_entries_grow");
       e.memory = x;
     }
     return e;
@@ -200,14 +220,17 @@ void check_program(const Reader& r, const Scenario& s) {
   const auto holes = placeholders(cf.jaxpr_template);
   for (auto it = s.params.begin(); it != s.params.end(); ++it)
     if (!holes.count(it.key()))
-      r.fail("/workload/params/" + it.key(), fmt::format("the program has no placeholder {{{}}} for parameter '{}'", it.key(), it.key()));
+      r.fail("/workload/params/" + it.key(),
+             fmt::format("the program has no placeholder {{{}}} for parameter '{}'", it.key(), it.key()));
   if (!s.sweep_key.empty() && !holes.count(s.sweep_key))
-    r.fail("/workload/sweep/" + s.sweep_key, fmt::format("the program has no placeholder {{{}}} to sweep", s.sweep_key));
+    r.fail("/workload/sweep/" + s.sweep_key,
+           fmt::format("the program has no placeholder {{{}}} to sweep", s.sweep_key));
   json values = cf.params;  // the file's own sizes, then the scenario's
   for (auto it = s.params.begin(); it != s.params.end(); ++it) values[it.key()] = it.value();
   if (!s.sweep_key.empty()) values[s.sweep_key] = s.sweep_values.front();
   for (const std::string& h : holes)
-    if (!values.contains(h)) r.fail("/workload/params", fmt::format("the program's placeholder {{{}}} has no value (params or sweep)", h));
+    if (!values.contains(h))
+      r.fail("/workload/params", fmt::format("the program's placeholder {{{}}} has no value (params or sweep)", h));
   try {
     (void)text::load_program(substitute(cf.jaxpr_template, values), s.program);
   } catch (const std::exception& e) {
@@ -220,17 +243,24 @@ void check_program(const Reader& r, const Scenario& s) {
 void check_workload_fields(const Reader& r, const Scenario& s) {
   if (!s.program.empty()) return check_program(r, s);
   const Repro& rp = repro(s.workload);
-  auto known = [&](const std::string& k) { return std::find(rp.params.begin(), rp.params.end(), k) != rp.params.end(); };
+  auto known = [&](const std::string& k) {
+    return std::find(rp.params.begin(), rp.params.end(), k) != rp.params.end();
+  };
   const std::string names = fmt::format("{}", fmt::join(rp.params, ", "));
   for (auto it = s.params.begin(); it != s.params.end(); ++it)
     if (!known(it.key()))
-      r.fail("/workload/params/" + it.key(), fmt::format("workload {} has no parameter '{}' (known: {})", s.workload, it.key(), names));
+      r.fail("/workload/params/" + it.key(),
+             fmt::format("workload {} has no parameter '{}' (known: {})", s.workload, it.key(), names));
   if (!s.sweep_key.empty() && !known(s.sweep_key))
-    r.fail("/workload/sweep/" + s.sweep_key, fmt::format("workload {} has no parameter '{}' (known: {})", s.workload, s.sweep_key, names));
-  if (!rp.transforms.empty() && std::find(rp.transforms.begin(), rp.transforms.end(), s.transform) == rp.transforms.end())
-    r.fail("/transform", fmt::format("workload {} runs under {} only, not {}", s.workload, fmt::join(rp.transforms, " or "), s.transform));
+    r.fail("/workload/sweep/" + s.sweep_key,
+           fmt::format("workload {} has no parameter '{}' (known: {})", s.workload, s.sweep_key, names));
+  if (!rp.transforms.empty() &&
+      std::find(rp.transforms.begin(), rp.transforms.end(), s.transform) == rp.transforms.end())
+    r.fail("/transform", fmt::format("workload {} runs under {} only, not {}", s.workload,
+                                     fmt::join(rp.transforms, " or "), s.transform));
   if (rp.check)
-    if (const std::string why = rp.check(s.params, s.transform); !why.empty()) r.fail("/transform", fmt::format("workload {}: {}", s.workload, why));
+    if (const std::string why = rp.check(s.params, s.transform); !why.empty())
+      r.fail("/transform", fmt::format("workload {}: {}", s.workload, why));
 }
 
 }  // namespace
@@ -258,11 +288,14 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   } catch (const json::exception& e) {  // syntax errors, and numbers out of range (out_of_range 406)
     throw ScenarioError(fmt::format("{}: /: not valid JSON: {}", path, e.what()));
   }
-  r.only(doc, "", {"$schema", "id", "title", "source", "description", "workload", "transform", "backends", "limits", "cases", "history", "timeout_s"});
+  r.only(doc, "",
+         {"$schema", "id", "title", "source", "description", "workload", "transform", "backends", "limits", "cases",
+          "history", "timeout_s"});
   Scenario s;
   s.file = path;
   s.id = r.str(doc, "", "id", true);
-  if (!std::regex_match(s.id, std::regex("[a-z0-9][a-z0-9-]*"))) r.fail("/id", fmt::format("'{}' must be lowercase letters, digits and dashes", s.id));
+  if (!std::regex_match(s.id, std::regex("[a-z0-9][a-z0-9-]*")))
+    r.fail("/id", fmt::format("'{}' must be lowercase letters, digits and dashes", s.id));
   if (const std::string stem = std::filesystem::path(path).stem().string(); stem != s.id)
     r.fail("/id", fmt::format("'{}' must equal the file name ('{}.json')", s.id, stem));
   s.title = r.str(doc, "", "title", true);
@@ -270,12 +303,16 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   s.description = r.str(doc, "", "description", false);
   const json& w = r.field(doc, "", "workload", true);
   r.only(w, "/workload", {"name", "program", "inputs", "params", "sweep"});
-  if (w.contains("program") == w.contains("name")) r.fail("/workload", "give either a compiled-in workload (name) or a program (a case file)");
+  if (w.contains("program") == w.contains("name"))
+    r.fail("/workload", "give either a compiled-in workload (name) or a program (a case file)");
   if (w.contains("program")) {
-    s.program = (std::filesystem::path(path).parent_path() / r.str(w, "/workload", "program", true)).lexically_normal().string();
+    s.program = (std::filesystem::path(path).parent_path() / r.str(w, "/workload", "program", true))
+                    .lexically_normal()
+                    .string();
     s.workload = "program:" + std::filesystem::path(s.program).stem().string();
     if (w.contains("inputs")) {
-      if (!w["inputs"].is_object()) r.fail("/workload/inputs", "expected an object {seed, distribution, scale, dispose_intermediates}");
+      if (!w["inputs"].is_object())
+        r.fail("/workload/inputs", "expected an object {seed, distribution, scale, dispose_intermediates}");
       r.only(w["inputs"], "/workload/inputs", {"seed", "distribution", "scale", "dispose_intermediates"});
       s.program_inputs = w["inputs"];
     }
@@ -297,24 +334,30 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   }
   if (w.contains("sweep")) {
     const json& sw = w["sweep"];
-    if (!sw.is_object() || sw.size() != 1) r.fail("/workload/sweep", "expected an object with one parameter, e.g. {\"n\": [100, 200, 400]}");
+    if (!sw.is_object() || sw.size() != 1)
+      r.fail("/workload/sweep", "expected an object with one parameter, e.g. {\"n\": [100, 200, 400]}");
     s.sweep_key = sw.begin().key();
-    if (!sw.begin()->is_array() || sw.begin()->size() < 2) r.fail("/workload/sweep/" + s.sweep_key, "expected an array of at least two values");
+    if (!sw.begin()->is_array() || sw.begin()->size() < 2)
+      r.fail("/workload/sweep/" + s.sweep_key, "expected an array of at least two values");
     for (const json& x : *sw.begin()) s.sweep_values.push_back(x);
   }
   s.transform = r.str(doc, "", "transform", false, "eager");
   static const std::set<std::string> transforms{"eager", "jit", "value_and_grad", "jit(value_and_grad)"};
-  if (!transforms.count(s.transform)) r.fail("/transform", fmt::format("'{}' is not one of eager, jit, value_and_grad, jit(value_and_grad)", s.transform));
+  if (!transforms.count(s.transform))
+    r.fail("/transform",
+           fmt::format("'{}' is not one of eager, jit, value_and_grad, jit(value_and_grad)", s.transform));
   check_workload_fields(r, s);
   const json& b = r.field(doc, "", "backends", true);
   if (!b.is_array() || b.empty()) r.fail("/backends", "expected a non-empty array of backend names");
   for (std::size_t i = 0; i < b.size(); ++i) {
     const std::string name = b[i].is_string() ? b[i].get<std::string>() : "";
-    if (name != "cpu" && name != "native" && name != "vulkan") r.fail(fmt::format("/backends/{}", i), fmt::format("{} is not one of cpu, native, vulkan", b[i].dump()));
+    if (name != "cpu" && name != "native" && name != "vulkan")
+      r.fail(fmt::format("/backends/{}", i), fmt::format("{} is not one of cpu, native, vulkan", b[i].dump()));
     s.backends.push_back(name);
   }
   s.limits = r.str(doc, "", "limits", false, "webgpu");
-  if (s.limits != "webgpu" && s.limits != "device") r.fail("/limits", fmt::format("'{}' is not one of webgpu, device", s.limits));
+  if (s.limits != "webgpu" && s.limits != "device")
+    r.fail("/limits", fmt::format("'{}' is not one of webgpu, device", s.limits));
   if (doc.contains("timeout_s")) {
     s.timeout_s = r.number(doc["timeout_s"], "/timeout_s");
     if (!(s.timeout_s > 0)) r.fail("/timeout_s", "expected a positive number of seconds");
@@ -351,12 +394,15 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
       } catch (const Error& e) {
         r.fail(p + "/profile", e.what());
       }
-      if (!prof->historical) r.fail(p + "/profile", fmt::format("'{}' is not a historical profile (v0.7.1 ...)", row.profile));
+      if (!prof->historical)
+        r.fail(p + "/profile", fmt::format("'{}' is not a historical profile (v0.7.1 ...)", row.profile));
       const json& d = r.field(h[i], p, "documented", true);
       if (!d.is_object() || d.empty()) r.fail(p + "/documented", "expected an object {transform: outcome}");
       for (auto it = d.begin(); it != d.end(); ++it) {
-        if (!transforms.count(it.key())) r.fail(p + "/documented/" + it.key(), fmt::format("'{}' is not a transform", it.key()));
-        if (!it->is_string()) r.fail(p + "/documented/" + it.key(), fmt::format("expected a string, got {}", it->dump()));
+        if (!transforms.count(it.key()))
+          r.fail(p + "/documented/" + it.key(), fmt::format("'{}' is not a transform", it.key()));
+        if (!it->is_string())
+          r.fail(p + "/documented/" + it.key(), fmt::format("expected a string, got {}", it->dump()));
         row.documented.emplace_back(it.key(), it->get<std::string>());
       }
       s.history.push_back(std::move(row));
@@ -370,13 +416,15 @@ std::vector<Scenario> load_scenarios(const std::string& dir) {
   if (!fs::is_directory(dir)) throw ScenarioError(fmt::format("{}: not a directory of scenario files", dir));
   std::vector<std::string> files;
   for (const auto& e : fs::directory_iterator(dir))
-    if (e.path().extension() == ".json" && e.path().filename() != "scenario.schema.json") files.push_back(e.path().string());
+    if (e.path().extension() == ".json" && e.path().filename() != "scenario.schema.json")
+      files.push_back(e.path().string());
   std::sort(files.begin(), files.end());
   std::vector<Scenario> out;
   for (const auto& f : files) {
     out.push_back(load_scenario(f));
     for (std::size_t i = 0; i + 1 < out.size(); ++i)
-      if (out[i].id == out.back().id) throw ScenarioError(fmt::format("{}: /id: '{}' is also the id of {}", f, out.back().id, out[i].file));
+      if (out[i].id == out.back().id)
+        throw ScenarioError(fmt::format("{}: /id: '{}' is also the id of {}", f, out.back().id, out[i].file));
   }
   return out;
 }

@@ -16,12 +16,12 @@ struct ScenarioError : std::runtime_error {
 
 struct CountExpect {  // dispatches or submits per call
   std::optional<std::int64_t> exactly, max;
-  std::string growth;           // "" | constant | log2 | linear (over the sweep)
-  std::int64_t log2_plus = 1;   // growth log2: count <= ceil(log2 N) + log2_plus
+  std::string growth;          // "" | constant | log2 | linear (over the sweep)
+  std::int64_t log2_plus = 1;  // growth log2: count <= ceil(log2 N) + log2_plus
 };
 struct ErrorExpect {
-  std::string type;     // BackendError, NonlinearError, UseAfterDispose, ShapeError, ... ("" any)
-  std::string message;  // ECMAScript regex, searched in the message
+  std::string type;                   // BackendError, NonlinearError, UseAfterDispose, ShapeError, ... ("" any)
+  std::string message;                // ECMAScript regex, searched in the message
   std::optional<bool> values_before;  // whether values were computed before the error
 };
 struct ValuesExpect {
@@ -33,10 +33,10 @@ struct ValuesExpect {
   std::vector<std::string> differ;
 };
 struct MemoryExpect {
-  std::int64_t after_call = 20;                       // growth measured from this call to the last
+  std::int64_t after_call = 20;  // growth measured from this call to the last
   std::optional<double> rss_growth_pct_max, rss_growth_pct_min;
-  std::optional<bool> cache_within_capacity;          // jit cache entries <= capacity at every call
-  std::optional<bool> cache_entries_grow;             // entries at the last call > at after_call
+  std::optional<bool> cache_within_capacity;  // jit cache entries <= capacity at every call
+  std::optional<bool> cache_entries_grow;     // entries at the last call > at after_call
 };
 struct Expect {
   std::optional<ErrorExpect> error;  // absent: the case must not fail
@@ -54,7 +54,7 @@ struct Case {
 };
 // A row of the source document's version table: what that release did under each transform.
 struct HistoryRow {
-  std::string profile;                                        // a historical replay profile
+  std::string profile;                                          // a historical replay profile
   std::vector<std::pair<std::string, std::string>> documented;  // transform -> outcome as documented
 };
 struct Scenario {
@@ -63,7 +63,7 @@ struct Scenario {
   std::string program;   // a program case file (path resolved from the scenario's folder)
   nlohmann::json program_inputs = nlohmann::json::object();  // how its inputs are made (repros/program.h)
   nlohmann::json params = nlohmann::json::object();
-  std::string sweep_key;                 // optional sweep: params[sweep_key] takes each value
+  std::string sweep_key;  // optional sweep: params[sweep_key] takes each value
   std::vector<nlohmann::json> sweep_values;
   std::string transform = "eager";
   std::vector<std::string> backends;

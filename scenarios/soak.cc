@@ -52,49 +52,67 @@ nlohmann::json trend_json(const Trend& t) {
 
 }  // namespace
 
-int soak(double minutes, const std::string& report_dir, const std::function<std::vector<CaseResult>()>& run_round, const nlohmann::json& meta) {
+int soak(double minutes, const std::string& report_dir, const std::function<std::vector<CaseResult>()>& run_round,
+         const nlohmann::json& meta) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
   const auto deadline = t0 + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(minutes * 60.0));
   std::vector<SoakRound> rounds;
   std::vector<std::string> problems;
-  fmt::print("{:>5} {:>8} {:>10} {:>6} {:>6} {:>8} {:>6} {:>5} {:>5}\n", "round", "seconds", "rss MiB", "slots", "jit", "kernels",
-             "pipes", "pass", "fail");
+  fmt::print("{:>5} {:>8} {:>10} {:>6} {:>6} {:>8} {:>6} {:>5} {:>5}\n", "round", "seconds", "rss MiB", "slots", "jit",
+             "kernels", "pipes", "pass", "fail");
   while (rounds.size() < 4 || clock::now() < deadline) {
     const auto r0 = clock::now();
     auto results = run_round();
-    SoakRound r = measure(static_cast<int>(rounds.size()) + 1, std::chrono::duration<double>(clock::now() - r0).count());
+    SoakRound r =
+        measure(static_cast<int>(rounds.size()) + 1, std::chrono::duration<double>(clock::now() - r0).count());
     for (const auto& c : results) {
       r.pass += c.status == "pass", r.fail += c.status == "fail", r.skipped += c.status == "skipped";
       if (c.status == "fail")
-        problems.push_back(fmt::format("round {}: {} {} {} failed: {}", r.round, c.scenario, c.backend, c.profile, fmt::join(c.failures, "; ")));
+        problems.push_back(fmt::format("round {}: {} {} {} failed: {}", r.round, c.scenario, c.backend, c.profile,
+                                       fmt::join(c.failures, "; ")));
     }
-    fmt::print("{:>5} {:>8.1f} {:>10.1f} {:>6} {:>6} {:>8} {:>6} {:>5} {:>5}\n", r.round, r.seconds, r.rss_kb / 1024, r.live_slots,
-               r.jit_cache_entries, r.compiled_kernels, r.pipelines, r.pass, r.fail);
+    fmt::print("{:>5} {:>8.1f} {:>10.1f} {:>6} {:>6} {:>8} {:>6} {:>5} {:>5}\n", r.round, r.seconds, r.rss_kb / 1024,
+               r.live_slots, r.jit_cache_entries, r.compiled_kernels, r.pipelines, r.pass, r.fail);
     std::fflush(stdout);
     if (!rounds.empty() && r.live_slots != rounds.front().live_slots)
-      problems.push_back(fmt::format("round {}: {} live slots, {} after round 1", r.round, r.live_slots, rounds.front().live_slots));
+      problems.push_back(
+          fmt::format("round {}: {} live slots, {} after round 1", r.round, r.live_slots, rounds.front().live_slots));
     if (r.jit_cache_entries > cache_capacity())
-      problems.push_back(fmt::format("round {}: {} jit cache entries > capacity {}", r.round, r.jit_cache_entries, cache_capacity()));
+      problems.push_back(
+          fmt::format("round {}: {} jit cache entries > capacity {}", r.round, r.jit_cache_entries, cache_capacity()));
     rounds.push_back(r);
   }
   std::vector<double> rss;  // round 1 is the warm-up (compiles, pools, caches fill)
   for (std::size_t i = 1; i < rounds.size(); ++i) rss.push_back(rounds[i].rss_kb);
   const Trend t = rss_trend(rss);
   if (t.growing)
-    problems.push_back(fmt::format("RSS trends up: {:+.0f} KiB per round, {:+.0f} KiB over rounds 2-{} (limit {:.0f} KiB)", t.slope_kb,
-                                   t.growth_kb, rounds.size(), t.limit_kb));
+    problems.push_back(
+        fmt::format("RSS trends up: {:+.0f} KiB per round, {:+.0f} KiB over rounds 2-{} (limit {:.0f} KiB)", t.slope_kb,
+                    t.growth_kb, rounds.size(), t.limit_kb));
   const double total = std::chrono::duration<double>(clock::now() - t0).count();
-  fmt::print("soak: {} rounds in {:.1f} min; RSS slope {:+.1f} KiB/round after warm-up ({:+.0f} KiB fitted, limit {:.0f}); {}\n",
-             rounds.size(), total / 60, t.slope_kb, t.growth_kb, t.limit_kb, problems.empty() ? "no growth" : "FAILED");
+  fmt::print(
+      "soak: {} rounds in {:.1f} min; RSS slope {:+.1f} KiB/round after warm-up ({:+.0f} KiB fitted, limit {:.0f}); "
+      "{}\n",
+      rounds.size(), total / 60, t.slope_kb, t.growth_kb, t.limit_kb, problems.empty() ? "no growth" : "FAILED");
   for (const auto& p : problems) fmt::print("    {}\n", p);
   if (!report_dir.empty()) {
     nlohmann::json j = meta;
-    j.update({{"minutes", total / 60}, {"trend", trend_json(t)}, {"problems", problems}, {"rounds", nlohmann::json::array()}});
+    j.update({{"minutes", total / 60},
+              {"trend", trend_json(t)},
+              {"problems", problems},
+              {"rounds", nlohmann::json::array()}});
     for (const auto& r : rounds)
-      j["rounds"].push_back({{"round", r.round}, {"seconds", r.seconds}, {"rss_kb", r.rss_kb}, {"live_slots", r.live_slots},
-                             {"jit_cache_entries", r.jit_cache_entries}, {"compiled_kernels", r.compiled_kernels},
-                             {"pipelines", r.pipelines}, {"pass", r.pass}, {"fail", r.fail}, {"skipped", r.skipped}});
+      j["rounds"].push_back({{"round", r.round},
+                             {"seconds", r.seconds},
+                             {"rss_kb", r.rss_kb},
+                             {"live_slots", r.live_slots},
+                             {"jit_cache_entries", r.jit_cache_entries},
+                             {"compiled_kernels", r.compiled_kernels},
+                             {"pipelines", r.pipelines},
+                             {"pass", r.pass},
+                             {"fail", r.fail},
+                             {"skipped", r.skipped}});
     write_atomically(report_dir + "/soak.json", j.dump(2) + "\n");
     fmt::print("soak report: {}/soak.json\n", report_dir);
   }
@@ -140,7 +158,8 @@ int cmd_stress_jit(const StressArgs& a) {
         want_max = std::max(want_max, static_cast<double>(x[i]));
       }
       const double want = 0.5 * want_sum + want_max;
-      const double got = f(std::vector<Array>{np::asarray(std::span<const float>(x), Shape{rows, cols})}).item<double>();
+      const double got =
+          f(std::vector<Array>{np::asarray(std::span<const float>(x), Shape{rows, cols})}).item<double>();
       if (!(std::abs(got - want) <= 1e-4 * (1 + std::abs(want))) && wrong++ < 5)
         problems.push_back(fmt::format("call {} shape [{},{}]: got {}, want {}", c, rows, cols, got, want));
       const MemoryStats m = memory_stats();
@@ -154,32 +173,54 @@ int cmd_stress_jit(const StressArgs& a) {
   const auto leaked = leaked_since(base);
   if (!leaked.empty()) problems.push_back(leak_report("stress jit", leaked));
   if (wrong) problems.push_back(fmt::format("{} wrong results", wrong));
-  if (max_entries > cache_capacity()) problems.push_back(fmt::format("jit cache reached {} entries > capacity {}", max_entries, cache_capacity()));
-  if (max_kernels > kernel_bound) problems.push_back(fmt::format("compiled kernels reached {} > bound {}", max_kernels, kernel_bound));
+  if (max_entries > cache_capacity())
+    problems.push_back(fmt::format("jit cache reached {} entries > capacity {}", max_entries, cache_capacity()));
+  if (max_kernels > kernel_bound)
+    problems.push_back(fmt::format("compiled kernels reached {} > bound {}", max_kernels, kernel_bound));
   std::vector<double> rss;  // the first quarter warms up (caches fill to capacity)
   for (const auto& s : samples)
     if (s.calls > a.calls / 4) rss.push_back(s.rss_kb);
   const Trend t = rss_trend(rss);
-  if (t.growing) problems.push_back(fmt::format("RSS trends up: {:+.0f} KiB fitted over the last 3/4 of the calls (limit {:.0f})", t.growth_kb, t.limit_kb));
+  if (t.growing)
+    problems.push_back(fmt::format("RSS trends up: {:+.0f} KiB fitted over the last 3/4 of the calls (limit {:.0f})",
+                                   t.growth_kb, t.limit_kb));
   const MemoryStats end = memory_stats();
-  fmt::print("stress jit on {}: {} calls over {} shapes in {:.1f} s ({:.0f} us/call)\n", a.backend, a.calls, a.shapes, secs, 1e6 * secs / static_cast<double>(a.calls));
-  fmt::print("  jit cache: max {} entries (capacity {}), {} hits, {} misses, {} evictions\n", max_entries, cache_capacity(), end.cache_hits,
-             end.cache_misses, end.cache_evictions);
-  fmt::print("  compiled kernels: max {} (bound {}); live slots: max {}, leaked {}\n", max_kernels, kernel_bound, max_live, leaked.size());
-  fmt::print("  RSS: {:.1f} MiB at {} calls, {:.1f} MiB at the end; slope {:+.1f} KiB per {} calls after warm-up ({:+.0f} KiB fitted, limit {:.0f})\n",
-             samples.front().rss_kb / 1024, samples.front().calls, samples.back().rss_kb / 1024, t.slope_kb, std::max<std::size_t>(a.calls / 20, 1),
-             t.growth_kb, t.limit_kb);
+  fmt::print("stress jit on {}: {} calls over {} shapes in {:.1f} s ({:.0f} us/call)\n", a.backend, a.calls, a.shapes,
+             secs, 1e6 * secs / static_cast<double>(a.calls));
+  fmt::print("  jit cache: max {} entries (capacity {}), {} hits, {} misses, {} evictions\n", max_entries,
+             cache_capacity(), end.cache_hits, end.cache_misses, end.cache_evictions);
+  fmt::print("  compiled kernels: max {} (bound {}); live slots: max {}, leaked {}\n", max_kernels, kernel_bound,
+             max_live, leaked.size());
+  fmt::print(
+      "  RSS: {:.1f} MiB at {} calls, {:.1f} MiB at the end; slope {:+.1f} KiB per {} calls after warm-up ({:+.0f} KiB "
+      "fitted, limit {:.0f})\n",
+      samples.front().rss_kb / 1024, samples.front().calls, samples.back().rss_kb / 1024, t.slope_kb,
+      std::max<std::size_t>(a.calls / 20, 1), t.growth_kb, t.limit_kb);
   fmt::print("{}\n", problems.empty() ? "stress jit: bounded" : "stress jit: FAILED");
   for (const auto& p : problems) fmt::print("    {}\n", p);
   if (!a.out.empty()) {
-    nlohmann::json j = {{"backend", a.backend}, {"calls", a.calls}, {"shapes", a.shapes}, {"seconds", secs},
-                        {"max_jit_cache_entries", max_entries}, {"cache_capacity", cache_capacity()}, {"max_compiled_kernels", max_kernels},
-                        {"kernel_bound", kernel_bound}, {"max_live_slots", max_live}, {"leaked_slots", leaked.size()},
-                        {"cache_hits", end.cache_hits}, {"cache_misses", end.cache_misses}, {"cache_evictions", end.cache_evictions},
-                        {"trend", trend_json(t)}, {"problems", problems}, {"samples", nlohmann::json::array()}};
+    nlohmann::json j = {{"backend", a.backend},
+                        {"calls", a.calls},
+                        {"shapes", a.shapes},
+                        {"seconds", secs},
+                        {"max_jit_cache_entries", max_entries},
+                        {"cache_capacity", cache_capacity()},
+                        {"max_compiled_kernels", max_kernels},
+                        {"kernel_bound", kernel_bound},
+                        {"max_live_slots", max_live},
+                        {"leaked_slots", leaked.size()},
+                        {"cache_hits", end.cache_hits},
+                        {"cache_misses", end.cache_misses},
+                        {"cache_evictions", end.cache_evictions},
+                        {"trend", trend_json(t)},
+                        {"problems", problems},
+                        {"samples", nlohmann::json::array()}};
     for (const auto& s : samples)
-      j["samples"].push_back({{"calls", s.calls}, {"rss_kb", s.rss_kb}, {"jit_cache_entries", s.m.jit_cache_entries},
-                              {"compiled_kernels", s.m.compiled_kernels}, {"live_slots", s.m.live_slots}});
+      j["samples"].push_back({{"calls", s.calls},
+                              {"rss_kb", s.rss_kb},
+                              {"jit_cache_entries", s.m.jit_cache_entries},
+                              {"compiled_kernels", s.m.compiled_kernels},
+                              {"live_slots", s.m.live_slots}});
     write_atomically(a.out, j.dump(2) + "\n");
   }
   return problems.empty() ? 0 : 1;

@@ -27,7 +27,8 @@ inline json load(const std::string& name) {
 inline void flat(const json& j, std::vector<double>& out) {
   if (j.is_array())
     for (const auto& e : j) flat(e, out);
-  else out.push_back(j.is_null() ? NAN : j.get<double>());
+  else
+    out.push_back(j.is_null() ? NAN : j.get<double>());
 }
 inline std::vector<double> flat(const json& j) {
   std::vector<double> v;
@@ -36,7 +37,8 @@ inline std::vector<double> flat(const json& j) {
 }
 
 // |got - want| <= rtol * max|want| element by element (states and covariances span scales).
-inline ::testing::AssertionResult close_scaled(const Array& got, const json& want, double rtol, const std::string& what) {
+inline ::testing::AssertionResult close_scaled(const Array& got, const json& want, double rtol,
+                                               const std::string& what) {
   auto g = got.to_vector<double>();
   auto w = flat(want);
   if (g.size() != w.size()) return ::testing::AssertionFailure() << what << ": size " << g.size() << " vs " << w.size();
@@ -46,7 +48,8 @@ inline ::testing::AssertionResult close_scaled(const Array& got, const json& wan
   for (std::size_t i = 0; i < g.size(); ++i) {
     if (std::isnan(w[i]) && std::isnan(g[i])) continue;
     if (!(std::abs(g[i] - w[i]) <= rtol * scale))
-      return ::testing::AssertionFailure() << what << "[" << i << "]: got " << g[i] << ", want " << w[i] << " (scale " << scale << ")";
+      return ::testing::AssertionFailure()
+             << what << "[" << i << "]: got " << g[i] << ", want " << w[i] << " (scale " << scale << ")";
   }
   return ::testing::AssertionSuccess();
 }

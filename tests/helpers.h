@@ -24,8 +24,7 @@ inline std::string source_dir() {
 // Element-wise |got - want| <= atol + rtol*|want|; NaN matches NaN, infinities match exactly.
 inline ::testing::AssertionResult all_close(const std::vector<double>& got, const std::vector<double>& want,
                                             double rtol = 1e-12, double atol = 1e-12) {
-  if (got.size() != want.size())
-    return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+  if (got.size() != want.size()) return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double g = got[i], w = want[i];
     if (std::isnan(w) && std::isnan(g)) continue;
@@ -36,8 +35,8 @@ inline ::testing::AssertionResult all_close(const std::vector<double>& got, cons
   return ::testing::AssertionSuccess();
 }
 
-inline ::testing::AssertionResult all_close(const jx::Array& got, const std::vector<double>& want,
-                                            double rtol = 1e-12, double atol = 1e-12) {
+inline ::testing::AssertionResult all_close(const jx::Array& got, const std::vector<double>& want, double rtol = 1e-12,
+                                            double atol = 1e-12) {
   return all_close(vals(got), want, rtol, atol);
 }
 

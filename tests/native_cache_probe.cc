@@ -8,7 +8,8 @@ int main() {
   using namespace jx;
   std::string origin = "none";
   trace::Subscription sub([&](const trace::Event& e) {
-    if (e.kind == trace::EventKind::compile && e.backend == "native" && e.name == "cc") origin = e.detail == "disk cache" ? "disk cache" : "compiled";
+    if (e.kind == trace::EventKind::compile && e.backend == "native" && e.name == "cc")
+      origin = e.detail == "disk cache" ? "disk cache" : "compiled";
   });
   double v = 0;
   try {  // a refused cache (tests/native_cache_fallback.sh) is an error message, not an abort

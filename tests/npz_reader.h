@@ -22,7 +22,8 @@ struct NpyArray {
 
 inline std::uint64_t le(const std::string& s, std::size_t at, int bytes) {
   std::uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(s.at(at + static_cast<std::size_t>(i)));
+  for (int i = bytes - 1; i >= 0; --i)
+    v = (v << 8) | static_cast<unsigned char>(s.at(at + static_cast<std::size_t>(i)));
   return v;
 }
 
@@ -62,8 +63,10 @@ inline NpyArray parse_npy(const std::string& npy, const std::string& name) {
     for (std::size_t k = 0; k < r; ++k) f += idx[k] * stride, stride *= a.shape[k];
     a.values[static_cast<std::size_t>(i)] = raw[static_cast<std::size_t>(f)];
     for (std::size_t k = r; k-- > 0;)
-      if (++idx[k] < a.shape[k]) break;
-      else idx[k] = 0;
+      if (++idx[k] < a.shape[k])
+        break;
+      else
+        idx[k] = 0;
   }
   return a;
 }

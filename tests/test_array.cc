@@ -123,7 +123,8 @@ TEST(Backend, SlotsCountBytesAndRejectBadSizes) {
   EXPECT_EQ(be.slot_count(), n0 + 1);
   EXPECT_EQ(be.bytes(), b0 + 24);
   std::vector<std::byte> small(8);
-  EXPECT_TRUE(jxt::throws_with<BackendError>([&] { be.write(s, small); }, {"write of 8 bytes", "24 bytes", "float64[3]"}));
+  EXPECT_TRUE(
+      jxt::throws_with<BackendError>([&] { be.write(s, small); }, {"write of 8 bytes", "24 bytes", "float64[3]"}));
   be.incref(s);
   be.decref(s);
   EXPECT_EQ(be.slot_count(), n0 + 1);

@@ -9,7 +9,6 @@ using namespace jx;
 
 using namespace jxt;
 
-
 class PrimRules : public ::testing::TestWithParam<Case> {};
 
 // grad of the scalar <v, f(x)> against central differences, element by element.
@@ -125,4 +124,5 @@ TEST_P(PrimRules, VmapEqualsLoop) {
   EXPECT_TRUE(jxt::all_close(got2, jxt::vals(np::stack(want2, -1)), 1e-12, 1e-12)) << c.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, PrimRules, ::testing::ValuesIn(cases()), [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(All, PrimRules, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param.name; });

@@ -30,7 +30,9 @@ struct FixtureCase {
   std::string name;
   DType dtype;
   dlm::Algorithm algorithm = dlm::Algorithm::scan;
-  std::string str() const { return name + "_" + std::string(dtype_name(dtype)) + (algorithm == dlm::Algorithm::assoc ? "_assoc" : "_scan"); }
+  std::string str() const {
+    return name + "_" + std::string(dtype_name(dtype)) + (algorithm == dlm::Algorithm::assoc ? "_assoc" : "_scan");
+  }
 };
 void PrintTo(const FixtureCase& c, std::ostream* os) { *os << c.str(); }
 std::vector<FixtureCase> fixture_cases() {
@@ -50,7 +52,8 @@ TEST_P(DlmFixture, MatchesReferenceToolbox) {
   json in = load(c.name + "-in.json"), out = load(c.name + "-out-m.json");
   std::vector<double> y = flat(in["y"]);
   Array ya = np::array(y, std::nullopt, c.dtype);
-  Array s = in["s"].is_array() ? np::array(flat(in["s"]), std::nullopt, c.dtype) : np::scalar(in["s"].get<double>(), c.dtype);
+  Array s =
+      in["s"].is_array() ? np::array(flat(in["s"]), std::nullopt, c.dtype) : np::scalar(in["s"].get<double>(), c.dtype);
   std::vector<double> w = in["w"].is_array() ? flat(in["w"]) : std::vector<double>{in["w"].get<double>()};
   dlm::Options opt = options_of(out["options"]);
   opt.algorithm = c.algorithm;
@@ -81,7 +84,8 @@ TEST_P(DlmFixture, MatchesReferenceToolbox) {
   EXPECT_TRUE(close_scaled(f.resid0, out["resid0"], tol, "resid0"));
 }
 
-INSTANTIATE_TEST_SUITE_P(Nile, DlmFixture, ::testing::ValuesIn(fixture_cases()), [](const auto& info) { return info.param.str(); });
+INSTANTIATE_TEST_SUITE_P(Nile, DlmFixture, ::testing::ValuesIn(fixture_cases()),
+                         [](const auto& info) { return info.param.str(); });
 
 class DlmGaps : public ::testing::TestWithParam<dlm::Algorithm> {};
 
@@ -137,7 +141,9 @@ TEST_P(DlmGaps, MissingObservationsMatchAScalarReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, DlmGaps, ::testing::Values(dlm::Algorithm::scan, dlm::Algorithm::assoc),
-                         [](const auto& info) { return std::string(info.param == dlm::Algorithm::scan ? "scan" : "assoc"); });
+                         [](const auto& info) {
+                           return std::string(info.param == dlm::Algorithm::scan ? "scan" : "assoc");
+                         });
 
 // The parallel filter/smoother equals the sequential one on richer models (trend + seasonal,
 // harmonics, AR; gaps; per-step observation stds): every output within rounding.
@@ -168,8 +174,9 @@ TEST(Dlm, AssocEqualsScanOnSeasonalHarmonicAndArModels) {
     dlm::Fit fs = dlm::fit(ya, sa, w, o), fa = dlm::fit(ya, sa, w, a);
     EXPECT_NEAR(fa.lik, fs.lik, 1e-9 * std::abs(fs.lik));
     EXPECT_EQ(fa.nobs, fs.nobs);
-    for (const auto& [what, got, want] : {std::tuple{"xf", fa.xf, fs.xf}, std::tuple{"Cf", fa.Cf, fs.Cf}, std::tuple{"x", fa.x, fs.x},
-                                          std::tuple{"C", fa.C, fs.C}, std::tuple{"v", fa.v, fs.v}, std::tuple{"Cp", fa.Cp, fs.Cp}}) {
+    for (const auto& [what, got, want] :
+         {std::tuple{"xf", fa.xf, fs.xf}, std::tuple{"Cf", fa.Cf, fs.Cf}, std::tuple{"x", fa.x, fs.x},
+          std::tuple{"C", fa.C, fs.C}, std::tuple{"v", fa.v, fs.v}, std::tuple{"Cp", fa.Cp, fs.Cp}}) {
       auto g = got.to_vector<double>(), w2 = want.to_vector<double>();
       double scale = 0;
       for (double x : w2)
@@ -202,11 +209,19 @@ TEST(Dlm, SystemMatricesAndBadInput) {
   ar.arphi = {0.5, 0.2};
   auto [Ga, Fa] = dlm::system_matrices(ar);
   EXPECT_TRUE(jxt::all_close(Ga, {1, 0, 0, 0, 0.5, 1, 0, 0.2, 0}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::fit(np::ones({3, 2}, DType::float64), np::scalar(1.0), {1.0}); }, {"vector"}));
   EXPECT_TRUE(jxt::throws_with<ShapeError>(
-      [] { dlm::fit(np::ones({5}, DType::float64), np::ones({3}, DType::float64), {1.0}); }, {"s must be a scalar or one std per observation"}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::fit(np::ones({5}, DType::float64), np::scalar(1.0), {1.0, 1.0, 1.0}); },
-                                           {"3 process stds given for a model with 2 states"}));
+      [] {
+        dlm::fit(np::ones({3, 2}, DType::float64), np::scalar(1.0), {1.0});
+      },
+      {"vector"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] { dlm::fit(np::ones({5}, DType::float64), np::ones({3}, DType::float64), {1.0}); },
+      {"s must be a scalar or one std per observation"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] {
+        dlm::fit(np::ones({5}, DType::float64), np::scalar(1.0), {1.0, 1.0, 1.0});
+      },
+      {"3 process stds given for a model with 2 states"}));
   dlm::Options badtrig;
   badtrig.trig = 7;
   EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { dlm::system_matrices(badtrig); }, {"trig = 7"}));
@@ -224,38 +239,53 @@ TEST(DlmInput, CsvBlankLinesByteOrderMarkAndNonFiniteValues) {
   EXPECT_EQ(in.y[2], 3);
   EXPECT_TRUE(std::isnan(in.y[3]) && std::isnan(in.y[4]));
   EXPECT_EQ(in.y[5], 5);
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input("1\n-inf\n", "t.csv"); }, {"t.csv: line 2", "not finite"}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1, 1e999], "s": 1, "w": 1})", "t.json"); }, {"t.json: invalid JSON"}));
+  EXPECT_TRUE(
+      jxt::throws_with<ShapeError>([] { dlm::parse_input("1\n-inf\n", "t.csv"); }, {"t.csv: line 2", "not finite"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1, 1e999], "s": 1, "w": 1})", "t.json"); },
+                                           {"t.json: invalid JSON"}));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [null, null], "s": 1, "w": 1})", "t.json"); },
                                            {"no observed value (all 2 are missing)"}));
 }
 
 TEST(DlmInput, ToolboxAndDlmJsOptionNames) {
   const auto js = dlm::parse_input(R"({"y": [1, 2, 3], "s": 1, "w": [1, 1, 1, 1, 1, 1],
-    "options": {"order": 1, "harmonics": 2, "seasonLength": 6, "fullSeasonal": false, "arCoefficients": [0.5]}})", "js.json");
+    "options": {"order": 1, "harmonics": 2, "seasonLength": 6, "fullSeasonal": false, "arCoefficients": [0.5]}})",
+                                   "js.json");
   EXPECT_EQ(js.options.trig, 2);
   EXPECT_EQ(js.options.ns, 6);
   EXPECT_FALSE(js.options.fullseas);
   EXPECT_EQ(js.options.arphi, (std::vector<double>{0.5}));
-  const auto tb = dlm::parse_input(R"({"y": [1, 2, 3], "s": 1, "w": [1, 1], "options": {"trig": 2, "ns": 6, "arphi": [0.5]}})", "tb.json");
+  const auto tb = dlm::parse_input(
+      R"({"y": [1, 2, 3], "s": 1, "w": [1, 1], "options": {"trig": 2, "ns": 6, "arphi": [0.5]}})", "tb.json");
   EXPECT_EQ(tb.options.trig, js.options.trig);
   EXPECT_EQ(tb.options.ns, js.options.ns);
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1], "s": 1, "w": 1, "options": {"harmonic": 2}})", "t.json"); },
-                                           {"unknown option 'harmonic'", "trig (harmonics)", "ns (seasonLength)"}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1], "s": 1, "w": 1, "options": {"ns": 12, "seasonLength": 4}})", "t.json"); },
-                                           {"'ns' and 'seasonLength' name the same option with different values"}));
-  EXPECT_EQ(dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": [1, 1, 1, 1], "options": {"trig": 1}})", "t.json").w.size(), 4u);  // m = 4
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": [1, 1, 1, 1, 1], "options": {"trig": 1}})", "t.json"); },
-                                           {"5 values but the model has 4 states (order 1: 2 trend states, trig 1 with ns 12: 2 seasonal states)"}));
-  EXPECT_EQ(dlm::parse_input(R"({"yy": [1, 2], "ss": 1, "w": 1, "X": [[2, 1], [3, 1]], "ys": 2.0, "ym": 5.0})", "t.json").X.size(), 2u);
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": 1, "X": [[2]]})", "t.json"); },
-                                           {"field 'X' has 1 rows; expected one per observation (2)"}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": 1, "X": [[2, 1], [3]]})", "t.json"); },
-                                           {"field 'X[1]' has 1 columns; 'X[0]' has 2"}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1], "yy": [1], "s": 1, "w": 1})", "t.json"); }, {"'y' and 'yy'"}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1], "s": 1, "w": 1, "z": 0})", "t.json"); }, {"unknown field 'z'"}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": 1, "t": [1, 3]})", "t.json"); },
-                                           {"only unit time steps"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] { dlm::parse_input(R"({"y": [1], "s": 1, "w": 1, "options": {"harmonic": 2}})", "t.json"); },
+      {"unknown option 'harmonic'", "trig (harmonics)", "ns (seasonLength)"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] { dlm::parse_input(R"({"y": [1], "s": 1, "w": 1, "options": {"ns": 12, "seasonLength": 4}})", "t.json"); },
+      {"'ns' and 'seasonLength' name the same option with different values"}));
+  EXPECT_EQ(dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": [1, 1, 1, 1], "options": {"trig": 1}})", "t.json").w.size(),
+            4u);  // m = 4
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] { dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": [1, 1, 1, 1, 1], "options": {"trig": 1}})", "t.json"); },
+      {"5 values but the model has 4 states (order 1: 2 trend states, trig 1 with ns 12: 2 seasonal states)"}));
+  EXPECT_EQ(
+      dlm::parse_input(R"({"yy": [1, 2], "ss": 1, "w": 1, "X": [[2, 1], [3, 1]], "ys": 2.0, "ym": 5.0})", "t.json")
+          .X.size(),
+      2u);
+  EXPECT_TRUE(
+      jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": 1, "X": [[2]]})", "t.json"); },
+                                   {"field 'X' has 1 rows; expected one per observation (2)"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] { dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": 1, "X": [[2, 1], [3]]})", "t.json"); },
+      {"field 'X[1]' has 1 columns; 'X[0]' has 2"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] { dlm::parse_input(R"({"y": [1], "yy": [1], "s": 1, "w": 1})", "t.json"); }, {"'y' and 'yy'"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [1], "s": 1, "w": 1, "z": 0})", "t.json"); },
+                                           {"unknown field 'z'"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] { dlm::parse_input(R"({"y": [1, 2], "s": 1, "w": 1, "t": [1, 3]})", "t.json"); }, {"only unit time steps"}));
 }
 
 // The first season's values all missing: the level starts at 0 with the diffuse C0 (as dlm-js
@@ -271,8 +301,16 @@ TEST(Dlm, LeadingMissingSeasonFitsAndBadSeriesAreRefused) {
     EXPECT_EQ(f.nobs, 48);
     for (double v : jxt::vals(f.x)) EXPECT_TRUE(std::isfinite(v));
   }
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::fit(np::array({1.0, INFINITY, 2.0}), np::scalar(1.0), {1.0}); }, {"infinite"}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::fit(np::array({NAN, NAN}), np::scalar(1.0), {1.0}); }, {"no observed value"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] {
+        dlm::fit(np::array({1.0, INFINITY, 2.0}), np::scalar(1.0), {1.0});
+      },
+      {"infinite"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] {
+        dlm::fit(np::array({NAN, NAN}), np::scalar(1.0), {1.0});
+      },
+      {"no observed value"}));
 }
 
 // float32 scan smoother at order 2: C − C N C cancels; its symmetric part keeps the second
@@ -281,8 +319,10 @@ TEST(Dlm, Float32OrderTwoScanGivesNumbers) {
   json in = load("niledemo-in.json");
   dlm::Options o;
   o.order = 2;
-  dlm::Fit f32 = dlm::fit(np::array(flat(in["y"]), std::nullopt, DType::float32), np::scalar(in["s"].get<double>(), DType::float32), {27.48, 27.48}, o);
-  dlm::Fit f64 = dlm::fit(np::array(flat(in["y"]), std::nullopt, DType::float64), np::scalar(in["s"].get<double>(), DType::float64), {27.48, 27.48}, o);
+  dlm::Fit f32 = dlm::fit(np::array(flat(in["y"]), std::nullopt, DType::float32),
+                          np::scalar(in["s"].get<double>(), DType::float32), {27.48, 27.48}, o);
+  dlm::Fit f64 = dlm::fit(np::array(flat(in["y"]), std::nullopt, DType::float64),
+                          np::scalar(in["s"].get<double>(), DType::float64), {27.48, 27.48}, o);
   EXPECT_TRUE(std::isfinite(f32.lik));
   EXPECT_NEAR(f32.lik, f64.lik, 1e-3 * std::abs(f64.lik));
 }
@@ -295,7 +335,8 @@ TEST(Dlm, OptimizersReportConvergence) {
   dlm::MleOptions adam;
   adam.optimizer = dlm::MleOptions::Optimizer::adam;
   adam.max_iter = 3;
-  Array y = np::array(flat(in["y"]), std::nullopt, DType::float64), s = np::scalar(in["s"].get<double>(), DType::float64);
+  Array y = np::array(flat(in["y"]), std::nullopt, DType::float64),
+        s = np::scalar(in["s"].get<double>(), DType::float64);
   dlm::Mle a = dlm::mle(y, s, {in["w"].get<double>()}, o, adam);
   EXPECT_FALSE(a.converged);
   EXPECT_EQ(a.stop_reason, "iteration cap 3 reached");
@@ -414,16 +455,18 @@ TEST(DlmCovariates, SmootherMatchesAHostReferenceOnEveryBackend) {
   const CovData cd = cov_data(n);
   std::vector<double> Frows;
   for (std::size_t t = 0; t < n; ++t) Frows.insert(Frows.end(), {1.0, cd.X[2 * t], cd.X[2 * t + 1]});
-  const std::vector<double> G{1, 0, 0, 0, 1, 0, 0, 0, 1}, W{0.09, 0, 0, 0, 0, 0, 0, 0, 0}, x0{10, 0, 0}, C0{4, 0, 0, 0, 100, 0, 0, 0, 100};
+  const std::vector<double> G{1, 0, 0, 0, 1, 0, 0, 0, 1}, W{0.09, 0, 0, 0, 0, 0, 0, 0, 0}, x0{10, 0, 0},
+      C0{4, 0, 0, 0, 100, 0, 0, 0, 100};
   const HostDlm want = host_dlm(cd.y, 0.5, Frows, G, W, x0, C0, m);
   for (const char* dev : {"cpu", "native", "vulkan"}) {
     DefaultDeviceScope scope(dev);
     for (auto alg : {dlm::Algorithm::scan, dlm::Algorithm::assoc}) {
       const std::string where = fmt::format("{} {}", dev, alg == dlm::Algorithm::scan ? "scan" : "assoc");
-      dlm::Fit f = dlm::smooth(np::array(cd.y, std::nullopt, DType::float64), np::full({static_cast<std::int64_t>(n)}, 0.5, DType::float64),
-                               np::array(x0, Shape{3}, DType::float64), np::array(G, Shape{3, 3}, DType::float64),
-                               np::array(Frows, Shape{static_cast<std::int64_t>(n), 3}, DType::float64), np::array(W, Shape{3, 3}, DType::float64),
-                               np::array(C0, Shape{3, 3}, DType::float64), alg);
+      dlm::Fit f = dlm::smooth(
+          np::array(cd.y, std::nullopt, DType::float64), np::full({static_cast<std::int64_t>(n)}, 0.5, DType::float64),
+          np::array(x0, Shape{3}, DType::float64), np::array(G, Shape{3, 3}, DType::float64),
+          np::array(Frows, Shape{static_cast<std::int64_t>(n), 3}, DType::float64),
+          np::array(W, Shape{3, 3}, DType::float64), np::array(C0, Shape{3, 3}, DType::float64), alg);
       EXPECT_NEAR(f.lik, want.lik, 1e-9 * std::abs(want.lik)) << where;
       EXPECT_TRUE(jxt::all_close(np::transpose(f.xf), want.xf, 1e-8, 1e-8)) << where;
       EXPECT_TRUE(jxt::all_close(np::transpose(f.x), want.xs, 1e-8, 1e-8)) << where;
@@ -457,7 +500,8 @@ TEST(DlmModels, MatchAHostReferenceOfTheToolbox) {
                                   {"trigar", opts(1, false, 1, {0.6, -0.2}), {1, 0.1, 0.3, 0.3, 0.8}}};
   const std::size_t n = 120;
   std::vector<double> y(n);
-  for (std::size_t t = 0; t < n; ++t) y[t] = 20 + 0.05 * t + 3 * std::sin(2 * M_PI * t / 12.0) + 0.8 * std::sin(t * 12.9898 + 1);
+  for (std::size_t t = 0; t < n; ++t)
+    y[t] = 20 + 0.05 * t + 3 * std::sin(2 * M_PI * t / 12.0) + 0.8 * std::sin(t * 12.9898 + 1);
   for (std::size_t t : {5u, 6u, 7u, 30u, 77u, 119u}) y[t] = NAN;
   for (const Model& md : models) {
     auto [Ga, Fa] = dlm::system_matrices(md.o);
@@ -472,9 +516,10 @@ TEST(DlmModels, MatchAHostReferenceOfTheToolbox) {
     const auto M = static_cast<std::int64_t>(m);
     for (auto alg : {dlm::Algorithm::scan, dlm::Algorithm::assoc}) {
       const std::string where = fmt::format("{} {}", md.name, alg == dlm::Algorithm::scan ? "scan" : "assoc");
-      dlm::Fit f = dlm::smooth(np::array(y, std::nullopt, DType::float64), np::full({static_cast<std::int64_t>(n)}, 0.9, DType::float64),
-                               np::array(x0, Shape{M}, DType::float64), Ga, Fa, np::array(W, Shape{M, M}, DType::float64),
-                               np::array(C0, Shape{M, M}, DType::float64), alg);
+      dlm::Fit f = dlm::smooth(
+          np::array(y, std::nullopt, DType::float64), np::full({static_cast<std::int64_t>(n)}, 0.9, DType::float64),
+          np::array(x0, Shape{M}, DType::float64), Ga, Fa, np::array(W, Shape{M, M}, DType::float64),
+          np::array(C0, Shape{M, M}, DType::float64), alg);
       EXPECT_NEAR(f.lik, want.lik, 1e-10 * std::abs(want.lik)) << where;
       EXPECT_TRUE(close_scaled(np::transpose(f.xf), json(want.xf), 1e-8, where + " xf"));
       EXPECT_TRUE(close_scaled(np::transpose(f.x), json(want.xs), 1e-8, where + " x"));
@@ -485,9 +530,11 @@ TEST(DlmModels, MatchAHostReferenceOfTheToolbox) {
 TEST(DlmCovariates, FitRecoversTheCoefficientsForecastsAndMle) {
   const std::size_t n = 200;
   const CovData cd = cov_data(n + 10);
-  std::vector<double> y(cd.y.begin(), cd.y.begin() + n), Xv(cd.X.begin(), cd.X.begin() + 2 * n), Xf(cd.X.begin() + 2 * n, cd.X.end());
+  std::vector<double> y(cd.y.begin(), cd.y.begin() + n), Xv(cd.X.begin(), cd.X.begin() + 2 * n),
+      Xf(cd.X.begin() + 2 * n, cd.X.end());
   y[3] = NAN;  // a gap
-  Array Y = np::array(y, std::nullopt, DType::float64), X = np::array(Xv, Shape{static_cast<std::int64_t>(n), 2}, DType::float64);
+  Array Y = np::array(y, std::nullopt, DType::float64),
+        X = np::array(Xv, Shape{static_cast<std::int64_t>(n), 2}, DType::float64);
   dlm::Options o;
   o.order = 0;
   dlm::Fit scan = dlm::fit(Y, np::scalar(0.2), {0.05}, o, X);
@@ -505,11 +552,19 @@ TEST(DlmCovariates, FitRecoversTheCoefficientsForecastsAndMle) {
   // forecasts: the level and β carried on, F_t = [1, X_t] with the future covariates
   dlm::Forecast fc = dlm::forecast(scan, 10, np::array(Xf, Shape{10, 2}, DType::float64));
   const auto fx = jxt::vals(fc.x), yh = jxt::vals(fc.yhat);
-  for (std::size_t k = 0; k < 10; ++k) EXPECT_NEAR(yh[k], fx[k * 3] + fx[k * 3 + 1] * Xf[2 * k] + fx[k * 3 + 2] * Xf[2 * k + 1], 1e-9) << k;
+  for (std::size_t k = 0; k < 10; ++k)
+    EXPECT_NEAR(yh[k], fx[k * 3] + fx[k * 3 + 1] * Xf[2 * k] + fx[k * 3 + 2] * Xf[2 * k + 1], 1e-9) << k;
   EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { (void)dlm::forecast(scan, 10); }, {"needs their future values"}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { (void)dlm::forecast(scan, 10, np::zeros({10, 3}, DType::float64)); }, {"3 columns; the model has 2"}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { (void)dlm::fit(Y, np::scalar(0.2), {0.05}, {}, np::zeros({5, 2}, DType::float64)); },
-                                           {"X must be [200, q]"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [&] {
+        (void)dlm::forecast(scan, 10, np::zeros({10, 3}, DType::float64));
+      },
+      {"3 columns; the model has 2"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [&] {
+        (void)dlm::fit(Y, np::scalar(0.2), {0.05}, {}, np::zeros({5, 2}, DType::float64));
+      },
+      {"X must be [200, q]"}));
   // the MLE with covariates: the noise scales only (β states have none), converged
   dlm::Options so;
   so.order = 0;
@@ -526,23 +581,24 @@ dlm::Mle nile_mle(int order, dlm::MleOptions mo, dlm::Algorithm alg = dlm::Algor
   dlm::Options o;
   o.order = order;
   o.algorithm = alg;
-  return dlm::mle(np::array(flat(in["y"]), std::nullopt, DType::float64), np::scalar(in["s"].get<double>(), DType::float64), w, o, mo);
+  return dlm::mle(np::array(flat(in["y"]), std::nullopt, DType::float64),
+                  np::scalar(in["s"].get<double>(), DType::float64), w, o, mo);
 }
 }  // namespace
 
 TEST(DlmMle, NileNewtonWithExactHessianReachesTheToolboxOptimum) {
   auto r1 = nile_mle(1, {});
   std::printf("Nile order 1 on %s: -2logL %.6f, %d iterations, %.1f ms (compile %.1f ms), w = [%g, %g], V factor %g\n",
-              default_backend().info().backend.c_str(), r1.lik, r1.iterations, r1.elapsed_ms, r1.compile_ms, r1.w[0], r1.w[1],
-              r1.obs_std_factor);
+              default_backend().info().backend.c_str(), r1.lik, r1.iterations, r1.elapsed_ms, r1.compile_ms, r1.w[0],
+              r1.w[1], r1.obs_std_factor);
   EXPECT_LE(r1.lik, 1104.7) << "iterations " << r1.iterations;
   EXPECT_LT(r1.iterations, 60);
   EXPECT_EQ(r1.w.size(), 2u);
   EXPECT_NEAR(r1.fit.lik, r1.lik, 1e-8 * r1.lik);  // the smoother pass at the optimum agrees
   for (std::size_t i = 1; i < r1.history.size(); ++i) EXPECT_LE(r1.history[i], r1.history[i - 1] + 1e-9);
   auto r0 = nile_mle(0, {});
-  std::printf("Nile order 0 on %s: -2logL %.6f, %d iterations, %.1f ms (compile %.1f ms)\n", default_backend().info().backend.c_str(),
-              r0.lik, r0.iterations, r0.elapsed_ms, r0.compile_ms);
+  std::printf("Nile order 0 on %s: -2logL %.6f, %d iterations, %.1f ms (compile %.1f ms)\n",
+              default_backend().info().backend.c_str(), r0.lik, r0.iterations, r0.elapsed_ms, r0.compile_ms);
   EXPECT_LE(r0.lik, 1095.8) << "iterations " << r0.iterations;
 }
 
@@ -609,8 +665,8 @@ TEST(DlmGradient, ForwardModeEqualsReverseModeOnBothAlgorithms) {
 
 TEST(DlmForecast, LocalLinearTrendExtrapolates) {
   json in = load("niledemo-in.json");
-  dlm::Fit f = dlm::fit(np::array(flat(in["y"]), std::nullopt, DType::float64), np::scalar(in["s"].get<double>(), DType::float64),
-                        flat(in["w"]));
+  dlm::Fit f = dlm::fit(np::array(flat(in["y"]), std::nullopt, DType::float64),
+                        np::scalar(in["s"].get<double>(), DType::float64), flat(in["w"]));
   auto fc = dlm::forecast(f, 4);
   EXPECT_EQ(fc.x.shape(), (Shape{4, 2}));
   auto x = fc.x.to_vector<double>();

@@ -61,9 +61,11 @@ TEST(DlmStream, ChunkedFitEqualsFit) {
       ASSERT_EQ(got.size(), want.size()) << where;
       for (const auto& [k, v] : want.items()) {
         ASSERT_TRUE(got.contains(k)) << where << ": " << k;
-        if (v.is_string()) EXPECT_EQ(got[k], v) << where << ": " << k;
-        else EXPECT_TRUE(close_scaled(np::array(flat(got[k]), std::nullopt, DType::float64), v, 1e-12, where + ": " + k))
-                 << "scale " << json_scale(v);
+        if (v.is_string())
+          EXPECT_EQ(got[k], v) << where << ": " << k;
+        else
+          EXPECT_TRUE(close_scaled(np::array(flat(got[k]), std::nullopt, DType::float64), v, 1e-12, where + ": " + k))
+              << "scale " << json_scale(v);
       }
       EXPECT_NEAR(f.lik, want["lik"].get<double>(), 1e-12 * std::abs(want["lik"].get<double>())) << where;
       // the same fit to .npz: its arrays written in place (steps-last ones column-major), every
@@ -100,7 +102,7 @@ TEST(DlmStream, WriterRefusesBadDestinationsAndLeavesNothing) {
   {
     dlm::ResultWriter w((dir / "a.npz").string(), dlm::OutputFormat::npz, false);
     EXPECT_TRUE(std::filesystem::exists(dir / "a.npz.tmp"));  // writability is checked at once
-  }  // never committed: nothing left
+  }                                                           // never committed: nothing left
   EXPECT_FALSE(std::filesystem::exists(dir / "a.npz.tmp"));
   EXPECT_FALSE(std::filesystem::exists(dir / "a.npz"));
   EXPECT_EQ(dlm::output_format("", "x.npz"), dlm::OutputFormat::npz);

@@ -132,25 +132,28 @@ TEST(Elementwise, NaNPropagatesThroughMaximumMinimum) {
 }
 
 TEST(Broadcasting, EdgeCases) {
-  Array col = np::array({{1.0}, {2.0}, {3.0}});        // [3,1]
-  Array row = np::array({10.0, 20.0, 30.0, 40.0});     // [4]
+  Array col = np::array({{1.0}, {2.0}, {3.0}});     // [3,1]
+  Array row = np::array({10.0, 20.0, 30.0, 40.0});  // [4]
   Array s = col + row;
   EXPECT_EQ(s.shape(), (Shape{3, 4}));
   EXPECT_TRUE(all_close(s, {11, 21, 31, 41, 12, 22, 32, 42, 13, 23, 33, 43}));
-  EXPECT_EQ((np::zeros({0, 3}) + np::ones({3})).shape(), (Shape{0, 3}));      // size-0 axis
+  EXPECT_EQ((np::zeros({0, 3}) + np::ones({3})).shape(), (Shape{0, 3}));  // size-0 axis
   EXPECT_EQ((np::zeros({2, 0}) + np::ones({1, 1})).shape(), (Shape{2, 0}));
-  EXPECT_EQ((np::zeros({1}) + np::ones({0})).shape(), (Shape{0}));             // 1 broadcasts to 0
-  EXPECT_EQ((np::scalar(2.0) * np::ones({2, 3})).shape(), (Shape{2, 3}));      // rank 0
+  EXPECT_EQ((np::zeros({1}) + np::ones({0})).shape(), (Shape{0}));         // 1 broadcasts to 0
+  EXPECT_EQ((np::scalar(2.0) * np::ones({2, 3})).shape(), (Shape{2, 3}));  // rank 0
   EXPECT_EQ((np::ones({2, 1, 3}) + np::ones({4, 1})).shape(), (Shape{2, 4, 3}));
   EXPECT_EQ(np::broadcast_shapes({5, 1, 4}, {3, 1}), (Shape{5, 3, 4}));
 }
 
 TEST(Broadcasting, MismatchNamesOpAndOperands) {
-  EXPECT_TRUE(jxt::throws_msg<ShapeError>([] { np::add(np::zeros({3, 2}), np::zeros({4})); },
-                                          "add: cannot broadcast float32[3,2] with float32[4]"));
   EXPECT_TRUE(jxt::throws_msg<ShapeError>(
-      [] { np::multiply(np::zeros({2}, DType::float64), np::zeros({3}, DType::int32)); },
-      "multiply: cannot broadcast float64[2] with int32[3]"));
+      [] {
+        np::add(np::zeros({3, 2}), np::zeros({4}));
+      },
+      "add: cannot broadcast float32[3,2] with float32[4]"));
+  EXPECT_TRUE(
+      jxt::throws_msg<ShapeError>([] { np::multiply(np::zeros({2}, DType::float64), np::zeros({3}, DType::int32)); },
+                                  "multiply: cannot broadcast float64[2] with int32[3]"));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([] { np::where(np::ones({2}, DType::bool_), np::ones({3}), 0.0); },
                                            {"where: cannot broadcast", "bool[2]", "float32[3]"}));
   EXPECT_THROW(np::broadcast_to(np::ones({3}), {2, 4}), ShapeError);
@@ -163,7 +166,7 @@ TEST(Elementwise, DtypePromotion) {
   EXPECT_EQ((i32 + f32).dtype(), DType::float32);
   EXPECT_EQ((i32 + i32).dtype(), DType::int32);
   EXPECT_EQ((b + b).dtype(), DType::int32);
-  EXPECT_EQ((i32 / i32).dtype(), DType::float32);       // true division
+  EXPECT_EQ((i32 / i32).dtype(), DType::float32);  // true division
   EXPECT_EQ(np::exp(i32).dtype(), DType::float32);
   EXPECT_EQ(np::negative(b).dtype(), DType::int32);
   // weakly typed scalars keep the array's dtype
@@ -188,8 +191,8 @@ TEST(Elementwise, IntegerArithmeticWrapsAndSigns) {
 TEST(Elementwise, WhereAndAstype) {
   Array c = np::array({1.0, 0.0, 1.0}, DType::bool_);
   EXPECT_TRUE(all_close(np::where(c, np::array({1.0, 2.0, 3.0}), np::array({-1.0, -2.0, -3.0})), {1, -2, 3}));
-  EXPECT_TRUE(all_close(np::where(np::greater(np::array({{1.0}, {-1.0}}), 0.0), np::ones({2, 3}), 0.0),
-                        {1, 1, 1, 0, 0, 0}));
+  EXPECT_TRUE(
+      all_close(np::where(np::greater(np::array({{1.0}, {-1.0}}), 0.0), np::ones({2, 3}), 0.0), {1, 1, 1, 0, 0, 0}));
   EXPECT_TRUE(all_close(np::where(np::array({2.0, 0.0}), 5.0, np::array({7.0, 8.0})), {5, 8}));
   Array f = np::array({1.9, -1.9, kNaN, 1e12, -1e12, 0.0}, DType::float64);
   EXPECT_EQ(np::astype(f, DType::int32).to_vector<std::int64_t>(),

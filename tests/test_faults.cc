@@ -20,7 +20,9 @@ struct Disarm {
   ~Disarm() { faults::disarm_all(); }
 };
 
-Array model(const Array& x, const Array& w) { return np::sum(np::tanh(np::matmul(x, w)) * 2.0) + np::sum(np::exp(x * 0.1)); }
+Array model(const Array& x, const Array& w) {
+  return np::sum(np::tanh(np::matmul(x, w)) * 2.0) + np::sum(np::exp(x * 0.1));
+}
 
 }  // namespace
 
@@ -36,8 +38,10 @@ TEST(Faults, SpecArmsCountsAndRejectsBadEntries) {
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(faults::fire("report_write_stall"));
   faults::disarm_all();
   EXPECT_FALSE(faults::fire("report_write_stall"));
-  EXPECT_TRUE(jxt::throws_with<Error>([] { faults::arm_from_spec("vk_oom"); }, {"unknown fault 'vk_oom'", "vk_out_of_device_memory"}));
-  EXPECT_TRUE(jxt::throws_with<Error>([] { faults::arm_from_spec("vk_device_lost@two"); }, {"'vk_device_lost@two'", "'two' is not an integer"}));
+  EXPECT_TRUE(jxt::throws_with<Error>([] { faults::arm_from_spec("vk_oom"); },
+                                      {"unknown fault 'vk_oom'", "vk_out_of_device_memory"}));
+  EXPECT_TRUE(jxt::throws_with<Error>([] { faults::arm_from_spec("vk_device_lost@two"); },
+                                      {"'vk_device_lost@two'", "'two' is not an integer"}));
 }
 
 TEST(VulkanFaults, OutOfDeviceMemoryMidProgramIsAClearErrorAndTheBackendStaysUsable) {
@@ -52,10 +56,12 @@ TEST(VulkanFaults, OutOfDeviceMemoryMidProgramIsAClearErrorAndTheBackendStaysUsa
   for (int after : {0, 1, 2}) {
     clear_caches();  // empties the buffer pool: the program's buffers are new allocations
     faults::arm("vk_out_of_device_memory", after, 1);
-    EXPECT_TRUE(jxt::throws_with<BackendError>([&] { f(xv).item<double>(); }, {"vulkan: out of device memory", "VK_ERROR_OUT_OF_DEVICE_MEMORY"}))
+    EXPECT_TRUE(jxt::throws_with<BackendError>([&] { f(xv).item<double>(); },
+                                               {"vulkan: out of device memory", "VK_ERROR_OUT_OF_DEVICE_MEMORY"}))
         << "allocation " << after;
     EXPECT_EQ(faults::fired("vk_out_of_device_memory") > 0, true);
-    EXPECT_TRUE(leaked_since(base).empty()) << leak_report("after OOM at allocation " + std::to_string(after), leaked_since(base));
+    EXPECT_TRUE(leaked_since(base).empty())
+        << leak_report("after OOM at allocation " + std::to_string(after), leaked_since(base));
   }
   // the same program, and eager work, still run on vulkan afterwards, and match cpu
   EXPECT_NEAR(f(xv).item<double>(), want, 1e-3 * std::abs(want));
@@ -67,7 +73,9 @@ namespace {
 
 // A fresh compile cache per test: JX_NATIVE_CACHE is read at every compile.
 struct CacheDir {
-  fs::path path = fs::temp_directory_path() / fmt::format("jx-fault-cache-{}-{}", getpid(), ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  fs::path path =
+      fs::temp_directory_path() /
+      fmt::format("jx-fault-cache-{}-{}", getpid(), ::testing::UnitTest::GetInstance()->current_test_info()->name());
   std::string old;
   CacheDir() {
     fs::remove_all(path);
@@ -75,8 +83,10 @@ struct CacheDir {
     setenv("JX_NATIVE_CACHE", path.c_str(), 1);
   }
   ~CacheDir() {
-    if (old.empty()) unsetenv("JX_NATIVE_CACHE");
-    else setenv("JX_NATIVE_CACHE", old.c_str(), 1);
+    if (old.empty())
+      unsetenv("JX_NATIVE_CACHE");
+    else
+      setenv("JX_NATIVE_CACHE", old.c_str(), 1);
     std::error_code ec;
     fs::remove_all(path, ec);
   }
@@ -91,7 +101,8 @@ double call_probe(const native::CompileResult& r) {
 
 // Compiles, drops the library (unloading it), damages the cached object with `damage`, and
 // compiles again: the entry must be rejected for `reason` and rebuilt, and the result must work.
-void damaged_entry_is_rebuilt(const std::function<void(const fs::path& so, const fs::path& sum)>& damage, const std::string& reason) {
+void damaged_entry_is_rebuilt(const std::function<void(const fs::path& so, const fs::path& sum)>& damage,
+                              const std::string& reason) {
   CacheDir dir;
   fs::path so;
   {
@@ -117,7 +128,8 @@ void damaged_entry_is_rebuilt(const std::function<void(const fs::path& so, const
 }  // namespace
 
 TEST(NativeCacheFaults, TruncatedEntryIsDetectedAndRebuilt) {
-  damaged_entry_is_rebuilt([](const fs::path& so, const fs::path&) { fs::resize_file(so, fs::file_size(so) / 2); }, "digest mismatch");
+  damaged_entry_is_rebuilt([](const fs::path& so, const fs::path&) { fs::resize_file(so, fs::file_size(so) / 2); },
+                           "digest mismatch");
 }
 
 TEST(NativeCacheFaults, CorruptedEntryIsDetectedAndRebuilt) {

@@ -42,7 +42,8 @@ TEST_P(JitEveryCase, JitOfVjpEqualsEager) {
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(all_close(got[i], vals(want[i]), 1e-12, 1e-12)) << c.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, JitEveryCase, ::testing::ValuesIn(jxt::cases()), [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(All, JitEveryCase, ::testing::ValuesIn(jxt::cases()),
+                         [](const auto& info) { return info.param.name; });
 
 TEST(Fusion, ElementwiseChainIsOneKernel) {
   auto f = jit([](const Array& x) { return np::exp(x) * 2.0 + 1.0; });
@@ -64,8 +65,9 @@ TEST(Fusion, ReductionWithEpilogueIsOneKernel) {
   EXPECT_EQ(t.dispatches(), 1u);
   EXPECT_NEAR(y.item<double>(), std::sqrt(2 * (1 + std::exp(1.0) + std::exp(2.0))), 1e-14);
   trace::DispatchTracker t2;
-  Array m = jit([](const Array& a) { return np::max(a, std::vector<std::int64_t>{1}) - np::mean(a, std::vector<std::int64_t>{1}); })(
-      f64({{1.0, 5.0, 3.0}, {-1.0, -2.0, 0.0}}));
+  Array m = jit([](const Array& a) {
+    return np::max(a, std::vector<std::int64_t>{1}) - np::mean(a, std::vector<std::int64_t>{1});
+  })(f64({{1.0, 5.0, 3.0}, {-1.0, -2.0, 0.0}}));
   EXPECT_TRUE(all_close(m, {2, 1}, 1e-15));
   EXPECT_LE(t2.dispatches(), 2u);  // max and sum kernels; the mean's divide and the subtraction are epilogue
 }
@@ -73,7 +75,9 @@ TEST(Fusion, ReductionWithEpilogueIsOneKernel) {
 TEST(Fusion, ViewsFuseWithoutCopies) {
   Array x = f64({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
   trace::DispatchTracker t;
-  Array y = jit([](const Array& a) { return np::transpose(a) * 10.0 + np::flip(np::transpose(a), std::vector<std::int64_t>{0}); })(x);
+  Array y = jit([](const Array& a) {
+    return np::transpose(a) * 10.0 + np::flip(np::transpose(a), std::vector<std::int64_t>{0});
+  })(x);
   EXPECT_EQ(t.dispatches(), 1u);
   EXPECT_TRUE(all_close(y, {13, 46, 22, 55, 31, 64}));
   // reshape of a transposed view is no affine view: its loads index by flat / 3 and flat mod 2
@@ -108,38 +112,90 @@ using Xs = std::vector<Array>;
 TEST(Fusion, ConcatenateAndPadFuseIntoTheirConsumers) {
   Array a = f64({1.0, 2.0, 3.0}), b = f64({-1.0, 5.0});
   // windows of three operands under selects; reads outside a window are clamped and discarded
-  EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::concatenate({x[0] * 2.0, x[1] + 1.0, x[0]}) * 3.0; }, {a, b}), 1u);
+  EXPECT_EQ(jit_matches_eager(
+                [](const Xs& x) {
+                  return np::concatenate({x[0] * 2.0, x[1] + 1.0, x[0]}) * 3.0;
+                },
+                {a, b}),
+            1u);
   EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::concatenate({np::flip(x[0]), x[1]}) - 1.0; }, {a, b}), 1u);
   // empty operands take no window
-  EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::concatenate({np::zeros({0}, DType::float64), x[0], np::zeros({0}, DType::float64)}) + 1.0; }, {a}), 1u);
+  EXPECT_EQ(jit_matches_eager(
+                [](const Xs& x) {
+                  return np::concatenate({np::zeros({0}, DType::float64), x[0], np::zeros({0}, DType::float64)}) + 1.0;
+                },
+                {a}),
+            1u);
   // along an inner axis, and pad on two axes at once
   Array m = f64({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
   EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::concatenate({x[0], x[0] * x[0]}, 1) + 1.0; }, {m}), 1u);
   EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::pad(x[0] * 2.0, {{1, 0}, {2, 1}}, 7.0) + 1.0; }, {m}), 1u);
-  EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::pad(np::transpose(x[0]), {{0, 2}, {0, 0}}, -1.0) * 2.0; }, {m}), 1u);
+  EXPECT_EQ(jit_matches_eager(
+                [](const Xs& x) {
+                  return np::pad(np::transpose(x[0]), {{0, 2}, {0, 0}}, -1.0) * 2.0;
+                },
+                {m}),
+            1u);
   // the interleave of an odd/even step: concatenate on a new axis, then reshape (index arithmetic)
-  EXPECT_EQ(jit_matches_eager([](const Xs& x) {
-              Array both = np::concatenate({np::expand_dims(x[0] * 2.0, 1), np::expand_dims(np::flip(x[0]), 1)}, 1);
-              return np::reshape(both, {6}) + 1.0;
-            }, {a}), 1u);
+  EXPECT_EQ(jit_matches_eager(
+                [](const Xs& x) {
+                  Array both = np::concatenate({np::expand_dims(x[0] * 2.0, 1), np::expand_dims(np::flip(x[0]), 1)}, 1);
+                  return np::reshape(both, {6}) + 1.0;
+                },
+                {a}),
+            1u);
   // bool and int32 windows
-  EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::where(np::concatenate({np::greater(x[0], np::full({3}, 1.5, DType::float64)), np::less(x[1], np::zeros({2}, DType::float64))}), np::ones({5}, DType::float64), np::zeros({5}, DType::float64)); }, {a, b}), 1u);
-  EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::astype(np::concatenate({np::astype(x[0], DType::int32), np::astype(x[1], DType::int32)}), DType::float64) * 2.0; }, {a, b}), 1u);
+  EXPECT_EQ(jit_matches_eager(
+                [](const Xs& x) {
+                  return np::where(np::concatenate({np::greater(x[0], np::full({3}, 1.5, DType::float64)),
+                                                    np::less(x[1], np::zeros({2}, DType::float64))}),
+                                   np::ones({5}, DType::float64), np::zeros({5}, DType::float64));
+                },
+                {a, b}),
+            1u);
+  EXPECT_EQ(jit_matches_eager(
+                [](const Xs& x) {
+                  return np::astype(np::concatenate({np::astype(x[0], DType::int32), np::astype(x[1], DType::int32)}),
+                                    DType::float64) *
+                         2.0;
+                },
+                {a, b}),
+            1u);
   // a window of a pending reduction (9 terms: not unrolled): the reduction is materialized first
   Array w = np::reshape(np::arange(0.0, 18.0, 1.0, DType::float64), {2, 9});
-  EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::concatenate({np::sum(x[0], std::vector<std::int64_t>{1}), x[1]}) * 2.0; }, {w, b}), 2u);
+  EXPECT_EQ(jit_matches_eager(
+                [](const Xs& x) {
+                  return np::concatenate({np::sum(x[0], std::vector<std::int64_t>{1}), x[1]}) * 2.0;
+                },
+                {w, b}),
+            2u);
   // a sum of 3 terms where small sums unroll (launch-bound backends): it fuses into the window
-  EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::concatenate({np::sum(x[0], std::vector<std::int64_t>{1}), x[1]}) * 2.0; }, {m, b}),
+  EXPECT_EQ(jit_matches_eager(
+                [](const Xs& x) {
+                  return np::concatenate({np::sum(x[0], std::vector<std::int64_t>{1}), x[1]}) * 2.0;
+                },
+                {m, b}),
             default_backend().info().limits.launch_bound ? 1u : 2u);
   // over a budget of 3 buffers: operands materialized, then the concatenate routine's tree
   Array c = f64({4.0}), d = f64({0.5, 0.25});
-  EXPECT_GE(jit_matches_eager([](const Xs& x) { return np::concatenate({x[0], x[1], x[2], x[3]}) * 2.0; }, {a, b, c, d}, {.max_buffers = 3}), 2u);
-  EXPECT_GE(jit_matches_eager([](const Xs& x) { return np::concatenate({x[0] + x[0], x[1] * x[1], x[2] - np::index(x[3], {np::Slice{0, 1}})}); }, {a, b, c, d}, {.max_buffers = 3}), 2u);
+  EXPECT_GE(jit_matches_eager(
+                [](const Xs& x) {
+                  return np::concatenate({x[0], x[1], x[2], x[3]}) * 2.0;
+                },
+                {a, b, c, d}, {.max_buffers = 3}),
+            2u);
+  EXPECT_GE(jit_matches_eager(
+                [](const Xs& x) {
+                  return np::concatenate({x[0] + x[0], x[1] * x[1], x[2] - np::index(x[3], {np::Slice{0, 1}})});
+                },
+                {a, b, c, d}, {.max_buffers = 3}),
+            2u);
 }
 
 // f lowered with explicit options and run on the default backend; returns its result and the
 // kernels of the program.
-std::pair<Array, std::size_t> run_lowered(const std::function<Array(const Xs&)>& f, const Xs& xs, const LowerOptions& o) {
+std::pair<Array, std::size_t> run_lowered(const std::function<Array(const Xs&)>& f, const Xs& xs,
+                                          const LowerOptions& o) {
   std::vector<AVal> avals;
   for (const Array& x : xs) avals.push_back(x.aval());
   ClosedJaxpr cj = make_jaxpr_flat([&](const Xs& v) { return Xs{f(v)}; }, avals);
@@ -170,10 +226,13 @@ TEST(Fusion, SmallSumsUnrollWithTheReductionsArithmetic) {
       auto a = got.to_vector<float>(), b = want.to_vector<float>();
       ASSERT_EQ(a.size(), b.size());
       for (std::size_t i = 0; i < a.size(); ++i) {
-        EXPECT_EQ(std::bit_cast<std::uint32_t>(a[i]), std::bit_cast<std::uint32_t>(b[i])) << "axis " << ax << " element " << i << ": " << a[i] << " vs " << b[i];
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(a[i]), std::bit_cast<std::uint32_t>(b[i]))
+            << "axis " << ax << " element " << i << ": " << a[i] << " vs " << b[i];
       }
     }
-  EXPECT_EQ(run_lowered([](const Xs& v) { return np::sum(v[0], std::vector<std::int64_t>{1}); }, {t3}, unroll).first.to_vector<float>()[0], 1.0f);
+  EXPECT_EQ(run_lowered([](const Xs& v) { return np::sum(v[0], std::vector<std::int64_t>{1}); }, {t3}, unroll)
+                .first.to_vector<float>()[0],
+            1.0f);
   // batched 2x2 products of products, float64 and int32 too: one kernel (float32 products round
   // to float in a kernel, the eager oracle keeps them exact in double)
   Array A = np::array(jxt::randn(32, 11), Shape{8, 2, 2}, f), B = np::array(jxt::randn(32, 12), Shape{8, 2, 2}, f);
@@ -198,14 +257,18 @@ TEST(Fusion, SmallSumsUnrollWithTheReductionsArithmetic) {
 }
 
 TEST(Fusion, SmallBatchedMatmulFusesItsElementwiseOperands) {
-  Array A = np::array(jxt::randn(32, 5), Shape{8, 2, 2}, DType::float64), B = np::array(jxt::randn(32, 6), Shape{8, 2, 2}, DType::float64);
+  Array A = np::array(jxt::randn(32, 5), Shape{8, 2, 2}, DType::float64),
+        B = np::array(jxt::randn(32, 6), Shape{8, 2, 2}, DType::float64);
   // (2A)·(B+1) + A: both operands recomputed twice at most, one kernel
   EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::matmul(x[0] * 2.0, x[1] + 1.0) + x[0]; }, {A, B}), 1u);
   // A·Bᵀ of windows (an odd/even step's shifted operands)
-  EXPECT_EQ(jit_matches_eager([](const Xs& x) {
-              Array s = np::concatenate({np::index(x[0], {np::Slice{0, 1}}), np::index(x[1], {np::Slice{0, 7}})});
-              return np::matmul(s, np::swapaxes(x[1], -1, -2));
-            }, {A, B}), 1u);
+  EXPECT_EQ(jit_matches_eager(
+                [](const Xs& x) {
+                  Array s = np::concatenate({np::index(x[0], {np::Slice{0, 1}}), np::index(x[1], {np::Slice{0, 7}})});
+                  return np::matmul(s, np::swapaxes(x[1], -1, -2));
+                },
+                {A, B}),
+            1u);
   // a wide matmul materializes its elementwise operand (recomputed 16 times otherwise)
   Array W = np::array(jxt::randn(256, 7), Shape{16, 16}, DType::float64);
   EXPECT_EQ(jit_matches_eager([](const Xs& x) { return np::matmul(np::exp(x[0]), x[0]); }, {W}), 2u);
@@ -235,8 +298,8 @@ TEST(BufferBudget, TwelveInputsUnderBudgetEight) {
   EXPECT_GE(t.dispatches(), 2u);
   EXPECT_TRUE(all_close(b, vals(want)));
   EXPECT_TRUE(all_close(a, vals(want)));
-  EXPECT_THROW(jit([](const Array& c, const Array& x, const Array& y) { return np::where(c, x, y); }, {.max_buffers = 3})(
-                   np::ones({2}, DType::bool_), np::ones({2}), np::zeros({2})),
+  EXPECT_THROW(jit([](const Array& c, const Array& x, const Array& y) { return np::where(c, x, y); },
+                   {.max_buffers = 3})(np::ones({2}, DType::bool_), np::ones({2}), np::zeros({2})),
                Error);
 }
 
@@ -390,8 +453,11 @@ TEST(Cache, TracesPerJitObjectAreBoundedLeastRecentlyUsedFirst) {
     return std::vector<Array>{in[0] * 2.0};
   };
   std::any tree;
-  auto call = [&](std::int64_t n) { return core.call(fmt::format("n{}", n), {np::ones({n}, DType::float64)}, fn, tree).at(0); };
-  for (std::int64_t n = 1; n <= 10; ++n) EXPECT_TRUE(all_close(call(n), std::vector<double>(static_cast<std::size_t>(n), 2.0)));
+  auto call = [&](std::int64_t n) {
+    return core.call(fmt::format("n{}", n), {np::ones({n}, DType::float64)}, fn, tree).at(0);
+  };
+  for (std::int64_t n = 1; n <= 10; ++n)
+    EXPECT_TRUE(all_close(call(n), std::vector<double>(static_cast<std::size_t>(n), 2.0)));
   EXPECT_EQ(traces, 10);
   EXPECT_EQ(core.traced_signatures(), 3u);  // n = 8, 9, 10 kept
   (void)call(8);

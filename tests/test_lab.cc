@@ -29,7 +29,9 @@ std::string jxlab_path() {
 
 struct TempDir {
   fs::path path;
-  TempDir() : path(fs::temp_directory_path() / fmt::format("jxlab-test-{}-{}", getpid(), counter()++)) { fs::create_directories(path); }
+  TempDir() : path(fs::temp_directory_path() / fmt::format("jxlab-test-{}-{}", getpid(), counter()++)) {
+    fs::create_directories(path);
+  }
   ~TempDir() {
     std::error_code ec;
     fs::remove_all(path, ec);
@@ -82,7 +84,8 @@ TEST(Lab, MalformedScenariosNameFilePointerAndReason) {
   EXPECT_TRUE(load_fails(d.write("no-id.json", R"({"title": "t"})"), ": /: missing required field 'id'"));
   std::string s = concat("unknown-workload", "20.0");
   s.replace(s.find("concat_grad"), 11, "no_such_thing");
-  EXPECT_TRUE(load_fails(d.write("unknown-workload.json", s), ": /workload/name: unknown workload 'no_such_thing' (known: "));
+  EXPECT_TRUE(
+      load_fails(d.write("unknown-workload.json", s), ": /workload/name: unknown workload 'no_such_thing' (known: "));
   s = concat("unknown-profile", "20.0");
   s.replace(s.find("strict-concat-transpose"), 23, "v0.0.0");
   EXPECT_TRUE(load_fails(d.write("unknown-profile.json", s), ": /cases/0/profile: replay: unknown profile 'v0.0.0'"));
@@ -100,11 +103,14 @@ TEST(Lab, MalformedScenariosNameFilePointerAndReason) {
   EXPECT_TRUE(load_fails(d.write("bad-number.json", s), ": /cases/1/expect/values/expected/grad/0: expected a number"));
   s = concat("unknown-field", "20.0");
   s.replace(s.find("\"leaked_slots\""), 14, "\"leaked_slot\"");
-  EXPECT_TRUE(load_fails(d.write("unknown-field.json", s), ": /cases/1/expect/leaked_slot: unknown field 'leaked_slot'"));
-  EXPECT_TRUE(load_fails(d.write("other-name.json", concat("the-id", "20.0")), ": /id: 'the-id' must equal the file name"));
+  EXPECT_TRUE(
+      load_fails(d.write("unknown-field.json", s), ": /cases/1/expect/leaked_slot: unknown field 'leaked_slot'"));
+  EXPECT_TRUE(
+      load_fails(d.write("other-name.json", concat("the-id", "20.0")), ": /id: 'the-id' must equal the file name"));
   s = concat("growth", "20.0");
   s.replace(s.find("\"leaked_slots\": 0"), 17, "\"dispatches\": {\"growth\": \"linear\"}");
-  EXPECT_TRUE(load_fails(d.write("growth.json", s), ": /cases/1/expect/dispatches/growth: a growth expectation needs a workload sweep"));
+  EXPECT_TRUE(load_fails(d.write("growth.json", s),
+                         ": /cases/1/expect/dispatches/growth: a growth expectation needs a workload sweep"));
   s = concat("backend", "20.0");
   s.replace(s.find("[\"cpu\"]"), 7, "[\"tpu\"]");
   EXPECT_TRUE(load_fails(d.write("backend.json", s), ": /backends/0: \"tpu\" is not one of cpu, native, vulkan"));
@@ -122,31 +128,39 @@ TEST(Lab, ParametersAndTransformsAWorkloadWouldIgnoreAreRefused) {
   const auto base = nlohmann::json::parse(concat("x", "20.0"));
   auto j = base;
   j["workload"]["params"] = {{"thetta", 9}, {"dtype", "float64"}};
-  EXPECT_TRUE(load_fails(write_scenario(d, j, "typo"), ": /workload/params/thetta: workload concat_grad has no parameter 'thetta' (known: theta, dtype)"));
+  EXPECT_TRUE(
+      load_fails(write_scenario(d, j, "typo"),
+                 ": /workload/params/thetta: workload concat_grad has no parameter 'thetta' (known: theta, dtype)"));
   j = base;
   j["workload"]["params"]["N"] = 5000;
-  EXPECT_TRUE(load_fails(write_scenario(d, j, "big-n"), ": /workload/params/N: workload concat_grad has no parameter 'N'"));
+  EXPECT_TRUE(
+      load_fails(write_scenario(d, j, "big-n"), ": /workload/params/N: workload concat_grad has no parameter 'N'"));
   j = base;
   j["workload"] = {{"name", "isnan41"}, {"params", {{"dtype", "float32"}}}};
-  EXPECT_TRUE(load_fails(write_scenario(d, j, "isnan-grad"), ": /transform: workload isnan41 runs under eager or jit only, not value_and_grad"));
+  EXPECT_TRUE(load_fails(write_scenario(d, j, "isnan-grad"),
+                         ": /transform: workload isnan41 runs under eager or jit only, not value_and_grad"));
   j = base;
   j["workload"] = {{"name", "scan_dispatch"}, {"params", {{"case", "B"}}}};
   j["transform"] = "eager";
-  EXPECT_TRUE(load_fails(write_scenario(d, j, "sd"), ": /transform: workload scan_dispatch: case B runs under transform jit, not eager"));
+  EXPECT_TRUE(load_fails(write_scenario(d, j, "sd"),
+                         ": /transform: workload scan_dispatch: case B runs under transform jit, not eager"));
 }
 
 TEST(Lab, ProgramWorkloadsRunJaxprFilesWithTheirPlaceholders) {
   TempDir d;
   fs::create_directories(d.path / "programs");  // beside the scenarios, every *.json is a scenario
-  d.write("programs/cumsum.json", R"({"jaxpr": "{ lambda ; a:f32[{n}]. let b:f32[{n}] = cumsum[axis=0 reverse=False] a in (b,) }",
+  d.write("programs/cumsum.json",
+          R"({"jaxpr": "{ lambda ; a:f32[{n}]. let b:f32[{n}] = cumsum[axis=0 reverse=False] a in (b,) }",
     "params": {"n": 4}, "inputs": [{"dtype": "float32", "shape": [4], "data": [1, 2, 3, 4]}],
     "outputs": [{"dtype": "float32", "shape": [4], "data": [1, 3, 6, 10]}]})");
-  const auto base = nlohmann::json::parse(R"({"title": "t", "source": "s", "workload": {"program": "programs/cumsum.json"}, "transform": "jit",
+  const auto base = nlohmann::json::parse(
+      R"({"title": "t", "source": "s", "workload": {"program": "programs/cumsum.json"}, "transform": "jit",
     "backends": ["cpu"], "cases": [{"profile": "current", "expect": {"values": {"expected": {"out0": [1, 3, 6, 10]}}, "leaked_slots": 0}}]})");
   // the file's own inputs (its size, n = 4): the values it records
   const Scenario s = load_scenario(write_scenario(d, base, "prog"));
   EXPECT_EQ(s.workload, "program:cumsum");
-  const std::string run = fmt::format("{} run prog --scenarios {} > {}/out 2>&1", jxlab_path(), d.path.string(), d.path.string());
+  const std::string run =
+      fmt::format("{} run prog --scenarios {} > {}/out 2>&1", jxlab_path(), d.path.string(), d.path.string());
   EXPECT_EQ(std::system(run.c_str()), 0);
   // value_and_grad: the sum of the outputs, d/da_i = n - i
   auto j = base;
@@ -167,12 +181,13 @@ TEST(Lab, ProgramWorkloadsRunJaxprFilesWithTheirPlaceholders) {
   d.write("programs/holes.json", R"({"jaxpr": "{ lambda ; a:f32[{k}]. let  in (a,) }"})");
   j = base;
   j["workload"]["program"] = "programs/holes.json";
-  EXPECT_TRUE(load_fails(write_scenario(d, j, "holes-bad"), ": /workload/params: the program's placeholder {k} has no value"));
+  EXPECT_TRUE(
+      load_fails(write_scenario(d, j, "holes-bad"), ": /workload/params: the program's placeholder {k} has no value"));
   j["workload"]["program"] = "programs/nothing.json";
   EXPECT_TRUE(load_fails(write_scenario(d, j, "missing-prog"), ": /workload/program: "));
   d.write("programs/broken.json", R"({"jaxpr": "{ lambda ; a:f32[3]. let b:f32[3] = frob a in (b,) }"})");
   j["workload"]["program"] = "programs/broken.json";
-  EXPECT_TRUE(load_fails(write_scenario(d, j, "broken-prog"), ": /workload/program: ") );
+  EXPECT_TRUE(load_fails(write_scenario(d, j, "broken-prog"), ": /workload/program: "));
 }
 
 TEST(Lab, BothHalvesOfAScenarioAreAsserted) {
@@ -189,7 +204,8 @@ TEST(Lab, BothHalvesOfAScenarioAreAsserted) {
   // a replay case whose failure does not happen is a failure too
   std::string s = concat("concat-replay", "20.0");
   s.replace(s.find("strict-concat-transpose"), 23, "borrowed-residuals");
-  auto r = run_scenario(load_scenario(d.write("concat-replay.json", s)), {.backend = "", .profile = "borrowed-residuals"});
+  auto r =
+      run_scenario(load_scenario(d.write("concat-replay.json", s)), {.backend = "", .profile = "borrowed-residuals"});
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].status, "fail");
   EXPECT_NE(r[0].failures[0].find("but the workload succeeded"), std::string::npos) << r[0].failures[0];
@@ -206,20 +222,27 @@ TEST(Lab, ValuesDifferAssertsADocumentedWrongAnswer) {
     return d.write(id + ".json", s);
   };
   // the file says grad 21, the workload gives 20: a wrong answer, asserted
-  auto wrong = run_scenario(load_scenario(with_differ("differ-wrong", "21.0", "[\"grad\"]")), {.backend = "", .profile = "current"});
+  auto wrong = run_scenario(load_scenario(with_differ("differ-wrong", "21.0", "[\"grad\"]")),
+                            {.backend = "", .profile = "current"});
   ASSERT_EQ(wrong.size(), 1u);
   EXPECT_EQ(wrong[0].status, "pass") << (wrong[0].failures.empty() ? "" : wrong[0].failures[0]);
   // the right answer: the documented difference is gone, so the case fails and says so
-  auto right = run_scenario(load_scenario(with_differ("differ-right", "20.0", "[\"grad\"]")), {.backend = "", .profile = "current"});
+  auto right = run_scenario(load_scenario(with_differ("differ-right", "20.0", "[\"grad\"]")),
+                            {.backend = "", .profile = "current"});
   ASSERT_EQ(right.size(), 1u);
   ASSERT_EQ(right[0].status, "fail");
-  EXPECT_NE(right[0].failures[0].find("values 'grad' agree with the file within rtol"), std::string::npos) << right[0].failures[0];
+  EXPECT_NE(right[0].failures[0].find("values 'grad' agree with the file within rtol"), std::string::npos)
+      << right[0].failures[0];
   // an output the reference does not have
-  auto none = run_scenario(load_scenario(with_differ("differ-none", "21.0", "[\"nope\"]")), {.backend = "", .profile = "current"});
+  auto none = run_scenario(load_scenario(with_differ("differ-none", "21.0", "[\"nope\"]")),
+                           {.backend = "", .profile = "current"});
   ASSERT_EQ(none[0].status, "fail");
-  EXPECT_NE(none[0].failures[0].find("values 'nope': no such output in the reference"), std::string::npos) << none[0].failures[0];
-  EXPECT_TRUE(load_fails(with_differ("differ-empty", "20.0", "[]"), "/values/differ: expected a non-empty array of output names"));
-  EXPECT_TRUE(load_fails(with_differ("differ-number", "20.0", "[3]"), "/values/differ/0: expected an output name, got 3"));
+  EXPECT_NE(none[0].failures[0].find("values 'nope': no such output in the reference"), std::string::npos)
+      << none[0].failures[0];
+  EXPECT_TRUE(load_fails(with_differ("differ-empty", "20.0", "[]"),
+                         "/values/differ: expected a non-empty array of output names"));
+  EXPECT_TRUE(
+      load_fails(with_differ("differ-number", "20.0", "[3]"), "/values/differ/0: expected an output name, got 3"));
 }
 
 TEST(Lab, ReplayPoliciesAreOffByDefaultAndScoped) {
@@ -232,7 +255,8 @@ TEST(Lab, ReplayPoliciesAreOffByDefaultAndScoped) {
     EXPECT_EQ(replay::policy().key(), "strict_concat_transpose");
   }
   EXPECT_EQ(replay::policy(), replay::Policy{});
-  EXPECT_TRUE(jxt::throws_with<Error>([] { (void)replay::with_switch({}, "fast_math", true); }, {"unknown switch 'fast_math'"}));
+  EXPECT_TRUE(jxt::throws_with<Error>([] { (void)replay::with_switch({}, "fast_math", true); },
+                                      {"unknown switch 'fast_math'"}));
   for (const auto& p : replay::profiles())
     if (p.name != "current" && !p.historical) EXPECT_EQ(p.policy.switches().size(), 1u) << p.name;
 }
@@ -263,7 +287,8 @@ TEST(Lab, HistoryRowsAreValidated) {
     s.insert(s.rfind('}'), ", \"history\": " + history);
     return d.write(id + ".json", s);
   };
-  auto ok = load_scenario(with_history("hist-ok", R"([{"profile": "v0.7.2", "documented": {"value_and_grad": "Nonlinear"}}])"));
+  auto ok = load_scenario(
+      with_history("hist-ok", R"([{"profile": "v0.7.2", "documented": {"value_and_grad": "Nonlinear"}}])"));
   ASSERT_EQ(ok.history.size(), 1u);
   EXPECT_EQ(ok.history[0].profile, "v0.7.2");
   EXPECT_EQ(ok.history[0].documented.at(0).second, "Nonlinear");
@@ -294,10 +319,12 @@ TEST(Lab, ReportsAreWrittenWholeAndTheDirectoryCheckedFirst) {
   std::ifstream mf(dir + "/summary.md");
   std::string md((std::istreambuf_iterator<char>(mf)), {});
   EXPECT_NE(md.find("**2 passed, 0 failed, 0 errors (crash, timeout, oom), 0 skipped**"), std::string::npos) << md;
-  for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << e.path();
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().string().find(".tmp-"), std::string::npos) << e.path();
   // a path under a regular file can never be a report directory
   const std::string file = d.write("plain-file", "x");
-  EXPECT_TRUE(jxt::throws_with<Error>([&] { prepare_report_dir(file + "/reports"); }, {"report directory", "cannot create it"}));
+  EXPECT_TRUE(jxt::throws_with<Error>([&] { prepare_report_dir(file + "/reports"); },
+                                      {"report directory", "cannot create it"}));
 }
 
 TEST(Lab, AnUnavailableBackendIsSkippedWithItsReason) {
@@ -306,8 +333,9 @@ TEST(Lab, AnUnavailableBackendIsSkippedWithItsReason) {
     "workload": {"name": "isnan41"}, "transform": "jit", "backends": ["cpu", "vulkan"],
     "cases": [{"profile": "current", "expect": {"values": {"expected": {"out0": [0, 1, 0, 1]}}}}]})");
   // (JX_DEVICE unset: a default device that is unavailable is an error of its own at start-up)
-  const std::string cmd = fmt::format("env -u JX_DEVICE JX_VULKAN_DEVICE=99 {} run isnan-41 --scenarios {} --report {} > {} 2>&1", jxlab_path(), d.path.string(),
-                                      (d.path / "rep").string(), (d.path / "log").string());
+  const std::string cmd =
+      fmt::format("env -u JX_DEVICE JX_VULKAN_DEVICE=99 {} run isnan-41 --scenarios {} --report {} > {} 2>&1",
+                  jxlab_path(), d.path.string(), (d.path / "rep").string(), (d.path / "log").string());
   EXPECT_EQ(std::system(cmd.c_str()), 0);
   std::ifstream jf(d.path / "rep" / "report.json");
   ASSERT_TRUE(jf.good());
@@ -315,10 +343,17 @@ TEST(Lab, AnUnavailableBackendIsSkippedWithItsReason) {
   ASSERT_EQ(j["results"].size(), 2u);
   EXPECT_EQ(j["results"][0]["status"], "pass");
   EXPECT_EQ(j["results"][1]["status"], "skipped");
-  EXPECT_NE(j["results"][1]["skip_reason"].get<std::string>().find("JX_VULKAN_DEVICE"), std::string::npos) << j["results"][1]["skip_reason"];
+  EXPECT_NE(j["results"][1]["skip_reason"].get<std::string>().find("JX_VULKAN_DEVICE"), std::string::npos)
+      << j["results"][1]["skip_reason"];
   // unknown ids and bad shards are errors before any work
-  EXPECT_NE(std::system(fmt::format("{} run no-such-id --scenarios {} > /dev/null 2>&1", jxlab_path(), d.path.string()).c_str()), 0);
-  EXPECT_NE(std::system(fmt::format("{} run --all --shard 3/2 --scenarios {} > /dev/null 2>&1", jxlab_path(), d.path.string()).c_str()), 0);
+  EXPECT_NE(
+      std::system(
+          fmt::format("{} run no-such-id --scenarios {} > /dev/null 2>&1", jxlab_path(), d.path.string()).c_str()),
+      0);
+  EXPECT_NE(
+      std::system(fmt::format("{} run --all --shard 3/2 --scenarios {} > /dev/null 2>&1", jxlab_path(), d.path.string())
+                      .c_str()),
+      0);
 }
 
 TEST(Soak, TrendFitFlagsGrowthButNotNoise) {
@@ -346,15 +381,20 @@ TEST(Lab, JunitEscapesWhatXmlForbids) {
   r.backend = "cpu";
   r.profile = "current";
   r.status = "fail";
-  r.failures = {"\x1b[31mred\x1b[0m \x01\x02 tab\tok, bad bytes \xff\xfe \xc0\xaf \xed\xa0\x80, kept: \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"};
+  r.failures = {
+      "\x1b[31mred\x1b[0m \x01\x02 tab\tok, bad bytes \xff\xfe \xc0\xaf \xed\xa0\x80, kept: \xc3\xa9 \xe2\x82\xac "
+      "\xf0\x9f\x98\x80"};
   const std::string xml = junit_xml({r}, {"jxlab test", "abc123", "here", "2026-11-22T00:00:00Z", 1.5});
   XML_Parser parser = XML_ParserCreate("UTF-8");
   const bool parsed = XML_Parse(parser, xml.data(), static_cast<int>(xml.size()), 1) == XML_STATUS_OK;
-  EXPECT_TRUE(parsed) << "expat: " << XML_ErrorString(XML_GetErrorCode(parser)) << " at line " << XML_GetCurrentLineNumber(parser) << ":\n" << xml;
+  EXPECT_TRUE(parsed) << "expat: " << XML_ErrorString(XML_GetErrorCode(parser)) << " at line "
+                      << XML_GetCurrentLineNumber(parser) << ":\n"
+                      << xml;
   XML_ParserFree(parser);
   EXPECT_NE(xml.find("\\x1b[31mred\\x1b[0m \\x01\\x02 tab\tok"), std::string::npos) << xml;
-  EXPECT_NE(xml.find("\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), std::string::npos) << xml;   // valid UTF-8 kept
-  EXPECT_NE(xml.find("bytes \xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd"), std::string::npos) << xml;  // U+FFFD per bad byte
+  EXPECT_NE(xml.find("\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), std::string::npos) << xml;  // valid UTF-8 kept
+  EXPECT_NE(xml.find("bytes \xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd"), std::string::npos)
+      << xml;  // U+FFFD per bad byte
   EXPECT_NE(xml.find("ctl&lt;&amp;&gt;&quot;"), std::string::npos) << xml;
 }
 
@@ -367,9 +407,11 @@ TEST(Lab, DeepNestingIsRefusedWithAShortMessage) {
       (void)parse_scenario(text, "deep.json");
       ADD_FAILURE() << "accepted";
     } catch (const ScenarioError& e) {
-      EXPECT_NE(std::string(e.what()).find("deep.json: /: nested deeper than 64 levels"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("deep.json: /: nested deeper than 64 levels"), std::string::npos)
+          << e.what();
       EXPECT_LT(std::string(e.what()).size(), 200u);
     }
   }
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { (void)dlm::parse_input(R"({"y": )" + deep + "}", "d.json"); }, {"d.json: nested deeper than 64 levels"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { (void)dlm::parse_input(R"({"y": )" + deep + "}", "d.json"); },
+                                           {"d.json: nested deeper than 64 levels"}));
 }

@@ -36,7 +36,8 @@ TEST(LeakCheck, AssertNoLeaksAndWithLeakCheck) {
   ASSERT_EQ(leaked.size(), 2u);
   EXPECT_EQ(leaked[0].tag.str(), "int32[2]");
   EXPECT_EQ(leaked[1].tag.str(), "bool[3]");
-  EXPECT_TRUE(jxt::throws_with<LeakError>([&] { assert_no_leaks(base, "two"); }, {"leak check 'two': 2 slots leaked (11 bytes)"}));
+  EXPECT_TRUE(jxt::throws_with<LeakError>([&] { assert_no_leaks(base, "two"); },
+                                          {"leak check 'two': 2 slots leaked (11 bytes)"}));
   a.dispose();
   b.dispose();
   assert_no_leaks(base, "none");

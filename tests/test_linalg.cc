@@ -10,7 +10,9 @@ Array spd(int n, unsigned seed, DType d = DType::float64) {
   Array m = np::array(jxt::randn(static_cast<std::size_t>(n * n), seed), Shape{n, n}, DType::float64);
   return np::astype(np::matmul(m, np::transpose(m)) + np::eye(n, {}, 0, DType::float64) * static_cast<double>(n), d);
 }
-Array randm(Shape s, unsigned seed) { return np::array(jxt::randn(static_cast<std::size_t>(numel(s)), seed), s, DType::float64); }
+Array randm(Shape s, unsigned seed) {
+  return np::array(jxt::randn(static_cast<std::size_t>(numel(s)), seed), s, DType::float64);
+}
 }  // namespace
 
 TEST(Linalg, CholeskyKnownAndReconstructs) {
@@ -29,10 +31,16 @@ TEST(Linalg, CholeskyKnownAndReconstructs) {
 }
 
 TEST(Linalg, CholeskyRejectsBadInput) {
-  EXPECT_TRUE(jxt::throws_with<LinAlgError>([] { np::linalg::cholesky(np::array({{1.0, 2.0}, {2.0, 1.0}})); },
-                                            {"cholesky: matrix is not positive definite", "order 2"}));
-  EXPECT_TRUE(jxt::throws_msg<ShapeError>([] { np::linalg::cholesky(np::zeros({2, 3})); },
-                                          "cholesky: expected a (batch of) square matrices [..., n, n], got float32[2,3]"));
+  EXPECT_TRUE(jxt::throws_with<LinAlgError>(
+      [] {
+        np::linalg::cholesky(np::array({{1.0, 2.0}, {2.0, 1.0}}));
+      },
+      {"cholesky: matrix is not positive definite", "order 2"}));
+  EXPECT_TRUE(jxt::throws_msg<ShapeError>(
+      [] {
+        np::linalg::cholesky(np::zeros({2, 3}));
+      },
+      "cholesky: expected a (batch of) square matrices [..., n, n], got float32[2,3]"));
 }
 
 TEST(Linalg, TriangularSolveAllVariants) {
@@ -49,17 +57,23 @@ TEST(Linalg, TriangularSolveAllVariants) {
           if (unit) t = np::where(np::eye(n, {}, 0, DType::bool_), 1.0, t);  // diagonal read as ones
           if (trans) t = np::transpose(t);
           Array back = left ? np::matmul(t, x) : np::matmul(x, t);
-          EXPECT_TRUE(all_close(back, vals(b), 1e-12, 1e-12)) << "left=" << left << " lower=" << lower << " trans=" << trans
-                                                               << " unit=" << unit;
+          EXPECT_TRUE(all_close(back, vals(b), 1e-12, 1e-12))
+              << "left=" << left << " lower=" << lower << " trans=" << trans << " unit=" << unit;
         }
 }
 
 TEST(Linalg, TriangularSolveSingularAndShapes) {
   Array a = np::array({{1.0, 0.0}, {2.0, 0.0}});
-  EXPECT_TRUE(jxt::throws_with<LinAlgError>([&] { np::linalg::triangular_solve(a, np::ones({2, 1})); },
-                                            {"triangular_solve: matrix is singular (zero on the diagonal at 1)"}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { np::linalg::triangular_solve(np::eye(3), np::ones({2, 1})); },
-                                           {"triangular_solve", "float32[2,1]", "float32[3,3]"}));
+  EXPECT_TRUE(jxt::throws_with<LinAlgError>(
+      [&] {
+        np::linalg::triangular_solve(a, np::ones({2, 1}));
+      },
+      {"triangular_solve: matrix is singular (zero on the diagonal at 1)"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] {
+        np::linalg::triangular_solve(np::eye(3), np::ones({2, 1}));
+      },
+      {"triangular_solve", "float32[2,1]", "float32[3,3]"}));
   // batch broadcasting of a against b
   Array x = np::linalg::triangular_solve(np::eye(2) * 2.0, np::ones({3, 2, 1}));
   EXPECT_EQ(x.shape(), (Shape{3, 2, 1}));
@@ -70,13 +84,15 @@ TEST(Linalg, InvAndSolve) {
   Array a = randm({5, 5}, 20) + np::eye(5, {}, 0, DType::float64);
   Array ai = np::linalg::inv(a);
   EXPECT_TRUE(all_close(np::matmul(a, ai), vals(np::eye(5, {}, 0, DType::float64)), 1e-12, 1e-12));
-  EXPECT_TRUE(all_close(np::linalg::inv(np::array({{4.0, 7.0}, {2.0, 6.0}}, DType::float64)), {0.6, -0.7, -0.2, 0.4}, 1e-14, 1e-14));
+  EXPECT_TRUE(all_close(np::linalg::inv(np::array({{4.0, 7.0}, {2.0, 6.0}}, DType::float64)), {0.6, -0.7, -0.2, 0.4},
+                        1e-14, 1e-14));
   // pivoting is needed: a zero in the (0,0) position
   Array p = np::array({{0.0, 1.0}, {1.0, 0.0}}, DType::float64);
   EXPECT_TRUE(all_close(np::linalg::inv(p), {0, 1, 1, 0}));
   Array batch = randm({3, 4, 4}, 21);
   Array bi = np::linalg::inv(batch);
-  EXPECT_TRUE(all_close(np::matmul(bi, batch), vals(np::broadcast_to(np::eye(4, {}, 0, DType::float64), {3, 4, 4})), 1e-10, 1e-10));
+  EXPECT_TRUE(all_close(np::matmul(bi, batch), vals(np::broadcast_to(np::eye(4, {}, 0, DType::float64), {3, 4, 4})),
+                        1e-10, 1e-10));
   Array b = randm({5}, 22);
   Array x = np::linalg::solve(a, b);
   EXPECT_EQ(x.shape(), (Shape{5}));
@@ -90,11 +106,17 @@ TEST(Linalg, InvAndSolve) {
 
 TEST(Linalg, SingularMatricesAreErrors) {
   Array s = np::array({{1.0, 2.0}, {2.0, 4.0}}, DType::float64);
-  EXPECT_TRUE(jxt::throws_with<LinAlgError>([&] { np::linalg::inv(s); }, {"inv: solve: triangular_solve: matrix is singular"}));
-  EXPECT_TRUE(jxt::throws_with<LinAlgError>([&] { np::linalg::solve(s, np::ones({2}, DType::float64)); }, {"solve:", "singular"}));
-  EXPECT_TRUE(jxt::throws_msg<ShapeError>([] { np::linalg::inv(np::zeros({2, 3})); },
-                                          "inv: expected a (batch of) square matrices [..., n, n], got float32[2,3]"));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { np::linalg::solve(np::eye(3), np::ones({2})); }, {"solve: cannot solve float32[3,3]"}));
+  EXPECT_TRUE(
+      jxt::throws_with<LinAlgError>([&] { np::linalg::inv(s); }, {"inv: solve: triangular_solve: matrix is singular"}));
+  EXPECT_TRUE(jxt::throws_with<LinAlgError>([&] { np::linalg::solve(s, np::ones({2}, DType::float64)); },
+                                            {"solve:", "singular"}));
+  EXPECT_TRUE(jxt::throws_msg<ShapeError>(
+      [] {
+        np::linalg::inv(np::zeros({2, 3}));
+      },
+      "inv: expected a (batch of) square matrices [..., n, n], got float32[2,3]"));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { np::linalg::solve(np::eye(3), np::ones({2})); },
+                                           {"solve: cannot solve float32[3,3]"}));
 }
 
 TEST(Linalg, SlogdetAndDet) {
@@ -110,7 +132,8 @@ TEST(Linalg, SlogdetAndDet) {
   EXPECT_EQ(l3.item<double>(), -std::numeric_limits<double>::infinity());
   Array m = randm({3, 3}, 30);
   auto v = vals(m);
-  const double det3 = v[0] * (v[4] * v[8] - v[5] * v[7]) - v[1] * (v[3] * v[8] - v[5] * v[6]) + v[2] * (v[3] * v[7] - v[4] * v[6]);
+  const double det3 =
+      v[0] * (v[4] * v[8] - v[5] * v[7]) - v[1] * (v[3] * v[8] - v[5] * v[6]) + v[2] * (v[3] * v[7] - v[4] * v[6]);
   EXPECT_NEAR(np::linalg::det(m).item<double>(), det3, 1e-12 * std::abs(det3) + 1e-14);
   Array batch = np::stack({a, np::array({{-2.0, 0.0}, {0.0, 3.0}}, DType::float64)});
   EXPECT_TRUE(all_close(np::linalg::det(batch), {10, -6}, 1e-13));

@@ -53,14 +53,16 @@ TEST_P(NativeEveryCase, JitOfVjpMatchesCpu) {
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(all_close(got[i], vals(want[i]), 1e-12, 1e-12)) << c.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, NativeEveryCase, ::testing::ValuesIn(jxt::cases()), [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(All, NativeEveryCase, ::testing::ValuesIn(jxt::cases()),
+                         [](const auto& info) { return info.param.name; });
 
 namespace {
 // Equal bit for bit (signed zeros included); NaN matches NaN.
 ::testing::AssertionResult same_bits(const std::vector<double>& got, const std::vector<double>& want) {
   if (got.size() != want.size()) return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
   for (std::size_t i = 0; i < got.size(); ++i)
-    if (!(std::isnan(got[i]) && std::isnan(want[i])) && std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(want[i]))
+    if (!(std::isnan(got[i]) && std::isnan(want[i])) &&
+        std::bit_cast<std::uint64_t>(got[i]) != std::bit_cast<std::uint64_t>(want[i]))
       return ::testing::AssertionFailure() << "element " << i << ": got " << got[i] << ", want " << want[i];
   return ::testing::AssertionSuccess();
 }
@@ -76,14 +78,16 @@ TEST(Native, LargeKernelsRunOnThreadsAndMatchTheInterpreterBitForBit) {
     EXPECT_EQ(flag, " -fopenmp") << "the C compiler should build OpenMP objects (libgomp)";
   }
   EXPECT_NE(native::compiler_command().find(flag), std::string::npos);
-  const std::string cache = (std::filesystem::temp_directory_path() / ("jx-native-par-" + std::to_string(::getpid()))).string();
+  const std::string cache =
+      (std::filesystem::temp_directory_path() / ("jx-native-par-" + std::to_string(::getpid()))).string();
   ::setenv("JX_NATIVE_CACHE", cache.c_str(), 1);
   auto prog = [](const Array& a, const Array& b, const Array& c, const Array& i) {
-    Array e = a * a / b + np::log(b);                                                     // elementwise, 3 x 70000
-    Array full = np::sum(e);                                                              // one output, 210000 terms
-    Array rows = np::sum(e, std::vector<std::int64_t>{1});                                // 3 outputs of 70000 terms
-    Array cols = np::max(np::reshape(e, {2100, 100}), std::vector<std::int64_t>{0});      // 100 outputs
-    Array two = np::prod(np::reshape(c, {2, 300, 300}) * 0.001 + 1.0, std::vector<std::int64_t>{1, 2});  // terms over two dims
+    Array e = a * a / b + np::log(b);                                                 // elementwise, 3 x 70000
+    Array full = np::sum(e);                                                          // one output, 210000 terms
+    Array rows = np::sum(e, std::vector<std::int64_t>{1});                            // 3 outputs of 70000 terms
+    Array cols = np::max(np::reshape(e, {2100, 100}), std::vector<std::int64_t>{0});  // 100 outputs
+    Array two =
+        np::prod(np::reshape(c, {2, 300, 300}) * 0.001 + 1.0, std::vector<std::int64_t>{1, 2});  // terms over two dims
     Array ints = np::sum(i * 7, std::vector<std::int64_t>{0, 1});
     return std::vector<Array>{e, full, rows, cols, two, ints};
   };
@@ -93,7 +97,8 @@ TEST(Native, LargeKernelsRunOnThreadsAndMatchTheInterpreterBitForBit) {
     for (auto& x : b_v) x = std::abs(x) + 0.05;
     a_v[1234] = std::nan("");  // NaN reaches the sum and the max of its column
     b_v[99] = 0.0;             // -> inf terms
-    std::vector<Array> x{np::array(a_v, Shape{3, 70000}, d), np::array(b_v, Shape{3, 70000}, d), np::array(c_v, Shape{180000}, d),
+    std::vector<Array> x{np::array(a_v, Shape{3, 70000}, d), np::array(b_v, Shape{3, 70000}, d),
+                         np::array(c_v, Shape{180000}, d),
                          np::astype(np::array(c_v, Shape{600, 300}, d) * 1000.0, DType::int32)};
     std::vector<Array> want;
     {
@@ -114,7 +119,9 @@ TEST(Native, LargeKernelsRunOnThreadsAndMatchTheInterpreterBitForBit) {
     if (e.path().extension() == ".c") {
       std::ifstream in(e.path());
       const std::string src((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      for (std::size_t p = src.find("#pragma omp parallel for"); p != std::string::npos; p = src.find("#pragma omp parallel for", p + 1)) ++parallel_loops;
+      for (std::size_t p = src.find("#pragma omp parallel for"); p != std::string::npos;
+           p = src.find("#pragma omp parallel for", p + 1))
+        ++parallel_loops;
     }
   std::filesystem::remove_all(cache);
   EXPECT_GE(parallel_loops, 2u * 5u);  // per dtype: the elementwise kernel and every reduction
@@ -133,7 +140,8 @@ TEST(Native, DeviceAndEagerOps) {
 }
 
 TEST(Native, DiskCacheIsReusedAndCorruptEntriesRebuilt) {
-  const std::string src = native::c_prelude() + "double jx_probe_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+  const std::string src = native::c_prelude() + "double jx_probe_" +
+                          std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
                           "(double x) { return x * 2.0; }\n";
   std::string path;
   {
@@ -212,7 +220,8 @@ TEST(Native, PoolKeepsThePeakWorkingSet) {
 TEST(Native, ShapeSweepIncludingEmptyAndIntegerPrograms) {
   auto prog = [](const Array& a, const Array& b, const Array& i) {
     Array f = np::where(np::greater(a, b), np::exp(a) - b, np::maximum(a, b) * 0.5);
-    Array r = np::sum(f * f, std::vector<std::int64_t>{-1}, true) + np::mean(np::transpose(f), std::vector<std::int64_t>{0});
+    Array r =
+        np::sum(f * f, std::vector<std::int64_t>{-1}, true) + np::mean(np::transpose(f), std::vector<std::int64_t>{0});
     Array ints = np::sum(i * 3.0 - np::astype(np::less(a, 0.0), DType::int32), std::vector<std::int64_t>{0});
     Array bools = np::logical_or(np::isnan(a), np::greater(i, 2.0));
     return std::tuple{r, ints, bools};

@@ -34,13 +34,15 @@ struct KF {
       Array lln = ll + np::sum(np::log(S)) + np::sum(v * v * np::reshape(Si, {1}));
       return std::pair{C{xn, Pn, lln}, xn};
     };
-    auto [c, xs] = lax::scan(step, C{f64({1000.0, 0.0}), np::eye(2, {}, 0, DType::float64) * 1e5, np::zeros({}, DType::float64)}, ys);
+    auto [c, xs] = lax::scan(
+        step, C{f64({1000.0, 0.0}), np::eye(2, {}, 0, DType::float64) * 1e5, np::zeros({}, DType::float64)}, ys);
     return {std::get<2>(c), xs};
   }
 };
 
 Array nile_head() {
-  return f64({1120.0, 1160.0, 963.0, 1210.0, 1160.0, 1160.0, 813.0, 1230.0, 1370.0, 1140.0, 995.0, 935.0, 1110.0, 994.0, 1020.0, 960.0});
+  return f64({1120.0, 1160.0, 963.0, 1210.0, 1160.0, 1160.0, 813.0, 1230.0, 1370.0, 1140.0, 995.0, 935.0, 1110.0, 994.0,
+              1020.0, 960.0});
 }
 }  // namespace
 
@@ -81,11 +83,18 @@ TEST(NativeScan, BodiesOfEveryShapeMatchCpu) {
       Array b = c.second + np::sum(a) * x.at("k");
       return std::pair{std::pair{a, b}, std::vector<Array>{a, np::exp(b * 0.01)}};
     };
-    auto [c, ys] = lax::scan(body, std::pair{np::zeros({3}, DType::float64), np::zeros({}, DType::float64)}, xs, {.reverse = true});
-    auto [c0, y0] = lax::scan([](const Array& s, const Array& x) { return AP{s + x, s}; }, np::ones({2}, DType::float64),
-                              np::zeros({0, 2}, DType::float64));
-    auto [c1, y1] = lax::scan([](const Array& s, const Array& x) { return AP{s * x, s}; }, np::ones({2}, DType::float64),
-                              np::ones({1, 2}, DType::float64) * 3.0);
+    auto [c, ys] = lax::scan(body, std::pair{np::zeros({3}, DType::float64), np::zeros({}, DType::float64)}, xs,
+                             {.reverse = true});
+    auto [c0, y0] = lax::scan(
+        [](const Array& s, const Array& x) {
+          return AP{s + x, s};
+        },
+        np::ones({2}, DType::float64), np::zeros({0, 2}, DType::float64));
+    auto [c1, y1] = lax::scan(
+        [](const Array& s, const Array& x) {
+          return AP{s * x, s};
+        },
+        np::ones({2}, DType::float64), np::ones({1, 2}, DType::float64) * 3.0);
     return std::vector<Array>{c.first, c.second, ys[0], ys[1], c0, y0, c1, y1};
   };
   Array m = np::reshape(np::arange(0, 12, 1, DType::float64), {3, 4});
@@ -127,10 +136,12 @@ TEST(NativeScan, RtsBackwardStepIsFusedWithConstantDispatches) {
   auto rts = [&](const Array& bs) {
     return lax::scan(
                [&](const RN& c, const Array& b) {
-                 RN next{np::matmul(np::transpose(A), c.first) + b, np::matmul(np::matmul(np::transpose(A), c.second), A) + S};
+                 RN next{np::matmul(np::transpose(A), c.first) + b,
+                         np::matmul(np::matmul(np::transpose(A), c.second), A) + S};
                  return std::pair{next, next.first};
                },
-               RN{np::zeros({2}, DType::float64), np::zeros({2, 2}, DType::float64)}, bs, {.reverse = true, .require_path = {ScanPath::fused}})
+               RN{np::zeros({2}, DType::float64), np::zeros({2, 2}, DType::float64)}, bs,
+               {.reverse = true, .require_path = {ScanPath::fused}})
         .first;
   };
   DefaultDeviceScope native("native");
@@ -161,7 +172,8 @@ TEST(NativeScan, SlicingBodiesAndTheirTransposesMatchCpu) {
   // pads (the transpose of slicing) and concatenates: all rendered inside the C loop.
   Array ys = workloads::simulate_local_linear_trend(40, 3);
   Array theta = np::log(f64({100.0, 30.0, 1.0}));
-  auto vg = value_and_grad([](const Array& t, const Array& y) { return workloads::local_linear_trend_filter(t, y).first; });
+  auto vg =
+      value_and_grad([](const Array& t, const Array& y) { return workloads::local_linear_trend_filter(t, y).first; });
   auto [v, g] = vg(theta, ys);
   DefaultDeviceScope native("native");
   ScanPathTracker t;
@@ -170,10 +182,12 @@ TEST(NativeScan, SlicingBodiesAndTheirTransposesMatchCpu) {
   EXPECT_NEAR(vn.item<double>(), v.item<double>(), 1e-9 * std::abs(v.item<double>()));
   EXPECT_TRUE(all_close(gn, vals(g), 1e-8, 1e-8));
   auto concat_body = [](const Array& xs) {
-    return lax::scan([](const Array& c, const Array& x) {
-      Array n = np::concatenate({np::index(c, {np::Slice{1, {}}}), np::reshape(x, {1})});  // shift in x
-      return AP{n, np::sum(np::pad(n, {{1, 2}}, 0.5))};
-    }, np::zeros({3}, xs.dtype()), xs);
+    return lax::scan(
+        [](const Array& c, const Array& x) {
+          Array n = np::concatenate({np::index(c, {np::Slice{1, {}}}), np::reshape(x, {1})});  // shift in x
+          return AP{n, np::sum(np::pad(n, {{1, 2}}, 0.5))};
+        },
+        np::zeros({3}, xs.dtype()), xs);
   };
   Array xs = np::arange(0, 10, 1, DType::float64);
   auto [wc, wy] = concat_body(xs);
@@ -209,9 +223,13 @@ TEST(NativeScan, SmallBodiesUnrollAndMatchTheInterpreterBitForBit) {
       Array v2 = np::matmul(A, v) * x.first + np::matmul(np::transpose(A), v * -0.0);
       Array m2 = np::maximum(m, np::max(v2));
       Array n2 = n + np::astype(np::greater(x.second, np::full({}, 2, DType::int32)), DType::int32) * x.second;
-      return std::pair{std::tuple{v2, m2, n2}, std::vector<Array>{np::sum(v2), np::astype(np::less(v2, np::zeros({}, DType::float32)), DType::int32), np::matmul(A, v)}};
+      return std::pair{
+          std::tuple{v2, m2, n2},
+          std::vector<Array>{np::sum(v2), np::astype(np::less(v2, np::zeros({}, DType::float32)), DType::int32),
+                             np::matmul(A, v)}};
     };
-    auto init = std::tuple{np::array({-0.0, 1.5}, DType::float32), np::full({}, -1e30, DType::float32), np::zeros({}, DType::int32)};
+    auto init = std::tuple{np::array({-0.0, 1.5}, DType::float32), np::full({}, -1e30, DType::float32),
+                           np::zeros({}, DType::int32)};
     auto [c, ys] = lax::scan(body, init, std::pair{xs, ks}, {.reverse = true});
     return std::vector<Array>{std::get<0>(c), std::get<1>(c), std::get<2>(c), ys[0], ys[1], ys[2]};
   };
@@ -221,17 +239,20 @@ TEST(NativeScan, SmallBodiesUnrollAndMatchTheInterpreterBitForBit) {
   {
     DefaultDeviceScope cpu("cpu");  // the interpreter, whatever JX_DEVICE says
     for (std::int64_t n : {3, 6, 11})
-      want.push_back(run(device_put(np::index(xs, {np::Slice{0, n}}), "cpu"), device_put(np::index(ks, {np::Slice{0, n}}), "cpu")));
+      want.push_back(run(device_put(np::index(xs, {np::Slice{0, n}}), "cpu"),
+                         device_put(np::index(ks, {np::Slice{0, n}}), "cpu")));
   }
   DefaultDeviceScope native("native");
   auto jr = jit(run);
   for (std::size_t i = 0; i < want.size(); ++i) {
     const std::int64_t n = std::vector<std::int64_t>{3, 6, 11}[i];
     ScanPathTracker t;
-    auto got = jr(device_put(np::index(xs, {np::Slice{0, n}}), "native"), device_put(np::index(ks, {np::Slice{0, n}}), "native"));
+    auto got = jr(device_put(np::index(xs, {np::Slice{0, n}}), "native"),
+                  device_put(np::index(ks, {np::Slice{0, n}}), "native"));
     t.expect_path(ScanPath::fused);
     EXPECT_TRUE(unrolled(t)) << t.choices().back().details;
-    for (std::size_t j = 0; j < got.size(); ++j) EXPECT_TRUE(same_bits(got[j], want[i][j])) << "n " << n << " output " << j;
+    for (std::size_t j = 0; j < got.size(); ++j)
+      EXPECT_TRUE(same_bits(got[j], want[i][j])) << "n " << n << " output " << j;
   }
 }
 
@@ -242,7 +263,8 @@ TEST(NativeScan, SmallBodiesUnrollAndMatchTheInterpreterBitForBit) {
 TEST(NativeScan, SumsFromTheirFirstTermKeepTheInterpretersSignsOfZero) {
   auto run = [](const Array& xs) {
     const DType f = DType::float32;
-    Array G = np::array({{1.0, -0.0}, {0.0, 1.0}}, f), F = np::array({1.0, -0.0}, f), W = np::array({{-0.0, -0.0}, {-0.0, -0.0}}, f);
+    Array G = np::array({{1.0, -0.0}, {0.0, 1.0}}, f), F = np::array({1.0, -0.0}, f),
+          W = np::array({{-0.0, -0.0}, {-0.0, -0.0}}, f);
     auto body = [&](const std::pair<Array, Array>& c, const Array& x) {
       const auto& [C, m] = c;
       Array CF = np::matmul(C, F);
@@ -270,16 +292,21 @@ TEST(NativeScan, SumsFromTheirFirstTermKeepTheInterpretersSignsOfZero) {
     auto got = jit(run)(device_put(x, "native"));
     t.expect_path(ScanPath::fused);
     EXPECT_TRUE(unrolled(t)) << t.choices().back().details;
-    EXPECT_NE(t.choices().back().details.find("sums start from their first term"), std::string::npos) << t.choices().back().details;
-    for (std::size_t j = 0; j < got.size(); ++j) EXPECT_TRUE(same_bits(got[j], want[j])) << "n " << n << " output " << j;
+    EXPECT_NE(t.choices().back().details.find("sums start from their first term"), std::string::npos)
+        << t.choices().back().details;
+    for (std::size_t j = 0; j < got.size(); ++j)
+      EXPECT_TRUE(same_bits(got[j], want[j])) << "n " << n << " output " << j;
   }
 }
 
 TEST(NativeScan, LargeBodiesLoopOverTheirKernels) {
   // a 48x48 matmul per step is beyond the unrolling budget: kernels stay loops over a block
   auto run = [](const Array& m, const Array& xs) {
-    return lax::scan([&](const Array& c, const Array& x) { return AP{np::tanh(np::matmul(m, c) * x), np::sum(c)}; },
-                     np::ones({48, 48}, DType::float32) * 0.1, xs);
+    return lax::scan(
+        [&](const Array& c, const Array& x) {
+          return AP{np::tanh(np::matmul(m, c) * x), np::sum(c)};
+        },
+        np::ones({48, 48}, DType::float32) * 0.1, xs);
   };
   Array m = np::reshape(np::sin(np::arange(0, 48 * 48, 1, DType::float32)), {48, 48}) * 0.2;
   Array xs = np::array({1.0, -0.5, 2.0, 0.75}, DType::float32);

@@ -25,7 +25,8 @@ TEST(Matmul, TwoDAndBatched) {
   std::vector<double> a2 = a0;
   a2.insert(a2.end(), a0.begin(), a0.end());
   EXPECT_TRUE(all_close(r, ref_bmm(a2, b, 2, 3, 4, 5)));
-  Array f32 = np::matmul(np::array(a0, Shape{3, 4}), np::array(std::vector<double>(b.begin(), b.begin() + 20), Shape{4, 5}));
+  Array f32 =
+      np::matmul(np::array(a0, Shape{3, 4}), np::array(std::vector<double>(b.begin(), b.begin() + 20), Shape{4, 5}));
   EXPECT_EQ(f32.dtype(), DType::float32);
   EXPECT_TRUE(all_close(f32, ref_bmm(a0, b, 1, 3, 4, 5), 1e-5, 1e-5));
   Array i = np::matmul(np::array({{1, 2}, {3, 4}}, DType::int32), np::array({{5, 6}, {7, 8}}, DType::int32));
@@ -48,8 +49,11 @@ TEST(Matmul, VectorCasesAndDot) {
 }
 
 TEST(Matmul, Errors) {
-  EXPECT_TRUE(jxt::throws_msg<ShapeError>([] { np::matmul(np::zeros({2, 3}), np::zeros({4, 5})); },
-                                          "matmul: contracting dimensions differ: float32[2,3] with float32[4,5] (3 != 4)"));
+  EXPECT_TRUE(jxt::throws_msg<ShapeError>(
+      [] {
+        np::matmul(np::zeros({2, 3}), np::zeros({4, 5}));
+      },
+      "matmul: contracting dimensions differ: float32[2,3] with float32[4,5] (3 != 4)"));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([] { np::matmul(np::zeros({2, 2, 3}), np::zeros({3, 3, 1})); }, {"batch"}));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([] { np::matmul(np::scalar(1), np::zeros({2})); }, {"scalar"}));
 }
@@ -65,8 +69,11 @@ TEST(DotGeneral, BatchAndContractingDims) {
   // outer product: no contraction
   Array o = lax::dot_general(np::array({1.0, 2.0}), np::array({3.0, 4.0, 5.0}), {});
   EXPECT_TRUE(all_close(o, {3, 4, 5, 6, 8, 10}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { lax::dot_general(np::zeros({2, 3}), np::zeros({4, 3}), {{1}, {0}, {}, {}}); },
-                                           {"dot_general: contracting dimension sizes differ", "lhs dim 1 = 3", "rhs dim 0 = 4"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [] {
+        lax::dot_general(np::zeros({2, 3}), np::zeros({4, 3}), {{1}, {0}, {}, {}});
+      },
+      {"dot_general: contracting dimension sizes differ", "lhs dim 1 = 3", "rhs dim 0 = 4"}));
   EXPECT_THROW(lax::dot_general(np::zeros({2}), np::zeros({2}), {{0}, {1}, {}, {}}), ShapeError);
 }
 
@@ -75,7 +82,8 @@ TEST(Einsum, TwoAndThreeOperands) {
   EXPECT_TRUE(all_close(np::einsum("nij,njk->nik", f64(a, {2, 3, 4}), f64(b, {2, 4, 5})), ref_bmm(a, b, 2, 3, 4, 5)));
   std::vector<double> a0(a.begin(), a.begin() + 12), b0(b.begin(), b.begin() + 20);
   EXPECT_TRUE(all_close(np::einsum("ij,jk->ik", f64(a0, {3, 4}), f64(b0, {4, 5})), ref_bmm(a0, b0, 1, 3, 4, 5)));
-  EXPECT_TRUE(all_close(np::einsum("ij,jk", f64(a0, {3, 4}), f64(b0, {4, 5})), ref_bmm(a0, b0, 1, 3, 4, 5)));  // implicit
+  EXPECT_TRUE(
+      all_close(np::einsum("ij,jk", f64(a0, {3, 4}), f64(b0, {4, 5})), ref_bmm(a0, b0, 1, 3, 4, 5)));  // implicit
   // ij,jk,lk->il  =  A B Cᵀ
   auto c = jxt::randn(6 * 5, 7);
   Array C = f64(c, {6, 5});
@@ -101,8 +109,11 @@ TEST(Einsum, TracesTransposesReductions) {
 
 TEST(Einsum, Errors) {
   Array m = np::zeros({2, 3});
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { np::einsum("ij,jk->ik", m, np::zeros({4, 2})); },
-                                           {"einsum: size of label 'j' differs", "ij,jk->ik"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [&] {
+        np::einsum("ij,jk->ik", m, np::zeros({4, 2}));
+      },
+      {"einsum: size of label 'j' differs", "ij,jk->ik"}));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { np::einsum("ijk->i", m); }, {"term 'ijk' has 3 letters"}));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { np::einsum("ij->iz", m); }, {"output letter 'z'"}));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { np::einsum("ij,jk->ik", m); }, {"2 operand terms for 1 operands"}));

@@ -91,7 +91,11 @@ TEST(Reductions, BadAxes) {
                                           "sum: axis 2 is out of bounds for an array of rank 2"));
   EXPECT_TRUE(jxt::throws_msg<ShapeError>([&] { np::sum(x, std::vector<std::int64_t>{-3}); },
                                           "sum: axis -3 is out of bounds for an array of rank 2"));
-  EXPECT_TRUE(jxt::throws_msg<ShapeError>([&] { np::mean(x, std::vector<std::int64_t>{1, -1}); }, "mean: repeated axis -1"));
+  EXPECT_TRUE(jxt::throws_msg<ShapeError>(
+      [&] {
+        np::mean(x, std::vector<std::int64_t>{1, -1});
+      },
+      "mean: repeated axis -1"));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { np::argmin(x, 5); }, {"argmin", "axis 5"}));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { lax::reduce_sum(x, {0, 0}); }, {"reduce_sum: repeated axis 0"}));
 }
@@ -99,5 +103,6 @@ TEST(Reductions, BadAxes) {
 TEST(Reductions, Int32AndFloat32Dtypes) {
   EXPECT_EQ(np::sum(cube(DType::int32)).item<int>(), 2 * 3 * 4 * 0 + 1200 + 240 + 36);
   EXPECT_EQ(np::sum(cube(DType::float32)).dtype(), DType::float32);
-  EXPECT_EQ(np::max(cube(DType::int32), std::vector<std::int64_t>{0, 1}).to_vector<int>(), (std::vector<int>{120, 121, 122, 123}));
+  EXPECT_EQ(np::max(cube(DType::int32), std::vector<std::int64_t>{0, 1}).to_vector<int>(),
+            (std::vector<int>{120, 121, 122, 123}));
 }

@@ -24,7 +24,11 @@ TEST(Scan, CumsumAndPathOnCpu) {
   DefaultDeviceScope cpu("cpu");
   ScanPathTracker t;
   Array xs = f64({1.0, 2.0, 3.0, 4.0});
-  auto [c, ys] = lax::scan([](const Array& s, const Array& x) { return AP{s + x, s + x}; }, np::zeros({}, DType::float64), xs);
+  auto [c, ys] = lax::scan(
+      [](const Array& s, const Array& x) {
+        return AP{s + x, s + x};
+      },
+      np::zeros({}, DType::float64), xs);
   EXPECT_DOUBLE_EQ(c.item<double>(), 10.0);
   EXPECT_TRUE(all_close(ys, {1, 3, 6, 10}));
   t.expect_path(ScanPath::fallback);
@@ -35,10 +39,12 @@ TEST(Scan, CumsumAndPathOnCpu) {
 }
 
 TEST(Scan, FactorialWithForiLoop) {
-  Array f = lax::fori_loop(1, 6, [](const Array& i, const Array& acc) { return acc * np::astype(i, DType::float64); },
-                           np::ones({}, DType::float64));
+  Array f = lax::fori_loop(
+      1, 6, [](const Array& i, const Array& acc) { return acc * np::astype(i, DType::float64); },
+      np::ones({}, DType::float64));
   EXPECT_DOUBLE_EQ(f.item<double>(), 120.0);
-  Array none = lax::fori_loop(3, 3, [](const Array&, const Array& acc) { return acc * 2.0; }, np::ones({}, DType::float64));
+  Array none = lax::fori_loop(
+      3, 3, [](const Array&, const Array& acc) { return acc * 2.0; }, np::ones({}, DType::float64));
   EXPECT_DOUBLE_EQ(none.item<double>(), 1.0);
 }
 
@@ -52,31 +58,50 @@ TEST(Scan, PytreeCarriesDictXsReverseAndViews) {
   EXPECT_DOUBLE_EQ(c.first.item<double>(), 6.0);
   EXPECT_DOUBLE_EQ(c.second.item<double>(), ((10 * 2 + 20) * 2 + 30));
   EXPECT_TRUE(all_close(ys[1], {10, 40, 110}));
-  auto [cr, ysr] = lax::scan([](const Array& s, const Array& x) { return AP{s * 10.0 + x, s}; }, np::zeros({}, DType::float64),
-                             f64({1.0, 2.0, 3.0}), {.reverse = true});
+  auto [cr, ysr] = lax::scan(
+      [](const Array& s, const Array& x) {
+        return AP{s * 10.0 + x, s};
+      },
+      np::zeros({}, DType::float64), f64({1.0, 2.0, 3.0}), {.reverse = true});
   EXPECT_DOUBLE_EQ(cr.item<double>(), 321.0);
   EXPECT_TRUE(all_close(ysr, {32, 3, 0}));  // ys[t] is the carry entering step t, steps run t = 2, 1, 0
   Array m = f64({{1.0, 2.0, 3.0}, {4.0, 5.0, 6.0}});
-  auto [cv, yv] = lax::scan([](const Array& s, const Array& col) { return AP{s + col, np::sum(col)}; }, np::zeros({2}, DType::float64),
-                            np::transpose(m));  // scan over the columns: a transposed view
+  auto [cv, yv] = lax::scan(
+      [](const Array& s, const Array& col) {
+        return AP{s + col, np::sum(col)};
+      },
+      np::zeros({2}, DType::float64),
+      np::transpose(m));  // scan over the columns: a transposed view
   EXPECT_TRUE(all_close(cv, {6, 15}));
   EXPECT_TRUE(all_close(yv, {5, 7, 9}));
-  auto [cs, ysl] = lax::scan([](const Array& s, const Array& x) { return AP{s + x, x}; }, np::zeros({}, DType::float64),
-                             np::index(f64({1.0, 2.0, 3.0, 4.0, 5.0}), {np::Slice{{}, {}, 2}}));
+  auto [cs, ysl] = lax::scan(
+      [](const Array& s, const Array& x) {
+        return AP{s + x, x};
+      },
+      np::zeros({}, DType::float64), np::index(f64({1.0, 2.0, 3.0, 4.0, 5.0}), {np::Slice{{}, {}, 2}}));
   EXPECT_DOUBLE_EQ(cs.item<double>(), 9.0);
 }
 
 TEST(Scan, CapturedConstantsAndEdgeLengths) {
   Array w = f64({2.0, 3.0});
-  auto [c, ys] = lax::scan([&](const Array& s, const Array& x) { return AP{s * w + x, s}; }, np::ones({2}, DType::float64),
-                           f64({{1.0, 1.0}, {0.0, 0.0}}));
+  auto [c, ys] = lax::scan(
+      [&](const Array& s, const Array& x) {
+        return AP{s * w + x, s};
+      },
+      np::ones({2}, DType::float64), f64({{1.0, 1.0}, {0.0, 0.0}}));
   EXPECT_TRUE(all_close(c, {6, 12}));
-  auto [c0, y0] = lax::scan([](const Array& s, const Array& x) { return AP{s + x, s * 2.0}; }, np::ones({3}, DType::float64),
-                            np::zeros({0, 3}, DType::float64));
+  auto [c0, y0] = lax::scan(
+      [](const Array& s, const Array& x) {
+        return AP{s + x, s * 2.0};
+      },
+      np::ones({3}, DType::float64), np::zeros({0, 3}, DType::float64));
   EXPECT_TRUE(all_close(c0, {1, 1, 1}));
   EXPECT_EQ(y0.shape(), (Shape{0, 3}));
-  auto [c1, y1] = lax::scan([](const Array& s, const Array& x) { return AP{s + x, s * 2.0}; }, np::ones({3}, DType::float64),
-                            np::ones({1, 3}, DType::float64));
+  auto [c1, y1] = lax::scan(
+      [](const Array& s, const Array& x) {
+        return AP{s + x, s * 2.0};
+      },
+      np::ones({3}, DType::float64), np::ones({1, 3}, DType::float64));
   EXPECT_TRUE(all_close(c1, {2, 2, 2}));
   EXPECT_EQ(y1.shape(), (Shape{1, 3}));
   auto [cn, yn] = lax::scan([](const Array& s) { return AP{s * 2.0, s}; }, np::ones({}, DType::float64), 3);
@@ -86,14 +111,22 @@ TEST(Scan, CapturedConstantsAndEdgeLengths) {
 
 TEST(Scan, Errors) {
   EXPECT_TRUE(jxt::throws_with<ShapeError>(
-      [] { lax::scan([](const Array& s, const Array& x) { return AP{np::stack({s, s}), x}; }, np::ones({}), np::ones({3})); },
+      [] {
+        lax::scan([](const Array& s, const Array& x) { return AP{np::stack({s, s}), x}; }, np::ones({}), np::ones({3}));
+      },
       {"scan: the body returns carry 0 as float32[2] but it entered as float32[]"}));
   EXPECT_TRUE(jxt::throws_with<ShapeError>(
-      [] { lax::scan([](const Array& s, const std::vector<Array>& x) { return AP{s, x[0] + x[1]}; }, np::ones({}),
-                     std::vector<Array>{np::ones({3}), np::ones({4})}); },
+      [] {
+        lax::scan(
+            [](const Array& s, const std::vector<Array>& x) {
+              return AP{s, x[0] + x[1]};
+            },
+            np::ones({}), std::vector<Array>{np::ones({3}), np::ones({4})});
+      },
       {"does not match length 3"}));
   EXPECT_TRUE(jxt::throws_with<ShapeError>(
-      [] { scan_flat([](const std::vector<Array>& in) { return in; }, 1, {np::ones({})}, {}); }, {"length must be given"}));
+      [] { scan_flat([](const std::vector<Array>& in) { return in; }, 1, {np::ones({})}, {}); },
+      {"length must be given"}));
 }
 
 TEST(Scan, RequirePathAndCallback) {
@@ -130,7 +163,8 @@ TEST(ScanGrad, MatchesFiniteDifferences) {
   };
   auto check = [&](int which, const Array& got) {
     auto gv = vals(got);
-    for (std::size_t k = 0; k < gv.size(); ++k) EXPECT_NEAR(gv[k], fd(which, k), 1e-6 * (1 + std::abs(gv[k]))) << which << "," << k;
+    for (std::size_t k = 0; k < gv.size(); ++k)
+      EXPECT_NEAR(gv[k], fd(which, k), 1e-6 * (1 + std::abs(gv[k]))) << which << "," << k;
   };
   check(0, std::get<0>(g));
   check(1, std::get<1>(g));
@@ -143,16 +177,27 @@ TEST(ScanGrad, MatchesFiniteDifferences) {
 
 TEST(ScanGrad, ReverseScanAndSecondOrder) {
   auto f = [](const Array& a) {
-    auto [c, ys] = lax::scan([&](const Array& s, const Array& x) { return AP{np::tanh(s * a + x), s}; }, np::zeros({}, DType::float64),
-                             f64({0.1, 0.2, 0.3}), {.reverse = true});
+    auto [c, ys] = lax::scan(
+        [&](const Array& s, const Array& x) {
+          return AP{np::tanh(s * a + x), s};
+        },
+        np::zeros({}, DType::float64), f64({0.1, 0.2, 0.3}), {.reverse = true});
     return c;
   };
   const double a0 = 0.8, h = 1e-5;
   const double d1 = grad(f)(np::scalar(a0, DType::float64)).item<double>();
-  EXPECT_NEAR(d1, (f(np::scalar(a0 + h, DType::float64)).item<double>() - f(np::scalar(a0 - h, DType::float64)).item<double>()) / (2 * h), 1e-8);
+  EXPECT_NEAR(
+      d1,
+      (f(np::scalar(a0 + h, DType::float64)).item<double>() - f(np::scalar(a0 - h, DType::float64)).item<double>()) /
+          (2 * h),
+      1e-8);
   auto df = grad(f);
   const double d2 = grad([&](const Array& a) { return df(a); })(np::scalar(a0, DType::float64)).item<double>();
-  EXPECT_NEAR(d2, (df(np::scalar(a0 + h, DType::float64)).item<double>() - df(np::scalar(a0 - h, DType::float64)).item<double>()) / (2 * h), 1e-7);
+  EXPECT_NEAR(
+      d2,
+      (df(np::scalar(a0 + h, DType::float64)).item<double>() - df(np::scalar(a0 - h, DType::float64)).item<double>()) /
+          (2 * h),
+      1e-7);
 }
 
 TEST(ScanGrad, CheckpointingKeepsOnlyCarries) {
@@ -205,8 +250,12 @@ TEST(ScanTransforms, VmapAndJitCompose) {
   auto [sc, sy] = vmap(run, {0, std::nullopt})(inits, f64({1.0, 1.0}));
   EXPECT_TRUE(all_close(sc, {1.75, 2.0, 2.25}));
   ScanPathTracker t;
-  Array g = jit(grad([](const Array& i, const Array& x) { return scan_loss(i, x, f64({0.7, 0.2})); }))(f64({0.3, -0.2}), f64({{0.9, 1.1}, {0.5, -0.7}}));
-  Array ge = grad([](const Array& i, const Array& x) { return scan_loss(i, x, f64({0.7, 0.2})); })(f64({0.3, -0.2}), f64({{0.9, 1.1}, {0.5, -0.7}}));
+  Array g = jit(grad([](const Array& i, const Array& x) {
+    return scan_loss(i, x, f64({0.7, 0.2}));
+  }))(f64({0.3, -0.2}), f64({{0.9, 1.1}, {0.5, -0.7}}));
+  Array ge = grad([](const Array& i, const Array& x) {
+    return scan_loss(i, x, f64({0.7, 0.2}));
+  })(f64({0.3, -0.2}), f64({{0.9, 1.1}, {0.5, -0.7}}));
   EXPECT_TRUE(all_close(g, vals(ge), 1e-13, 1e-13));
   // the path the default backend's planner takes: native and vulkan compile loops, cpu runs host loops
   t.expect_path(default_backend().info().backend == "cpu" ? ScanPath::fallback : ScanPath::fused);
@@ -264,7 +313,8 @@ TEST(AssociativeScan, PrefixSumsAxesAndReverse) {
   auto mm = [](const Array& a, const Array& b) { return np::matmul(b, a); };
   Array ms = np::stack({f64({{1.0, 1.0}, {0.0, 1.0}}), f64({{2.0, 0.0}, {0.0, 1.0}}), f64({{1.0, 0.0}, {3.0, 1.0}})});
   Array p = lax::associative_scan(mm, ms);
-  Array want = np::matmul(np::index(ms, {std::int64_t{2}}), np::matmul(np::index(ms, {std::int64_t{1}}), np::index(ms, {std::int64_t{0}})));
+  Array want = np::matmul(np::index(ms, {std::int64_t{2}}),
+                          np::matmul(np::index(ms, {std::int64_t{1}}), np::index(ms, {std::int64_t{0}})));
   EXPECT_TRUE(all_close(np::index(p, {std::int64_t{2}}), vals(want)));
 }
 
@@ -291,27 +341,37 @@ Array affine_loss(const Array& th) {
   Array t = np::arange(0, 9, 1, DType::float64) * 0.1;
   Array a = np::exp(th * t) * 0.9, b = np::sin(th + t);
   auto r = lax::associative_scan_flat(
-      [](const std::vector<Array>& p, const std::vector<Array>& q) { return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]}; }, {a, b});
+      [](const std::vector<Array>& p, const std::vector<Array>& q) {
+        return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]};
+      },
+      {a, b});
   return np::sum(r[1] * r[1]);
 }
 // the same inside a scan body: the body's jaxpr holds the associative_scan primitive, so grad and
 // vmap of the scan reach the primitive's own jvp and vmap rules
 Array scanned_loss(const Array& th) {
-  auto [c, ys] = lax::scan([](const Array& s, const Array& x) { return std::pair{s * 0.5 + np::tanh(affine_loss(s + x) * 0.01), s}; }, th,
-                           np::arange(0, 3, 1, DType::float64) * 0.2);
+  auto [c, ys] = lax::scan(
+      [](const Array& s, const Array& x) {
+        return std::pair{s * 0.5 + np::tanh(affine_loss(s + x) * 0.01), s};
+      },
+      th, np::arange(0, 3, 1, DType::float64) * 0.2);
   return c;
 }
 double central(const std::function<Array(const Array&)>& f, double x) {
   const double h = 1e-6;
-  return (f(np::full({}, x + h, DType::float64)).item<double>() - f(np::full({}, x - h, DType::float64)).item<double>()) / (2 * h);
+  return (f(np::full({}, x + h, DType::float64)).item<double>() -
+          f(np::full({}, x - h, DType::float64)).item<double>()) /
+         (2 * h);
 }
 }  // namespace
 
 TEST(AssociativeScan, GradientsMatchFiniteDifferencesAndThePrimitiveRules) {
   for (double x : {0.3, -0.7}) {
     Array th = np::full({}, x, DType::float64);
-    EXPECT_NEAR(grad(affine_loss)(th).item<double>(), central(affine_loss, x), 1e-6 * (1 + std::abs(central(affine_loss, x))));
-    EXPECT_NEAR(jit(grad(affine_loss))(th).item<double>(), central(affine_loss, x), 1e-6 * (1 + std::abs(central(affine_loss, x))));
+    EXPECT_NEAR(grad(affine_loss)(th).item<double>(), central(affine_loss, x),
+                1e-6 * (1 + std::abs(central(affine_loss, x))));
+    EXPECT_NEAR(jit(grad(affine_loss))(th).item<double>(), central(affine_loss, x),
+                1e-6 * (1 + std::abs(central(affine_loss, x))));
     const double fd = central(scanned_loss, x);
     EXPECT_NEAR(grad(scanned_loss)(th).item<double>(), fd, 1e-6 * (1 + std::abs(fd)));
     EXPECT_NEAR(jit(grad(scanned_loss))(th).item<double>(), fd, 1e-6 * (1 + std::abs(fd)));
@@ -370,7 +430,8 @@ TEST(AssociativeScan, ForwardModeIsOneScanOfTangentPairs) {
     if (e.prim == Prim::associative_scan) {
       std::vector<Shape> outs;
       for (int o : e.out) outs.push_back(j.jaxpr.avals[o].shape);
-      EXPECT_EQ(outs, (std::vector<Shape>{{37}, {37}, {37}, {37}, {37, 2}, {37, 2}, {37, 2}})) << j.jaxpr.str();  // a b k w | ȧ ḃ ẇ
+      EXPECT_EQ(outs, (std::vector<Shape>{{37}, {37}, {37}, {37}, {37, 2}, {37, 2}, {37, 2}}))
+          << j.jaxpr.str();  // a b k w | ȧ ḃ ẇ
     }
   EXPECT_EQ(strided_slices(j.jaxpr), 0u) << j.jaxpr.str();
   EXPECT_EQ(strided_slices(make_jaxpr(grad(two))(th).jaxpr), 0u);  // reverse mode too: no odd/even recursion
@@ -393,7 +454,8 @@ TEST(AssociativeScan, ForwardModeIsOneScanOfTangentPairs) {
   // nested: the primitive inside a scan body (its own jvp rule under forward mode)
   for (double x : {0.3, -0.7}) {
     const double fd = central(scanned_loss, x);
-    EXPECT_NEAR(grad(scanned_loss, argnums<0>, forward_mode)(np::full({}, x, DType::float64)).item<double>(), fd, 1e-6 * (1 + std::abs(fd)));
+    EXPECT_NEAR(grad(scanned_loss, argnums<0>, forward_mode)(np::full({}, x, DType::float64)).item<double>(), fd,
+                1e-6 * (1 + std::abs(fd)));
     EXPECT_NEAR(jit(grad(scanned_loss, argnums<0>, forward_mode))(np::full({}, x, DType::float64)).item<double>(), fd,
                 1e-6 * (1 + std::abs(fd)));
   }
@@ -414,13 +476,15 @@ Array matrix_leaf_loss(const Array& th) {
   const std::int64_t n = 29;
   Array t = np::arange(0, n, 1, DType::float64) * 0.07;
   Array p = np::index(th, {std::int64_t{0}}), q = np::index(th, {std::int64_t{1}});
-  Array m = np::stack({np::stack({np::cos(p * t) * 0.8, np::sin(q * t) * 0.3}), np::stack({np::sin(p + t) * -0.2, np::cos(q - t) * 0.7})});
+  Array m = np::stack({np::stack({np::cos(p * t) * 0.8, np::sin(q * t) * 0.3}),
+                       np::stack({np::sin(p + t) * -0.2, np::cos(q - t) * 0.7})});
   Array v = np::expand_dims(np::stack({np::sin(q * t + p), np::cos(t) * q}), 1);
   auto mat = [](const Array& x) { return np::moveaxis(x, -1, 0); };  // [2, c, L] -> [L, 2, c]
   auto r = lax::associative_scan_flat(
       [&](const std::vector<Array>& a, const std::vector<Array>& b) {
         Array mb = mat(b[0]);
-        return std::vector<Array>{np::moveaxis(np::matmul(mb, mat(a[0])), 0, -1), np::moveaxis(np::matmul(mb, mat(a[1])), 0, -1) + b[1]};
+        return std::vector<Array>{np::moveaxis(np::matmul(mb, mat(a[0])), 0, -1),
+                                  np::moveaxis(np::matmul(mb, mat(a[1])), 0, -1) + b[1]};
       },
       {m, v}, /*reverse=*/false, /*axis=*/-1);
   return np::sum(r[1] * r[1]) + np::sum(r[0]) * 0.1;
@@ -485,10 +549,13 @@ TEST(AssociativeScan, ReverseModeAtShortLengths) {
         Array t = np::arange(0, static_cast<double>(n), 1, DType::float32) * 0.3;
         Array a = np::exp(th * t) * 0.9, b = np::sin(th + t);
         auto r = lax::associative_scan_flat(
-            [](const std::vector<Array>& p, const std::vector<Array>& q) { return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]}; },
+            [](const std::vector<Array>& p, const std::vector<Array>& q) {
+              return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]};
+            },
             {a, b}, rev);
-        auto s = lax::associative_scan_flat([](const std::vector<Array>& p, const std::vector<Array>& q) { return std::vector<Array>{p[0] * q[0]}; },
-                                            {a + 1.0}, rev);
+        auto s = lax::associative_scan_flat(
+            [](const std::vector<Array>& p, const std::vector<Array>& q) { return std::vector<Array>{p[0] * q[0]}; },
+            {a + 1.0}, rev);
         return np::sum(r[1] * r[0]) + np::sum(s[0]);
       };
       Array th = np::array({0.4}, DType::float32);
@@ -496,7 +563,8 @@ TEST(AssociativeScan, ReverseModeAtShortLengths) {
       for (const auto& [staged_for, budget] : {std::pair{"cpu", 0}, std::pair{"vulkan", 8}, std::pair{"cpu", 8}}) {
         StagingScope staging(backend(staged_for), budget);
         auto [v, g] = value_and_grad(f)(th);
-        EXPECT_NEAR(v.item<double>(), fv.item<double>(), 1e-5 * (1 + std::abs(fv.item<double>()))) << n << rev << staged_for;
+        EXPECT_NEAR(v.item<double>(), fv.item<double>(), 1e-5 * (1 + std::abs(fv.item<double>())))
+            << n << rev << staged_for;
         EXPECT_TRUE(all_close(g, vals(fg), 1e-5, 1e-6)) << n << rev << staged_for;
       }
     }
@@ -507,7 +575,7 @@ TEST(AssociativeScan, VmapKeepsThePrimitiveBatchingOnlyWhatDependsOnTheBatch) {
     Array t = np::reshape(np::arange(0, 46, 1, DType::float64) * 0.03, {2, 23});
     Array a = np::exp(th * t) * 0.9, b = np::sin(t), s = np::cos(t) * 0.1;
     Array k = np::reshape(np::arange(0, 46, 1, DType::int32), {2, 23});
-    Array q = th * th;  // closed over by the combine: a batched const
+    Array q = th * th;                    // closed over by the combine: a batched const
     auto r = lax::associative_scan_flat(  // x ↦ a x + b and x ↦ a x + s composed (associative); q makes a batched const
         [&](const std::vector<Array>& u, const std::vector<Array>& v) {
           return std::vector<Array>{v[0] * u[0], v[0] * u[1] + v[1] + q * 0.0, u[2] * v[0] + v[2], u[3] + v[3]};
@@ -536,7 +604,10 @@ TEST(AssociativeScan, VmapKeepsThePrimitiveBatchingOnlyWhatDependsOnTheBatch) {
 TEST(AssociativeScan, JitOnNativeIsOneCompiledLoop) {
   auto f = [](const Array& a, const Array& b) {
     return lax::associative_scan_flat(
-        [](const std::vector<Array>& p, const std::vector<Array>& q) { return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]}; }, {a, b});
+        [](const std::vector<Array>& p, const std::vector<Array>& q) {
+          return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]};
+        },
+        {a, b});
   };
   std::vector<std::size_t> counts;
   for (int n : {100, 10000}) {

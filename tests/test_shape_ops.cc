@@ -44,8 +44,11 @@ TEST(Creation, NestedListsAndVectors) {
   EXPECT_EQ(a.shape(), (Shape{2, 3, 2}));
   EXPECT_TRUE(all_close(a, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([] { np::array({{1.0, 2.0}, {3.0}}); }, {"ragged"}));
-  EXPECT_TRUE(jxt::throws_msg<ShapeError>([] { np::array(std::vector<double>{1, 2, 3}, Shape{2, 2}); },
-                                          "array: 3 values do not fill shape [2,2]"));
+  EXPECT_TRUE(jxt::throws_msg<ShapeError>(
+      [] {
+        np::array(std::vector<double>{1, 2, 3}, Shape{2, 2});
+      },
+      "array: 3 values do not fill shape [2,2]"));
   EXPECT_EQ(np::array(std::vector<float>{1.f, 2.f}).dtype(), DType::float32);
   EXPECT_EQ(np::array(std::vector<std::int32_t>{1, 2, 3, 4}, Shape{2, 2}).shape(), (Shape{2, 2}));
   EXPECT_THROW(np::array({1e10}, DType::int32), ShapeError);
@@ -55,7 +58,11 @@ TEST(ShapeOps, ReshapeRavelSqueezeExpand) {
   Array x = iota_f({2, 3, 4});
   EXPECT_EQ(np::reshape(x, {4, -1}).shape(), (Shape{4, 6}));
   EXPECT_TRUE(all_close(np::reshape(x, {-1}), jxt::vals(np::ravel(x))));
-  EXPECT_TRUE(jxt::throws_msg<ShapeError>([&] { np::reshape(x, {5, -1}); }, "reshape: cannot reshape float64[2,3,4] into shape [5,-1]"));
+  EXPECT_TRUE(jxt::throws_msg<ShapeError>(
+      [&] {
+        np::reshape(x, {5, -1});
+      },
+      "reshape: cannot reshape float64[2,3,4] into shape [5,-1]"));
   EXPECT_THROW(np::reshape(x, {-1, -1}), ShapeError);
   EXPECT_THROW(np::reshape(x, {7}), ShapeError);
   Array s = np::zeros({1, 3, 1});
@@ -80,7 +87,11 @@ TEST(ShapeOps, TransposeFamily) {
   EXPECT_EQ(np::moveaxis(y, 0, -1).shape(), (Shape{3, 4, 2}));
   EXPECT_EQ(np::moveaxis(y, -1, 0).shape(), (Shape{4, 2, 3}));
   EXPECT_TRUE(all_close(np::moveaxis(y, 0, -1), jxt::vals(t)));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { np::transpose(y, std::vector<std::int64_t>{0, 0, 1}); }, {"repeated axis"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [&] {
+        np::transpose(y, std::vector<std::int64_t>{0, 0, 1});
+      },
+      {"repeated axis"}));
   EXPECT_THROW(np::transpose(y, std::vector<std::int64_t>{0, 1}), ShapeError);
   EXPECT_THROW(np::swapaxes(y, 0, 3), ShapeError);
 }
@@ -103,8 +114,11 @@ TEST(ShapeOps, StaticSlicingWithSteps) {
   EXPECT_TRUE(all_close(np::index(m, {S{}, std::int64_t{3}}), {3, 7, 11}));
   EXPECT_TRUE(jxt::throws_msg<ShapeError>([&] { np::index(x, {std::int64_t{10}}); },
                                           "index: index 10 is out of bounds for axis 0 with size 10 of float64[10]"));
-  EXPECT_TRUE(jxt::throws_msg<ShapeError>([&] { np::index(x, {S{0, 11}}); },
-                                          "index: slice stop 11 is out of range for axis 0 of float64[10]"));
+  EXPECT_TRUE(jxt::throws_msg<ShapeError>(
+      [&] {
+        np::index(x, {S{0, 11}});
+      },
+      "index: slice stop 11 is out of range for axis 0 of float64[10]"));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { np::index(x, {S{0, 5, 0}}); }, {"step cannot be zero"}));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { np::index(m, {S{}, S{}, S{}}); }, {"too many indices"}));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { lax::slice(x, {4}, {2}); }, {"slice [4:2] is out of range"}));
@@ -117,16 +131,22 @@ TEST(ShapeOps, ConcatenateStackSplit) {
   EXPECT_TRUE(all_close(c, {0, 1, 1, 2, 3, 1}));
   EXPECT_TRUE(all_close(np::concatenate({a, a}, -2), {0, 1, 2, 3, 0, 1, 2, 3}));
   EXPECT_EQ(np::concatenate({a, np::zeros({0, 2}, DType::float64)}).shape(), (Shape{2, 2}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { np::concatenate({a, b}, 0); },
-                                           {"concatenate: operands differ outside axis 0", "float64[2,2]", "float64[2,1]"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [&] {
+        np::concatenate({a, b}, 0);
+      },
+      {"concatenate: operands differ outside axis 0", "float64[2,2]", "float64[2,1]"}));
   EXPECT_THROW(np::concatenate({a, b}, 2), ShapeError);
   EXPECT_THROW(np::concatenate({}), ShapeError);
   EXPECT_THROW(np::concatenate({np::scalar(1), np::scalar(2)}), ShapeError);
   Array s = np::stack({np::array({1.0, 2.0}), np::array({3.0, 4.0})}, 1);
   EXPECT_EQ(s.shape(), (Shape{2, 2}));
   EXPECT_TRUE(all_close(s, {1, 3, 2, 4}));
-  EXPECT_TRUE(jxt::throws_msg<ShapeError>([] { np::stack({np::ones({2}), np::ones({3})}); },
-                                          "stack: all input arrays must have the same shape, got float32[2] and float32[3]"));
+  EXPECT_TRUE(jxt::throws_msg<ShapeError>(
+      [] {
+        np::stack({np::ones({2}), np::ones({3})});
+      },
+      "stack: all input arrays must have the same shape, got float32[2] and float32[3]"));
   auto parts = np::split(iota_f({6}), 3);
   ASSERT_EQ(parts.size(), 3u);
   EXPECT_TRUE(all_close(parts[2], {4, 5}));
@@ -155,7 +175,7 @@ TEST(ShapeOps, PadFlipDiagonalTrace) {
   EXPECT_EQ(np::diagonal(m, 4).size(), 0);
   EXPECT_EQ(np::diagonal(m, -3).size(), 0);
   Array b = iota_f({2, 2, 2});
-  EXPECT_TRUE(all_close(np::diagonal(b, 0, 1, 2), {0, 3, 4, 7}));   // batched over axis 0
+  EXPECT_TRUE(all_close(np::diagonal(b, 0, 1, 2), {0, 3, 4, 7}));  // batched over axis 0
   EXPECT_TRUE(all_close(np::diagonal(b, 0, 0, 2), {0, 5, 2, 7}));
   EXPECT_TRUE(all_close(np::trace(m), {15}));
   EXPECT_TRUE(all_close(np::trace(b, 0, 1, 2), {3, 11}));

@@ -14,7 +14,8 @@ double num(const Array& a) { return a.item<double>(); }
 struct Model {
   Array G, W;
 };
-template <> struct jx::PyTree<Model> {
+template <>
+struct jx::PyTree<Model> {
   static Tree to(const Model& m) { return Tree::Dict{{"G", m.G}, {"W", m.W}}; }
   static Model from(const Tree& t) { return {t["G"].leaf(), t["W"].leaf()}; }
 };
@@ -22,7 +23,8 @@ template <> struct jx::PyTree<Model> {
 TEST(MakeJaxpr, PrintsLikeJax) {
   auto j = make_jaxpr([](const Array& a) { return lax::mul(a, a); })(np::ones({2, 2}));
   EXPECT_EQ(j.str(), "{ lambda ; a:f32[2,2]. let b:f32[2,2] = mul a a in (b,) }");
-  auto k = make_jaxpr([](const Array& x, const Array& y) { return np::sum(np::exp(x) * 2.0 + y); })(np::ones({3}), np::ones({3}));
+  auto k = make_jaxpr([](const Array& x, const Array& y) { return np::sum(np::exp(x) * 2.0 + y); })(np::ones({3}),
+                                                                                                    np::ones({3}));
   EXPECT_EQ(k.str(),
             "{ lambda ; a:f32[3] b:f32[3]. let\n"
             "    c:f32[3] = exp a\n"
@@ -77,10 +79,12 @@ TEST(Grad, HasAux) {
 }
 
 TEST(Grad, Errors) {
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { grad([](const Array& x) { return x * 2.0; })(np::ones({3})); },
-                                           {"grad: the differentiated function must return a real scalar", "float32[3]"}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([] { grad([](const Array& x) { return np::sum(x); })(np::ones({2}, DType::int32)); },
-                                           {"floating-point", "int32[2]"}));
+  EXPECT_TRUE(
+      jxt::throws_with<ShapeError>([] { grad([](const Array& x) { return x * 2.0; })(np::ones({3})); },
+                                   {"grad: the differentiated function must return a real scalar", "float32[3]"}));
+  EXPECT_TRUE(
+      jxt::throws_with<ShapeError>([] { grad([](const Array& x) { return np::sum(x); })(np::ones({2}, DType::int32)); },
+                                   {"floating-point", "int32[2]"}));
 }
 
 TEST(Nested, GradOfGrad) {
@@ -110,7 +114,8 @@ TEST(Nested, VmapOfGradGivesPerExampleGradients) {
 // an argument the value does not depend on gets zeros.
 TEST(ForwardMode, SeveralArgumentsAndDtypesEqualReverseMode) {
   auto f = [](const Array& w, const Array& b, const Array& unused) {
-    return np::sum(np::tanh(np::matmul(w, f64({0.5, -1.0, 2.0})) + lax::convert_element_type(b, DType::float64))) + 0.0 * np::sum(unused * 0.0);
+    return np::sum(np::tanh(np::matmul(w, f64({0.5, -1.0, 2.0})) + lax::convert_element_type(b, DType::float64))) +
+           0.0 * np::sum(unused * 0.0);
   };
   Array w = f64({{0.1, 0.2, -0.3}, {0.4, -0.5, 0.6}});
   Array b = np::array({0.25f, -0.75f});
@@ -147,7 +152,9 @@ TEST(Nested, JvpOfVjpIsHessianVectorProduct) {
 }
 
 TEST(Jacobians, ForwardReverseHessian) {
-  auto f = [](const Array& x) { return np::stack({np::sum(x * x), np::prod(x), np::sin(np::index(x, {std::int64_t{0}}))}); };
+  auto f = [](const Array& x) {
+    return np::stack({np::sum(x * x), np::prod(x), np::sin(np::index(x, {std::int64_t{0}}))});
+  };
   Array x = f64({0.3, -1.2, 2.0});
   Array jf = jacfwd(f)(x), jr = jacrev(f)(x);
   EXPECT_EQ(jf.shape(), (Shape{3, 3}));
@@ -205,7 +212,8 @@ TEST(Pytrees, DictsVectorsTuplesAndStructs) {
   EXPECT_EQ(leaves.size(), 4u);
   EXPECT_EQ(def.str(), "[{G: *, W: *}, [*, *]]");
   EXPECT_THROW(tree_unflatten(def, std::vector<Array>(3, np::ones({1}))), ShapeError);
-  auto sq = vmap([](const std::pair<Array, Array>& ab) { return ab.first * ab.second; })(std::pair{f64({1.0, 2.0}), f64({3.0, 4.0})});
+  auto sq = vmap([](const std::pair<Array, Array>& ab) { return ab.first * ab.second; })(
+      std::pair{f64({1.0, 2.0}), f64({3.0, 4.0})});
   EXPECT_TRUE(all_close(sq, {3, 8}));
 }
 
@@ -218,15 +226,22 @@ TEST(Vmap, AxesAndErrors) {
   EXPECT_TRUE(all_close(outer, {2, 8, 4, 10, 6, 12}));
   auto mm = vmap([](const Array& a, const Array& b) { return np::matmul(a, b); }, {0, std::nullopt});
   EXPECT_EQ(mm(np::ones({4, 2, 3}), np::ones({3, 5})).shape(), (Shape{4, 2, 5}));
-  EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { vmap([](const Array& a, const Array& b) { return a + b; })(np::ones({2}), np::ones({3})); },
-                                           {"vmap: inconsistent sizes for the mapped axes: 2 and 3"}));
+  EXPECT_TRUE(jxt::throws_with<ShapeError>(
+      [&] { vmap([](const Array& a, const Array& b) { return a + b; })(np::ones({2}), np::ones({3})); },
+      {"vmap: inconsistent sizes for the mapped axes: 2 and 3"}));
   Array nested = vmap([](const Array& r) { return vmap([](const Array& e) { return e * e; })(r); })(x);
   EXPECT_TRUE(all_close(nested, {1, 4, 9, 16, 25, 36}));
 }
 
 TEST(Tracers, ReadingOrEscapingIsAnError) {
-  EXPECT_TRUE(jxt::throws_with<TracerError>([] { grad([](const Array& x) { (void)x.item<double>(); return np::sum(x); })(np::ones({1})); },
-                                            {"cannot read the value of traced Array:float32[1]"}));
+  EXPECT_TRUE(jxt::throws_with<TracerError>(
+      [] {
+        grad([](const Array& x) {
+          (void)x.item<double>();
+          return np::sum(x);
+        })(np::ones({1}));
+      },
+      {"cannot read the value of traced Array:float32[1]"}));
   Array leaked;
   (void)grad([&](const Array& x) {
     leaked = x * 2.0;
@@ -309,7 +324,9 @@ TEST(Transpose, NonlinearPrimitiveNamesItself) {
 TEST(Transpose, ConcatenateOfConstantsAndLinearValues) {
   // The JS runtime v0.7.2 failure: concatenate where some operands are constants.
   Array k1 = f64({10.0, 20.0}), k2 = f64({30.0});
-  auto f = [&](const Array& x) { return np::sum(np::concatenate({k1, x * x, k2, x}) * np::arange(0, 7, 1, DType::float64)); };
+  auto f = [&](const Array& x) {
+    return np::sum(np::concatenate({k1, x * x, k2, x}) * np::arange(0, 7, 1, DType::float64));
+  };
   // weights 0..6: x*x at positions 2,3 and x at 5,6
   Array x = f64({1.5, -2.0});
   EXPECT_TRUE(all_close(grad(f)(x), {2 * 1.5 * 2 + 5, 2 * -2.0 * 3 + 6}));
@@ -331,7 +348,9 @@ TEST(LinalgGrad, InverseOfThetaDependentMatrix) {
     return np::sum(np::linalg::inv(a) * w);
   };
   const double th = 1.3, h = 1e-6;
-  const double fd = (g(np::scalar(th + h, DType::float64)).item<double>() - g(np::scalar(th - h, DType::float64)).item<double>()) / (2 * h);
+  const double fd =
+      (g(np::scalar(th + h, DType::float64)).item<double>() - g(np::scalar(th - h, DType::float64)).item<double>()) /
+      (2 * h);
   const double ad = grad(g)(np::scalar(th, DType::float64)).item<double>();
   EXPECT_NEAR(ad, fd, 1e-6 * std::abs(fd));
 }

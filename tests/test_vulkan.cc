@@ -13,8 +13,8 @@
 
 using namespace jx;
 using jxt::all_close;
-using jxt::vals;
 using jxt::on;
+using jxt::vals;
 
 namespace {
 
@@ -68,14 +68,16 @@ TEST_P(VulkanDifferentiable, JitOfVjpMatchesCpu) {
   for (std::size_t i = 0; i < got.size(); ++i) EXPECT_TRUE(all_close(got[i], vals(want[i]), 1e-11, 1e-11)) << c.name;
 }
 
-INSTANTIATE_TEST_SUITE_P(All, VulkanEveryCase, ::testing::ValuesIn(jxt::cases()), [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(All, VulkanEveryCase, ::testing::ValuesIn(jxt::cases()),
+                         [](const auto& info) { return info.param.name; });
 std::vector<jxt::Case> differentiable_cases() {
   std::vector<jxt::Case> r;
   for (const auto& c : jxt::cases())
     if (c.differentiable) r.push_back(c);
   return r;
 }
-INSTANTIATE_TEST_SUITE_P(All, VulkanDifferentiable, ::testing::ValuesIn(differentiable_cases()), [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(All, VulkanDifferentiable, ::testing::ValuesIn(differentiable_cases()),
+                         [](const auto& info) { return info.param.name; });
 
 TEST(Vulkan, DeviceLimitsProfileAndErrors) {
   const auto& info = backend("vulkan").info();
@@ -100,7 +102,8 @@ TEST(Vulkan, DeviceLimitsProfileAndErrors) {
   vulkan::set_limits("webgpu");
   EXPECT_TRUE(jxt::throws_with<BackendError>([] { vulkan::set_limits("webgl"); }, {"unknown limits profile 'webgl'"}));
   // operands on different backends are named
-  EXPECT_TRUE(jxt::throws_with<BackendError>([] { (void)(device_put(np::ones({2}), "vulkan") + device_put(np::ones({2}), "cpu")); }, {"different backends"}));
+  EXPECT_TRUE(jxt::throws_with<BackendError>(
+      [] { (void)(device_put(np::ones({2}), "vulkan") + device_put(np::ones({2}), "cpu")); }, {"different backends"}));
 }
 
 TEST(Vulkan, DispatchesAreBatchedIntoOneSubmitAndTheHostWaitsOnlyToRead) {
@@ -163,7 +166,8 @@ TEST(Vulkan, ABarrierOrdersReadsAfterAMidStreamSubmit) {
   auto c0 = vulkan::counters();
   EXPECT_EQ(c0.dispatches, static_cast<std::uint64_t>(n));
   EXPECT_GE(c0.submits, 1u);  // the stream did not fit one batch
-  EXPECT_EQ(c0.barriers, static_cast<std::uint64_t>(n - 1)) << "every op reads the previous one's output, across the submit too";
+  EXPECT_EQ(c0.barriers, static_cast<std::uint64_t>(n - 1))
+      << "every op reads the previous one's output, across the submit too";
   EXPECT_EQ(y.to_vector<float>()[63], static_cast<float>(n + 1));
 }
 
@@ -171,7 +175,9 @@ TEST(Vulkan, ABarrierOrdersReadsAfterAMidStreamSubmit) {
 // once the buffers a call gets from the pool repeat, a call writes none, and its results stay right.
 TEST(Vulkan, RepeatedJitCallsReuseTheirDescriptorSets) {
   DefaultDeviceScope vk("vulkan");
-  auto f = jit([](const Array& a, const Array& b) { return np::sum(np::exp(a) * b, std::vector<std::int64_t>{1}) + np::max(a); });
+  auto f = jit([](const Array& a, const Array& b) {
+    return np::sum(np::exp(a) * b, std::vector<std::int64_t>{1}) + np::max(a);
+  });
   Array a = np::reshape(np::arange(0, 12, 1, DType::float32), {3, 4}) * 0.1, b = np::ones({3, 4}, DType::float32);
   const auto first = f(a, b).to_vector<double>();
   for (int i = 0; i < 2; ++i) (void)f(a, b).to_vector<double>();  // the pool's buffers settle into their rotation
@@ -190,7 +196,9 @@ TEST(Vulkan, ReleaseOrderDoesNotRotateAJitProgramsBuffers) {
   auto f = jit([](const Array& a) {
     // eight sums of 32 terms, then a pairwise tree of sums over two of them: every kernel binds
     // two intermediates, and the leaves are released before the inner nodes that were taken later
-    auto pair = [&](const Array& x, const Array& y) { return np::sum(np::reshape(x * y, {4, 1}) * a, std::vector<std::int64_t>{1}) * 0.01; };
+    auto pair = [&](const Array& x, const Array& y) {
+      return np::sum(np::reshape(x * y, {4, 1}) * a, std::vector<std::int64_t>{1}) * 0.01;
+    };
     std::vector<Array> r;
     for (int i = 1; i <= 8; ++i) r.push_back(np::sum(np::exp(a * (0.1 * i)), std::vector<std::int64_t>{1}));
     while (r.size() > 1) {
@@ -285,11 +293,20 @@ TEST(Vulkan, LargeReductionsSplitOverWorkgroups) {
       {[](const Array& i) { return np::max(np::where(np::equal(i, 150001.0), NAN, i)); }, 0},  // NaN propagates
       {[](const Array& i) { return np::min(i * -1e-3); }, 1e-6},
       {[](const Array& i) { return np::max(np::astype(i, DType::int32) - 70000.0); }, 0},
-      {[](const Array& i) { return np::mean(np::reshape(np::sin(i), {4, 50000}), std::vector<std::int64_t>{1}); }, 1e-6},  // epilogue
-      {[](const Array& i) { return np::sum(np::reshape(i, {2000, 100}), std::vector<std::int64_t>{0}); }, 1e-6},  // 100 outputs of 2000
-      {[](const Array& i) { return np::sum(np::reshape(i, {20, 10000}), std::vector<std::int64_t>{1}); }, 1e-6},  // 20 split outputs
-      {[n](const Array& i) { return np::max(np::greater(i, np::full({}, n - 2))); }, 0},                          // bool, one true term
-      {[](const Array& i) { return np::min(np::greater(i, np::full({}, 0.5))); }, 0},                              // bool, one false term
+      {[](const Array& i) {
+         return np::mean(np::reshape(np::sin(i), {4, 50000}), std::vector<std::int64_t>{1});
+       },
+       1e-6},  // epilogue
+      {[](const Array& i) {
+         return np::sum(np::reshape(i, {2000, 100}), std::vector<std::int64_t>{0});
+       },
+       1e-6},  // 100 outputs of 2000
+      {[](const Array& i) {
+         return np::sum(np::reshape(i, {20, 10000}), std::vector<std::int64_t>{1});
+       },
+       1e-6},                                                                             // 20 split outputs
+      {[n](const Array& i) { return np::max(np::greater(i, np::full({}, n - 2))); }, 0},  // bool, one true term
+      {[](const Array& i) { return np::min(np::greater(i, np::full({}, 0.5))); }, 0},     // bool, one false term
   };
   for (std::size_t c = 0; c < cases.size(); ++c) {
     const F& f = cases[c].first;
@@ -325,7 +342,8 @@ TEST(Vulkan, HostTimersSplitTheRecordingOnlyWhileTimingIsOn) {
   vulkan::set_timing(true);
   const auto t0 = std::chrono::steady_clock::now();
   const auto on = run();
-  const auto wall_ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  const auto wall_ns = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
   vulkan::set_timing(false);
   EXPECT_GT(on.host_dispatch_ns, 0u);
   EXPECT_GT(on.host_driver_ns, 0u);  // vkCmd* of every dispatch
@@ -347,7 +365,10 @@ TEST(Vulkan, ReductionsSplitOnlyWithABindingToSpare) {
   };
   Array x = np::arange(0, 100000, 1, DType::float32) * 1e-5;
   EXPECT_NE(ran([&] { return np::sum(x); }).find("_split"), std::string::npos);
-  EXPECT_NE(ran([&] { return np::sum(np::index(x, {np::Slice{0, 2000}})); }).find("_wg"), std::string::npos);  // one workgroup suffices
+  EXPECT_NE(ran([&] {
+              return np::sum(np::index(x, {np::Slice{0, 2000}}));
+            }).find("_wg"),
+            std::string::npos);  // one workgroup suffices
   // seven inputs and the output fill the WebGPU profile's 8 bindings: jit lowers the terms into a
   // kernel of their own so that the reduction keeps a binding for its scratch buffer and splits
   std::vector<Array> in;

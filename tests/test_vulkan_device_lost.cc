@@ -21,8 +21,9 @@ void lose_device(const char* at, int after) {
     Array xv = device_put(x, "vulkan");
     EXPECT_NEAR(f(std::vector<Array>{xv}).item<float>(), want, 1e-3 * std::abs(want));  // healthy first
     faults::arm("vk_device_lost", after, 1);
-    EXPECT_TRUE(jxt::throws_with<BackendError>([&] { f(std::vector<Array>{xv}).item<float>(); }, {"vulkan: device lost", at, "VK_ERROR_DEVICE_LOST",
-                                                                                  "other backends are unaffected"}));
+    EXPECT_TRUE(jxt::throws_with<BackendError>(
+        [&] { f(std::vector<Array>{xv}).item<float>(); },
+        {"vulkan: device lost", at, "VK_ERROR_DEVICE_LOST", "other backends are unaffected"}));
     faults::disarm_all();
     // from now on every vulkan operation says why, without touching the device
     for (const auto& d : devices())
@@ -30,7 +31,8 @@ void lose_device(const char* at, int after) {
         EXPECT_FALSE(d.available);
         EXPECT_NE(d.reason.find("device was lost"), std::string::npos) << d.reason;
       }
-    EXPECT_TRUE(jxt::throws_with<BackendError>([&] { f(std::vector<Array>{xv}).item<float>(); }, {"vulkan: backend unavailable", "device was lost"}));
+    EXPECT_TRUE(jxt::throws_with<BackendError>([&] { f(std::vector<Array>{xv}).item<float>(); },
+                                               {"vulkan: backend unavailable", "device was lost"}));
     EXPECT_TRUE(jxt::throws_with<BackendError>([&] { (void)device_put(x, "vulkan"); }, {"device was lost"}));
     EXPECT_TRUE(jxt::throws_with<BackendError>([&] { xv.to_vector<float>(); }, {"device was lost"}));
     // cpu and native still compute, eager and jitted

@@ -104,12 +104,19 @@ TEST(VulkanScan, CumsumIsOneDispatchWhateverTheLength) {
 TEST(VulkanScan, FactorialWithForiLoopAndIntCarries) {
   DefaultDeviceScope vk("vulkan");
   ScanPathTracker t;
-  Array f = lax::fori_loop(1, 11, [](const Array& i, const Array& acc) { return acc * np::astype(i, DType::float64); }, np::ones({}, DType::float64));
+  Array f = lax::fori_loop(
+      1, 11, [](const Array& i, const Array& acc) { return acc * np::astype(i, DType::float64); },
+      np::ones({}, DType::float64));
   t.expect_path(ScanPath::fused);
   EXPECT_DOUBLE_EQ(f.item<double>(), 3628800.0);
-  Array none = lax::fori_loop(3, 3, [](const Array&, const Array& acc) { return acc * 2.0; }, np::ones({}, DType::float64));
+  Array none = lax::fori_loop(
+      3, 3, [](const Array&, const Array& acc) { return acc * 2.0; }, np::ones({}, DType::float64));
   EXPECT_DOUBLE_EQ(none.item<double>(), 1.0);
-  auto [c, y] = lax::scan([](const Array& c, const Array& i) { return AP{c * i, c}; }, np::ones({}, DType::int32), np::arange(1, 11, 1, DType::int32));
+  auto [c, y] = lax::scan(
+      [](const Array& c, const Array& i) {
+        return AP{c * i, c};
+      },
+      np::ones({}, DType::int32), np::arange(1, 11, 1, DType::int32));
   EXPECT_EQ(c.item<std::int32_t>(), 3628800);
   EXPECT_EQ(vals(y).back(), 362880.0);
 }
@@ -122,12 +129,21 @@ TEST(VulkanScan, BodiesOfEveryShapeMatchCpu) {
     auto body = [&](const std::pair<Array, Array>& c, const std::map<std::string, Array>& x) {
       Array a = c.first * w + x.at("cols");
       Array b = c.second + np::sum(a) * x.at("k");
-      return std::pair{std::pair{a, b}, std::vector<Array>{a, np::exp(b * 0.01), np::greater(a, np::full({}, 2.0, a.dtype()))}};
+      return std::pair{std::pair{a, b},
+                       std::vector<Array>{a, np::exp(b * 0.01), np::greater(a, np::full({}, 2.0, a.dtype()))}};
     };
-    auto [c, ys] = lax::scan(body, std::pair{np::zeros({3}, m.dtype()), np::zeros({}, m.dtype())}, xs, {.reverse = true});
-    auto [c0, y0] = lax::scan([](const Array& s, const Array& x) { return AP{s + x, s}; }, np::ones({2}, m.dtype()), np::zeros({0, 2}, m.dtype()));
-    auto [c1, y1] = lax::scan([](const Array& s, const Array& x) { return AP{s * x, s}; }, np::ones({2}, m.dtype()),
-                              np::ones({1, 2}, m.dtype()) * 3.0);
+    auto [c, ys] =
+        lax::scan(body, std::pair{np::zeros({3}, m.dtype()), np::zeros({}, m.dtype())}, xs, {.reverse = true});
+    auto [c0, y0] = lax::scan(
+        [](const Array& s, const Array& x) {
+          return AP{s + x, s};
+        },
+        np::ones({2}, m.dtype()), np::zeros({0, 2}, m.dtype()));
+    auto [c1, y1] = lax::scan(
+        [](const Array& s, const Array& x) {
+          return AP{s * x, s};
+        },
+        np::ones({2}, m.dtype()), np::ones({1, 2}, m.dtype()) * 3.0);
     return std::vector<Array>{c.first, c.second, ys[0], ys[1], ys[2], c0, y0, c1, y1};
   };
   for (DType d : {DType::float32, DType::float64}) {
@@ -142,7 +158,8 @@ TEST(VulkanScan, BodiesOfEveryShapeMatchCpu) {
       for (std::size_t i = 0; i < got.size(); ++i) {
         EXPECT_EQ(got[i].shape(), want[i].shape()) << i;
         EXPECT_EQ(got[i].dtype(), want[i].dtype()) << i;
-        EXPECT_TRUE(all_close(got[i], vals(want[i]), d == DType::float64 ? 1e-13 : 1e-5, 1e-6)) << i << " jit " << jitted;
+        EXPECT_TRUE(all_close(got[i], vals(want[i]), d == DType::float64 ? 1e-13 : 1e-5, 1e-6))
+            << i << " jit " << jitted;
       }
     }
   }
@@ -213,7 +230,8 @@ TEST(VulkanScan, PackedOperandsKeepTheWebGpuLimit) {
   };
   std::vector<Array> xs;
   for (int i = 0; i < 6; ++i) xs.push_back(np::ones({4}, DType::float32) * static_cast<double>(i));
-  for (int i = 0; i < 6; ++i) xs.push_back(np::reshape(np::arange(0, 40, 1, DType::float32) * static_cast<double>(i + 1), {10, 4}));
+  for (int i = 0; i < 6; ++i)
+    xs.push_back(np::reshape(np::arange(0, 40, 1, DType::float32) * static_cast<double>(i + 1), {10, 4}));
   auto want = f(xs);
   vulkan::set_limits("webgpu");
   vulkan::reset_counters();
@@ -260,7 +278,11 @@ TEST(VulkanScan, ConcatenateBodiesAreFusedInOneWorkgroup) {
 TEST(VulkanScan, LargeStateIsPreencodedAndHostRoutinesFallBack) {
   // 8192 floats of carry with a reduction: over 16384 bytes of workgroup memory
   auto big = [](const Array& init, const Array& xs) {
-    return lax::scan([](const Array& c, const Array& x) { return AP{c * 0.5 + np::sum(c) * 1e-4 + x, np::sum(c)}; }, init, xs);
+    return lax::scan(
+        [](const Array& c, const Array& x) {
+          return AP{c * 0.5 + np::sum(c) * 1e-4 + x, np::sum(c)};
+        },
+        init, xs);
   };
   Array init = np::ones({8192}, DType::float32), xs = np::ones({5, 8192}, DType::float32);
   auto [wc, wy] = big(init, xs);
@@ -283,10 +305,12 @@ TEST(VulkanScan, LargeStateIsPreencodedAndHostRoutinesFallBack) {
 
   // cholesky runs on the host: the body runs as a host loop
   auto chol = [](const Array& init, const Array& xs) {
-    return lax::scan([](const Array& c, const Array& x) {
-      Array L = np::linalg::cholesky(c + np::eye(2, {}, 0, DType::float64) * x);
-      return AP{np::matmul(L, np::transpose(L)), L};
-    }, init, xs);
+    return lax::scan(
+        [](const Array& c, const Array& x) {
+          Array L = np::linalg::cholesky(c + np::eye(2, {}, 0, DType::float64) * x);
+          return AP{np::matmul(L, np::transpose(L)), L};
+        },
+        init, xs);
   };
   Array c0 = np::eye(2, {}, 0, DType::float64), cx = np::arange(1, 4, 1, DType::float64);
   auto [wcc, wcy] = chol(c0, cx);
@@ -298,15 +322,23 @@ TEST(VulkanScan, LargeStateIsPreencodedAndHostRoutinesFallBack) {
   EXPECT_TRUE(all_close(cy, vals(wcy), 1e-12, 1e-12));
   EXPECT_TRUE(jxt::throws_with<ScanPathError>(
       [&] {
-        (void)lax::scan([](const Array& c, const Array& x) { return AP{np::linalg::cholesky(c) * x, c}; }, b[0], b[1],
-                        {.require_path = {ScanPath::fused}});
+        (void)lax::scan(
+            [](const Array& c, const Array& x) {
+              return AP{np::linalg::cholesky(c) * x, c};
+            },
+            b[0], b[1], {.require_path = {ScanPath::fused}});
       },
       {"Scan require_path not satisfied: got \"fallback\" but required one of [fused]"}));
 }
 
 TEST(VulkanScan, VmapOfScanAndScanOfGradient) {
   auto cum = [](const Array& x) {
-    return lax::scan([](const Array& s, const Array& v) { return AP{s * 0.9 + v, s}; }, np::zeros({}, x.dtype()), x).first;
+    return lax::scan(
+               [](const Array& s, const Array& v) {
+                 return AP{s * 0.9 + v, s};
+               },
+               np::zeros({}, x.dtype()), x)
+        .first;
   };
   Array xs = np::reshape(np::arange(0, 24, 1, DType::float64), {4, 6});
   Array want = vmap(cum)(xs);
@@ -329,7 +361,9 @@ Elem kcompose(const Elem& x, const Elem& y) {
 }
 Elem kelems(int n, DType d) {
   Array t = np::arange(0, n, 1, d);
-  Array A = np::stack({np::stack({np::cos(t * 0.1) * 0.9, np::sin(t * 0.1) * 0.1}, -1), np::stack({np::sin(t * 0.2) * -0.1, np::cos(t * 0.3) * 0.8}, -1)}, -2);
+  Array A = np::stack({np::stack({np::cos(t * 0.1) * 0.9, np::sin(t * 0.1) * 0.1}, -1),
+                       np::stack({np::sin(t * 0.2) * -0.1, np::cos(t * 0.3) * 0.8}, -1)},
+                      -2);
   Array b = np::reshape(np::stack({np::sin(t), np::cos(t)}, -1), {n, 2, 1});
   Array S = np::eye(2, {}, 0, d) * 0.1 + np::reshape(np::abs(np::sin(t)), {n, 1, 1}) * 0.01;
   return {A, b, S};
@@ -347,14 +381,15 @@ TEST(VulkanAssociativeScan, KoggeStoneRoundsEagerAndJit) {
       Elem e = kelems(n, d);
       auto [wA, wb, wS] = lax::associative_scan(kcompose, e);
       DefaultDeviceScope vk("vulkan");
-      Elem ev{device_put(std::get<0>(e), "vulkan"), device_put(std::get<1>(e), "vulkan"), device_put(std::get<2>(e), "vulkan")};
+      Elem ev{device_put(std::get<0>(e), "vulkan"), device_put(std::get<1>(e), "vulkan"),
+              device_put(std::get<2>(e), "vulkan")};
       const double tol = d == DType::float64 ? 1e-10 : 1e-4;
       for (bool jitted : {false, true}) {
         auto run = [&] {
           return jitted ? jit([](const Array& A, const Array& b, const Array& S) {
-                            auto r = lax::associative_scan(kcompose, Elem{A, b, S});
-                            return std::vector<Array>{std::get<0>(r), std::get<1>(r), std::get<2>(r)};
-                          })(std::get<0>(ev), std::get<1>(ev), std::get<2>(ev))
+            auto r = lax::associative_scan(kcompose, Elem{A, b, S});
+            return std::vector<Array>{std::get<0>(r), std::get<1>(r), std::get<2>(r)};
+          })(std::get<0>(ev), std::get<1>(ev), std::get<2>(ev))
                         : [&] {
                             auto r = lax::associative_scan(kcompose, ev);
                             return std::vector<Array>{std::get<0>(r), std::get<1>(r), std::get<2>(r)};
@@ -381,7 +416,8 @@ TEST(VulkanAssociativeScan, ForwardModeGradientIsOneBatchedPairScanSubmittedEarl
   for (int n : {100, 70000}) {
     auto loss = [n](const Array& th) {
       Elem e = kelems(n, th.dtype());
-      Array A = std::get<0>(e) * np::exp(np::index(th, {std::int64_t{0}})), S = std::get<2>(e) * np::exp(np::index(th, {std::int64_t{1}}));
+      Array A = std::get<0>(e) * np::exp(np::index(th, {std::int64_t{0}})),
+            S = std::get<2>(e) * np::exp(np::index(th, {std::int64_t{1}}));
       auto [pA, pb, pS] = lax::associative_scan(kcompose, Elem{A, std::get<1>(e), S});
       return np::mean(np::square(pb)) + np::mean(pS);
     };
@@ -391,14 +427,15 @@ TEST(VulkanAssociativeScan, ForwardModeGradientIsOneBatchedPairScanSubmittedEarl
     auto f = jit(value_and_grad(loss, argnums<0>, forward_mode));
     Array tv = device_put(th, "vulkan");
     std::size_t scans = 0;
-    for (const Eqn& e : make_jaxpr(value_and_grad(loss, argnums<0>, forward_mode))(th).jaxpr.eqns) scans += e.prim == Prim::associative_scan;
+    for (const Eqn& e : make_jaxpr(value_and_grad(loss, argnums<0>, forward_mode))(th).jaxpr.eqns)
+      scans += e.prim == Prim::associative_scan;
     EXPECT_EQ(scans, 1u) << n;  // for both parameters
     (void)f(tv);
     vulkan::synchronize();
     vulkan::reset_counters();
     auto [fv, fg] = f(tv);
     const auto c = vulkan::counters();  // the call itself: nothing waited for
-    EXPECT_EQ(c.submits, 1u) << n;  // the scan, submitted as soon as recorded
+    EXPECT_EQ(c.submits, 1u) << n;      // the scan, submitted as soon as recorded
     EXPECT_EQ(c.host_waits, 0u) << n;
     EXPECT_NEAR(fv.item<double>(), v.item<double>(), 1e-4 * std::abs(v.item<double>())) << n;
     EXPECT_TRUE(all_close(fg, vals(g), 1e-3, 1e-3)) << n;
@@ -422,7 +459,9 @@ TEST(VulkanAssociativeScan, ForwardModeGradientIsOneBatchedPairScanSubmittedEarl
 // 128 words fits no workgroup: Kogge-Stone.
 TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
   using V = std::vector<Array>;
-  auto op = [](const V& p, const V& q) { return V{p[0] + q[0], q[1] * p[1], q[1] * p[2] + q[2], np::logical_or(p[3], q[3])}; };
+  auto op = [](const V& p, const V& q) {
+    return V{p[0] + q[0], q[1] * p[1], q[1] * p[2] + q[2], np::logical_or(p[3], q[3])};
+  };
   vulkan::set_limits("webgpu");
   // the reference: one sequential pass on the host (the interpreter's odd/even recursion over
   // 262400 positions took minutes under ASan); checked against the interpreter where n is small
@@ -440,7 +479,8 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
     }
     return r;
   };
-  for (std::int64_t n : std::vector<std::int64_t>{1, 2, 3, 5, 255, 256, 257, 1000, 1023, 1024, 1025, 2047, 70000, 65537, 1024 * 256 + 1, 1025 * 256}) {
+  for (std::int64_t n : std::vector<std::int64_t>{1, 2, 3, 5, 255, 256, 257, 1000, 1023, 1024, 1025, 2047, 70000, 65537,
+                                                  1024 * 256 + 1, 1025 * 256}) {
     for (bool reverse : {false, true}) {
       Ref want;
       V in;
@@ -487,7 +527,8 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
   // a workgroup scans 128 (n = 1000: 2 scans + 1 fix-up; n = 128² + 1 likewise, across the
   // superblock edge); 129 words do not fit even 32 positions: Kogge-Stone rounds.
   auto wide = [](const V& p, const V& q) { return V{p[0] + q[0]}; };
-  for (auto [n, words, dispatches] : {std::tuple{1000, 17, 3u}, std::tuple{128 * 128 + 1, 17, 3u}, std::tuple{1000, 129, 10u}}) {
+  for (auto [n, words, dispatches] :
+       {std::tuple{1000, 17, 3u}, std::tuple{128 * 128 + 1, 17, 3u}, std::tuple{1000, 129, 10u}}) {
     Array x;
     V want;
     {
@@ -498,7 +539,8 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
     DefaultDeviceScope vk("vulkan");
     Array xv = device_put(x, "vulkan");
     V got;
-    EXPECT_EQ(dispatches_of([&] { got = lax::associative_scan_flat(wide, {xv}, false, 0); }), dispatches) << n << " " << words;
+    EXPECT_EQ(dispatches_of([&] { got = lax::associative_scan_flat(wide, {xv}, false, 0); }), dispatches)
+        << n << " " << words;
     EXPECT_TRUE(all_close(got[0], vals(want[0]), 1e-3, 1e-3)) << n << " " << words;
   }
 }
@@ -545,7 +587,10 @@ TEST(VulkanAssociativeScan, EveryPathEveryDtypeAroundEveryLevelEdge) {
     DefaultDeviceScope cpu("cpu");
     Array t = np::arange(0, static_cast<double>(n), 1, DType::float64);
     Array small = np::astype(np::astype(np::sin(t) * 3.5, DType::int32), DType::float64);  // -3 .. 3
-    return V{np::astype(small, DType::int32), np::astype(small, DType::float32), np::sin(t * 0.7) * 1e-6 + 1.0, np::cos(t) * 1e-3,
+    return V{np::astype(small, DType::int32),
+             np::astype(small, DType::float32),
+             np::sin(t * 0.7) * 1e-6 + 1.0,
+             np::cos(t) * 1e-3,
              np::greater(np::sin(t * 0.001), np::full({}, 0.999, DType::float64)),
              np::reshape(np::cos(np::arange(0, static_cast<double>(n * pad), 1, DType::float64)), {n, pad})};
   };
@@ -560,9 +605,12 @@ TEST(VulkanAssociativeScan, EveryPathEveryDtypeAroundEveryLevelEdge) {
     // at the edges themselves; B = 256 and 32 at every size
     const bool full = B == 256 || B == 32;
     std::vector<std::int64_t> sizes{2};
-    if (B == 0) sizes.insert(sizes.end(), {1, 3, 64, 65, 257, 1000});
-    else if (full) sizes.insert(sizes.end(), {1, 3, B - 1, B, B + 1, 2 * B + 1, 4 * B + 1, B * B - 1, B * B + 1, 4 * B * B + 1});
-    else sizes.insert(sizes.end(), {B - 1, B + 1, 4 * B + 1, B * B + 1});
+    if (B == 0)
+      sizes.insert(sizes.end(), {1, 3, 64, 65, 257, 1000});
+    else if (full)
+      sizes.insert(sizes.end(), {1, 3, B - 1, B, B + 1, 2 * B + 1, 4 * B + 1, B * B - 1, B * B + 1, 4 * B * B + 1});
+    else
+      sizes.insert(sizes.end(), {B - 1, B + 1, 4 * B + 1, B * B + 1});
     if (B == 32) sizes.push_back(B * B * B + 1);
     for (std::int64_t n : sizes) {
       const V in = inputs(n, pad);
@@ -575,14 +623,16 @@ TEST(VulkanAssociativeScan, EveryPathEveryDtypeAroundEveryLevelEdge) {
           if (profile == "device" && !edge) continue;
           vulkan::set_limits(profile);
           for (bool use_jit : {false, true}) {
-            const std::string where = fmt::format("pad {} n {} reverse {} {} {}", pad, n, reverse, profile, use_jit ? "jit" : "eager");
+            const std::string where =
+                fmt::format("pad {} n {} reverse {} {} {}", pad, n, reverse, profile, use_jit ? "jit" : "eager");
             vulkan::synchronize();
             vulkan::reset_counters();
             const V got = use_jit ? jitted(ev, reverse) : lax::associative_scan_flat(op, ev, reverse, 0);
             vulkan::synchronize();
             const std::uint64_t disp = vulkan::counters().dispatches;
             if (profile == "webgpu" && B == 0) EXPECT_EQ(disp, static_cast<std::uint64_t>(ceil_log(n, 2))) << where;
-            if (profile == "webgpu" && B > 0) EXPECT_LE(disp, static_cast<std::uint64_t>(std::max<std::int64_t>(2 * ceil_log(n, B) - 1, 0))) << where;
+            if (profile == "webgpu" && B > 0)
+              EXPECT_LE(disp, static_cast<std::uint64_t>(std::max<std::int64_t>(2 * ceil_log(n, B) - 1, 0))) << where;
             EXPECT_EQ(vals(got[0]), want[0]) << where;
             EXPECT_EQ(vals(got[1]), want[1]) << where;
             EXPECT_TRUE(all_close(got[2], want[2], 1e-12, 0)) << where;
@@ -599,7 +649,9 @@ TEST(VulkanAssociativeScan, EveryPathEveryDtypeAroundEveryLevelEdge) {
 
 TEST(VulkanAssociativeScan, ReverseAxisBoolsAndTheTripleLoss) {
   Array x = np::reshape(np::arange(0, 60, 1, DType::float64), {3, 20});
-  auto add = [](const std::vector<Array>& a, const std::vector<Array>& b) { return std::vector<Array>{a[0] + b[0], np::logical_or(a[1], b[1])}; };
+  auto add = [](const std::vector<Array>& a, const std::vector<Array>& b) {
+    return std::vector<Array>{a[0] + b[0], np::logical_or(a[1], b[1])};
+  };
   Array flags = np::greater(np::sin(x), np::full({}, 0.9, DType::float64));
   auto want = lax::associative_scan_flat(add, {x, flags}, true, 1);
   DefaultDeviceScope vk("vulkan");
@@ -631,8 +683,11 @@ TEST(VulkanAssociativeScan, ReverseAxisBoolsAndTheTripleLoss) {
 TEST(VulkanScan, ArgmaxBodiesAreFusedNestedScansFallBackSlicedXs) {
   // argmax is inlined into the loop shader; xs is a strided slice of a bigger array
   auto am = [](const Array& m) {
-    return lax::scan([](const Array& c, const Array& x) { return AP{c + x, np::argmax(c + x)}; }, np::zeros({4}, m.dtype()),
-                     np::index(m, {np::Slice{0, 12, 2}}));
+    return lax::scan(
+        [](const Array& c, const Array& x) {
+          return AP{c + x, np::argmax(c + x)};
+        },
+        np::zeros({4}, m.dtype()), np::index(m, {np::Slice{0, 12, 2}}));
   };
   Array m = np::reshape(np::sin(np::arange(0, 48, 1, DType::float64)), {12, 4});
   auto [wc, wy] = am(m);
@@ -674,7 +729,8 @@ TEST(VulkanScan, SwappedCarriesAndOldCarryOutputsAreStaged) {
         AP{a0, b0}, xs);
   };
   for (DType d : {DType::float32, DType::float64}) {
-    Array a0 = np::arange(0, 3, 1, d), b0 = np::ones({3}, d) * 2.0, xs = np::reshape(np::arange(0, 15, 1, d), {5, 3}) * 0.1;
+    Array a0 = np::arange(0, 3, 1, d), b0 = np::ones({3}, d) * 2.0,
+          xs = np::reshape(np::arange(0, 15, 1, d), {5, 3}) * 0.1;
     auto [wc, wy] = run(a0, b0, xs);
     DefaultDeviceScope vk("vulkan");
     ScanPathTracker t;

@@ -14,9 +14,10 @@ TEST(VulkanShutdown, ReleasesEverythingAndLeavesAClearError) {
   const std::size_t before = vulkan::validation_message_count();
   vulkan::shutdown();
   EXPECT_EQ(vulkan::validation_message_count(), before);
-  EXPECT_TRUE(jxt::throws_with<BackendError>([&] { (void)np::sum(x); }, {"the vulkan backend was shut down (vulkan::shutdown)"}));
+  EXPECT_TRUE(jxt::throws_with<BackendError>([&] { (void)np::sum(x); },
+                                             {"the vulkan backend was shut down (vulkan::shutdown)"}));
   EXPECT_TRUE(jxt::throws_with<BackendError>([] { (void)backend("vulkan"); }, {"vulkan::shutdown"}));
   vulkan::shutdown();  // a second call is a no-op
-  x = Array();  // dropping handles after shutdown is safe
+  x = Array();         // dropping handles after shutdown is safe
   y = Array();
 }

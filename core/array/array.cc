@@ -17,7 +17,11 @@ Array::Array(const Array& o)
 }
 
 Array::Array(Array&& o) noexcept
-    : backend_(o.backend_), slot_(o.slot_), aval_(std::move(o.aval_)), tracer_(std::move(o.tracer_)), disposed_(o.disposed_) {
+    : backend_(o.backend_),
+      slot_(o.slot_),
+      aval_(std::move(o.aval_)),
+      tracer_(std::move(o.tracer_)),
+      disposed_(o.disposed_) {
   o.backend_ = nullptr;
   o.disposed_ = false;
 }
@@ -63,9 +67,10 @@ void Array::check() const {
 
 static void concrete_only(const Array& a, const std::shared_ptr<Tracer>& t) {
   if (t)
-    throw TracerError(fmt::format("cannot read the value of traced {} inside a transformation (jit, grad, vmap, ...); "
-                                  "compute it outside the transformed function or pass it as a static argument",
-                                  a.str()));
+    throw TracerError(
+        fmt::format("cannot read the value of traced {} inside a transformation (jit, grad, vmap, ...); "
+                    "compute it outside the transformed function or pass it as a static argument",
+                    a.str()));
 }
 
 const std::shared_ptr<Tracer>& Array::tracer() const {

@@ -45,8 +45,10 @@ class Array {
   SlotId slot() const;
 
   // Copies the data to the host converted to T (bool reads as 0/1).
-  template <class T> std::vector<T> to_vector() const;
-  template <class T> T item() const;  // requires size() == 1
+  template <class T>
+  std::vector<T> to_vector() const;
+  template <class T>
+  T item() const;  // requires size() == 1
   std::vector<std::byte> raw_bytes() const;
 
  private:

@@ -10,7 +10,7 @@ namespace jx {
 using Shape = std::vector<std::int64_t>;
 
 std::int64_t numel(const Shape& s);
-std::string shape_str(const Shape& s);          // "[2,3]"
+std::string shape_str(const Shape& s);                        // "[2,3]"
 std::vector<std::int64_t> row_major_strides(const Shape& s);  // in elements
 // Normalizes a possibly negative axis against rank `ndim`; throws ShapeError naming `op` and `what`.
 int normalize_axis(std::int64_t axis, std::size_t ndim, const std::string& op, const std::string& what);

@@ -38,10 +38,9 @@ struct DeviceInfo {
   std::string backend;  // "cpu"
   std::string device;   // human-readable device description
   bool available = false;
-  std::string reason;   // why not available
+  std::string reason;  // why not available
   BackendLimits limits;
 };
-
 
 class Executable {
  public:
@@ -67,7 +66,7 @@ class Backend {
 
   virtual SlotId malloc(const AVal& tag) = 0;  // refcount 1, contents unspecified
   virtual void incref(SlotId) = 0;
-  virtual void decref(SlotId) = 0;             // frees at zero
+  virtual void decref(SlotId) = 0;  // frees at zero
   virtual void read(SlotId, std::span<std::byte> dst) = 0;
   virtual void write(SlotId, std::span<const std::byte> src) = 0;
   // The slot's bytes in this process's memory, valid while the slot lives and no kernel writes
@@ -115,7 +114,7 @@ class Backend {
 // static destruction stay valid). The default comes from JX_DEVICE, else "cpu".
 Backend& backend(const std::string& name);  // throws BackendError for unknown/unavailable
 std::vector<std::string> backend_names();
-std::vector<DeviceInfo> devices();          // every registered backend, usable or not
+std::vector<DeviceInfo> devices();                // every registered backend, usable or not
 bool backend_available(const std::string& name);  // registered and usable (false for unknown)
 Backend& default_backend();
 void default_device(const std::string& name);  // throws BackendError; leaves the default unchanged
@@ -151,7 +150,7 @@ class DefaultDeviceScope {
 using ProgramCacheClearer = void (*)();
 void set_program_cache_clearer(ProgramCacheClearer f);
 void clear_program_caches_for_shutdown();
-std::size_t slot_count();                   // live slots over every instantiated backend
+std::size_t slot_count();  // live slots over every instantiated backend
 std::vector<SlotInfo> live_slots();
 
 }  // namespace jx

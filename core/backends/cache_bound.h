@@ -13,14 +13,17 @@ template <class Map, class ExeOf>
 void trim_unused(Map& m, ExeOf exe_of, std::size_t limit = kUnusedKernelLimit) {
   if (m.size() <= limit) return;
   for (auto it = m.begin(); it != m.end() && m.size() > limit / 2;) {
-    if (exe_of(it->second).use_count() <= 1) it = m.erase(it);
-    else ++it;
+    if (exe_of(it->second).use_count() <= 1)
+      it = m.erase(it);
+    else
+      ++it;
   }
 }
 
 template <class Map>
 void trim_unused(Map& m, std::size_t limit = kUnusedKernelLimit) {
-  trim_unused(m, [](const auto& v) -> const auto& { return v; }, limit);
+  trim_unused(
+      m, [](const auto& v) -> const auto& { return v; }, limit);
 }
 
 }  // namespace jx

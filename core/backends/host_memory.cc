@@ -23,8 +23,10 @@ struct HostOpExecutable final : HostExecutable {
   Op op;
   explicit HostOpExecutable(Op o) : op(std::move(o)) {}
   void run(std::span<const std::byte* const> in, std::span<std::byte* const> out) const override {
-    if (prim_kind(op.prim) == PrimKind::routine) cpu_linalg(op, in, out);
-    else cpu_execute(op, in, out);
+    if (prim_kind(op.prim) == PrimKind::routine)
+      cpu_linalg(op, in, out);
+    else
+      cpu_execute(op, in, out);
   }
 };
 }  // namespace
@@ -66,8 +68,10 @@ void HostMemory::release(Block b) {
   pooled_bytes_ += b.capacity;
   const auto idle = std::chrono::steady_clock::now() - last_acquire_;
   const std::size_t budget = std::max(budget_, 2 * peak_held_);
-  if (idle > std::chrono::milliseconds(idle_ms_)) shrink(0);
-  else if (pooled_bytes_ > budget) shrink(budget / 2);
+  if (idle > std::chrono::milliseconds(idle_ms_))
+    shrink(0);
+  else if (pooled_bytes_ > budget)
+    shrink(budget / 2);
 }
 
 void HostMemory::shrink(std::size_t target) {
@@ -128,7 +132,8 @@ void HostMemory::read(SlotId id, std::span<std::byte> dst) {
   std::lock_guard lock(mu_);
   auto& s = get(id);
   if (dst.size() != s.bytes)
-    throw BackendError(fmt::format("{}: read of {} bytes from a slot of {} bytes ({})", owner_, dst.size(), s.bytes, s.tag.str()));
+    throw BackendError(
+        fmt::format("{}: read of {} bytes from a slot of {} bytes ({})", owner_, dst.size(), s.bytes, s.tag.str()));
   if (!dst.empty()) std::memcpy(dst.data(), s.block.ptr, dst.size());
 }
 
@@ -136,7 +141,8 @@ void HostMemory::write(SlotId id, std::span<const std::byte> src) {
   std::lock_guard lock(mu_);
   auto& s = get(id);
   if (src.size() != s.bytes)
-    throw BackendError(fmt::format("{}: write of {} bytes from a slot of {} bytes ({})", owner_, src.size(), s.bytes, s.tag.str()));
+    throw BackendError(
+        fmt::format("{}: write of {} bytes from a slot of {} bytes ({})", owner_, src.size(), s.bytes, s.tag.str()));
   if (!src.empty()) std::memcpy(s.block.ptr, src.data(), src.size());
 }
 

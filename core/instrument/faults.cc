@@ -56,7 +56,8 @@ void arm_from_env_once() {
 }  // namespace
 
 const std::vector<std::string>& names() {
-  static const std::vector<std::string> n = {"vk_out_of_device_memory", "vk_device_lost", "report_write_stall", "native_wrong_tanh"};
+  static const std::vector<std::string> n = {"vk_out_of_device_memory", "vk_device_lost", "report_write_stall",
+                                             "native_wrong_tanh"};
   return n;
 }
 

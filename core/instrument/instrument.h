@@ -14,10 +14,10 @@ enum class EventKind : std::uint8_t { dispatch, compile, cache_hit, cache_evict,
 struct Event {
   EventKind kind;
   std::string backend;
-  std::string name;  // kernel / primitive / jitted function
-  int buffers = 0;   // dispatch: buffers bound (inputs + outputs)
+  std::string name;    // kernel / primitive / jitted function
+  int buffers = 0;     // dispatch: buffers bound (inputs + outputs)
   bool fused = false;  // dispatch: a kernel of a jitted program (false: an eager primitive or a routine)
-  double ms = 0.0;   // compile: time
+  double ms = 0.0;     // compile: time
   std::string detail;  // scan_path: the reason; name holds the path
 };
 

@@ -46,8 +46,7 @@ std::string literal_str(const Atom& a) {
   return fmt::format("{}:{}[]", s, dtype_short_name(a.dtype));
 }
 
-namespace {
-}  // namespace
+namespace {}  // namespace
 
 Array literal_array(const Atom& a) {
   AVal av{a.dtype, {}};
@@ -89,7 +88,8 @@ std::string Jaxpr::str() const {
 void typecheck(const Jaxpr& j) {
   std::vector<bool> defined(j.avals.size(), false);
   auto define = [&](int v, const char* what) {
-    if (v < 0 || v >= static_cast<int>(j.avals.size())) throw Error(fmt::format("typecheck: {} variable {} out of range", what, v));
+    if (v < 0 || v >= static_cast<int>(j.avals.size()))
+      throw Error(fmt::format("typecheck: {} variable {} out of range", what, v));
     if (defined[v]) throw Error(fmt::format("typecheck: variable {} defined twice", v));
     defined[v] = true;
   };
@@ -114,11 +114,13 @@ void typecheck(const Jaxpr& j) {
     } catch (const ShapeError& err) {
       throw Error(fmt::format("typecheck: {}: {}", where, err.what()));
     }
-    if (out.size() != e.out.size()) throw Error(fmt::format("typecheck: {} has {} outputs, expected {}", where, e.out.size(), out.size()));
+    if (out.size() != e.out.size())
+      throw Error(fmt::format("typecheck: {} has {} outputs, expected {}", where, e.out.size(), out.size()));
     for (std::size_t k = 0; k < out.size(); ++k) {
       define(e.out[k], "output");
       if (!(j.avals[e.out[k]] == out[k]))
-        throw Error(fmt::format("typecheck: {} output {} is {}, abstract_eval gives {}", where, k, j.avals[e.out[k]].str(), out[k].str()));
+        throw Error(fmt::format("typecheck: {} output {} is {}, abstract_eval gives {}", where, k,
+                                j.avals[e.out[k]].str(), out[k].str()));
     }
   }
   for (const Atom& a : j.outs) check_use(a, "the outputs");
@@ -131,7 +133,8 @@ std::vector<Array> eval_jaxpr(const Jaxpr& j, const std::vector<Array>& consts, 
   std::vector<Array> env(j.avals.size());
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (!(args[i].aval() == j.avals[j.invars[i]]))
-      throw ShapeError(fmt::format("eval_jaxpr: argument {} is {}, expected {}", i, args[i].aval().str(), j.avals[j.invars[i]].str()));
+      throw ShapeError(fmt::format("eval_jaxpr: argument {} is {}, expected {}", i, args[i].aval().str(),
+                                   j.avals[j.invars[i]].str()));
     env[j.invars[i]] = args[i];
   }
   for (std::size_t i = 0; i < consts.size(); ++i) env[j.constvars[i]] = consts[i];

@@ -15,15 +15,21 @@ bool is_identity(const Eqn& e, const Jaxpr& j) {
   const AVal& out = j.avals[e.out[0]];
   if (!(in == out)) return false;
   switch (e.prim) {
-    case Prim::reshape: case Prim::convert: case Prim::broadcast_in_dim: case Prim::stop_gradient:
-    case Prim::slice: case Prim::pad:
-      return true;  // same aval: the op moved nothing
+    case Prim::reshape:
+    case Prim::convert:
+    case Prim::broadcast_in_dim:
+    case Prim::stop_gradient:
+    case Prim::slice:
+    case Prim::pad: return true;  // same aval: the op moved nothing
     case Prim::transpose:
       for (std::size_t i = 0; i < e.params.perm.size(); ++i)
         if (e.params.perm[i] != static_cast<std::int64_t>(i)) return false;
       return true;
-    case Prim::rev: case Prim::reduce_sum: case Prim::reduce_max: case Prim::reduce_min: case Prim::reduce_prod:
-      return e.params.axes.empty();
+    case Prim::rev:
+    case Prim::reduce_sum:
+    case Prim::reduce_max:
+    case Prim::reduce_min:
+    case Prim::reduce_prod: return e.params.axes.empty();
     default: return false;
   }
 }

@@ -105,13 +105,15 @@ Jaxpr one_equation(Prim prim, const Params& params, const std::vector<AVal>& in,
 
 // Eager scans: a one-equation program around the scan, compiled and cached like any jit program,
 // when the backend has a compiled-loop scan.
-std::optional<std::vector<Array>> run_scan_compiled(Prim prim, const Params& p, const std::vector<Array>& ops, std::string& why) {
+std::optional<std::vector<Array>> run_scan_compiled(Prim prim, const Params& p, const std::vector<Array>& ops,
+                                                    std::string& why) {
   Backend& be = ops.empty() ? default_backend() : ops[0].backend();
   std::vector<AVal> in;
   for (const Array& a : ops) in.push_back(a.aval());
   const Jaxpr j = one_equation(prim, p, in, abstract_eval(prim, in, p));
   const int budget = be.info().limits.max_buffers_per_kernel;
-  const std::string key = fmt::format("eager-scan|{}|{}|{}|{}", j.str(), be.info().backend, budget, replay::policy().key());
+  const std::string key =
+      fmt::format("eager-scan|{}|{}|{}|{}", j.str(), be.info().backend, budget, replay::policy().key());
   auto prog = cache().get(key);
   if (!prog) {
     prog = std::make_shared<const CompiledProgram>(lower(j, lower_options(be, budget)), be, budget);
@@ -177,7 +179,8 @@ const bool g_op_runner_registered = [] {
 
 }  // namespace
 
-std::vector<Array> JitCore::call(const std::string& signature, const std::vector<Array>& args, const FlatFn& fn, std::any& out_tree) {
+std::vector<Array> JitCore::call(const std::string& signature, const std::vector<Array>& args, const FlatFn& fn,
+                                 std::any& out_tree) {
   bool traced = dynamic_trace() != nullptr;
   for (const Array& a : args) traced = traced || a.is_tracer();
   if (traced) return fn(args);
@@ -234,9 +237,9 @@ std::vector<Array> JitCore::call(const std::string& signature, const std::vector
     prog = compiled;
     trace::emit({trace::EventKind::compile, be.info().backend, o_.name, 0, false, ms, {}});
     if (debug_level() >= 1)
-      debug_log(1, fmt::format("jit '{}': {} equations -> {} kernels, {} routines on {} (budget {}) in {:.3f} ms", o_.name,
-                               entry->jaxpr.jaxpr.eqns.size(), prog->program().kernels.size(), prog->program().routines.size(),
-                               be.info().backend, budget, ms));
+      debug_log(1, fmt::format("jit '{}': {} equations -> {} kernels, {} routines on {} (budget {}) in {:.3f} ms",
+                               o_.name, entry->jaxpr.jaxpr.eqns.size(), prog->program().kernels.size(),
+                               prog->program().routines.size(), be.info().backend, budget, ms));
     if (debug_level() >= 3)
       for (const Kernel& k : prog->program().kernels) debug_log(3, k.str());
     if (debug_level() >= 4) debug_log(4, entry->jaxpr.str() + "\n" + prog->program().str());
@@ -284,8 +287,7 @@ void clear_caches() {
   for (const auto& name : backend_names()) {
     try {
       backend(name).clear_caches();
-    } catch (const BackendError&) {
-    }
+    } catch (const BackendError&) {}
   }
 }
 

@@ -32,7 +32,8 @@ class JitCore {
   // dynamic trace): nested jit flattens into the enclosing trace. `out_tree` is the caller's
   // description of the outputs: fn sets it when it runs (tracing); it is kept with the trace and
   // set from there on calls that reuse it.
-  std::vector<Array> call(const std::string& signature, const std::vector<Array>& args, const FlatFn& fn, std::any& out_tree);
+  std::vector<Array> call(const std::string& signature, const std::vector<Array>& args, const FlatFn& fn,
+                          std::any& out_tree);
   std::size_t traced_signatures() const;
 
  private:

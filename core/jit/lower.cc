@@ -26,7 +26,8 @@ namespace {
 using namespace lower_detail;
 
 // Elements of a dot_general operand outside its batch and contracting dims.
-std::int64_t free_size(const AVal& a, const std::vector<std::int64_t>& batch, const std::vector<std::int64_t>& contract) {
+std::int64_t free_size(const AVal& a, const std::vector<std::int64_t>& batch,
+                       const std::vector<std::int64_t>& contract) {
   std::int64_t n = 1;
   for (std::size_t d = 0; d < a.ndim(); ++d)
     if (std::find(batch.begin(), batch.end(), static_cast<std::int64_t>(d)) == batch.end() &&
@@ -61,8 +62,7 @@ class Lowering {
     p_.num_inputs = static_cast<int>(p_.buffers.size());
     for (const Eqn& e : j_.eqns) {
       std::vector<EP> args;
-      for (const Atom& a : e.in)
-        args.push_back(a.is_literal() ? constant(a.value, a.dtype, {}) : val[a.var]);
+      for (const Atom& a : e.in) args.push_back(a.is_literal() ? constant(a.value, a.dtype, {}) : val[a.var]);
       auto outs = lower_eqn(e, args);
       for (std::size_t k = 0; k < e.out.size(); ++k) {
         EP r = outs[k];
@@ -87,7 +87,8 @@ class Lowering {
     if (o_.max_buffers <= 0) return true;
     bool scratch = o_.scratch_reduction_min > 0 && new_reduction >= o_.scratch_reduction_min;
     for (const Pending* r : f.reds)
-      scratch = scratch || (o_.scratch_reduction_min > 0 && reduced_count(r->space, r->axes) >= o_.scratch_reduction_min);
+      scratch =
+          scratch || (o_.scratch_reduction_min > 0 && reduced_count(r->space, r->axes) >= o_.scratch_reduction_min);
     return static_cast<int>(f.bufs.size()) + 1 + (scratch ? 1 : 0) <= o_.max_buffers;
   }
   static std::int64_t reduced_count(const Shape& space, const std::vector<std::int64_t>& axes) {
@@ -132,8 +133,15 @@ class Lowering {
     visit_nodes(r, [&](const Expr& x) {
       if (++nodes > o_.recompute_nodes) cheap = false;
       if (x.k == Expr::K::alu && !o_.recompute_expensive) switch (x.prim) {
-          case Prim::exp: case Prim::log: case Prim::log1p: case Prim::sqrt: case Prim::sin: case Prim::cos: case Prim::tanh:
-          case Prim::div: case Prim::pow: cheap = false; break;
+          case Prim::exp:
+          case Prim::log:
+          case Prim::log1p:
+          case Prim::sqrt:
+          case Prim::sin:
+          case Prim::cos:
+          case Prim::tanh:
+          case Prim::div:
+          case Prim::pow: cheap = false; break;
           default: break;
         }
       return cheap;
@@ -160,7 +168,10 @@ class Lowering {
         x.dim = static_cast<int>(pr.axis);
         return {make(std::move(x))};
       }
-      case Prim::reduce_sum: case Prim::reduce_max: case Prim::reduce_min: case Prim::reduce_prod: {
+      case Prim::reduce_sum:
+      case Prim::reduce_max:
+      case Prim::reduce_min:
+      case Prim::reduce_prod: {
         EP a = without_reduction(args[0]);
         if (pr.axes.empty()) return {a};
         a = fit_reduction_body(a, reduced_count(a->shape, pr.axes));
@@ -178,8 +189,7 @@ class Lowering {
       }
       case Prim::broadcast_in_dim:
         return {view(args[0], [&](const EP& a, Memo& m) { return remap(a, out.shape, pr.dims, m); })};
-      case Prim::reshape:
-        return {view(args[0], [&](const EP& a, Memo& m) { return reshape_e(a, out.shape, m); })};
+      case Prim::reshape: return {view(args[0], [&](const EP& a, Memo& m) { return reshape_e(a, out.shape, m); })};
       case Prim::slice:
         return {view(args[0], [&](const EP& a, Memo& m) { return restride(a, out.shape, pr.start, pr.strides, m); })};
       case Prim::rev: {
@@ -191,10 +201,14 @@ class Lowering {
           }
         return {view(args[0], [&](const EP& a, Memo& m) { return restride(a, out.shape, start, step, m); })};
       }
-      case Prim::scan: case Prim::associative_scan: case Prim::while_loop: case Prim::cond: return opaque(Step::Kind::control, p_.controls, e, args);
+      case Prim::scan:
+      case Prim::associative_scan:
+      case Prim::while_loop:
+      case Prim::cond: return opaque(Step::Kind::control, p_.controls, e, args);
       case Prim::concatenate: return concatenate(e, std::move(args));
       case Prim::pad:  // the replay fusion model materializes pad as its own step
-        return o_.inline_multi_use ? opaque(Step::Kind::routine, p_.routines, e, args) : std::vector<EP>{pad(e, args[0])};
+        return o_.inline_multi_use ? opaque(Step::Kind::routine, p_.routines, e, args)
+                                   : std::vector<EP>{pad(e, args[0])};
       default: return opaque(Step::Kind::routine, p_.routines, e, args);
     }
   }
@@ -213,8 +227,8 @@ class Lowering {
       if (f.reds.size() <= 1 && fits(f)) break;
       const int pick = heaviest_operand(args, f.reds.size() > 1);
       if (pick < 0)
-        throw Error(fmt::format("jit: buffer budget {} is too small for {} with {} operand buffers", o_.max_buffers, prim_name(p),
-                                f.bufs.size()));
+        throw Error(fmt::format("jit: buffer budget {} is too small for {} with {} operand buffers", o_.max_buffers,
+                                prim_name(p), f.bufs.size()));
       args[pick] = materialized(args[pick]);
     }
     return alu(p, out.dtype, out.shape, std::move(args));
@@ -228,10 +242,12 @@ class Lowering {
     // kDotRecompute times (the other operand's free size: batched small matrices), else
     // materialized; the body must fit the budget.
     constexpr std::int64_t kDotRecompute = 4;
-    const std::int64_t recompute[2] = {free_size(ra, pr.rhs_batch, pr.rhs_contract), free_size(la, pr.lhs_batch, pr.lhs_contract)};
+    const std::int64_t recompute[2] = {free_size(ra, pr.rhs_batch, pr.rhs_contract),
+                                       free_size(la, pr.lhs_batch, pr.lhs_contract)};
     for (std::size_t i = 0; i < 2; ++i) {
       args[i] = without_reduction(args[i]);
-      if (args[i]->k != Expr::K::load && !o_.inline_multi_use && recompute[i] > kDotRecompute) args[i] = materialized(args[i]);
+      if (args[i]->k != Expr::K::load && !o_.inline_multi_use && recompute[i] > kDotRecompute)
+        args[i] = materialized(args[i]);
     }
     while (!fits(footprint(args), nc == 0 ? 0 : reduced_count(la.shape, pr.lhs_contract))) {
       const std::size_t i = footprint({args[0]}).bufs.size() >= footprint({args[1]}).bufs.size() ? 0 : 1;
@@ -293,8 +309,10 @@ class Lowering {
     Shape one = p.space;
     std::vector<std::int64_t> dmap(p.space.size(), 0);  // reduced dims (now of size 1) go anywhere
     for (std::size_t d = 0, k = 0; d < p.space.size(); ++d) {
-      if (std::binary_search(axes.begin(), axes.end(), static_cast<std::int64_t>(d))) one[d] = 1;
-      else dmap[d] = static_cast<std::int64_t>(k++);
+      if (std::binary_search(axes.begin(), axes.end(), static_cast<std::int64_t>(d)))
+        one[d] = 1;
+      else
+        dmap[d] = static_cast<std::int64_t>(k++);
     }
     EP acc = constant(0.0, at, out.shape);
     std::vector<std::int64_t> start(p.space.size(), 0), step(p.space.size(), 1);
@@ -321,8 +339,8 @@ class Lowering {
     for (int o : e.out) outs.push_back(j_.avals[o]);
     return opaque(kind, list, e.prim, e.params, args, outs);
   }
-  std::vector<EP> opaque(Step::Kind kind, std::vector<Op>& list, Prim prim, const Params& params, const std::vector<EP>& args,
-                         const std::vector<AVal>& out_avals) {
+  std::vector<EP> opaque(Step::Kind kind, std::vector<Op>& list, Prim prim, const Params& params,
+                         const std::vector<EP>& args, const std::vector<AVal>& out_avals) {
     Step st{kind, static_cast<int>(list.size()), {}, {}};
     Op op{prim, params, {}, {}};
     for (const EP& a : args) {
@@ -395,11 +413,14 @@ class Lowering {
     for (std::size_t d = 0; d < out.ndim(); ++d) {
       if (pr.lo[d] == 0 && pr.hi[d] == 0) continue;
       EP c = index_cmp(Prim::lt, out.shape, static_cast<std::int64_t>(d), pr.lo[d] + x->shape[d]);
-      if (pr.lo[d] > 0) c = alu(Prim::logical_and, DType::bool_, out.shape, {index_cmp(Prim::ge, out.shape, static_cast<std::int64_t>(d), pr.lo[d]), c});
+      if (pr.lo[d] > 0)
+        c = alu(Prim::logical_and, DType::bool_, out.shape,
+                {index_cmp(Prim::ge, out.shape, static_cast<std::int64_t>(d), pr.lo[d]), c});
       inside = inside ? alu(Prim::logical_and, DType::bool_, out.shape, {inside, c}) : c;
     }
     if (!inside) return x;
-    return alu(Prim::select, out.dtype, out.shape, {inside, window(x, out.shape, pr.lo), constant(pr.value, out.dtype, out.shape)});
+    return alu(Prim::select, out.dtype, out.shape,
+               {inside, window(x, out.shape, pr.lo), constant(pr.value, out.dtype, out.shape)});
   }
 
   // A concatenate routine binding more buffers than the budget becomes a tree of concatenates
@@ -410,8 +431,9 @@ class Lowering {
     while (per > 0 && static_cast<int>(level.size()) > per) {
       std::vector<EP> next;
       for (std::size_t i = 0; i < level.size(); i += static_cast<std::size_t>(per)) {
-        std::vector<EP> chunk(level.begin() + static_cast<std::ptrdiff_t>(i),
-                              level.begin() + static_cast<std::ptrdiff_t>(std::min(level.size(), i + static_cast<std::size_t>(per))));
+        std::vector<EP> chunk(
+            level.begin() + static_cast<std::ptrdiff_t>(i),
+            level.begin() + static_cast<std::ptrdiff_t>(std::min(level.size(), i + static_cast<std::size_t>(per))));
         if (chunk.size() == 1) {
           next.push_back(chunk[0]);
           continue;
@@ -419,7 +441,8 @@ class Lowering {
         Shape sh = chunk[0]->shape;
         sh[ax] = 0;
         for (const EP& c : chunk) sh[ax] += c->shape[ax];
-        next.push_back(opaque(Step::Kind::routine, p_.routines, Prim::concatenate, e.params, chunk, {AVal{chunk[0]->dtype, sh}})[0]);
+        next.push_back(opaque(Step::Kind::routine, p_.routines, Prim::concatenate, e.params, chunk,
+                              {AVal{chunk[0]->dtype, sh}})[0]);
       }
       level = std::move(next);
     }

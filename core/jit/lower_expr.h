@@ -22,10 +22,10 @@ struct Expr {
   int buffer = -1;  // load
   std::int64_t offset = 0;
   std::vector<std::int64_t> strides;
-  bool clamp = false;    // load: may fall outside its buffer where a select discards it
-  bool indexed = false;  // load: the element index is args[0] (int32), not offset + strides
-  double value = 0.0;  // constant
-  int dim = 0;         // iota
+  bool clamp = false;     // load: may fall outside its buffer where a select discards it
+  bool indexed = false;   // load: the element index is args[0] (int32), not offset + strides
+  double value = 0.0;     // constant
+  int dim = 0;            // iota
   Prim prim = Prim::add;  // alu
   std::vector<EP> args;
   std::shared_ptr<const Pending> red;  // reduce
@@ -56,7 +56,8 @@ inline EP alu(Prim p, DType d, Shape s, std::vector<EP> args) {
 }
 
 inline bool is_full_buffer(const Expr& e, const std::vector<AVal>& buffers) {
-  return e.k == Expr::K::load && !e.indexed && e.offset == 0 && buffers[e.buffer].shape == e.shape && e.strides == row_major_strides(e.shape);
+  return e.k == Expr::K::load && !e.indexed && e.offset == 0 && buffers[e.buffer].shape == e.shape &&
+         e.strides == row_major_strides(e.shape);
 }
 
 inline void collect(const EP& e, std::set<int>& bufs, std::set<const Pending*>& reds, std::set<const Expr*>& seen) {
@@ -113,7 +114,8 @@ EP index_of(const Shape& s, std::int64_t dim);  // the int32 index along dim of 
 // New dim dmap[d] takes old dim d; other new dims broadcast.
 EP remap(const EP& e, const Shape& ns, const std::vector<std::int64_t>& dmap, Memo& memo);
 // x[start + step·i] per axis (rev: start = n-1, step = -1).
-EP restride(const EP& e, const Shape& ns, const std::vector<std::int64_t>& start, const std::vector<std::int64_t>& step, Memo& memo);
+EP restride(const EP& e, const Shape& ns, const std::vector<std::int64_t>& start, const std::vector<std::int64_t>& step,
+            Memo& memo);
 // The same elements in row-major order under shape ns.
 EP reshape_e(const EP& e, const Shape& ns, Memo& memo);
 // The same tree with every load marked as clamped (see KLoad::clamp).

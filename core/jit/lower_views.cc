@@ -48,15 +48,14 @@ EP reshaped_iota(const Expr& e, const Shape& ns) {
   const auto rs = row_major_strides(ns), os_st = row_major_strides(e.shape);
   EP v = affine_index(ns, 0, rs);
   if (os_st[e.dim] != 1) v = int_op(Prim::div, v, os_st[e.dim]);
-  if (e.dim > 0) v = alu(Prim::sub, DType::int32, ns, {v, int_op(Prim::mul, int_op(Prim::div, v, e.shape[e.dim]), e.shape[e.dim])});
+  if (e.dim > 0)
+    v = alu(Prim::sub, DType::int32, ns, {v, int_op(Prim::mul, int_op(Prim::div, v, e.shape[e.dim]), e.shape[e.dim])});
   return e.dtype == DType::int32 ? v : alu(Prim::convert, e.dtype, ns, {v});
 }
 
 }  // namespace
 
 // ---- view rewrites (nullptr: not expressible, the caller materializes) ----
-
-
 
 // New dim dmap[d] takes old dim d; other new dims broadcast.
 EP remap(const EP& e, const Shape& ns, const std::vector<std::int64_t>& dmap, Memo& memo) {
@@ -88,7 +87,8 @@ EP remap(const EP& e, const Shape& ns, const std::vector<std::int64_t>& dmap, Me
 }
 
 // x[start + step·i] per axis (rev: start = n-1, step = -1).
-EP restride(const EP& e, const Shape& ns, const std::vector<std::int64_t>& start, const std::vector<std::int64_t>& step, Memo& memo) {
+EP restride(const EP& e, const Shape& ns, const std::vector<std::int64_t>& start, const std::vector<std::int64_t>& step,
+            Memo& memo) {
   if (auto it = memo.find(e.get()); it != memo.end()) return it->second;
   Expr r = *e;
   r.shape = ns;
@@ -108,8 +108,10 @@ EP restride(const EP& e, const Shape& ns, const std::vector<std::int64_t>& start
       const int d = e->dim;
       if (start[d] == 0 && step[d] == 1) break;
       EP i = make(r);
-      EP scaled = step[d] == 1 ? i : alu(Prim::mul, e->dtype, ns, {i, constant(static_cast<double>(step[d]), e->dtype, ns)});
-      return memo[e.get()] = alu(Prim::add, e->dtype, ns, {scaled, constant(static_cast<double>(start[d]), e->dtype, ns)});
+      EP scaled =
+          step[d] == 1 ? i : alu(Prim::mul, e->dtype, ns, {i, constant(static_cast<double>(step[d]), e->dtype, ns)});
+      return memo[e.get()] =
+                 alu(Prim::add, e->dtype, ns, {scaled, constant(static_cast<double>(start[d]), e->dtype, ns)});
     }
     case Expr::K::alu:
       for (EP& a : r.args)
@@ -123,7 +125,8 @@ EP restride(const EP& e, const Shape& ns, const std::vector<std::int64_t>& start
 namespace {
 // Strides of a view of shape `os`/`ost` reshaped to `ns` without a copy, if possible (the
 // old dims merged into each new dim must be contiguous with each other).
-std::optional<std::vector<std::int64_t>> reshape_strides(const Shape& os, const std::vector<std::int64_t>& ost, const Shape& ns) {
+std::optional<std::vector<std::int64_t>> reshape_strides(const Shape& os, const std::vector<std::int64_t>& ost,
+                                                         const Shape& ns) {
   std::vector<std::int64_t> out(ns.size(), 0);
   if (numel(os) == 0) return out;
   Shape o, ot;
@@ -144,8 +147,10 @@ std::optional<std::vector<std::int64_t>> reshape_strides(const Shape& os, const 
   while (ni < n.size() && oi < o.size()) {
     std::int64_t np = n[ni], op = o[oi];
     while (np != op) {
-      if (np < op) np *= n[nj++];
-      else op *= o[oj++];
+      if (np < op)
+        np *= n[nj++];
+      else
+        op *= o[oj++];
     }
     for (std::size_t k = oi; k + 1 < oj; ++k)
       if (ot[k] != o[k + 1] * ot[k + 1]) return std::nullopt;

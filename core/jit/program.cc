@@ -54,18 +54,21 @@ CompiledProgram::ScanStep CompiledProgram::prepare_associative_scan(const Op& op
   ScanStep s;
   s.associative = true;
   const Params& p = op.params;
-  AssocProgram ap{lower(simplify(assoc_body_jaxpr(p)), lower_options(be_, budget)), p.num_consts, p.axis, p.reverse, op.in};
+  AssocProgram ap{lower(simplify(assoc_body_jaxpr(p)), lower_options(be_, budget)), p.num_consts, p.axis, p.reverse,
+                  op.in};
   s.fused = be_.prepare_associative_scan(ap, s.why);
   if (s.fused) {
     debug_log(1, fmt::format("associative_scan on {}: {}", be_.info().backend, s.why));
     return s;
   }
-  auto folded = std::make_shared<const CompiledProgram>(lower(simplify(assoc_decomposition(p, op.in, true)), lower_options(be_, budget)), be_, budget);
+  auto folded = std::make_shared<const CompiledProgram>(
+      lower(simplify(assoc_decomposition(p, op.in, true)), lower_options(be_, budget)), be_, budget);
   if (folded->host_loop_reason().empty()) {
     s.body = folded;
     s.why += "; a sequential fold compiled as one loop";
   } else {
-    s.body = std::make_shared<const CompiledProgram>(lower(simplify(assoc_decomposition(p, op.in, false)), lower_options(be_, budget)), be_, budget);
+    s.body = std::make_shared<const CompiledProgram>(
+        lower(simplify(assoc_decomposition(p, op.in, false)), lower_options(be_, budget)), be_, budget);
     s.why += "; the odd/even recursion";
   }
   debug_log(1, fmt::format("associative_scan on {}: {}", be_.info().backend, s.why));
@@ -149,8 +152,13 @@ std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const 
         bind_slots(st);
         be_.dispatch(*scans_[st.index].fused, in, out);
         if (tracing)
-          trace::emit({trace::EventKind::dispatch, be_.info().backend, "associative_scan",
-                       scans_[st.index].fused->bound_buffers(static_cast<int>(in.size() + out.size())), true, 0.0, {}});
+          trace::emit({trace::EventKind::dispatch,
+                       be_.info().backend,
+                       "associative_scan",
+                       scans_[st.index].fused->bound_buffers(static_cast<int>(in.size() + out.size())),
+                       true,
+                       0.0,
+                       {}});
         // the scan is most of a call's device work: it starts while the rest is recorded
         if (early_submit()) be_.flush();
         continue;
@@ -173,15 +181,21 @@ std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const 
       const Executable& exe = *scans_[st.index].fused;
       if (exe.preencoded())
         report_scan_path(ScanPath::preencoded, be_.info().backend,
-                         fmt::format("{} steps recorded into one submission: {}", sp.length, scans_[st.index].why), sp.require_paths);
-      else
-        report_scan_path(ScanPath::fused, be_.info().backend, fmt::format("{} steps in one call: {}", sp.length, scans_[st.index].why),
+                         fmt::format("{} steps recorded into one submission: {}", sp.length, scans_[st.index].why),
                          sp.require_paths);
+      else
+        report_scan_path(ScanPath::fused, be_.info().backend,
+                         fmt::format("{} steps in one call: {}", sp.length, scans_[st.index].why), sp.require_paths);
       bind_slots(st);
       be_.dispatch(*scans_[st.index].fused, in, out);
       if (tracing)
-        trace::emit({trace::EventKind::dispatch, be_.info().backend, "scan", exe.bound_buffers(static_cast<int>(in.size() + out.size())), true,
-                     0.0, {}});
+        trace::emit({trace::EventKind::dispatch,
+                     be_.info().backend,
+                     "scan",
+                     exe.bound_buffers(static_cast<int>(in.size() + out.size())),
+                     true,
+                     0.0,
+                     {}});
       continue;
     }
     if (st.kind == Step::Kind::control) {
@@ -191,8 +205,8 @@ std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const 
         args.emplace_back(&be_, slot[b], p.buffers[b]);
       }
       const CompiledProgram& body = *scans_[st.index].body;
-      auto res = scan_host_loop([&](const std::vector<Array>& a) { return body.run(a); }, p.controls[st.index].params, args,
-                                scans_[st.index].why);
+      auto res = scan_host_loop([&](const std::vector<Array>& a) { return body.run(a); }, p.controls[st.index].params,
+                                args, scans_[st.index].why);
       for (std::size_t k = 0; k < st.out.size(); ++k) {
         slot[st.out[k]] = res[k].slot();
         be_.incref(slot[st.out[k]]);
@@ -204,9 +218,13 @@ std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const 
     const bool kernel = st.kind == Step::Kind::kernel;
     be_.dispatch(kernel ? *kexe_[st.index] : *rexe_[st.index], in, out);
     if (tracing)
-      trace::emit({trace::EventKind::dispatch, be_.info().backend,
+      trace::emit({trace::EventKind::dispatch,
+                   be_.info().backend,
                    kernel ? p.kernels[st.index].name : std::string(prim_name(p.routines[st.index].prim)),
-                   static_cast<int>(in.size() + out.size()), kernel, 0.0, {}});
+                   static_cast<int>(in.size() + out.size()),
+                   kernel,
+                   0.0,
+                   {}});
   }
   std::vector<Array> res;
   for (int b : p.outputs) {

@@ -53,11 +53,11 @@ class CompiledProgram {
   Backend& be_;
   std::vector<std::shared_ptr<Executable>> kexe_, rexe_;
   struct ScanStep {
-    bool associative = false;                      // an associative_scan (else a lax.scan)
-    bool while_loop = false;                       // a while_loop or cond: run by the runtime on the host
-    std::shared_ptr<Executable> fused;             // the whole loop on the backend, or
-    std::shared_ptr<const CompiledProgram> body;   // the body for a host loop
-    std::string why;                               // the planner's reason
+    bool associative = false;                     // an associative_scan (else a lax.scan)
+    bool while_loop = false;                      // a while_loop or cond: run by the runtime on the host
+    std::shared_ptr<Executable> fused;            // the whole loop on the backend, or
+    std::shared_ptr<const CompiledProgram> body;  // the body for a host loop
+    std::string why;                              // the planner's reason
   };
   std::vector<ScanStep> scans_;
   ScanStep prepare_associative_scan(const Op& op, int budget) const;

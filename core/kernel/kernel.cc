@@ -17,7 +17,8 @@ std::string Kernel::str() const {
       case KNodeKind::load: {
         const KLoad& l = loads[n.load];
         rhs = l.indexed ? fmt::format("load in{}[{}%{}]", l.buffer, l.clamp ? "clamp " : "", n.a)
-                        : fmt::format("load in{}[{}{} + {}·i]", l.buffer, l.clamp ? "clamp " : "", l.offset, shape_str(l.strides));
+                        : fmt::format("load in{}[{}{} + {}·i]", l.buffer, l.clamp ? "clamp " : "", l.offset,
+                                      shape_str(l.strides));
         break;
       }
       case KNodeKind::constant: rhs = fmt::format("const {}", n.value); break;
@@ -56,7 +57,9 @@ std::string Kernel::key() const {
   for (auto& n : nodes)
     k += fmt::format("{}:{}:{}:{}:{}:{}:{}:{}:{};", static_cast<int>(n.kind), static_cast<int>(n.dtype),
                      static_cast<int>(n.prim), n.a, n.b, n.c, n.load, n.value, n.dim);
-  for (auto& l : loads) k += fmt::format("{}@{}{}{}{};", l.buffer, l.offset, shape_str(l.strides), l.clamp ? "c" : "", l.indexed ? "x" : "");
+  for (auto& l : loads)
+    k +=
+        fmt::format("{}@{}{}{}{};", l.buffer, l.offset, shape_str(l.strides), l.clamp ? "c" : "", l.indexed ? "x" : "");
   return k;
 }
 

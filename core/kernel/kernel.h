@@ -25,7 +25,7 @@ enum class KNodeKind : std::uint8_t { load, constant, iota, alu, reduce_result }
 struct KNode {
   KNodeKind kind;
   DType dtype;
-  Prim prim = Prim::add;  // alu: the elementwise primitive (unary, binary, select, convert)
+  Prim prim = Prim::add;       // alu: the elementwise primitive (unary, binary, select, convert)
   int a = -1, b = -1, c = -1;  // alu operands (node indices); an indexed load's index in a
   int load = -1;               // load: index into Kernel::loads
   double value = 0.0;          // constant

@@ -15,11 +15,12 @@ std::string Program::str() const {
                          fmt::join(st.in, ","), fmt::join(st.out, ","));
         break;
       case Step::Kind::routine:
-        s += fmt::format("  routine {} in {} -> {}\n", prim_name(routines[st.index].prim), fmt::join(st.in, ","), fmt::join(st.out, ","));
+        s += fmt::format("  routine {} in {} -> {}\n", prim_name(routines[st.index].prim), fmt::join(st.in, ","),
+                         fmt::join(st.out, ","));
         break;
       case Step::Kind::control:
-        s += fmt::format("  {} length={} in {} -> {}\n", prim_name(controls[st.index].prim), controls[st.index].params.length,
-                         fmt::join(st.in, ","), fmt::join(st.out, ","));
+        s += fmt::format("  {} length={} in {} -> {}\n", prim_name(controls[st.index].prim),
+                         controls[st.index].params.length, fmt::join(st.in, ","), fmt::join(st.out, ","));
         break;
       case Step::Kind::free: s += fmt::format("  free {}\n", fmt::join(st.in, ",")); break;
     }

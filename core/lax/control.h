@@ -26,7 +26,7 @@ void set_scan_path_callback(ScanPathCallback cb);  // nullptr: none
 struct ScanOptions {
   std::optional<std::int64_t> length;  // required when there are no xs
   bool reverse = false;
-  int unroll = 1;  // accepted for API parity; the planner decides per backend
+  int unroll = 1;                      // accepted for API parity; the planner decides per backend
   std::vector<ScanPath> require_path;  // empty: any path; otherwise ScanPathError if not met
 };
 
@@ -44,7 +44,8 @@ std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const st
 // The scan body's jaxpr (from a scan eqn's params), and the host loop that runs it with `body`
 // (reports the path choice and enforces require_path). Used by compiled programs.
 const Jaxpr& scan_body_jaxpr(const Params& p);
-std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std::vector<Array>& ops, const std::string& why);
+std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std::vector<Array>& ops,
+                                  const std::string& why);
 // Emits the scan-path event and callback, logs at debug level 1, enforces require_path.
 void report_scan_path(ScanPath path, const std::string& backend, const std::string& details, unsigned require);
 // An associative_scan eqn's combine body (consts..., a..., b...) -> c... on single elements, and
@@ -54,7 +55,8 @@ const Jaxpr& assoc_body_jaxpr(const Params& p);
 Jaxpr assoc_decomposition(const Params& p, const std::vector<AVal>& in, bool fold);
 // The JIT layer registers how to run a control primitive (scan, associative_scan) compiled on a
 // backend (nullopt: not possible, with the reason in `why`); eager applications try it first.
-using ScanCompiler = std::optional<std::vector<Array>> (*)(Prim prim, const Params& p, const std::vector<Array>& ops, std::string& why);
+using ScanCompiler = std::optional<std::vector<Array>> (*)(Prim prim, const Params& p, const std::vector<Array>& ops,
+                                                           std::string& why);
 void set_scan_compiler(ScanCompiler c);
 
 namespace lax {
@@ -62,8 +64,7 @@ namespace lax {
 // scan(f, init, xs): f(carry, x) -> (carry, y); returns (final carry, stacked ys). carry, x and y
 // are pytrees (Array, std::vector, std::map, std::tuple, std::pair, registered structs).
 template <class F, class C, class X>
-  requires(!std::is_integral_v<X>)
-auto scan(F f, const C& init, const X& xs, const ScanOptions& o = {}) {
+requires(!std::is_integral_v<X>) auto scan(F f, const C& init, const X& xs, const ScanOptions& o = {}) {
   using Out = std::decay_t<std::invoke_result_t<F, const C&, const X&>>;
   using Y = std::decay_t<decltype(std::declval<Out>().second)>;
   auto cl_cd = flatten(init);
@@ -80,7 +81,8 @@ auto scan(F f, const C& init, const X& xs, const ScanOptions& o = {}) {
     auto nc_ncd = flatten(r.first);
     auto& nc = std::get<0>(nc_ncd);
     auto& ncd = std::get<1>(nc_ncd);
-    if (ncd != cd) throw ShapeError(fmt::format("scan: the body returns a carry of structure {}, expected {}", ncd.str(), cd.str()));
+    if (ncd != cd)
+      throw ShapeError(fmt::format("scan: the body returns a carry of structure {}, expected {}", ncd.str(), cd.str()));
     auto y_ydef = flatten(r.second);
     auto& y = std::get<0>(y_ydef);
     auto& ydef = std::get<1>(y_ydef);

@@ -59,10 +59,18 @@ static Array reduce(Prim prim, const Array& x, std::vector<std::int64_t> axes) {
   p.axes = std::move(axes);
   return bind1(prim, {x}, p);
 }
-Array reduce_sum(const Array& x, std::vector<std::int64_t> axes) { return reduce(Prim::reduce_sum, x, std::move(axes)); }
-Array reduce_max(const Array& x, std::vector<std::int64_t> axes) { return reduce(Prim::reduce_max, x, std::move(axes)); }
-Array reduce_min(const Array& x, std::vector<std::int64_t> axes) { return reduce(Prim::reduce_min, x, std::move(axes)); }
-Array reduce_prod(const Array& x, std::vector<std::int64_t> axes) { return reduce(Prim::reduce_prod, x, std::move(axes)); }
+Array reduce_sum(const Array& x, std::vector<std::int64_t> axes) {
+  return reduce(Prim::reduce_sum, x, std::move(axes));
+}
+Array reduce_max(const Array& x, std::vector<std::int64_t> axes) {
+  return reduce(Prim::reduce_max, x, std::move(axes));
+}
+Array reduce_min(const Array& x, std::vector<std::int64_t> axes) {
+  return reduce(Prim::reduce_min, x, std::move(axes));
+}
+Array reduce_prod(const Array& x, std::vector<std::int64_t> axes) {
+  return reduce(Prim::reduce_prod, x, std::move(axes));
+}
 
 static Array arg(Prim prim, const Array& x, std::int64_t axis) {
   Params p;
@@ -112,7 +120,8 @@ Array slice(const Array& x, std::vector<std::int64_t> start, std::vector<std::in
 
 Array slice_in_dim(const Array& x, std::int64_t start, std::int64_t stop, std::int64_t stride, std::int64_t axis) {
   const auto nd = static_cast<std::int64_t>(x.ndim());
-  if (axis < -nd || axis >= nd) throw ShapeError(fmt::format("slice_in_dim: axis {} is out of bounds for {}", axis, x.aval().str()));
+  if (axis < -nd || axis >= nd)
+    throw ShapeError(fmt::format("slice_in_dim: axis {} is out of bounds for {}", axis, x.aval().str()));
   if (axis < 0) axis += nd;
   std::vector<std::int64_t> lo(x.ndim(), 0), hi = x.shape(), st(x.ndim(), 1);
   lo[axis] = start;

@@ -15,12 +15,14 @@ Array upload(std::span<const double> v, Shape shape, DType d) {
   visit_dtype(d, [&]<class T>() {
     for (std::size_t i = 0; i < v.size(); ++i) {
       T x;
-      if constexpr (std::is_same_v<T, std::uint8_t>) x = v[i] != 0.0;
+      if constexpr (std::is_same_v<T, std::uint8_t>)
+        x = v[i] != 0.0;
       else if constexpr (std::is_same_v<T, std::int32_t>) {
         if (!std::isfinite(v[i]) || v[i] < -2147483648.0 || v[i] > 2147483647.0)
           throw ShapeError(fmt::format("array: value {} does not fit int32", v[i]));
         x = static_cast<T>(v[i]);
-      } else x = static_cast<T>(v[i]);
+      } else
+        x = static_cast<T>(v[i]);
       std::memcpy(raw.data() + i * sizeof(T), &x, sizeof(T));
     }
   });
@@ -67,7 +69,9 @@ Array asarray(std::span<const double> data, std::optional<Shape> shape, DType d)
   return upload(data, shape ? *shape : Shape{static_cast<std::int64_t>(data.size())}, d);
 }
 Array asarray(std::span<const float> data, std::optional<Shape> shape) { return upload_native(data, std::move(shape)); }
-Array asarray(std::span<const std::int32_t> data, std::optional<Shape> shape) { return upload_native(data, std::move(shape)); }
+Array asarray(std::span<const std::int32_t> data, std::optional<Shape> shape) {
+  return upload_native(data, std::move(shape));
+}
 Array asarray(const std::vector<bool>& data, std::optional<Shape> shape) {
   std::vector<double> v(data.begin(), data.end());
   return upload(v, shape ? *shape : Shape{static_cast<std::int64_t>(v.size())}, DType::bool_);

@@ -32,8 +32,12 @@ Array binary(const char* name, Prim p, Rule rule, const Array& a0, const Array& 
   auto [a, b] = broadcast_pair(name, a0, b0);
   DType d = promote(a.dtype(), b.dtype());
   switch (rule) {
-    case Rule::arith: if (d == DType::bool_) d = DType::int32; break;
-    case Rule::floating: if (!is_floating(d)) d = DType::float32; break;
+    case Rule::arith:
+      if (d == DType::bool_) d = DType::int32;
+      break;
+    case Rule::floating:
+      if (!is_floating(d)) d = DType::float32;
+      break;
     case Rule::compare: break;
     case Rule::logical: d = DType::bool_; break;
   }
@@ -46,7 +50,9 @@ Array binary(const char* name, Prim p, Rule rule, const Array& a0, const Array& 
 
 // Float-valued unary functions promote int/bool to float32 (as jax.numpy does).
 Array unary_float(Prim p, const Array& x) { return bind1(p, {is_floating(x.dtype()) ? x : cast(x, DType::float32)}); }
-Array unary_numeric(Prim p, const Array& x) { return bind1(p, {x.dtype() == DType::bool_ ? cast(x, DType::int32) : x}); }
+Array unary_numeric(Prim p, const Array& x) {
+  return bind1(p, {x.dtype() == DType::bool_ ? cast(x, DType::int32) : x});
+}
 
 }  // namespace
 
@@ -65,8 +71,10 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 
 Array weak_scalar(double v, const Array& like) {
   DType d = like.dtype();
-  if (!is_floating(d) && (v != std::floor(v) || !std::isfinite(v))) d = DType::float32;
-  else if (d == DType::bool_ && v != 0.0 && v != 1.0) d = DType::int32;
+  if (!is_floating(d) && (v != std::floor(v) || !std::isfinite(v)))
+    d = DType::float32;
+  else if (d == DType::bool_ && v != 0.0 && v != 1.0)
+    d = DType::int32;
   return scalar(v, d);
 }
 
@@ -83,7 +91,9 @@ Array greater(const Array& a, const Array& b) { return binary("greater", Prim::g
 Array greater_equal(const Array& a, const Array& b) { return binary("greater_equal", Prim::ge, Rule::compare, a, b); }
 Array equal(const Array& a, const Array& b) { return binary("equal", Prim::eq, Rule::compare, a, b); }
 Array not_equal(const Array& a, const Array& b) { return binary("not_equal", Prim::ne, Rule::compare, a, b); }
-Array logical_and(const Array& a, const Array& b) { return binary("logical_and", Prim::logical_and, Rule::logical, a, b); }
+Array logical_and(const Array& a, const Array& b) {
+  return binary("logical_and", Prim::logical_and, Rule::logical, a, b);
+}
 Array logical_or(const Array& a, const Array& b) { return binary("logical_or", Prim::logical_or, Rule::logical, a, b); }
 
 Array where(const Array& cond, const Array& x, const Array& y) {
@@ -91,7 +101,8 @@ Array where(const Array& cond, const Array& x, const Array& y) {
   try {
     s = broadcast_shapes(broadcast_shapes(cond.shape(), x.shape()), y.shape());
   } catch (const ShapeError&) {
-    throw ShapeError(fmt::format("where: cannot broadcast {} with {} with {}", cond.aval().str(), x.aval().str(), y.aval().str()));
+    throw ShapeError(
+        fmt::format("where: cannot broadcast {} with {} with {}", cond.aval().str(), x.aval().str(), y.aval().str()));
   }
   const DType d = promote(x.dtype(), y.dtype());
   Array c = cond.dtype() == DType::bool_ ? cond : not_equal(cond, zeros_like(cond));
@@ -112,12 +123,8 @@ Array tanh(const Array& x) { return unary_float(Prim::tanh, x); }
 Array square(const Array& x) { return multiply(x, x); }
 Array reciprocal(const Array& x) { return divide(weak_scalar(1.0, x), x); }
 
-Array isnan(const Array& x) {
-  return is_floating(x.dtype()) ? lax::isnan(x) : zeros(x.shape(), DType::bool_);
-}
-Array isfinite(const Array& x) {
-  return is_floating(x.dtype()) ? lax::isfinite(x) : ones(x.shape(), DType::bool_);
-}
+Array isnan(const Array& x) { return is_floating(x.dtype()) ? lax::isnan(x) : zeros(x.shape(), DType::bool_); }
+Array isfinite(const Array& x) { return is_floating(x.dtype()) ? lax::isfinite(x) : ones(x.shape(), DType::bool_); }
 Array logical_not(const Array& x) {
   return lax::logical_not(x.dtype() == DType::bool_ ? x : not_equal(x, zeros_like(x)));
 }

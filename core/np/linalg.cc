@@ -7,7 +7,8 @@ namespace {
 
 Array as_float_matrix(const char* name, const Array& a) {
   if (a.ndim() < 2 || a.shape()[a.ndim() - 1] != a.shape()[a.ndim() - 2])
-    throw ShapeError(fmt::format("{}: expected a (batch of) square matrices [..., n, n], got {}", name, a.aval().str()));
+    throw ShapeError(
+        fmt::format("{}: expected a (batch of) square matrices [..., n, n], got {}", name, a.aval().str()));
   return is_floating(a.dtype()) ? a : detail::cast(a, DType::float32);
 }
 
@@ -30,7 +31,8 @@ Array triangular_solve(const Array& a0, const Array& b0, const lax::TriangularSo
   a = detail::cast(a, b.dtype());
   if (b.ndim() < 2)
     throw ShapeError(fmt::format("triangular_solve: b must be a (batch of) matrices, got {}", b.aval().str()));
-  Shape batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2), Shape(b.shape().begin(), b.shape().end() - 2));
+  Shape batch =
+      broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2), Shape(b.shape().begin(), b.shape().end() - 2));
   auto with_batch = [&](const Array& x) {
     Shape s = batch;
     s.insert(s.end(), x.shape().end() - 2, x.shape().end());

@@ -38,15 +38,17 @@ Array asarray(std::span<const float> data, std::optional<Shape> shape = {});
 Array asarray(std::span<const std::int32_t> data, std::optional<Shape> shape = {});
 Array asarray(const std::vector<bool>& data, std::optional<Shape> shape = {});
 template <class T>
-  requires std::same_as<T, double>
-Array array(const std::vector<T>& v, std::optional<Shape> s = {}, DType d = DType::float32) {
+requires std::same_as<T, double> Array array(const std::vector<T>& v, std::optional<Shape> s = {},
+                                             DType d = DType::float32) {
   return asarray(std::span<const double>(v), std::move(s), d);
 }
 template <class T>
-  requires(std::same_as<T, float> || std::same_as<T, std::int32_t> || std::same_as<T, bool>)
-Array array(const std::vector<T>& v, std::optional<Shape> s = {}) {
-  if constexpr (std::same_as<T, bool>) return asarray(v, std::move(s));
-  else return asarray(std::span<const T>(v), std::move(s));
+requires(std::same_as<T, float> || std::same_as<T, std::int32_t> || std::same_as<T, bool>) Array
+    array(const std::vector<T>& v, std::optional<Shape> s = {}) {
+  if constexpr (std::same_as<T, bool>)
+    return asarray(v, std::move(s));
+  else
+    return asarray(std::span<const T>(v), std::move(s));
 }
 Array scalar(double v, DType d = DType::float32);
 Array full(Shape shape, double v, DType d = DType::float32);
@@ -81,8 +83,8 @@ Array logical_or(const Array& a, const Array& b);
 Array where(const Array& cond, const Array& x, const Array& y);
 // Weakly typed scalar operands: the scalar takes the array's dtype when that represents it.
 Array weak_scalar(double v, const Array& like);
-#define JX_NP_SCALAR_OVERLOADS(name)                                                            \
-  inline Array name(const Array& a, double b) { return name(a, weak_scalar(b, a)); }           \
+#define JX_NP_SCALAR_OVERLOADS(name)                                                 \
+  inline Array name(const Array& a, double b) { return name(a, weak_scalar(b, a)); } \
   inline Array name(double a, const Array& b) { return name(weak_scalar(a, b), b); }
 JX_NP_SCALAR_OVERLOADS(add)
 JX_NP_SCALAR_OVERLOADS(subtract)
@@ -132,7 +134,9 @@ Array matmul(const Array& a, const Array& b);
 Array dot(const Array& a, const Array& b);  // 1-D·1-D inner product, else matmul
 Array einsum(const std::string& spec, const std::vector<Array>& operands);
 inline Array einsum(const std::string& spec, const Array& a) { return einsum(spec, std::vector<Array>{a}); }
-inline Array einsum(const std::string& spec, const Array& a, const Array& b) { return einsum(spec, std::vector<Array>{a, b}); }
+inline Array einsum(const std::string& spec, const Array& a, const Array& b) {
+  return einsum(spec, std::vector<Array>{a, b});
+}
 inline Array einsum(const std::string& spec, const Array& a, const Array& b, const Array& c) {
   return einsum(spec, std::vector<Array>{a, b, c});
 }

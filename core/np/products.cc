@@ -8,8 +8,8 @@ namespace jx::np {
 
 Array matmul(const Array& a0, const Array& b0) {
   if (a0.ndim() == 0 || b0.ndim() == 0)
-    throw ShapeError(fmt::format("matmul: scalar operands are not allowed ({} with {}); use multiply",
-                                 a0.aval().str(), b0.aval().str()));
+    throw ShapeError(fmt::format("matmul: scalar operands are not allowed ({} with {}); use multiply", a0.aval().str(),
+                                 b0.aval().str()));
   const bool av = a0.ndim() == 1, bv = b0.ndim() == 1;
   Array a = av ? expand_dims(a0, 0) : a0;
   Array b = bv ? expand_dims(b0, -1) : b0;
@@ -20,9 +20,11 @@ Array matmul(const Array& a0, const Array& b0) {
                                  b0.aval().str(), k, k2));
   Shape batch;
   try {
-    batch = broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2), Shape(b.shape().begin(), b.shape().end() - 2));
+    batch =
+        broadcast_shapes(Shape(a.shape().begin(), a.shape().end() - 2), Shape(b.shape().begin(), b.shape().end() - 2));
   } catch (const ShapeError&) {
-    throw ShapeError(fmt::format("matmul: cannot broadcast batch dimensions of {} with {}", a0.aval().str(), b0.aval().str()));
+    throw ShapeError(
+        fmt::format("matmul: cannot broadcast batch dimensions of {} with {}", a0.aval().str(), b0.aval().str()));
   }
   const DType d = promote(a.dtype(), b.dtype()) == DType::bool_ ? DType::int32 : promote(a.dtype(), b.dtype());
   Shape sa = batch, sb = batch;
@@ -94,11 +96,13 @@ Array einsum(const std::string& spec, const std::vector<Array>& operands) {
   for (std::size_t i = 0; i < operands.size(); ++i) {
     Array x = operands[i];
     std::string t = terms[i];
-    if (t.size() != x.ndim()) fail(fmt::format("term '{}' has {} letters but operand {} is {}", t, t.size(), i, x.aval().str()));
+    if (t.size() != x.ndim())
+      fail(fmt::format("term '{}' has {} letters but operand {} is {}", t, t.size(), i, x.aval().str()));
     for (std::size_t j = 0; j < t.size(); ++j) {
       auto [it, fresh] = size.emplace(t[j], x.shape()[j]);
       if (!fresh && it->second != x.shape()[j])
-        fail(fmt::format("size of label '{}' differs ({} vs {} in operand {} {})", t[j], it->second, x.shape()[j], i, x.aval().str()));
+        fail(fmt::format("size of label '{}' differs ({} vs {} in operand {} {})", t[j], it->second, x.shape()[j], i,
+                         x.aval().str()));
     }
     for (bool again = true; again;) {  // step 1
       again = false;
@@ -128,8 +132,10 @@ Array einsum(const std::string& spec, const std::vector<Array>& operands) {
     for (std::size_t p = 0; p < t.size(); ++p) {
       bool elsewhere = needed_after(t[p], i);
       for (std::size_t j = 0; j < i && !elsewhere; ++j) elsewhere = ls[j].find(t[p]) != std::string::npos;
-      if (elsewhere) kept += t[p];
-      else axes.push_back(static_cast<std::int64_t>(p));
+      if (elsewhere)
+        kept += t[p];
+      else
+        axes.push_back(static_cast<std::int64_t>(p));
     }
     t = kept;
     return axes.empty() ? x : sum(x, axes);

@@ -46,7 +46,8 @@ Array reduce(const char* name, Array (*f)(const Array&, std::vector<std::int64_t
 
 Array arg(const char* name, Array (*f)(const Array&, std::int64_t), const Array& x, std::optional<std::int64_t> axis) {
   if (!axis) {
-    if (x.size() == 0) throw ShapeError(fmt::format("{}: attempt to get {} of an empty array {}", name, name, x.aval().str()));
+    if (x.size() == 0)
+      throw ShapeError(fmt::format("{}: attempt to get {} of an empty array {}", name, name, x.aval().str()));
     return f(lax::reshape(x, {x.size()}), 0);
   }
   const auto a = normalize_axis(*axis, x.ndim(), name, "axis");
@@ -57,7 +58,9 @@ Array arg(const char* name, Array (*f)(const Array&, std::int64_t), const Array&
 }  // namespace
 
 Array sum(const Array& x, Axes axes, bool keepdims) { return reduce("sum", lax::reduce_sum, x, axes, keepdims, true); }
-Array prod(const Array& x, Axes axes, bool keepdims) { return reduce("prod", lax::reduce_prod, x, axes, keepdims, true); }
+Array prod(const Array& x, Axes axes, bool keepdims) {
+  return reduce("prod", lax::reduce_prod, x, axes, keepdims, true);
+}
 Array max(const Array& x, Axes axes, bool keepdims) { return reduce("max", lax::reduce_max, x, axes, keepdims, false); }
 Array min(const Array& x, Axes axes, bool keepdims) { return reduce("min", lax::reduce_min, x, axes, keepdims, false); }
 

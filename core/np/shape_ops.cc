@@ -148,8 +148,9 @@ std::vector<Array> split(const Array& x, std::int64_t sections, std::int64_t axi
   const auto a = normalize_axis(axis, x.ndim(), "split", "axis");
   const std::int64_t n = x.shape()[a];
   if (sections <= 0 || n % sections != 0)
-    throw ShapeError(fmt::format("split: array split does not result in an equal division ({} elements on axis {} into {} sections)",
-                                 n, a, sections));
+    throw ShapeError(
+        fmt::format("split: array split does not result in an equal division ({} elements on axis {} into {} sections)",
+                    n, a, sections));
   std::vector<std::int64_t> idx;
   for (std::int64_t i = 1; i < sections; ++i) idx.push_back(i * (n / sections));
   return split(x, idx, a);
@@ -234,7 +235,8 @@ Array index(const Array& x, const std::vector<Index>& idx) {
     }
     if (auto* k = std::get_if<std::int64_t>(&idx[i])) {
       if (*k < -n || *k >= n)
-        throw ShapeError(fmt::format("index: index {} is out of bounds for axis {} with size {} of {}", *k, i, n, x.aval().str()));
+        throw ShapeError(
+            fmt::format("index: index {} is out of bounds for axis {} with size {} of {}", *k, i, n, x.aval().str()));
       lo[i] = *k < 0 ? *k + n : *k;
       hi[i] = lo[i] + 1;
       continue;
@@ -244,7 +246,8 @@ Array index(const Array& x, const std::vector<Index>& idx) {
     auto bound = [&](std::optional<std::int64_t> v, const char* what) -> std::optional<std::int64_t> {
       if (!v) return v;
       if (*v < -n || *v > n)
-        throw ShapeError(fmt::format("index: slice {} {} is out of range for axis {} of {}", what, *v, i, x.aval().str()));
+        throw ShapeError(
+            fmt::format("index: slice {} {} is out of range for axis {} of {}", what, *v, i, x.aval().str()));
       return *v < 0 ? *v + n : *v;
     };
     auto b = bound(s.start, "start"), e = bound(s.stop, "stop");

@@ -8,9 +8,7 @@
 namespace jx {
 namespace {
 
-[[noreturn]] void fail(Prim p, const std::string& msg) {
-  throw ShapeError(fmt::format("{}: {}", prim_name(p), msg));
-}
+[[noreturn]] void fail(Prim p, const std::string& msg) { throw ShapeError(fmt::format("{}: {}", prim_name(p), msg)); }
 
 std::string operands(const std::vector<AVal>& in) {
   std::vector<std::string> s;
@@ -60,8 +58,8 @@ std::vector<AVal> dot_general_aval(Prim p, const AVal& l, const AVal& r, const P
   auto match = [&](const auto& a, const auto& b, const char* what) {
     for (std::size_t i = 0; i < a.size(); ++i)
       if (l.shape[a[i]] != r.shape[b[i]])
-        fail(p, fmt::format("{} dimension sizes differ: {} (lhs dim {} = {}, rhs dim {} = {})", what,
-                            operands({l, r}), a[i], l.shape[a[i]], b[i], r.shape[b[i]]));
+        fail(p, fmt::format("{} dimension sizes differ: {} (lhs dim {} = {}, rhs dim {} = {})", what, operands({l, r}),
+                            a[i], l.shape[a[i]], b[i], r.shape[b[i]]));
   };
   match(pr.lhs_contract, pr.rhs_contract, "contracting");
   match(pr.lhs_batch, pr.rhs_batch, "batch");
@@ -92,11 +90,13 @@ std::vector<AVal> movement_aval(Prim p, const std::vector<AVal>& in, const Param
       return {{a.dtype, out}};
     }
     case Prim::broadcast_in_dim: {
-      if (pr.dims.size() != nd) fail(p, fmt::format("broadcast_dimensions {} do not match {}", shape_str(pr.dims), a.str()));
+      if (pr.dims.size() != nd)
+        fail(p, fmt::format("broadcast_dimensions {} do not match {}", shape_str(pr.dims), a.str()));
       for (std::size_t i = 0; i < nd; ++i) {
         auto d = pr.dims[i];
         if (d < 0 || d >= static_cast<std::int64_t>(pr.shape.size()) || (i > 0 && d <= pr.dims[i - 1]))
-          fail(p, fmt::format("broadcast_dimensions {} must be strictly increasing and within rank {}", shape_str(pr.dims), pr.shape.size()));
+          fail(p, fmt::format("broadcast_dimensions {} must be strictly increasing and within rank {}",
+                              shape_str(pr.dims), pr.shape.size()));
         if (a.shape[i] != 1 && a.shape[i] != pr.shape[d])
           fail(p, fmt::format("cannot broadcast {} to shape {}", a.str(), shape_str(pr.shape)));
       }
@@ -117,9 +117,7 @@ std::vector<AVal> movement_aval(Prim p, const std::vector<AVal>& in, const Param
       }
       return {{a.dtype, out}};
     }
-    case Prim::rev:
-      check_axes_unique(p, pr.axes, nd, a);
-      return {a};
+    case Prim::rev: check_axes_unique(p, pr.axes, nd, a); return {a};
     case Prim::concatenate: {
       if (in.empty()) fail(p, "needs at least one operand");
       if (pr.axis < 0 || pr.axis >= static_cast<std::int64_t>(nd))
@@ -136,7 +134,8 @@ std::vector<AVal> movement_aval(Prim p, const std::vector<AVal>& in, const Param
       return {{a.dtype, out}};
     }
     case Prim::pad: {
-      if (pr.lo.size() != nd || pr.hi.size() != nd) fail(p, fmt::format("padding must have one entry per dimension of {}", a.str()));
+      if (pr.lo.size() != nd || pr.hi.size() != nd)
+        fail(p, fmt::format("padding must have one entry per dimension of {}", a.str()));
       Shape out = a.shape;
       for (std::size_t i = 0; i < nd; ++i) {
         if (pr.lo[i] < 0 || pr.hi[i] < 0) fail(p, fmt::format("negative padding on axis {} of {}", i, a.str()));
@@ -156,35 +155,44 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Param
   if (arity >= 0 && static_cast<int>(in.size()) != arity)
     fail(p, fmt::format("expected {} operands, got {}", arity, in.size()));
   switch (p) {
-    case Prim::exp: case Prim::log: case Prim::log1p: case Prim::sqrt: case Prim::sin:
-    case Prim::cos: case Prim::tanh:
-      require_float(p, in[0]);
-      return {in[0]};
-    case Prim::neg: case Prim::abs: case Prim::sign:
-      require_numeric(p, in[0]);
-      return {in[0]};
+    case Prim::exp:
+    case Prim::log:
+    case Prim::log1p:
+    case Prim::sqrt:
+    case Prim::sin:
+    case Prim::cos:
+    case Prim::tanh: require_float(p, in[0]); return {in[0]};
+    case Prim::neg:
+    case Prim::abs:
+    case Prim::sign: require_numeric(p, in[0]); return {in[0]};
     case Prim::logical_not:
       if (in[0].dtype != DType::bool_) fail(p, "expected a bool operand, got " + in[0].str());
       return {in[0]};
-    case Prim::isnan: case Prim::isfinite:
-      require_float(p, in[0]);
-      return {{DType::bool_, in[0].shape}};
-    case Prim::convert:
-      return {{pr.dtype, in[0].shape}};
-    case Prim::stop_gradient:
-      return {in[0]};
-    case Prim::add: case Prim::sub: case Prim::mul: case Prim::max: case Prim::min:
+    case Prim::isnan:
+    case Prim::isfinite: require_float(p, in[0]); return {{DType::bool_, in[0].shape}};
+    case Prim::convert: return {{pr.dtype, in[0].shape}};
+    case Prim::stop_gradient: return {in[0]};
+    case Prim::add:
+    case Prim::sub:
+    case Prim::mul:
+    case Prim::max:
+    case Prim::min:
       require_same(p, in);
       require_numeric(p, in[0]);
       return {in[0]};
-    case Prim::div: case Prim::pow:
+    case Prim::div:
+    case Prim::pow:
       require_same(p, in);
       require_float(p, in[0]);
       return {in[0]};
-    case Prim::lt: case Prim::le: case Prim::gt: case Prim::ge: case Prim::eq: case Prim::ne:
-      require_same(p, in);
-      return {{DType::bool_, in[0].shape}};
-    case Prim::logical_and: case Prim::logical_or:
+    case Prim::lt:
+    case Prim::le:
+    case Prim::gt:
+    case Prim::ge:
+    case Prim::eq:
+    case Prim::ne: require_same(p, in); return {{DType::bool_, in[0].shape}};
+    case Prim::logical_and:
+    case Prim::logical_or:
       require_same(p, in);
       if (in[0].dtype != DType::bool_) fail(p, "expected bool operands, got " + operands(in));
       return {in[0]};
@@ -193,28 +201,36 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Param
       if (in[0].shape != in[1].shape) fail(p, "operands differ: " + operands(in));
       require_same(p, {in[1], in[2]});
       return {in[1]};
-    case Prim::reduce_sum: case Prim::reduce_prod: case Prim::reduce_max: case Prim::reduce_min: {
+    case Prim::reduce_sum:
+    case Prim::reduce_prod:
+    case Prim::reduce_max:
+    case Prim::reduce_min: {
       if (p == Prim::reduce_sum || p == Prim::reduce_prod) require_numeric(p, in[0]);
       check_axes_unique(p, pr.axes, in[0].ndim(), in[0]);
       Shape out;
       for (std::size_t i = 0; i < in[0].ndim(); ++i)
-        if (std::find(pr.axes.begin(), pr.axes.end(), i) == pr.axes.end()) out.push_back(in[0].shape[i]);
+        if (std::find(pr.axes.begin(), pr.axes.end(), i) == pr.axes.end())
+          out.push_back(in[0].shape[i]);
         else if ((p == Prim::reduce_max || p == Prim::reduce_min) && in[0].shape[i] == 0)
           fail(p, fmt::format("zero-size axis {} of {} has no identity", i, in[0].str()));
       return {{in[0].dtype, out}};
     }
-    case Prim::argmax: case Prim::argmin: {
+    case Prim::argmax:
+    case Prim::argmin: {
       check_axes_unique(p, {pr.axis}, in[0].ndim(), in[0]);
       if (in[0].shape[pr.axis] == 0) fail(p, fmt::format("empty axis {} of {}", pr.axis, in[0].str()));
       Shape out = in[0].shape;
       out.erase(out.begin() + pr.axis);
       return {{DType::int32, out}};
     }
-    case Prim::dot_general:
-      return dot_general_aval(p, in[0], in[1], pr);
-    case Prim::reshape: case Prim::transpose: case Prim::broadcast_in_dim: case Prim::slice:
-    case Prim::rev: case Prim::concatenate: case Prim::pad:
-      return movement_aval(p, in, pr);
+    case Prim::dot_general: return dot_general_aval(p, in[0], in[1], pr);
+    case Prim::reshape:
+    case Prim::transpose:
+    case Prim::broadcast_in_dim:
+    case Prim::slice:
+    case Prim::rev:
+    case Prim::concatenate:
+    case Prim::pad: return movement_aval(p, in, pr);
     case Prim::iota:
       if (pr.dtype == DType::bool_) fail(p, "dtype must be numeric");
       for (auto d : pr.shape)
@@ -222,14 +238,13 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Param
       if (pr.axis < 0 || pr.axis >= static_cast<std::int64_t>(pr.shape.size()))
         fail(p, fmt::format("dimension {} is out of bounds for shape {}", pr.axis, shape_str(pr.shape)));
       return {{pr.dtype, pr.shape}};
-    case Prim::cholesky:
-      require_square(p, in[0]);
-      return {in[0]};
+    case Prim::cholesky: require_square(p, in[0]); return {in[0]};
     case Prim::scan: {
       if (!pr.body) fail(p, "missing body");
       const auto bin = pr.body->in_avals(), bout = pr.body->out_avals();
       const std::size_t nc = pr.num_consts, nk = pr.num_carry;
-      if (in.size() != bin.size() || bout.size() < nk) fail(p, fmt::format("{} operands for a body of {} inputs", in.size(), bin.size()));
+      if (in.size() != bin.size() || bout.size() < nk)
+        fail(p, fmt::format("{} operands for a body of {} inputs", in.size(), bin.size()));
       std::vector<AVal> out;
       for (std::size_t i = 0; i < in.size(); ++i) {
         AVal want = bin[i];
@@ -239,7 +254,8 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Param
       for (std::size_t i = 0; i < bout.size(); ++i) {
         AVal o = bout[i];
         if (i < nk) {
-          if (!(o == bin[nc + i])) fail(p, fmt::format("the body returns carry {} as {} but takes it as {}", i, o.str(), bin[nc + i].str()));
+          if (!(o == bin[nc + i]))
+            fail(p, fmt::format("the body returns carry {} as {} but takes it as {}", i, o.str(), bin[nc + i].str()));
         } else {
           o.shape.insert(o.shape.begin(), pr.length);
         }
@@ -249,7 +265,8 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Param
     }
     case Prim::cond: {
       if (pr.branches.empty()) fail(p, "no branches");
-      if (in.empty() || !(in[0] == AVal{DType::int32, {}})) fail(p, fmt::format("the index must be int32[], got {}", in.empty() ? "nothing" : in[0].str()));
+      if (in.empty() || !(in[0] == AVal{DType::int32, {}}))
+        fail(p, fmt::format("the index must be int32[], got {}", in.empty() ? "nothing" : in[0].str()));
       const std::vector<AVal> ops(in.begin() + 1, in.end());
       const auto out = pr.branches[0]->out_avals();
       for (std::size_t k = 0; k < pr.branches.size(); ++k) {
@@ -261,15 +278,17 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Param
     }
     case Prim::while_loop: {
       if (!pr.body || !pr.cond) fail(p, "missing body or cond");
-      const auto cin = pr.cond->in_avals(), cout = pr.cond->out_avals(), bin = pr.body->in_avals(), bout = pr.body->out_avals();
+      const auto cin = pr.cond->in_avals(), cout = pr.cond->out_avals(), bin = pr.body->in_avals(),
+                 bout = pr.body->out_avals();
       const std::size_t cc = pr.cond_consts, bc = pr.num_consts;
       if (in.size() < cc + bc) fail(p, fmt::format("{} operands for {} + {} constants", in.size(), cc, bc));
       const std::vector<AVal> carry(in.begin() + static_cast<std::ptrdiff_t>(cc + bc), in.end());
-      std::vector<AVal> want_c(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(cc)), want_b(in.begin() + static_cast<std::ptrdiff_t>(cc),
-                                                                                                in.begin() + static_cast<std::ptrdiff_t>(cc + bc));
+      std::vector<AVal> want_c(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(cc)),
+          want_b(in.begin() + static_cast<std::ptrdiff_t>(cc), in.begin() + static_cast<std::ptrdiff_t>(cc + bc));
       want_c.insert(want_c.end(), carry.begin(), carry.end());
       want_b.insert(want_b.end(), carry.begin(), carry.end());
-      if (cin != want_c || cout.size() != 1 || !(cout[0] == AVal{DType::bool_, {}})) fail(p, "cond must map (cond consts, carry) to bool[]");
+      if (cin != want_c || cout.size() != 1 || !(cout[0] == AVal{DType::bool_, {}}))
+        fail(p, "cond must map (cond consts, carry) to bool[]");
       if (bin != want_b || bout != carry) fail(p, "body must map (body consts, carry) to a carry of the same types");
       return carry;
     }
@@ -286,7 +305,8 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Param
           fail(p, fmt::format("element {} is {}, not of length {} along axis {}", l, e.str(), n, pr.axis));
         e.shape[pr.axis] = 1;
         if (!(bin[nc + l] == e) || !(bin[nc + k + l] == e) || !(bout[l] == e))
-          fail(p, fmt::format("the body combines {} elements, operand {} is {}", bin[nc + l].str(), l, in[nc + l].str()));
+          fail(p,
+               fmt::format("the body combines {} elements, operand {} is {}", bin[nc + l].str(), l, in[nc + l].str()));
       }
       return std::vector<AVal>(in.begin() + nc, in.end());
     }
@@ -298,8 +318,7 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Param
     case Prim::triangular_solve: {
       const AVal &a = in[0], &b = in[1];
       require_square(p, a);
-      if (b.dtype != a.dtype || b.ndim() != a.ndim())
-        fail(p, "operands differ in dtype or rank: " + operands(in));
+      if (b.dtype != a.dtype || b.ndim() != a.ndim()) fail(p, "operands differ in dtype or rank: " + operands(in));
       const std::size_t nd = a.ndim();
       if (!std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin()))
         fail(p, "batch dimensions differ: " + operands(in));

@@ -12,7 +12,7 @@ namespace jx {
 namespace {
 ControlImpl g_control = nullptr;
 OpRunner g_op_runner = nullptr;
-}
+}  // namespace
 void set_control_impl(ControlImpl f) { g_control = f; }
 void set_op_runner(OpRunner f) { g_op_runner = f; }
 
@@ -38,7 +38,9 @@ std::vector<Array> eval_bind(Prim p, const std::vector<Array>& args, const Param
   Op op{p, params, in, abstract_eval(p, in, params)};
   auto exe = be->prepare(op);
   if (!exe) {
-    if (!g_op_runner) throw BackendError(fmt::format("{}: the {} backend runs only compiled programs and no JIT is linked", prim_name(p), be->info().backend));
+    if (!g_op_runner)
+      throw BackendError(fmt::format("{}: the {} backend runs only compiled programs and no JIT is linked",
+                                     prim_name(p), be->info().backend));
     return g_op_runner(op, args, *be);
   }
   std::vector<Array> out;
@@ -49,8 +51,13 @@ std::vector<Array> eval_bind(Prim p, const std::vector<Array>& args, const Param
   }
   be->dispatch(*exe, in_slots, out_slots);
   if (trace::has_subscribers())
-    trace::emit({trace::EventKind::dispatch, be->info().backend, std::string(prim_name(p)),
-                 static_cast<int>(in_slots.size() + out_slots.size()), false, 0.0, {}});
+    trace::emit({trace::EventKind::dispatch,
+                 be->info().backend,
+                 std::string(prim_name(p)),
+                 static_cast<int>(in_slots.size() + out_slots.size()),
+                 false,
+                 0.0,
+                 {}});
   return out;
 }
 
@@ -63,9 +70,10 @@ std::vector<Array> bind(Prim p, const std::vector<Array>& args, const Params& pa
     }
     MainTrace* m = a.tracer()->main.get();
     if (!m->active)
-      throw TracerError(fmt::format("{}: {} escaped from the {} transformation that created it (it is used after "
-                                    "that transformation returned)",
-                                    prim_name(p), a.str(), m->kind()));
+      throw TracerError(
+          fmt::format("{}: {} escaped from the {} transformation that created it (it is used after "
+                      "that transformation returned)",
+                      prim_name(p), a.str(), m->kind()));
     if (!top || m->level > top->level) top = m;
   }
   if (MainTrace* d = dynamic_trace(); d && (!top || d->level > top->level)) top = d;

@@ -40,15 +40,15 @@ PrimKind prim_kind(Prim p);
 // primitive: each primitive reads only the fields its rule documents, the rest stay default,
 // and equality/hash/printing cover all of them (the jit cache key needs exactly that).
 struct Params {
-  std::vector<std::int64_t> axes;    // reduce_*: reduced axes; rev: flipped axes
-  std::int64_t axis = 0;             // argmax/argmin, concatenate; iota: dimension
-  Shape shape;                       // reshape, broadcast_in_dim, iota: output shape
-  std::vector<std::int64_t> perm;    // transpose
-  std::vector<std::int64_t> dims;    // broadcast_in_dim: operand dim i -> output dim dims[i]
+  std::vector<std::int64_t> axes;                   // reduce_*: reduced axes; rev: flipped axes
+  std::int64_t axis = 0;                            // argmax/argmin, concatenate; iota: dimension
+  Shape shape;                                      // reshape, broadcast_in_dim, iota: output shape
+  std::vector<std::int64_t> perm;                   // transpose
+  std::vector<std::int64_t> dims;                   // broadcast_in_dim: operand dim i -> output dim dims[i]
   std::vector<std::int64_t> start, limit, strides;  // slice
-  std::vector<std::int64_t> lo, hi;  // pad (non-negative edge padding)
-  double value = 0.0;                // pad: padding value
-  DType dtype = DType::float32;      // convert, iota: output dtype
+  std::vector<std::int64_t> lo, hi;                 // pad (non-negative edge padding)
+  double value = 0.0;                               // pad: padding value
+  DType dtype = DType::float32;                     // convert, iota: output dtype
   // dot_general dimension numbers
   std::vector<std::int64_t> lhs_contract, rhs_contract, lhs_batch, rhs_batch;
   // triangular_solve: solve op(a) x = b (left_side) or x op(a) = b; cholesky: lower only

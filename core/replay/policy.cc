@@ -58,11 +58,14 @@ Policy with_switch(Policy p, const std::string& name, bool on) {
 const std::vector<Profile>& profiles() {
   static const std::vector<Profile> v = {
       {"current", "today's runtime: every replay switch off", {}},
-      {"fusion-ignores-budget", "jit fuses without the WebGPU buffer budget (the storage-buffer limit failure)", only("ignore_buffer_budget")},
+      {"fusion-ignores-budget", "jit fuses without the WebGPU buffer budget (the storage-buffer limit failure)",
+       only("ignore_buffer_budget")},
       {"strict-concat-transpose", "concatenate's transpose rejects constant operands (the concatenate VJP error)",
        only("strict_concat_transpose")},
-      {"borrowed-residuals", "AD residuals borrow user handles (tracer disposal after the result)", only("borrowed_residuals")},
-      {"identity-cache", "jit cache keyed by closure identity, never evicted; allocator never returns memory (memory growth)",
+      {"borrowed-residuals", "AD residuals borrow user handles (tracer disposal after the result)",
+       only("borrowed_residuals")},
+      {"identity-cache",
+       "jit cache keyed by closure identity, never evicted; allocator never returns memory (memory growth)",
        only("identity_keyed_unbounded_cache")},
       {"no-workgroup-fusion", "no single-workgroup fusion for scans with intra-step dependencies (O(n) dispatches)",
        only("no_workgroup_scan_fusion")},
@@ -76,7 +79,8 @@ const std::vector<Profile>& profiles() {
        both("ignore_buffer_budget", "strict_concat_transpose"), true},
       {"v0.7.3", "JS runtime v0.7.3: concatenate fixed; fusion still ignores the budget; residuals borrowed",
        both("ignore_buffer_budget", "borrowed_residuals"), true},
-      {"v0.7.4", "JS runtime v0.7.4: buffer budget respected; residuals still borrowed", only("borrowed_residuals"), true},
+      {"v0.7.4", "JS runtime v0.7.4: buffer budget respected; residuals still borrowed", only("borrowed_residuals"),
+       true},
   };
   return v;
 }

@@ -29,10 +29,12 @@ struct Policy {
   // The switches of the JS runtime's autodiff defects: each shows in the operations of
   // associative_scan's odd/even recursion, which that runtime differentiates (as JAX does), so
   // under them reverse mode goes through the recursion too (core/trace/assoc_scan.cc).
-  bool models_recursive_assoc_grad() const { return ignore_buffer_budget || strict_concat_transpose || borrowed_residuals; }
+  bool models_recursive_assoc_grad() const {
+    return ignore_buffer_budget || strict_concat_transpose || borrowed_residuals;
+  }
 
   bool operator==(const Policy&) const = default;
-  std::string key() const;                  // "" for current; else the switches that are on
+  std::string key() const;                    // "" for current; else the switches that are on
   std::vector<std::string> switches() const;  // names of the switches that are on
 };
 
@@ -58,8 +60,8 @@ struct Profile {
   bool historical = false;
 };
 const std::vector<Profile>& profiles();
-const Profile& profile(const std::string& name);  // throws Error naming the known profiles
-std::vector<std::string> switch_names();          // every switch, documented order
+const Profile& profile(const std::string& name);                 // throws Error naming the known profiles
+std::vector<std::string> switch_names();                         // every switch, documented order
 Policy with_switch(Policy p, const std::string& name, bool on);  // throws Error for an unknown name
 
 }  // namespace jx::replay

@@ -26,8 +26,10 @@ std::string quote_non_finite(const std::string& s) {
     const char c = s[i];
     if (in_str) {
       out += c;
-      if (c == '\\' && i + 1 < s.size()) out += s[++i];
-      else if (c == '"') in_str = false;
+      if (c == '\\' && i + 1 < s.size())
+        out += s[++i];
+      else if (c == '"')
+        in_str = false;
       continue;
     }
     if (c == '"') in_str = true;
@@ -73,10 +75,12 @@ Tensor tensor_of(const json& j, const std::string& where) {
   (void)dtype_of(t.dtype, where);
   std::int64_t n = 1;
   for (const json& d : j["shape"]) {
-    if (!d.is_number_integer() || d.get<std::int64_t>() < 0) throw ParseError(fmt::format("{}: shape entries must be sizes", where));
+    if (!d.is_number_integer() || d.get<std::int64_t>() < 0)
+      throw ParseError(fmt::format("{}: shape entries must be sizes", where));
     t.shape.push_back(d.get<std::int64_t>());
     n *= t.shape.back();
-    if (n > (std::int64_t{1} << 32)) throw ParseError(fmt::format("{}: shape {} is too large", where, shape_str(t.shape)));
+    if (n > (std::int64_t{1} << 32))
+      throw ParseError(fmt::format("{}: shape {} is too large", where, shape_str(t.shape)));
   }
   flatten_data(j["data"], t.data, where, 0);
   const DType d = dtype_of(t.dtype, where);
@@ -88,7 +92,8 @@ Tensor tensor_of(const json& j, const std::string& where) {
     if (!ok) throw ParseError(fmt::format("{}: value {} does not fit {}", where, v, t.dtype));
   }
   if (static_cast<std::int64_t>(t.data.size()) != n)
-    throw ParseError(fmt::format("{}: shape {} needs {} values, data has {}", where, shape_str(t.shape), n, t.data.size()));
+    throw ParseError(
+        fmt::format("{}: shape {} needs {} values, data has {}", where, shape_str(t.shape), n, t.data.size()));
   return t;
 }
 
@@ -102,11 +107,16 @@ std::vector<Tensor> tensors_of(const json& j, const std::string& where) {
 json json_of(const Tensor& t) {
   json data = json::array();
   for (double v : t.data) {
-    if (std::isnan(v)) data.push_back("NaN");
-    else if (std::isinf(v)) data.push_back(v > 0 ? "Infinity" : "-Infinity");
-    else if (t.dtype == "bool") data.push_back(v != 0);
-    else if (t.dtype == "int32") data.push_back(static_cast<std::int64_t>(v));
-    else data.push_back(v);
+    if (std::isnan(v))
+      data.push_back("NaN");
+    else if (std::isinf(v))
+      data.push_back(v > 0 ? "Infinity" : "-Infinity");
+    else if (t.dtype == "bool")
+      data.push_back(v != 0);
+    else if (t.dtype == "int32")
+      data.push_back(static_cast<std::int64_t>(v));
+    else
+      data.push_back(v);
   }
   return {{"dtype", t.dtype}, {"shape", t.shape}, {"data", data}};
 }
@@ -138,18 +148,21 @@ const std::regex& placeholder_re() {
 
 std::set<std::string> placeholders(const std::string& jaxpr) {
   std::set<std::string> s;
-  for (auto it = std::sregex_iterator(jaxpr.begin(), jaxpr.end(), placeholder_re()); it != std::sregex_iterator(); ++it) s.insert((*it)[1]);
+  for (auto it = std::sregex_iterator(jaxpr.begin(), jaxpr.end(), placeholder_re()); it != std::sregex_iterator(); ++it)
+    s.insert((*it)[1]);
   return s;
 }
 
 std::string substitute(const std::string& jaxpr, const nlohmann::json& params) {
   std::string out;
   std::size_t at = 0;
-  for (auto it = std::sregex_iterator(jaxpr.begin(), jaxpr.end(), placeholder_re()); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(jaxpr.begin(), jaxpr.end(), placeholder_re()); it != std::sregex_iterator();
+       ++it) {
     const std::string key = (*it)[1];
     if (!params.contains(key) || !params[key].is_number_integer())
       throw Error(fmt::format("the program's placeholder {{{}}} needs an integer parameter '{}'", key, key));
-    out += jaxpr.substr(at, static_cast<std::size_t>(it->position()) - at) + std::to_string(params[key].get<std::int64_t>());
+    out += jaxpr.substr(at, static_cast<std::size_t>(it->position()) - at) +
+           std::to_string(params[key].get<std::int64_t>());
     at = static_cast<std::size_t>(it->position() + it->length());
   }
   return out + jaxpr.substr(at);
@@ -159,7 +172,9 @@ std::string substitute(const std::string& jaxpr, const nlohmann::json& params) {
 // ("shape=(100, 2)") or a length ("length=100") becomes {key}.
 std::string with_placeholder(const std::string& jaxpr, std::int64_t size, const std::string& key) {
   const std::string n = std::to_string(size), hole = "{" + key + "}";
-  auto numbers = [&](const std::string& group) { return std::regex_replace(group, std::regex("\\b" + n + "\\b"), hole); };
+  auto numbers = [&](const std::string& group) {
+    return std::regex_replace(group, std::regex("\\b" + n + "\\b"), hole);
+  };
   std::string out;
   const std::regex spans("\\[[0-9, ]*\\]|\\([0-9, ]*\\)|length=[0-9]+");
   std::size_t at = 0;
@@ -206,10 +221,13 @@ CaseFile read_case_file(const std::filesystem::path& p) {
     throw ParseError(fmt::format("{}: expected an object with a \"jaxpr\" string", p.string()));
   c.jaxpr = j["jaxpr"].get<std::string>();
   if (j.contains("name") && j["name"].is_string()) c.name = j["name"].get<std::string>();
-  if (j.contains("inputs")) c.inputs = tensors_of(j["inputs"], p.string() + ": inputs");
-  else c.generated_inputs = true;
+  if (j.contains("inputs"))
+    c.inputs = tensors_of(j["inputs"], p.string() + ": inputs");
+  else
+    c.generated_inputs = true;
   if (j.contains("params")) {  // sizes for the text's {name} placeholders
-    if (!j["params"].is_object()) throw ParseError(fmt::format("{}: params: expected an object of integers", p.string()));
+    if (!j["params"].is_object())
+      throw ParseError(fmt::format("{}: params: expected an object of integers", p.string()));
     c.params = j["params"];
   }
   c.jaxpr_template = c.jaxpr;
@@ -235,10 +253,14 @@ std::vector<Tensor> generate_inputs(const Program& p, unsigned seed, const std::
     const std::int64_t n = a.size();
     for (std::int64_t i = 0; i < n; ++i) {
       double x;
-      if (kind == "iota") x = a.dtype == DType::bool_ ? static_cast<double>(i & 1) : static_cast<double>(i);  // 0, 1, 2, ... (row-major)
-      else if (a.dtype == DType::bool_) x = static_cast<double>(rng() & 1);
-      else if (!is_floating(a.dtype)) x = static_cast<double>(rng() % 3);  // small: valid as indices into any non-trivial axis
-      else x = kind == "normal" ? normal(rng) : uniform(rng);
+      if (kind == "iota")
+        x = a.dtype == DType::bool_ ? static_cast<double>(i & 1) : static_cast<double>(i);  // 0, 1, 2, ... (row-major)
+      else if (a.dtype == DType::bool_)
+        x = static_cast<double>(rng() & 1);
+      else if (!is_floating(a.dtype))
+        x = static_cast<double>(rng() % 3);  // small: valid as indices into any non-trivial axis
+      else
+        x = kind == "normal" ? normal(rng) : uniform(rng);
       t.data.push_back(a.dtype == DType::float32 ? static_cast<double>(static_cast<float>(x)) : x);
     }
     v.push_back(std::move(t));
@@ -252,8 +274,8 @@ void write_outputs(const std::filesystem::path& p, const std::vector<Tensor>& ou
   write_json(p, {{"outputs", o}});
 }
 
-void write_case_file(const std::filesystem::path& p, const std::string& name, const std::string& jaxpr, const std::vector<Tensor>& in,
-                     const std::vector<Tensor>& out) {
+void write_case_file(const std::filesystem::path& p, const std::string& name, const std::string& jaxpr,
+                     const std::vector<Tensor>& in, const std::vector<Tensor>& out) {
   json i = json::array(), o = json::array();
   for (const Tensor& t : in) i.push_back(json_of(t));
   for (const Tensor& t : out) o.push_back(json_of(t));

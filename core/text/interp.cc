@@ -10,10 +10,12 @@ namespace jx::text {
 DType dtype_of(const std::string& printed, const std::string& where) {
   if (printed == "f32" || printed == "float32") return DType::float32;
   if (printed == "f64" || printed == "float64") return DType::float64;
-  if (printed == "i32" || printed == "int32" || printed == "i64" || printed == "int64" || printed == "u32" || printed == "uint32")
+  if (printed == "i32" || printed == "int32" || printed == "i64" || printed == "int64" || printed == "u32" ||
+      printed == "uint32")
     return DType::int32;
   if (printed == "bool") return DType::bool_;
-  throw ParseError(fmt::format("{}: dtype {} is not supported (jx has bool, i32, f32 and f64; i64 and u32 are read as i32)", where, printed));
+  throw ParseError(fmt::format(
+      "{}: dtype {} is not supported (jx has bool, i32, f32 and f64; i64 and u32 are read as i32)", where, printed));
 }
 
 AVal aval_of(const Type& t, const std::string& where) {
@@ -35,10 +37,14 @@ double literal_value(const Atom& a, const std::string& where) {
   const bool neg = !s.empty() && s[0] == '-';
   if (neg) s.erase(0, 1);
   double v;
-  if (s == "True") v = 1;
-  else if (s == "False") v = 0;
-  else if (s == "inf") v = INFINITY;
-  else if (s == "nan") v = NAN;
+  if (s == "True")
+    v = 1;
+  else if (s == "False")
+    v = 0;
+  else if (s == "inf")
+    v = INFINITY;
+  else if (s == "nan")
+    v = NAN;
   else {
     char* end = nullptr;
     v = std::strtod(s.c_str(), &end);
@@ -60,7 +66,8 @@ Array literal(const Atom& a, DType d, const std::string& where) {
   const double v = literal_value(a, where);
   if (d == DType::int32 && (v != std::floor(v) || std::fabs(v) > 2147483647.0))
     throw ParseError(fmt::format("{}: literal {} does not fit int32", where, a.text));
-  if (d == DType::bool_ && v != 0 && v != 1) throw ParseError(fmt::format("{}: literal {} is not a bool (True or False)", where, a.text));
+  if (d == DType::bool_ && v != 0 && v != 1)
+    throw ParseError(fmt::format("{}: literal {} is not a bool (True or False)", where, a.text));
   if (d == DType::float32 && std::isfinite(v) && std::fabs(v) > 3.4028234663852886e38)
     throw ParseError(fmt::format("{}: literal {} does not fit float32", where, a.text));
   return literal_array(jx::Atom::lit(v, d));
@@ -71,22 +78,24 @@ Array literal(const Atom& a, DType d, const std::string& where) {
 std::vector<Array> Interp::eval(const Jaxpr& j, const std::vector<Array>& args) {
   const std::size_t n = j.constvars.size() + j.invars.size();
   if (args.size() != n)
-    throw ShapeError(fmt::format("{}: the jaxpr takes {} inputs ({} constants, {} arguments), {} given", where(j.pos), n,
-                                 j.constvars.size(), j.invars.size(), args.size()));
+    throw ShapeError(fmt::format("{}: the jaxpr takes {} inputs ({} constants, {} arguments), {} given", where(j.pos),
+                                 n, j.constvars.size(), j.invars.size(), args.size()));
   std::unordered_map<std::string, Array> env;
   std::size_t k = 0;
   for (const auto* list : {&j.constvars, &j.invars})
     for (const Binder& b : *list) {
       const AVal want = aval_of(b.type, where(b.pos));
       if (!(args[k].aval() == want))
-        throw ShapeError(fmt::format("{}: input '{}' is {}, the text declares {}", where(b.pos), b.name, args[k].aval().str(), want.str()));
+        throw ShapeError(fmt::format("{}: input '{}' is {}, the text declares {}", where(b.pos), b.name,
+                                     args[k].aval().str(), want.str()));
       env[b.name] = args[k++];
     }
   auto read = [&](const std::vector<Atom>& atoms) {
     std::vector<Array> vars, out;
     for (const Atom& a : atoms)
       if (!a.literal) vars.push_back(env.at(a.text));
-    for (const Atom& a : atoms) out.push_back(a.literal ? literal(a, literal_dtype(a, vars, where(a.pos)), where(a.pos)) : env.at(a.text));
+    for (const Atom& a : atoms)
+      out.push_back(a.literal ? literal(a, literal_dtype(a, vars, where(a.pos)), where(a.pos)) : env.at(a.text));
     return out;
   };
   for (const Eqn& e : j.eqns) {
@@ -104,16 +113,20 @@ std::vector<Array> Interp::eval(const Jaxpr& j, const std::vector<Array>& args) 
     } catch (const std::invalid_argument& err) {  // std::stod / stoll of a parameter that is no number
       c.fail(fmt::format("a parameter that must be a number is not one ({})", err.what()));
     }
-    if (r.size() != e.outs.size()) c.fail(fmt::format("gives {} results, the text declares {}", r.size(), e.outs.size()));
+    if (r.size() != e.outs.size())
+      c.fail(fmt::format("gives {} results, the text declares {}", r.size(), e.outs.size()));
     for (std::size_t i = 0; i < r.size(); ++i) {
-      if (!(r[i].aval() == c.out[i])) c.fail(fmt::format("result {} is {}, the text declares {}", i, r[i].aval().str(), c.out[i].str()));
+      if (!(r[i].aval() == c.out[i]))
+        c.fail(fmt::format("result {} is {}, the text declares {}", i, r[i].aval().str(), c.out[i].str()));
       env[e.outs[i].name] = r[i];  // "_": JAX may still list it among the outputs (the last one bound)
     }
   }
   return read(j.outs);
 }
 
-void Call::fail(const std::string& msg) const { throw ParseError(fmt::format("{}: {}: {}", interp.where(e.pos), e.prim, msg)); }
+void Call::fail(const std::string& msg) const {
+  throw ParseError(fmt::format("{}: {}: {}", interp.where(e.pos), e.prim, msg));
+}
 
 const Value& Call::param(std::string_view name) const {
   const Value* v = e.param(name);
@@ -165,7 +178,7 @@ DType Call::dtype_param(std::string_view name) const {
   const Value& v = param(name);
   std::string s = v.text;
   if (v.kind == Value::Kind::call && v.text == "dtype" && v.items.size() == 1) s = v.items[0].text;  // dtype('float32')
-  if (auto dot = s.rfind('.'); dot != std::string::npos) s = s.substr(dot + 1);                       // np.float32
+  if (auto dot = s.rfind('.'); dot != std::string::npos) s = s.substr(dot + 1);                      // np.float32
   return dtype_of(s, interp.where(v.pos));
 }
 

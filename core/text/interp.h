@@ -30,7 +30,7 @@ struct Call {
   const Value* opt(std::string_view name) const { return e.param(name); }
   const Value& param(std::string_view name) const;
   std::int64_t int_param(std::string_view name) const;
-  int count_param(std::string_view name) const;  // a count of operands: 0 to in.size()
+  int count_param(std::string_view name) const;                 // a count of operands: 0 to in.size()
   std::vector<std::int64_t> ints(std::string_view name) const;  // a tuple of integers; None: {}
   std::vector<std::int64_t> ints_of(const Value& v) const;
   bool flag(std::string_view name, bool dflt) const;

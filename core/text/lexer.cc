@@ -25,12 +25,18 @@ class Lexer {
         return out;
       }
       const char c = s_[i_];
-      if (name_start(c)) t = name();
-      else if (digit(c)) t = number();
-      else if (c == '\'' || c == '"') t = quoted(c);
-      else if (c == '<') t = opaque();
-      else if (std::string_view("{}()[],;:=.-*+").find(c) != std::string_view::npos) t = take_n(Token::Kind::punct, 1);
-      else throw ParseError(fmt::format("{}:{}:{}: unexpected character '{}'", file_, pos_.line, pos_.col, printable(c)));
+      if (name_start(c))
+        t = name();
+      else if (digit(c))
+        t = number();
+      else if (c == '\'' || c == '"')
+        t = quoted(c);
+      else if (c == '<')
+        t = opaque();
+      else if (std::string_view("{}()[],;:=.-*+").find(c) != std::string_view::npos)
+        t = take_n(Token::Kind::punct, 1);
+      else
+        throw ParseError(fmt::format("{}:{}:{}: unexpected character '{}'", file_, pos_.line, pos_.col, printable(c)));
       out.push_back(std::move(t));
     }
   }

@@ -25,7 +25,8 @@ Program load_program(std::string_view src, std::string_view file) {
   p.jaxpr = std::move(cj.jaxpr);
   p.consts = std::move(cj.consts);
   if (p.consts.empty() && p.text_consts > 0) {  // the text's constvars stay constvars (round trip)
-    p.jaxpr.constvars.assign(p.jaxpr.invars.begin(), p.jaxpr.invars.begin() + static_cast<std::ptrdiff_t>(p.text_consts));
+    p.jaxpr.constvars.assign(p.jaxpr.invars.begin(),
+                             p.jaxpr.invars.begin() + static_cast<std::ptrdiff_t>(p.text_consts));
     p.jaxpr.invars.erase(p.jaxpr.invars.begin(), p.jaxpr.invars.begin() + static_cast<std::ptrdiff_t>(p.text_consts));
   }
   typecheck(p.jaxpr);
@@ -54,10 +55,12 @@ SummedLoss summed_loss(FlatFn fn, std::vector<Array> args, std::size_t consts) {
 
 std::vector<Array> run_program(const Program& p, const std::vector<Array>& args) {
   if (args.size() != p.in_avals.size())
-    throw ShapeError(fmt::format("{}: the program takes {} inputs, {} given", p.source, p.in_avals.size(), args.size()));
+    throw ShapeError(
+        fmt::format("{}: the program takes {} inputs, {} given", p.source, p.in_avals.size(), args.size()));
   for (std::size_t i = 0; i < args.size(); ++i)
     if (!(args[i].aval() == p.in_avals[i]))
-      throw ShapeError(fmt::format("{}: input {} is {}, the program takes {}", p.source, i, args[i].aval().str(), p.in_avals[i].str()));
+      throw ShapeError(fmt::format("{}: input {} is {}, the program takes {}", p.source, i, args[i].aval().str(),
+                                   p.in_avals[i].str()));
   if (!p.jaxpr.constvars.empty() && p.consts.empty()) {
     std::vector<Array> c(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(p.text_consts));
     std::vector<Array> a(args.begin() + static_cast<std::ptrdiff_t>(p.text_consts), args.end());

@@ -15,12 +15,12 @@
 namespace jx::text {
 
 struct Program {
-  std::string source;                    // file name, for messages
+  std::string source;  // file name, for messages
   std::shared_ptr<const text::Jaxpr> syntax;
-  jx::Jaxpr jaxpr;                       // constvars: the text's constvars; invars: its invars
-  std::vector<Array> consts;             // values of jaxpr.constvars beyond the text's (none for text)
-  std::size_t text_consts = 0;           // the text's constvars: leading inputs of run()
-  std::vector<AVal> in_avals, out_avals; // the text's constvars then invars; its outputs
+  jx::Jaxpr jaxpr;                        // constvars: the text's constvars; invars: its invars
+  std::vector<Array> consts;              // values of jaxpr.constvars beyond the text's (none for text)
+  std::size_t text_consts = 0;            // the text's constvars: leading inputs of run()
+  std::vector<AVal> in_avals, out_avals;  // the text's constvars then invars; its outputs
 };
 
 // Parses, traces through the rules and typechecks. Throws ParseError (file:line:column) for text
@@ -72,21 +72,21 @@ struct CaseFile {
   std::string name;  // file stem
   std::string jaxpr;
   nlohmann::json params = nlohmann::json::object();  // values of the text's {name} placeholders
-  std::string jaxpr_template;  // the text as written, placeholders and all (jaxpr: substituted)
-  std::vector<Tensor> consts;  // values of the text's constvars (JAX's captured arrays)
+  std::string jaxpr_template;                        // the text as written, placeholders and all (jaxpr: substituted)
+  std::vector<Tensor> consts;                        // values of the text's constvars (JAX's captured arrays)
   std::vector<Tensor> inputs;
   std::optional<std::vector<Tensor>> outputs;
   double rtol = 0, atol = 0;  // 0: the checker's default for the dtype
   bool generated_inputs = false;
 };
-CaseFile read_case_file(const std::filesystem::path& p);           // throws ParseError
+CaseFile read_case_file(const std::filesystem::path& p);  // throws ParseError
 // kind: normal (seeded), uniform in [-1, 1) (seeded), or iota (0, 1, 2, ... row-major); integers
 // are small (0..2) unless iota, bools random or alternating.
 std::vector<Tensor> generate_inputs(const Program& p, unsigned seed = 0, const std::string& kind = "normal");
 // Writes {"outputs": [...]} (the case file's layout) to `p`, atomically.
 void write_outputs(const std::filesystem::path& p, const std::vector<Tensor>& outs);
 // The case file's own layout: {"name", "jaxpr", "inputs", "outputs"}.
-void write_case_file(const std::filesystem::path& p, const std::string& name, const std::string& jaxpr, const std::vector<Tensor>& in,
-                     const std::vector<Tensor>& out);
+void write_case_file(const std::filesystem::path& p, const std::string& name, const std::string& jaxpr,
+                     const std::vector<Tensor>& in, const std::vector<Tensor>& out);
 
 }  // namespace jx::text

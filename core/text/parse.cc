@@ -41,8 +41,12 @@ class Parser {
   const Token& at(std::size_t k) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
   const Token& next() { return t_[i_ < t_.size() - 1 ? i_++ : i_]; }
   bool peek(std::string_view p, std::size_t k = 0) const { return at(k).kind == Token::Kind::punct && at(k).text == p; }
-  bool peek_name(std::string_view n, std::size_t k = 0) const { return at(k).kind == Token::Kind::name && at(k).text == n; }
-  [[noreturn]] void fail(std::string_view what) const { fail_at(cur(), fmt::format("expected {}, found {}", what, describe(cur()))); }
+  bool peek_name(std::string_view n, std::size_t k = 0) const {
+    return at(k).kind == Token::Kind::name && at(k).text == n;
+  }
+  [[noreturn]] void fail(std::string_view what) const {
+    fail_at(cur(), fmt::format("expected {}, found {}", what, describe(cur())));
+  }
   [[noreturn]] void fail_at(const Token& t, const std::string& msg) const {
     throw ParseError(fmt::format("{}:{}:{}: {}", file_, t.pos.line, t.pos.col, msg));
   }
@@ -140,7 +144,8 @@ class Parser {
     b.pos = n.pos;
     expect(":");
     b.type = type();
-    if (b.name != "_" && !scope.insert(b.name).second) fail_at(n, fmt::format("variable '{}' is defined twice", b.name));
+    if (b.name != "_" && !scope.insert(b.name).second)
+      fail_at(n, fmt::format("variable '{}' is defined twice", b.name));
     if (b.name == "_") scope.insert("_");
     return b;
   }
@@ -149,7 +154,8 @@ class Parser {
     Type ty;
     ty.dtype = expect_kind(Token::Kind::name, "a dtype (f32, i32, bool, ...)").text;
     if (cur().kind == Token::Kind::opaque)  // key<fry>: a PRNG key type
-      fail_at(cur(), fmt::format("dtype {}{} is not supported (PRNG keys; pass raw uint32 key data)", ty.dtype, cur().text));
+      fail_at(cur(),
+              fmt::format("dtype {}{} is not supported (PRNG keys; pass raw uint32 key data)", ty.dtype, cur().text));
     expect("[");
     while (!peek("]")) {
       const Token& d = expect_kind(Token::Kind::number, "a dimension size");
@@ -182,7 +188,8 @@ class Parser {
     if (peek("[")) e.params = params();
     while (auto a = arg(scope)) e.args.push_back(std::move(*a));
     for (auto& b : outs)  // outputs enter scope after the arguments are read ("_" may repeat)
-      if (!scope.insert(b.name).second && b.name != "_") fail_at(at(0), fmt::format("variable '{}' is defined twice", b.name));
+      if (!scope.insert(b.name).second && b.name != "_")
+        fail_at(at(0), fmt::format("variable '{}' is defined twice", b.name));
     e.outs = std::move(outs);
     return e;
   }
@@ -201,10 +208,12 @@ class Parser {
     // `inf`/`nan` may also be variable names (after ~6000 variables): one that starts a line
     // and is followed by ':' is the binder of the next equation, not a literal
     const bool starts_line = i_ > 0 && t_[i_ - 1].pos.line < c.pos.line;
-    const bool word_literal = c.kind == Token::Kind::name && (c.text == "True" || c.text == "False" || c.text == "inf" || c.text == "nan") &&
+    const bool word_literal = c.kind == Token::Kind::name &&
+                              (c.text == "True" || c.text == "False" || c.text == "inf" || c.text == "nan") &&
                               !(starts_line && peek(":", 1));
     if (!(c.kind == Token::Kind::number || word_literal || peek("-"))) {
-      if (c.kind == Token::Kind::name && !peek(":", 1) && c.text != "in") fail_at(c, fmt::format("undefined variable '{}'", c.text));
+      if (c.kind == Token::Kind::name && !peek(":", 1) && c.text != "in")
+        fail_at(c, fmt::format("undefined variable '{}'", c.text));
       return std::nullopt;
     }
     a.literal = true;
@@ -220,8 +229,8 @@ class Parser {
     std::string s;
     if (peek("-")) s = next().text;
     const Token& v = cur();
-    if (v.kind == Token::Kind::number || (v.kind == Token::Kind::name && (v.text == "inf" || v.text == "nan" || v.text == "True" ||
-                                                                           v.text == "False")))
+    if (v.kind == Token::Kind::number ||
+        (v.kind == Token::Kind::name && (v.text == "inf" || v.text == "nan" || v.text == "True" || v.text == "False")))
       return s + next().text;
     fail("a number after '-'");
   }
@@ -318,7 +327,8 @@ class Parser {
       } else {
         items.push_back(value());
       }
-      if (peek(",")) next();
+      if (peek(","))
+        next();
       else if (!peek(close) && !(peek("{") && peek_name("lambda", 1)) && cur().kind != Token::Kind::name)
         fail(fmt::format("',' or '{}'", close));
     }
@@ -347,6 +357,8 @@ class Parser {
 
 }  // namespace
 
-std::shared_ptr<const Jaxpr> parse(std::string_view text, std::string_view file) { return Parser(tokenize(text, file), file).program(); }
+std::shared_ptr<const Jaxpr> parse(std::string_view text, std::string_view file) {
+  return Parser(tokenize(text, file), file).program();
+}
 
 }  // namespace jx::text

@@ -19,9 +19,9 @@ void add_numeric_rules(RuleTable& t);      // rules_numeric.cc: rounding, rem, i
 void add_sort_linalg_rules(RuleTable& t);  // rules_sort_linalg.cc: sort, lu, custom_linear_solve
 
 // Helpers shared by the rule files.
-Array full_like(const Array& x, double v);         // a rank-0 literal broadcast to x's aval
-Array scalar(double v, DType d);                   // a rank-0 literal
-Array cast(const Array& x, DType d);               // convert unless already d
-Array bcast(const Array& x, const Shape& shape);   // rank-0 or same-rank x broadcast to shape
+Array full_like(const Array& x, double v);        // a rank-0 literal broadcast to x's aval
+Array scalar(double v, DType d);                  // a rank-0 literal
+Array cast(const Array& x, DType d);              // convert unless already d
+Array bcast(const Array& x, const Shape& shape);  // rank-0 or same-rank x broadcast to shape
 
 }  // namespace jx::text

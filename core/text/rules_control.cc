@@ -16,7 +16,8 @@ std::vector<Array> inline_call(Call& c) {
     if (const Value* v = c.opt(k); v && v->kind == Value::Kind::jaxpr) {
       const Jaxpr& j = *v->jaxpr;
       if (!j.constvars.empty())
-        c.fail(fmt::format("the called jaxpr has {} constants whose values the text does not hold", j.constvars.size()));
+        c.fail(
+            fmt::format("the called jaxpr has {} constants whose values the text does not hold", j.constvars.size()));
       return c.sub(j, c.in);
     }
   c.fail("no jaxpr parameter (jaxpr, call_jaxpr or fun_jaxpr)");
@@ -37,14 +38,16 @@ std::pair<std::shared_ptr<const JaxprBody>, std::vector<Array>> body_of(Call& c,
 std::pair<int, int> scan_split(Call& c, const Jaxpr& sub, std::int64_t length) {
   if (c.opt("num_consts") && c.opt("num_carry")) {
     const int nc = c.count_param("num_consts"), nk = c.count_param("num_carry");
-    if (nc + nk > int(c.in.size())) c.fail(fmt::format("num_consts {} + num_carry {} exceed the {} operands", nc, nk, c.in.size()));
+    if (nc + nk > int(c.in.size()))
+      c.fail(fmt::format("num_consts {} + num_carry {} exceed the {} operands", nc, nk, c.in.size()));
     return {nc, nk};
   }
   if (const Value* ft = c.opt("ft_in"); ft && ft->kind == Value::Kind::tuple && ft->items.size() == 3)
     if (ft->items[0].items.size() + ft->items[1].items.size() <= c.in.size())
       return {int(ft->items[0].items.size()), int(ft->items[1].items.size())};
   const int n = int(c.in.size()), nout = int(c.out.size());
-  if (sub.invars.size() != std::size_t(n)) c.fail(fmt::format("{} operands for a body of {} inputs", n, sub.invars.size()));
+  if (sub.invars.size() != std::size_t(n))
+    c.fail(fmt::format("{} operands for a body of {} inputs", n, sub.invars.size()));
   auto body_in = [&](int i) { return aval_of(sub.invars[i].type, c.interp.where(sub.invars[i].pos)); };
   for (int nc = 0; nc <= n; ++nc)
     for (int nk = 0; nc + nk <= n && nk <= nout; ++nk) {
@@ -100,7 +103,8 @@ std::vector<Array> associative_scan(Call& c) {
 std::vector<Array> while_loop(Call& c) {
   auto [cond, ch] = body_of(c, c.jaxpr_param("cond_jaxpr"));
   auto [body, bh] = body_of(c, c.jaxpr_param("body_jaxpr"));
-  const std::size_t cc = static_cast<std::size_t>(c.count_param("cond_nconsts")), bc = static_cast<std::size_t>(c.count_param("body_nconsts"));
+  const std::size_t cc = static_cast<std::size_t>(c.count_param("cond_nconsts")),
+                    bc = static_cast<std::size_t>(c.count_param("body_nconsts"));
   if (cc + bc > c.in.size()) c.fail("more constants than operands");
   Params p;
   p.cond = cond;
@@ -136,7 +140,9 @@ std::vector<Array> cond(Call& c) {
 // cumsum[axis reverse] and friends as associative scans of their binary operation.
 Rule cumulative(std::function<Array(const Array&, const Array&)> op) {
   return [op](Call& c) -> std::vector<Array> {
-    lax::AssocFn fn = [&](const std::vector<Array>& a, const std::vector<Array>& b) -> std::vector<Array> { return {op(a[0], b[0])}; };
+    lax::AssocFn fn = [&](const std::vector<Array>& a, const std::vector<Array>& b) -> std::vector<Array> {
+      return {op(a[0], b[0])};
+    };
     return lax::associative_scan_flat(fn, {c.in.at(0)}, c.flag("reverse", false), c.int_param("axis"));
   };
 }

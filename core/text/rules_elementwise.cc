@@ -15,7 +15,8 @@ Array cast(const Array& x, DType d) { return x.dtype() == d ? x : lax::convert_e
 Array bcast(const Array& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   if (x.ndim() == 0) return lax::broadcast_in_dim(x, shape, {});
-  if (x.ndim() != shape.size()) throw ShapeError(fmt::format("cannot broadcast {} to {}", x.aval().str(), shape_str(shape)));
+  if (x.ndim() != shape.size())
+    throw ShapeError(fmt::format("cannot broadcast {} to {}", x.aval().str(), shape_str(shape)));
   Shape kept;
   std::vector<std::int64_t> dims;
   for (std::size_t d = 0; d < shape.size(); ++d) {
@@ -50,7 +51,8 @@ Rule binary(Array (*f)(const Array&, const Array&)) {
 Rule bool_only(Rule r, const char* what) {
   return [r, what](Call& c) {
     for (const Array& x : c.in)
-      if (x.dtype() != DType::bool_) c.fail(fmt::format("{} of {} (bitwise) is not supported; jx has it for bool", what, x.aval().str()));
+      if (x.dtype() != DType::bool_)
+        c.fail(fmt::format("{} of {} (bitwise) is not supported; jx has it for bool", what, x.aval().str()));
     return r(c);
   };
 }
@@ -92,10 +94,11 @@ Array integer_pow(const Array& x0, std::int64_t y) {
 // clamped to [-4, 4] (beyond, ±1 in float32); max abs error 6.5e-8 (checked against math.erf
 // over [-6, 6]). float64 would need more terms: refused rather than given float32 accuracy.
 Array erf32(const Array& x0) {
-  static constexpr double alpha[] = {-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
-                                     -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02};
-  static constexpr double beta[] = {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
-                                    -1.42647390514189e-02};
+  static constexpr double alpha[] = {-2.72614225801306e-10, 2.77068142495902e-08,  -2.10102402082508e-06,
+                                     -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+                                     -1.60960333262415e-02};
+  static constexpr double beta[] = {-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+                                    -7.37332916720468e-03, -1.42647390514189e-02};
   const Array x = lax::min(lax::max(x0, full_like(x0, -4.0)), full_like(x0, 4.0)), x2 = lax::mul(x, x);
   Array p = full_like(x, alpha[0]), q = full_like(x, beta[0]);
   for (std::size_t i = 1; i < std::size(alpha); ++i) p = lax::add(lax::mul(p, x2), full_like(x, alpha[i]));
@@ -113,21 +116,26 @@ std::vector<Array> select_n(Call& c) {
     return {lax::select(p, v[2], v[1])};
   }
   Array r = v.back();  // out-of-range indices: JAX leaves them undefined; the last case here
-  for (std::size_t k = v.size() - 2; k >= 1; --k) r = lax::select(lax::eq(p, full_like(p, static_cast<double>(k - 1))), v[k], r);
+  for (std::size_t k = v.size() - 2; k >= 1; --k)
+    r = lax::select(lax::eq(p, full_like(p, static_cast<double>(k - 1))), v[k], r);
   return {r};
 }
 
 void add_composites(RuleTable& t) {
   t["square"] = [](Call& c) -> std::vector<Array> { return {lax::mul(c.in.at(0), c.in.at(0))}; };
   t["integer_pow"] = [](Call& c) -> std::vector<Array> { return {integer_pow(c.in.at(0), c.int_param("y"))}; };
-  t["rsqrt"] = [](Call& c) -> std::vector<Array> { return {lax::div(full_like(c.in.at(0), 1.0), lax::sqrt(c.in.at(0)))}; };
+  t["rsqrt"] = [](Call& c) -> std::vector<Array> {
+    return {lax::div(full_like(c.in.at(0), 1.0), lax::sqrt(c.in.at(0)))};
+  };
   t["one_minus_square"] = [](Call& c) -> std::vector<Array> {
     return {lax::sub(full_like(c.in.at(0), 1.0), lax::mul(c.in.at(0), c.in.at(0)))};
   };
   t["logistic"] = [](Call& c) -> std::vector<Array> { return {logistic(c.in.at(0))}; };
   t["expm1"] = [](Call& c) -> std::vector<Array> { return {expm1(c.in.at(0))}; };
   t["tan"] = [](Call& c) -> std::vector<Array> { return {lax::div(lax::sin(c.in.at(0)), lax::cos(c.in.at(0)))}; };
-  t["exp2"] = [](Call& c) -> std::vector<Array> { return {lax::exp(lax::mul(c.in.at(0), full_like(c.in.at(0), std::log(2.0))))}; };
+  t["exp2"] = [](Call& c) -> std::vector<Array> {
+    return {lax::exp(lax::mul(c.in.at(0), full_like(c.in.at(0), std::log(2.0))))};
+  };
   t["sinh"] = [](Call& c) -> std::vector<Array> {
     const Array em = expm1(c.in.at(0)), h = full_like(em, 0.5);
     return {lax::mul(h, lax::add(em, lax::div(em, lax::add(em, full_like(em, 1.0)))))};
@@ -141,7 +149,8 @@ void add_composites(RuleTable& t) {
   };
   t["select_n"] = select_n;
   t["erf"] = [](Call& c) -> std::vector<Array> {
-    if (c.in.at(0).dtype() != DType::float32) c.fail(fmt::format("erf of {} is not supported (jx has a float32-accurate erf only)", c.in[0].aval().str()));
+    if (c.in.at(0).dtype() != DType::float32)
+      c.fail(fmt::format("erf of {} is not supported (jx has a float32-accurate erf only)", c.in[0].aval().str()));
     return {erf32(c.in[0])};
   };
   t["copy"] = t["copy_p"] = t["optimization_barrier"] = [](Call& c) { return c.in; };
@@ -156,16 +165,39 @@ void add_composites(RuleTable& t) {
 }  // namespace
 
 void add_elementwise_rules(RuleTable& t) {
-  for (auto [n, f] : std::initializer_list<std::pair<const char*, Array (*)(const Array&)>>{
-           {"neg", lax::neg}, {"exp", lax::exp}, {"log", lax::log}, {"log1p", lax::log1p}, {"sqrt", lax::sqrt},
-           {"abs", lax::abs}, {"sign", lax::sign}, {"sin", lax::sin}, {"cos", lax::cos}, {"tanh", lax::tanh},
-           {"logical_not", lax::logical_not}, {"isnan", lax::isnan}, {"isfinite", lax::isfinite},
-           {"is_finite", lax::isfinite}, {"stop_gradient", lax::stop_gradient}})
+  for (auto [n, f] :
+       std::initializer_list<std::pair<const char*, Array (*)(const Array&)>>{{"neg", lax::neg},
+                                                                              {"exp", lax::exp},
+                                                                              {"log", lax::log},
+                                                                              {"log1p", lax::log1p},
+                                                                              {"sqrt", lax::sqrt},
+                                                                              {"abs", lax::abs},
+                                                                              {"sign", lax::sign},
+                                                                              {"sin", lax::sin},
+                                                                              {"cos", lax::cos},
+                                                                              {"tanh", lax::tanh},
+                                                                              {"logical_not", lax::logical_not},
+                                                                              {"isnan", lax::isnan},
+                                                                              {"isfinite", lax::isfinite},
+                                                                              {"is_finite", lax::isfinite},
+                                                                              {"stop_gradient", lax::stop_gradient}})
     t[n] = unary(f);
   for (auto [n, f] : std::initializer_list<std::pair<const char*, Array (*)(const Array&, const Array&)>>{
-           {"add", lax::add}, {"add_any", lax::add}, {"sub", lax::sub}, {"mul", lax::mul}, {"div", lax::div},
-           {"max", lax::max}, {"min", lax::min}, {"lt", lax::lt}, {"le", lax::le}, {"gt", lax::gt}, {"ge", lax::ge},
-           {"eq", lax::eq}, {"ne", lax::ne}, {"logical_and", lax::logical_and}, {"logical_or", lax::logical_or}})
+           {"add", lax::add},
+           {"add_any", lax::add},
+           {"sub", lax::sub},
+           {"mul", lax::mul},
+           {"div", lax::div},
+           {"max", lax::max},
+           {"min", lax::min},
+           {"lt", lax::lt},
+           {"le", lax::le},
+           {"gt", lax::gt},
+           {"ge", lax::ge},
+           {"eq", lax::eq},
+           {"ne", lax::ne},
+           {"logical_and", lax::logical_and},
+           {"logical_or", lax::logical_or}})
     t[n] = binary(f);
   t["pow"] = [](Call& c) -> std::vector<Array> {  // lax.pow takes an integer exponent too
     auto v = shaped(c);

@@ -95,13 +95,15 @@ struct Indexed {
   Array start;
 };
 
-std::vector<Indexed> starts_of(const Call& c, const Array& idx, const Ints& to_operand, const Ints& obd, const Ints& ibd,
-                               std::size_t operand_rank) {
+std::vector<Indexed> starts_of(const Call& c, const Array& idx, const Ints& to_operand, const Ints& obd,
+                               const Ints& ibd, std::size_t operand_rank) {
   const std::size_t nb = idx.ndim() - 1;
   for (std::int64_t d : to_operand)
-    if (d < 0 || d >= static_cast<std::int64_t>(operand_rank)) c.fail(fmt::format("index map names operand dimension {} of a rank-{} operand", d, operand_rank));
+    if (d < 0 || d >= static_cast<std::int64_t>(operand_rank))
+      c.fail(fmt::format("index map names operand dimension {} of a rank-{} operand", d, operand_rank));
   for (std::int64_t d : obd)
-    if (d < 0 || d >= static_cast<std::int64_t>(operand_rank)) c.fail(fmt::format("batching dimension {} of a rank-{} operand", d, operand_rank));
+    if (d < 0 || d >= static_cast<std::int64_t>(operand_rank))
+      c.fail(fmt::format("batching dimension {} of a rank-{} operand", d, operand_rank));
   if (obd.size() != ibd.size()) c.fail("operand and index batching dimensions differ in number");
   if (static_cast<std::int64_t>(to_operand.size()) != idx.shape().back())
     c.fail(fmt::format("the index vector has {} entries, the index map {}", idx.shape().back(), to_operand.size()));
@@ -122,7 +124,8 @@ std::vector<Indexed> starts_of(const Call& c, const Array& idx, const Ints& to_o
 
 double default_fill(DType d) {
   switch (d) {
-    case DType::float32: case DType::float64: return NAN;
+    case DType::float32:
+    case DType::float64: return NAN;
     case DType::int32: return std::numeric_limits<std::int32_t>::min();
     case DType::bool_: return 1;
   }
@@ -154,7 +157,8 @@ std::vector<Array> gather(Call& c) {
   for (auto& i : ind) {
     const std::int64_t hi = x0.shape()[i.dim] - sizes.at(i.dim);
     if (mode == Mode::fill) {
-      const Array in = lax::logical_and(lax::ge(i.start, full_like(i.start, 0.0)), lax::le(i.start, full_like(i.start, double(hi))));
+      const Array in =
+          lax::logical_and(lax::ge(i.start, full_like(i.start, 0.0)), lax::le(i.start, full_like(i.start, double(hi))));
       ok = ok ? lax::logical_and(*ok, in) : in;
     }
     t = take_along(t, nb, i.dim, clamp_start(i.start, hi), sizes.at(i.dim));
@@ -162,7 +166,8 @@ std::vector<Array> gather(Call& c) {
   // drop collapsed and operand-batching dims, then place batch and offset dims
   Shape kept = bshape;
   for (std::size_t d = 0; d < x.ndim(); ++d)
-    if (std::find(collapsed.begin(), collapsed.end(), d) == collapsed.end() && std::find(obd.begin(), obd.end(), d) == obd.end())
+    if (std::find(collapsed.begin(), collapsed.end(), d) == collapsed.end() &&
+        std::find(obd.begin(), obd.end(), d) == obd.end())
       kept.push_back(sizes.at(d));
   t = lax::reshape(t, kept);
   Ints perm;
@@ -176,7 +181,8 @@ std::vector<Array> gather(Call& c) {
       if (std::find(offset.begin(), offset.end(), p) == offset.end()) bdims.push_back(static_cast<std::int64_t>(p));
     const Value* fv = c.opt("fill_value");
     const double fill = fv && !fv->is_none() ? std::stod(fv->text) : default_fill(x0.dtype());
-    t = lax::select(lax::broadcast_in_dim(*ok, t.shape(), bdims), t, bcast(scalar(is_bool ? 1 : fill, t.dtype()), t.shape()));
+    t = lax::select(lax::broadcast_in_dim(*ok, t.shape(), bdims), t,
+                    bcast(scalar(is_bool ? 1 : fill, t.dtype()), t.shape()));
   }
   return {is_bool ? cast(t, DType::bool_) : t};
 }
@@ -227,11 +233,13 @@ std::vector<Array> scatter_common(Call& c, Combine how) {
     if (std::find(window.begin(), window.end(), d) == window.end()) perm.push_back(static_cast<std::int64_t>(d));
   perm.insert(perm.end(), window.begin(), window.end());
   u = lax::transpose(u, perm);
-  if (u.ndim() < nb) c.fail(fmt::format("the updates have {} dimensions, fewer than the indices' {} batch dimensions", u.ndim(), nb));
+  if (u.ndim() < nb)
+    c.fail(fmt::format("the updates have {} dimensions, fewer than the indices' {} batch dimensions", u.ndim(), nb));
   Shape wshape(u.shape().begin(), u.shape().begin() + static_cast<std::ptrdiff_t>(nb));
   std::size_t next = nb;
   for (std::size_t d = 0; d < x.ndim(); ++d) {
-    const bool one = std::find(inserted.begin(), inserted.end(), d) != inserted.end() || std::find(obd.begin(), obd.end(), d) != obd.end();
+    const bool one = std::find(inserted.begin(), inserted.end(), d) != inserted.end() ||
+                     std::find(obd.begin(), obd.end(), d) != obd.end();
     wshape.push_back(one ? 1 : u.shape().at(next++));
   }
   u = lax::reshape(u, wshape);
@@ -242,7 +250,8 @@ std::vector<Array> scatter_common(Call& c, Combine how) {
     indexed.at(i.dim) = true;
     const std::int64_t w = wshape[nb + i.dim], hi = x.shape()[i.dim] - w;
     if (mode_of(c) == Mode::fill) {  // out-of-bounds updates are dropped
-      const Array in = lax::logical_and(lax::ge(i.start, full_like(i.start, 0.0)), lax::le(i.start, full_like(i.start, double(hi))));
+      const Array in =
+          lax::logical_and(lax::ge(i.start, full_like(i.start, 0.0)), lax::le(i.start, full_like(i.start, double(hi))));
       const Array inb = lax::broadcast_in_dim(in, u.shape(), iota_ints(nb));
       u = lax::select(inb, u, full_like(u, 0.0));
       hit = lax::select(inb, hit, full_like(hit, 0.0));
@@ -260,7 +269,9 @@ std::vector<Array> scatter_common(Call& c, Combine how) {
     const double id_int = how == Combine::mul ? 1.0 : how == Combine::min ? 2147483647.0 : -2147483648.0;
     u = lax::select(lax::ne(hit, full_like(hit, 0.0)), u, full_like(u, is_floating(u.dtype()) ? id : id_int));
     const auto b = iota_ints(nb);
-    u = how == Combine::mul ? lax::reduce_prod(u, b) : how == Combine::min ? lax::reduce_min(u, b) : lax::reduce_max(u, b);
+    u = how == Combine::mul   ? lax::reduce_prod(u, b)
+        : how == Combine::min ? lax::reduce_min(u, b)
+                              : lax::reduce_max(u, b);
     if (is_bool) u = cast(u, DType::bool_);
     const Array xs = is_bool ? cast(x, DType::int32) : x, us = is_bool ? cast(u, DType::int32) : u;
     const Array r = how == Combine::mul ? lax::mul(xs, us) : how == Combine::min ? lax::min(xs, us) : lax::max(xs, us);

@@ -105,14 +105,16 @@ void add_numeric_rules(RuleTable& t) {
   t["trunc"] = rounding(trunc);
   t["round"] = [](Call& c) -> std::vector<Array> {
     const bool even = c.opt("rounding_method") && c.param("rounding_method").text.find('1') != std::string::npos;
-    const bool even_name = c.opt("rounding_method") && c.param("rounding_method").text.find("EVEN") != std::string::npos;
+    const bool even_name =
+        c.opt("rounding_method") && c.param("rounding_method").text.find("EVEN") != std::string::npos;
     return {lax::stop_gradient(round_of(c.in.at(0), even || even_name))};
   };
   t["div"] = div;
   t["rem"] = rem;
   t["xor"] = [](Call& c) -> std::vector<Array> {
     for (const Array& x : c.in)
-      if (x.dtype() != DType::bool_) c.fail(fmt::format("xor of {} (bitwise) is not supported; jx has it for bool", x.aval().str()));
+      if (x.dtype() != DType::bool_)
+        c.fail(fmt::format("xor of {} (bitwise) is not supported; jx has it for bool", x.aval().str()));
     return {lax::ne(c.in.at(0), c.in.at(1))};
   };
   t["tile"] = tile;

@@ -52,7 +52,8 @@ std::vector<Array> sort(Call& c) {
   for (const Array& x : c.in) ops.push_back(move_last(x.dtype() == DType::bool_ ? cast(x, DType::int32) : x, axis));
   const std::int64_t n = ops.at(0).shape().back(), last = static_cast<std::int64_t>(ops[0].ndim());
   // before[..., i, j]: element j sorts before element i (keys lexicographic, then position: stable)
-  const Array ii = lax::iota(DType::int32, pairs(ops[0], true).shape(), last - 1), jj = lax::iota(DType::int32, ii.shape(), last);
+  const Array ii = lax::iota(DType::int32, pairs(ops[0], true).shape(), last - 1),
+              jj = lax::iota(DType::int32, ii.shape(), last);
   Array before = lax::lt(jj, ii);
   for (std::size_t k = keys; k-- > 0;) {
     const Array xi = pairs(ops.at(k), false), xj = pairs(ops[k], true);
@@ -92,7 +93,8 @@ std::vector<Array> lu(Call& c) {
       piv.push_back(lax::reshape(pos, one));
       const Array ck = bcast(lax::slice_in_dim(cur, k, k + 1, 1, nd - 2), row);
       const Array at_pos = lax::eq(idx, bcast(lax::reshape(pos, one), row));
-      cur = lax::select(lax::eq(idx, full_like(idx, static_cast<double>(k))), bcast(pk, row), lax::select(at_pos, ck, cur));
+      cur = lax::select(lax::eq(idx, full_like(idx, static_cast<double>(k))), bcast(pk, row),
+                        lax::select(at_pos, ck, cur));
     }
     return {a, lax::concatenate(piv, nd - 2), perm};
   }
@@ -112,7 +114,8 @@ std::vector<Array> custom_linear_solve(Call& c) {
   for (const char* k : {"matvec", "vecmat", "solve", "transpose_solve"}) {
     const Value* v = lens.kwarg(k);
     const std::int64_t n0 = v ? c.ints_of(*v).at(0) : 0;
-    if (n0 < 0 || n0 > static_cast<std::int64_t>(c.in.size())) c.fail(fmt::format("const_lengths.{} = {} does not count operands", k, n0));
+    if (n0 < 0 || n0 > static_cast<std::int64_t>(c.in.size()))
+      c.fail(fmt::format("const_lengths.{} = {} does not count operands", k, n0));
     const std::size_t n = static_cast<std::size_t>(n0);
     span[k] = {at, n};
     at += n;
@@ -120,7 +123,8 @@ std::vector<Array> custom_linear_solve(Call& c) {
   if (at > c.in.size()) c.fail("const_lengths add up to more than the operands");
   auto consts = [&](const char* k, bool held) {
     std::vector<Array> v;
-    for (std::size_t i = 0; i < span[k].second; ++i) v.push_back(held ? lax::stop_gradient(c.in[span[k].first + i]) : c.in[span[k].first + i]);
+    for (std::size_t i = 0; i < span[k].second; ++i)
+      v.push_back(held ? lax::stop_gradient(c.in[span[k].first + i]) : c.in[span[k].first + i]);
     return v;
   };
   auto jaxpr_of = [&](const char* k) -> const Jaxpr& {

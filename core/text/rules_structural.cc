@@ -34,7 +34,8 @@ Rule arg_reduce(Array (*f)(const Array&, std::int64_t)) {
 
 std::vector<Array> dot_general(Call& c) {
   const Value& dn = c.param("dimension_numbers");  // ((lc, rc), (lb, rb))
-  if (dn.kind != Value::Kind::tuple || dn.items.size() != 2 || dn.items[0].items.size() != 2 || dn.items[1].items.size() != 2)
+  if (dn.kind != Value::Kind::tuple || dn.items.size() != 2 || dn.items[0].items.size() != 2 ||
+      dn.items[1].items.size() != 2)
     c.fail("dimension_numbers must be ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))");
   lax::DotDims d{c.ints_of(dn.items[0].items[0]), c.ints_of(dn.items[0].items[1]), c.ints_of(dn.items[1].items[0]),
                  c.ints_of(dn.items[1].items[1])};
@@ -46,7 +47,8 @@ std::vector<Array> dot_general(Call& c) {
 std::vector<Array> reshape(Call& c) {
   Array x = c.in.at(0);
   if (const Value* dims = c.opt("dimensions"); dims && !dims->is_none()) x = lax::transpose(x, c.ints_of(*dims));
-  const Ints sizes = c.opt("new_sizes") ? c.ints("new_sizes") : Ints(c.out.at(0).shape.begin(), c.out.at(0).shape.end());
+  const Ints sizes =
+      c.opt("new_sizes") ? c.ints("new_sizes") : Ints(c.out.at(0).shape.begin(), c.out.at(0).shape.end());
   return {lax::reshape(x, sizes)};
 }
 
@@ -150,7 +152,8 @@ Rule reduce_window(Array (*op)(const Array&, const Array&), double id_float, dou
     const Ints win = c.ints("window_dimensions"), strides = c.ints("window_strides");
     const Ints wdil = c.opt("window_dilation") ? c.ints("window_dilation") : Ints(r, 1);
     const Ints bdil = c.opt("base_dilation") ? c.ints("base_dilation") : Ints(r, 1);
-    if (win.size() != r || strides.size() != r || wdil.size() != r) c.fail("window parameters need one entry per dimension");
+    if (win.size() != r || strides.size() != r || wdil.size() != r)
+      c.fail("window parameters need one entry per dimension");
     for (auto b : bdil)
       if (b != 1) c.fail("base_dilation other than 1 is not supported");
     Ints lo(r, 0), hi(r, 0);
@@ -199,7 +202,8 @@ void add_structural_rules(RuleTable& t) {
   t["argmin"] = arg_reduce(lax::argmin);
   t["dot_general"] = dot_general;
   t["reshape"] = reshape;
-  t["squeeze"] = t["expand_dims"] = [](Call& c) -> std::vector<Array> { return {lax::reshape(c.in.at(0), c.out.at(0).shape)}; };
+  t["squeeze"] =
+      t["expand_dims"] = [](Call& c) -> std::vector<Array> { return {lax::reshape(c.in.at(0), c.out.at(0).shape)}; };
   t["transpose"] = [](Call& c) -> std::vector<Array> { return {lax::transpose(c.in.at(0), c.ints("permutation"))}; };
   t["broadcast_in_dim"] = broadcast_in_dim;
   t["slice"] = slice;

@@ -43,8 +43,8 @@ struct Jaxpr;
 struct Value {
   enum class Kind { name, number, string, tuple, list, call, jaxpr, opaque };
   Kind kind = Kind::name;
-  std::string text;                                   // name (dotted), number, string, call name, opaque
-  std::vector<Value> items;                           // tuple, list, call positional arguments
+  std::string text;          // name (dotted), number, string, call name, opaque
+  std::vector<Value> items;  // tuple, list, call positional arguments
   // call keyword arguments, names and values side by side (a pair holding the incomplete Value
   // would not compile everywhere)
   std::vector<std::string> kwarg_names;

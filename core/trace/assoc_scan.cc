@@ -49,14 +49,17 @@ std::vector<Array> assoc_tree(const lax::AssocFn& fn, const std::vector<Array>& 
     Array f = jx::lax::reshape(both, flat);
     return slice(f, 0, na + nb, 1);
   };
-  std::function<std::vector<Array>(const std::vector<Array>&)> scan = [&](const std::vector<Array>& xs) -> std::vector<Array> {
+  std::function<std::vector<Array>(const std::vector<Array>&)> scan =
+      [&](const std::vector<Array>& xs) -> std::vector<Array> {
     const std::int64_t m = xs[0].shape()[ax];
     if (m < 2) return xs;
     auto reduced = fn(slices(xs, 0, m - 1, 2), slices(xs, 1, m, 2));  // pairs (0,1), (2,3), ...
-    auto odd = scan(reduced);                                           // prefix at positions 1, 3, 5, ...
+    auto odd = scan(reduced);                                         // prefix at positions 1, 3, 5, ...
     std::vector<Array> even;
-    if (m % 2 == 0) even = fn(slices(odd, 0, static_cast<std::int64_t>(odd[0].shape()[ax]) - 1, 1), slices(xs, 2, m, 2));
-    else even = fn(odd, slices(xs, 2, m, 2));
+    if (m % 2 == 0)
+      even = fn(slices(odd, 0, static_cast<std::int64_t>(odd[0].shape()[ax]) - 1, 1), slices(xs, 2, m, 2));
+    else
+      even = fn(odd, slices(xs, 2, m, 2));
     std::vector<Array> first = slices(xs, 0, 1, 1), out;
     for (std::size_t k = 0; k < xs.size(); ++k) {
       Array ev = even[k].shape()[ax] > 0 ? jx::lax::concatenate({first[k], even[k]}, ax) : first[k];
@@ -104,8 +107,10 @@ namespace {
 
 // The primitive's meaning in other primitives (ops: consts | elems).
 std::vector<Array> decompose(const std::vector<Array>& ops, const Params& p) {
-  const std::vector<Array> consts(ops.begin(), ops.begin() + p.num_consts), elems(ops.begin() + p.num_consts, ops.end());
-  return assoc_tree(assoc_combine_fn(body_of(p), consts, static_cast<int>(p.axis)), elems, p.reverse, static_cast<int>(p.axis));
+  const std::vector<Array> consts(ops.begin(), ops.begin() + p.num_consts),
+      elems(ops.begin() + p.num_consts, ops.end());
+  return assoc_tree(assoc_combine_fn(body_of(p), consts, static_cast<int>(p.axis)), elems, p.reverse,
+                    static_cast<int>(p.axis));
 }
 
 }  // namespace
@@ -161,17 +166,22 @@ std::vector<Array> assoc_fold(const std::vector<Array>& ops, const Params& p) {
 const Jaxpr& assoc_body_jaxpr(const Params& p) { return body_of(p); }
 
 Jaxpr assoc_decomposition(const Params& p, const std::vector<AVal>& in, bool use_fold) {
-  return hoist(make_jaxpr_flat([&](const std::vector<Array>& ops) { return use_fold ? assoc_fold(ops, p) : decompose(ops, p); }, in)).first;
+  return hoist(
+             make_jaxpr_flat(
+                 [&](const std::vector<Array>& ops) { return use_fold ? assoc_fold(ops, p) : decompose(ops, p); }, in))
+      .first;
 }
 
 std::vector<Array> assoc_eval(const std::vector<Array>& ops, const Params& p) { return decompose(ops, p); }
 
-std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
-                                                            const Params& p, bool linearizing) {
+std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Array>& x,
+                                                            const std::vector<std::optional<Array>>& t, const Params& p,
+                                                            bool linearizing) {
   auto tan = [&](std::size_t i) { return t[i] ? *t[i] : np::zeros_like(x[i]); };
   const AssocGradForm form = !linearizing ? AssocGradForm::pairs
-                             : replay::policy().models_recursive_assoc_grad() ? AssocGradForm::recursion  // the JS runtime's way
-                                                                              : assoc_grad_form(x);
+                             : replay::policy().models_recursive_assoc_grad()
+                                 ? AssocGradForm::recursion  // the JS runtime's way
+                                 : assoc_grad_form(x);
   if (form == AssocGradForm::fold) return assoc_linearize_fold(x, t, p);
   if (form == AssocGradForm::recursion) {
     std::vector<Array> all;
@@ -230,15 +240,17 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
   auto out = bind(Prim::associative_scan, ops, q);
   // under linearize the pair scan is tangent work (recorded, then transposed): the primal values
   // come from the primitive bound on the primal elements
-  std::vector<Array> y = linearizing ? bind(Prim::associative_scan, x, p) : std::vector<Array>(out.begin(), out.begin() + k), ty;
+  std::vector<Array> y = linearizing ? bind(Prim::associative_scan, x, p)
+                                     : std::vector<Array>(out.begin(), out.begin() + k),
+                     ty;
   for (std::size_t l = 0, q2 = 0; l < k; ++l)
     ty.push_back(q2 < fl.size() && fl[q2] == l ? out[k + q2++] : np::zeros_like(y[l]));
   return {y, ty};
 }
 
-std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std::vector<Array>& vals,
-                                                                        const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
-                                                                        const Params& p) {
+std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
+    const std::vector<Array>& vals, const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
+    const Params& p) {
   // The primitive stays whole: a batched leaf carries its batch axis right after the scan axis
   // (every leaf still scans along `axis`), a batched const in front, and the body is the combine
   // vmapped over those axes. A leaf is batched when its operand is, or when the combine makes its
@@ -267,7 +279,8 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std
     std::vector<bool> next = leaf;
     traced = hoist(make_jaxpr_flat(
         [&](const std::vector<Array>& v) {
-          auto outs = vmap_partial([&j](const std::vector<Array>& a) { return eval_jaxpr(j, {}, a); }, in_axes, size, v);
+          auto outs =
+              vmap_partial([&j](const std::vector<Array>& a) { return eval_jaxpr(j, {}, a); }, in_axes, size, v);
           std::vector<Array> r;
           for (std::size_t l = 0; l < k; ++l) {
             auto& [o, b] = outs[l];
@@ -282,7 +295,8 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std
   auto& [body, hoisted] = traced;
   std::vector<Array> ops = hoisted;
   for (std::size_t i = 0; i < nc; ++i) ops.push_back(bd[i] ? batch_axis_at(vals[i], bd[i], 0, size) : vals[i]);
-  for (std::size_t l = 0; l < k; ++l) ops.push_back(leaf[l] ? batch_axis_at(vals[nc + l], bd[nc + l], ax + 1, size) : vals[nc + l]);
+  for (std::size_t l = 0; l < k; ++l)
+    ops.push_back(leaf[l] ? batch_axis_at(vals[nc + l], bd[nc + l], ax + 1, size) : vals[nc + l]);
   Params q = p;
   q.num_consts = static_cast<int>(hoisted.size() + nc);
   q.body = std::make_shared<JaxprBody>(std::move(body));
@@ -291,19 +305,22 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std
   q.tangent_leaves.clear();
   auto out = bind(Prim::associative_scan, ops, q);
   std::vector<std::pair<Array, std::optional<std::int64_t>>> r;
-  for (std::size_t l = 0; l < k; ++l) r.push_back({out[l], leaf[l] ? std::optional<std::int64_t>(ax + 1) : std::nullopt});
+  for (std::size_t l = 0; l < k; ++l)
+    r.push_back({out[l], leaf[l] ? std::optional<std::int64_t>(ax + 1) : std::nullopt});
   return r;
 }
 
 namespace lax {
 
-std::vector<Array> associative_scan_flat(const AssocFn& fn, const std::vector<Array>& elems, bool reverse, std::int64_t axis) {
+std::vector<Array> associative_scan_flat(const AssocFn& fn, const std::vector<Array>& elems, bool reverse,
+                                         std::int64_t axis) {
   if (elems.empty()) return {};
   const int ax = normalize_axis(axis, elems[0].ndim(), "associative_scan", "axis");
   const std::int64_t n = elems[0].shape()[ax];
   for (const Array& e : elems)
     if (static_cast<int>(e.ndim()) <= ax || e.shape()[ax] != n)
-      throw ShapeError(fmt::format("associative_scan: all elements need the same length {} along axis {}, got {}", n, ax, e.aval().str()));
+      throw ShapeError(fmt::format("associative_scan: all elements need the same length {} along axis {}, got {}", n,
+                                   ax, e.aval().str()));
   std::vector<AVal> avals;
   for (int side = 0; side < 2; ++side)
     for (const Array& e : elems) {
@@ -315,10 +332,12 @@ std::vector<Array> associative_scan_flat(const AssocFn& fn, const std::vector<Ar
   auto [j, consts] = hoist(make_jaxpr_flat(
       [&](const std::vector<Array>& in) {
         auto out = fn(std::vector<Array>(in.begin(), in.begin() + k), std::vector<Array>(in.begin() + k, in.end()));
-        if (out.size() != k) throw ShapeError(fmt::format("associative_scan: fn returns {} leaves for {} elements", out.size(), k));
+        if (out.size() != k)
+          throw ShapeError(fmt::format("associative_scan: fn returns {} leaves for {} elements", out.size(), k));
         for (std::size_t l = 0; l < k; ++l)
           if (!(out[l].aval() == avals[l]))
-            throw ShapeError(fmt::format("associative_scan: fn returns leaf {} as {}, the element is {}", l, out[l].aval().str(), avals[l].str()));
+            throw ShapeError(fmt::format("associative_scan: fn returns leaf {} as {}, the element is {}", l,
+                                         out[l].aval().str(), avals[l].str()));
         return out;
       },
       avals));

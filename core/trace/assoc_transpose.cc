@@ -63,7 +63,8 @@ struct TripleLayout {
     }
     return r;
   }
-  std::vector<Array> to_elems(const std::vector<Array>& y0, const std::vector<Array>& s, const std::vector<Array>& w) const {
+  std::vector<Array> to_elems(const std::vector<Array>& y0, const std::vector<Array>& s,
+                              const std::vector<Array>& w) const {
     if (flat) return {pack(y0), pack(s), pack(w)};
     std::vector<Array> r = y0;
     r.insert(r.end(), s.begin(), s.end());
@@ -95,14 +96,16 @@ AssocGradForm assoc_grad_form(const std::vector<Array>& x) {
   return staging_budget() > 0 ? AssocGradForm::recursion : AssocGradForm::fold;
 }
 
-std::pair<std::vector<Array>, std::vector<Array>> assoc_linearize_fold(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
+std::pair<std::vector<Array>, std::vector<Array>> assoc_linearize_fold(const std::vector<Array>& x,
+                                                                       const std::vector<std::optional<Array>>& t,
                                                                        const Params& p) {
   std::vector<Array> all;
   for (std::size_t i = 0; i < x.size(); ++i) all.push_back(t[i] ? *t[i] : np::zeros_like(x[i]));
   return jvp_flat([&](const std::vector<Array>& in) { return assoc_fold(in, p); }, x, all, true);
 }
 
-std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& in, const std::vector<Array>& cts, const Params& p) {
+std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& in, const std::vector<Array>& cts,
+                                                  const Params& p) {
   if (!p.tangent_of) nonlinear("only a scan of tangent pairs is linear");
   const Jaxpr& j = static_cast<const JaxprBody&>(*p.tangent_of).jaxpr;  // the combine: consts | a | b -> c
   const std::size_t k = j.outs.size(), nc = j.invars.size() - 2 * k;
@@ -110,7 +113,8 @@ std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& i
   const std::size_t nf = fl.size(), ntc = tc.size();
   // operands: hoisted | consts (nc) | tangents of consts (ntc) | elements (k) | tangents (nf)
   const std::size_t c0 = static_cast<std::size_t>(p.num_consts) - nc - ntc, tc0 = c0 + nc, e0 = tc0 + ntc, te0 = e0 + k;
-  if (in.size() != te0 + nf || cts.size() != k + nf) throw Error("associative_scan transpose: operands do not match the pair layout");
+  if (in.size() != te0 + nf || cts.size() != k + nf)
+    throw Error("associative_scan transpose: operands do not match the pair layout");
   for (std::size_t i = 0; i < e0 + k; ++i)
     if (in[i].linear && (i < tc0 || i >= e0)) nonlinear("the elements or consts depend on the linear input");
   for (std::size_t l = 0; l < k; ++l)
@@ -192,7 +196,8 @@ std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& i
         [&](const std::vector<Array>& v) {
           std::vector<Array> c = consts;
           for (std::size_t q = 0; q < ntc; ++q) c[static_cast<std::size_t>(tc[q])] = v[q];
-          return assoc_combine_fn(j, c, ax)(ystart, std::vector<Array>(v.begin() + static_cast<std::ptrdiff_t>(ntc), v.end()));
+          return assoc_combine_fn(j, c, ax)(ystart,
+                                            std::vector<Array>(v.begin() + static_cast<std::ptrdiff_t>(ntc), v.end()));
         },
         prims, float_cts(g_rest));
     c_bar.assign(bars.begin(), bars.begin() + static_cast<std::ptrdiff_t>(ntc));
@@ -200,11 +205,14 @@ std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& i
   }
   for (std::size_t q = 0; q < nf; ++q)
     if (in[te0 + q].linear) {
-      Array xb = n >= 2 ? lax::concatenate({lax::slice_in_dim(g[q], 0, 1, 1, ax), x_bar[static_cast<std::size_t>(fl[q])]}, ax) : g[q];
+      Array xb =
+          n >= 2 ? lax::concatenate({lax::slice_in_dim(g[q], 0, 1, 1, ax), x_bar[static_cast<std::size_t>(fl[q])]}, ax)
+                 : g[q];
       res[te0 + q] = in_order(xb);
     }
   for (std::size_t q = 0; q < ntc; ++q)
-    if (in[tc0 + q].linear) res[tc0 + q] = n >= 2 ? c_bar[q] : np::zeros(in[tc0 + q].aval.shape, in[tc0 + q].aval.dtype);
+    if (in[tc0 + q].linear)
+      res[tc0 + q] = n >= 2 ? c_bar[q] : np::zeros(in[tc0 + q].aval.shape, in[tc0 + q].aval.dtype);
   return res;
 }
 

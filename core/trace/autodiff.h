@@ -10,10 +10,12 @@ namespace jx {
 // (outputs, output tangents) of fn at primals along tangents (one per primal, same avals).
 // linearizing: called by linearize_flat (tangent work is recorded for transposition).
 std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& fn, const std::vector<Array>& primals,
-                                                           const std::vector<Array>& tangents, bool linearizing = false);
+                                                           const std::vector<Array>& tangents,
+                                                           bool linearizing = false);
 // Outputs of fn at x and d outputs[0] / d x (one array per input, x's shapes) by forward mode:
 // one jvp vmapped over the scalars of x (each tangent a basis vector), the primal work once.
-std::pair<std::vector<Array>, std::vector<Array>> value_and_grad_forward_flat(const FlatFn& fn, const std::vector<Array>& x);
+std::pair<std::vector<Array>, std::vector<Array>> value_and_grad_forward_flat(const FlatFn& fn,
+                                                                              const std::vector<Array>& x);
 class MainTrace;
 // A jvp trace not under linearize: its tangent work is evaluated, never transposed.
 bool is_forward_jvp(const MainTrace& m);
@@ -53,8 +55,9 @@ struct LinearIn {
   Array value;  // the constant when !linear
   AVal aval;
 };
-std::vector<std::optional<Array>> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
-                                           const std::vector<Array>& y, const Params& params);
+std::vector<std::optional<Array>> jvp_rule(Prim p, const std::vector<Array>& x,
+                                           const std::vector<std::optional<Array>>& t, const std::vector<Array>& y,
+                                           const Params& params);
 // cts: one per output; an empty handle is a zero cotangent (single-output rules get a real one).
 std::vector<std::optional<Array>> transpose_rule(Prim p, const std::vector<LinearIn>& in, const std::vector<Array>& cts,
                                                  const Params& params);
@@ -62,14 +65,14 @@ std::vector<std::optional<Array>> transpose_rule(Prim p, const std::vector<Linea
 // ---- control flow (core/trace/scan.cc) ----
 // JVP of a control primitive: primal outputs and their tangents (zeros instantiated).
 std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim p, const std::vector<Array>& x,
-                                                              const std::vector<std::optional<Array>>& t, const Params& params,
-                                                              bool linearizing);
-std::vector<std::optional<Array>> control_transpose(Prim p, const std::vector<LinearIn>& in, const std::vector<Array>& cts,
-                                                    const Params& params);
+                                                              const std::vector<std::optional<Array>>& t,
+                                                              const Params& params, bool linearizing);
+std::vector<std::optional<Array>> control_transpose(Prim p, const std::vector<LinearIn>& in,
+                                                    const std::vector<Array>& cts, const Params& params);
 // vmap of a control primitive: values with their batch dims (nullopt: unbatched), batch size.
-std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(Prim p, const std::vector<Array>& vals,
-                                                                          const std::vector<std::optional<std::int64_t>>& bdims,
-                                                                          std::int64_t size, const Params& params);
+std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(
+    Prim p, const std::vector<Array>& vals, const std::vector<std::optional<std::int64_t>>& bdims, std::int64_t size,
+    const Params& params);
 
 // ---- batching ----
 // fn mapped over axis in_axes[i] of argument i (nullopt: not mapped); outputs stacked on
@@ -81,7 +84,8 @@ AVal with_batch_axis(AVal a, std::int64_t at, std::int64_t size);
 Array batch_axis_at(const Array& v, std::optional<std::int64_t> b, std::int64_t at, std::int64_t size);
 // fn mapped over axis in_axes[i] of argument i, `size` long; each output with its batch axis, or
 // nullopt where it does not depend on a mapped argument (then it is not broadcast).
-std::vector<std::pair<Array, std::optional<std::int64_t>>> vmap_partial(const FlatFn& fn, const std::vector<std::optional<std::int64_t>>& in_axes,
-                                                                        std::int64_t size, const std::vector<Array>& args);
+std::vector<std::pair<Array, std::optional<std::int64_t>>> vmap_partial(
+    const FlatFn& fn, const std::vector<std::optional<std::int64_t>>& in_axes, std::int64_t size,
+    const std::vector<Array>& args);
 
 }  // namespace jx

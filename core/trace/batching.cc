@@ -75,25 +75,52 @@ class BatchTrace final : public MainTrace {
            const std::vector<std::optional<std::int64_t>>& bd, const Params& params) {
     Params q = params;
     switch (p) {
-      case Prim::neg: case Prim::exp: case Prim::log: case Prim::log1p: case Prim::sqrt: case Prim::abs:
-      case Prim::sign: case Prim::sin: case Prim::cos: case Prim::tanh: case Prim::logical_not:
-      case Prim::isnan: case Prim::isfinite: case Prim::convert: case Prim::stop_gradient:
+      case Prim::neg:
+      case Prim::exp:
+      case Prim::log:
+      case Prim::log1p:
+      case Prim::sqrt:
+      case Prim::abs:
+      case Prim::sign:
+      case Prim::sin:
+      case Prim::cos:
+      case Prim::tanh:
+      case Prim::logical_not:
+      case Prim::isnan:
+      case Prim::isfinite:
+      case Prim::convert:
+      case Prim::stop_gradient:
         return {{bind1(p, {vals[0]}, params), bd[0]}};  // elementwise: the axis stays where it is
-      case Prim::add: case Prim::sub: case Prim::mul: case Prim::div: case Prim::pow: case Prim::max:
-      case Prim::min: case Prim::lt: case Prim::le: case Prim::gt: case Prim::ge: case Prim::eq: case Prim::ne:
-      case Prim::logical_and: case Prim::logical_or: case Prim::select: case Prim::concatenate:
-      case Prim::cholesky: case Prim::lu: case Prim::triangular_solve:
+      case Prim::add:
+      case Prim::sub:
+      case Prim::mul:
+      case Prim::div:
+      case Prim::pow:
+      case Prim::max:
+      case Prim::min:
+      case Prim::lt:
+      case Prim::le:
+      case Prim::gt:
+      case Prim::ge:
+      case Prim::eq:
+      case Prim::ne:
+      case Prim::logical_and:
+      case Prim::logical_or:
+      case Prim::select:
+      case Prim::concatenate:
+      case Prim::cholesky:
+      case Prim::lu:
+      case Prim::triangular_solve:
         if (p == Prim::concatenate) q.axis += 1;
         return all_front(p, args, q);
-      case Prim::reduce_sum: case Prim::reduce_max: case Prim::reduce_min: case Prim::reduce_prod: case Prim::rev:
-        q.axes = shifted(params.axes);
-        return all_front(p, args, q);
-      case Prim::argmax: case Prim::argmin:
-        q.axis += 1;
-        return all_front(p, args, q);
-      case Prim::reshape:
-        q.shape.insert(q.shape.begin(), size_);
-        return all_front(p, args, q);
+      case Prim::reduce_sum:
+      case Prim::reduce_max:
+      case Prim::reduce_min:
+      case Prim::reduce_prod:
+      case Prim::rev: q.axes = shifted(params.axes); return all_front(p, args, q);
+      case Prim::argmax:
+      case Prim::argmin: q.axis += 1; return all_front(p, args, q);
+      case Prim::reshape: q.shape.insert(q.shape.begin(), size_); return all_front(p, args, q);
       case Prim::transpose:
         q.perm = shifted(params.perm);
         q.perm.insert(q.perm.begin(), 0);
@@ -112,10 +139,11 @@ class BatchTrace final : public MainTrace {
         q.lo.insert(q.lo.begin(), 0);
         q.hi.insert(q.hi.begin(), 0);
         return all_front(p, args, q);
-      case Prim::iota:
-        return {{bind1(p, {}, params), std::nullopt}};
-      case Prim::scan: case Prim::associative_scan: case Prim::while_loop: case Prim::cond:
-        return control_batch(p, vals, bd, size_, params);
+      case Prim::iota: return {{bind1(p, {}, params), std::nullopt}};
+      case Prim::scan:
+      case Prim::associative_scan:
+      case Prim::while_loop:
+      case Prim::cond: return control_batch(p, vals, bd, size_, params);
       case Prim::dot_general: {
         // Both mapped: a new leading batch dim. One mapped: its axis is a free dim of that operand.
         Array l = bd[0] ? batch_axis_at(vals[0], bd[0], 0, size_) : vals[0];
@@ -132,7 +160,8 @@ class BatchTrace final : public MainTrace {
         }
         const auto nb = static_cast<std::int64_t>(params.lhs_batch.size());
         if (bd[0]) return {{bind1(p, {l, r}, q), nb}};
-        const auto lhs_free = static_cast<std::int64_t>(vals[0].ndim() - params.lhs_batch.size() - params.lhs_contract.size());
+        const auto lhs_free =
+            static_cast<std::int64_t>(vals[0].ndim() - params.lhs_batch.size() - params.lhs_contract.size());
         return {{bind1(p, {l, r}, q), nb + lhs_free}};
       }
     }
@@ -156,8 +185,9 @@ Array batch_axis_at(const Array& v, std::optional<std::int64_t> b, std::int64_t 
   return lax::broadcast_in_dim(v, with_batch_axis(v.aval(), at, size).shape, dims);
 }
 
-std::vector<std::pair<Array, std::optional<std::int64_t>>> vmap_partial(const FlatFn& fn, const std::vector<std::optional<std::int64_t>>& in_axes,
-                                                                        std::int64_t size, const std::vector<Array>& args) {
+std::vector<std::pair<Array, std::optional<std::int64_t>>> vmap_partial(
+    const FlatFn& fn, const std::vector<std::optional<std::int64_t>>& in_axes, std::int64_t size,
+    const std::vector<Array>& args) {
   if (in_axes.size() != args.size())
     throw ShapeError(fmt::format("vmap: in_axes has {} entries for {} arguments", in_axes.size(), args.size()));
   auto trace = std::make_shared<BatchTrace>(size);
@@ -170,8 +200,8 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> vmap_partial(const Fl
     }
     const int ax = normalize_axis(*in_axes[i], args[i].ndim(), "vmap", fmt::format("in_axes[{}]", i));
     if (args[i].shape()[ax] != size)
-      throw ShapeError(fmt::format("vmap: argument {} is {}, {} long on its mapped axis {}; the batch is {}", i, args[i].aval().str(),
-                                   args[i].shape()[ax], ax, size));
+      throw ShapeError(fmt::format("vmap: argument {} is {}, {} long on its mapped axis {}; the batch is {}", i,
+                                   args[i].aval().str(), args[i].shape()[ax], ax, size));
     in.push_back(trace->pack(args[i], ax));
   }
   std::vector<std::pair<Array, std::optional<std::int64_t>>> res;
@@ -180,16 +210,18 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> vmap_partial(const Fl
 }
 
 FlatFn vmap_flat(FlatFn fn, std::vector<std::optional<std::int64_t>> in_axes, std::vector<std::int64_t> out_axes) {
-  return [fn = std::move(fn), in_axes = std::move(in_axes), out_axes = std::move(out_axes)](const std::vector<Array>& args) {
+  return [fn = std::move(fn), in_axes = std::move(in_axes),
+          out_axes = std::move(out_axes)](const std::vector<Array>& args) {
     if (in_axes.size() != args.size())
       throw ShapeError(fmt::format("vmap: in_axes has {} entries for {} arguments", in_axes.size(), args.size()));
     std::optional<std::int64_t> size;
     for (std::size_t i = 0; i < args.size(); ++i) {
       if (!in_axes[i]) continue;
-      const auto n = args[i].shape()[normalize_axis(*in_axes[i], args[i].ndim(), "vmap", fmt::format("in_axes[{}]", i))];
+      const auto n =
+          args[i].shape()[normalize_axis(*in_axes[i], args[i].ndim(), "vmap", fmt::format("in_axes[{}]", i))];
       if (size && *size != n)
-        throw ShapeError(fmt::format("vmap: inconsistent sizes for the mapped axes: {} and {} (argument {} is {})", *size, n, i,
-                                     args[i].aval().str()));
+        throw ShapeError(fmt::format("vmap: inconsistent sizes for the mapped axes: {} and {} (argument {} is {})",
+                                     *size, n, i, args[i].aval().str()));
       size = n;
     }
     if (!size) throw ShapeError("vmap: in_axes must map at least one argument");

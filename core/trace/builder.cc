@@ -91,7 +91,8 @@ ClosedJaxpr JaxprBuilder::finish(const std::vector<Array>& outs) {
     borrowed.push_back(borrowed_liveness(c));
     any = any || borrowed.back();
   }
-  ClosedJaxpr c{std::move(jaxpr_), std::move(consts_), any ? std::move(borrowed) : std::vector<std::shared_ptr<bool>>{}};
+  ClosedJaxpr c{std::move(jaxpr_), std::move(consts_),
+                any ? std::move(borrowed) : std::vector<std::shared_ptr<bool>>{}};
   jaxpr_ = {};
   consts_.clear();
   const_ids_.clear();

@@ -32,7 +32,8 @@ V part(const V& v, std::size_t from, std::size_t n) {
 
 }  // namespace
 
-std::vector<Array> bind_cond(const Array& index, const std::vector<FlatFn>& fns, const std::vector<AVal>& in, const std::vector<Array>& ops) {
+std::vector<Array> bind_cond(const Array& index, const std::vector<FlatFn>& fns, const std::vector<AVal>& in,
+                             const std::vector<Array>& ops) {
   std::vector<Jaxpr> js;
   std::vector<std::vector<Array>> consts;
   for (const FlatFn& f : fns) {
@@ -48,7 +49,8 @@ std::vector<Array> bind_cond(const Array& index, const std::vector<FlatFn>& fns,
     Jaxpr& j = js[k];
     std::vector<int> invars;
     for (std::size_t b = 0; b < js.size(); ++b) {
-      if (b == k) invars.insert(invars.end(), j.invars.begin(), j.invars.begin() + static_cast<std::ptrdiff_t>(consts[k].size()));
+      if (b == k)
+        invars.insert(invars.end(), j.invars.begin(), j.invars.begin() + static_cast<std::ptrdiff_t>(consts[k].size()));
       else
         for (const Array& c : consts[b]) invars.push_back(j.new_var(c.aval()));
     }
@@ -62,7 +64,8 @@ std::vector<Array> bind_cond(const Array& index, const std::vector<FlatFn>& fns,
 
 std::vector<Array> cond_flat(const Array& index, const std::vector<FlatFn>& branches, const std::vector<Array>& ops) {
   if (branches.empty()) throw ShapeError("cond: no branches");
-  if (!(index.aval() == AVal{DType::int32, {}})) throw ShapeError(fmt::format("cond: the index must be int32[], got {}", index.aval().str()));
+  if (!(index.aval() == AVal{DType::int32, {}}))
+    throw ShapeError(fmt::format("cond: the index must be int32[], got {}", index.aval().str()));
   return bind_cond(index, branches, avals(ops), ops);
 }
 
@@ -72,8 +75,9 @@ std::vector<Array> cond_eval(const std::vector<Array>& ops, const Params& p) {
   return eval_jaxpr(branch(p, static_cast<std::size_t>(k)), {}, part(ops, 1, ops.size() - 1));
 }
 
-std::pair<std::vector<Array>, std::vector<Array>> cond_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
-                                                           const Params& p, bool linearizing) {
+std::pair<std::vector<Array>, std::vector<Array>> cond_jvp(const std::vector<Array>& x,
+                                                           const std::vector<std::optional<Array>>& t, const Params& p,
+                                                           bool linearizing) {
   const std::size_t n = x.size() - 1;
   const std::vector<Array> ops = part(x, 1, n);
   std::vector<Array> tans;
@@ -82,7 +86,8 @@ std::pair<std::vector<Array>, std::vector<Array>> cond_jvp(const std::vector<Arr
   std::vector<FlatFn> fns;
   for (std::size_t k = 0; k < p.branches.size(); ++k)
     fns.push_back([&p, k, n, linearizing](const std::vector<Array>& in) {
-      return jvp_flat([&](const std::vector<Array>& a) { return eval_jaxpr(branch(p, k), {}, a); }, part(in, 0, n), part(in, n, n), linearizing)
+      return jvp_flat([&](const std::vector<Array>& a) { return eval_jaxpr(branch(p, k), {}, a); }, part(in, 0, n),
+                      part(in, n, n), linearizing)
           .second;
     });
   std::vector<Array> all = ops;
@@ -90,14 +95,16 @@ std::pair<std::vector<Array>, std::vector<Array>> cond_jvp(const std::vector<Arr
   return {y, bind_cond(x[0], fns, avals(all), all)};
 }
 
-std::vector<std::optional<Array>> cond_transpose(const std::vector<LinearIn>& in, const std::vector<Array>& cts, const Params& p) {
+std::vector<std::optional<Array>> cond_transpose(const std::vector<LinearIn>& in, const std::vector<Array>& cts,
+                                                 const Params& p) {
   if (in.at(0).linear) throw NonlinearError("cond: the branch index is not linear");
   std::vector<std::size_t> lin, non;
   for (std::size_t i = 1; i < in.size(); ++i) (in[i].linear ? lin : non).push_back(i);
   const auto outs = p.branches.at(0)->out_avals();
   std::vector<Array> consts, ct;
   for (auto i : non) consts.push_back(in[i].value);
-  for (std::size_t k = 0; k < outs.size(); ++k) ct.push_back(cts[k].is_empty() ? np::zeros(outs[k].shape, outs[k].dtype) : cts[k]);
+  for (std::size_t k = 0; k < outs.size(); ++k)
+    ct.push_back(cts[k].is_empty() ? np::zeros(outs[k].shape, outs[k].dtype) : cts[k]);
   std::vector<FlatFn> fns;
   for (std::size_t k = 0; k < p.branches.size(); ++k)
     fns.push_back([&, k](const std::vector<Array>& a) {
@@ -117,9 +124,9 @@ std::vector<std::optional<Array>> cond_transpose(const std::vector<LinearIn>& in
   return res;
 }
 
-std::vector<std::pair<Array, std::optional<std::int64_t>>> cond_batch(const std::vector<Array>& vals,
-                                                                       const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
-                                                                       const Params& p) {
+std::vector<std::pair<Array, std::optional<std::int64_t>>> cond_batch(
+    const std::vector<Array>& vals, const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
+    const Params& p) {
   std::vector<Array> ops;
   std::vector<std::optional<std::int64_t>> axes;
   for (std::size_t i = 1; i < vals.size(); ++i) {
@@ -128,7 +135,8 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> cond_batch(const std:
   }
   std::vector<FlatFn> fns;
   for (std::size_t k = 0; k < p.branches.size(); ++k)
-    fns.push_back(vmap_flat([&p, k](const std::vector<Array>& a) { return eval_jaxpr(branch(p, k), {}, a); }, axes, {0}));
+    fns.push_back(
+        vmap_flat([&p, k](const std::vector<Array>& a) { return eval_jaxpr(branch(p, k), {}, a); }, axes, {0}));
   std::vector<Array> out;
   if (!bd[0]) {
     out = bind_cond(vals[0], fns, avals(ops), ops);
@@ -142,7 +150,8 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> cond_batch(const std:
       for (std::size_t k = nb - 1; k-- > 0;) {
         Shape s(r.ndim(), 1);
         s[0] = size;
-        const Array hit = np::broadcast_to(lax::reshape(lax::le(idx, np::full(idx.shape(), static_cast<double>(k), DType::int32)), s), r.shape());
+        const Array hit = np::broadcast_to(
+            lax::reshape(lax::le(idx, np::full(idx.shape(), static_cast<double>(k), DType::int32)), s), r.shape());
         r = lax::select(hit, each[k][o], r);
       }
       out.push_back(r);

@@ -36,38 +36,45 @@ std::vector<Array> assoc_fold(const std::vector<Array>& ops, const Params& p);
 lax::AssocFn assoc_combine_fn(const Jaxpr& body, const std::vector<Array>& consts, int ax);
 // Forward mode: one associative scan of (element, tangent) pairs whose body is the jvp of the
 // combine.
-std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
-                                                            const Params& p, bool linearizing);
+std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Array>& x,
+                                                            const std::vector<std::optional<Array>>& t, const Params& p,
+                                                            bool linearizing);
 // Under linearize (assoc_transpose.cc): a pair scan like forward mode's where its transpose, a
 // reverse associative scan, runs in a few dispatches (launch-bound backends); elsewhere the fold
 // (a lax.scan), whose jvp and transpose are the scan's; the odd/even recursion under a buffer
 // budget on a sequential backend, or under the JS runtime's replay switches.
 enum class AssocGradForm { pairs, fold, recursion };
 AssocGradForm assoc_grad_form(const std::vector<Array>& x);
-std::pair<std::vector<Array>, std::vector<Array>> assoc_linearize_fold(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
+std::pair<std::vector<Array>, std::vector<Array>> assoc_linearize_fold(const std::vector<Array>& x,
+                                                                       const std::vector<std::optional<Array>>& t,
                                                                        const Params& p);
 // lax.while_loop (while_loop.cc): the host loop, forward mode and batching.
 std::vector<Array> while_eval(const std::vector<Array>& ops, const Params& p);
-std::pair<std::vector<Array>, std::vector<Array>> while_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
-                                                            const Params& p, bool linearizing);
-std::vector<std::pair<Array, std::optional<std::int64_t>>> while_batch(const std::vector<Array>& vals,
-                                                                        const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
-                                                                        const Params& p);
+std::pair<std::vector<Array>, std::vector<Array>> while_jvp(const std::vector<Array>& x,
+                                                            const std::vector<std::optional<Array>>& t, const Params& p,
+                                                            bool linearizing);
+std::vector<std::pair<Array, std::optional<std::int64_t>>> while_batch(
+    const std::vector<Array>& vals, const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
+    const Params& p);
 // lax.cond (cond.cc): the chosen branch only, forward mode, transpose and batching.
-std::vector<Array> bind_cond(const Array& index, const std::vector<FlatFn>& fns, const std::vector<AVal>& in, const std::vector<Array>& ops);
+std::vector<Array> bind_cond(const Array& index, const std::vector<FlatFn>& fns, const std::vector<AVal>& in,
+                             const std::vector<Array>& ops);
 std::vector<Array> cond_eval(const std::vector<Array>& ops, const Params& p);
-std::pair<std::vector<Array>, std::vector<Array>> cond_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
-                                                           const Params& p, bool linearizing);
-std::vector<std::pair<Array, std::optional<std::int64_t>>> cond_batch(const std::vector<Array>& vals,
-                                                                       const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
-                                                                       const Params& p);
+std::pair<std::vector<Array>, std::vector<Array>> cond_jvp(const std::vector<Array>& x,
+                                                           const std::vector<std::optional<Array>>& t, const Params& p,
+                                                           bool linearizing);
+std::vector<std::pair<Array, std::optional<std::int64_t>>> cond_batch(
+    const std::vector<Array>& vals, const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
+    const Params& p);
 struct LinearIn;
-std::vector<std::optional<Array>> cond_transpose(const std::vector<LinearIn>& in, const std::vector<Array>& cts, const Params& p);
+std::vector<std::optional<Array>> cond_transpose(const std::vector<LinearIn>& in, const std::vector<Array>& cts,
+                                                 const Params& p);
 // Transpose of a pair scan (Params::tangent_of) in its tangent operands.
-std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& in, const std::vector<Array>& cts, const Params& p);
+std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& in, const std::vector<Array>& cts,
+                                                  const Params& p);
 // vmap: the primitive with the combine vmapped (batched leaves carry the batch axis after `axis`).
-std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(const std::vector<Array>& vals,
-                                                                        const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
-                                                                        const Params& p);
+std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
+    const std::vector<Array>& vals, const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
+    const Params& p);
 
 }  // namespace jx

@@ -54,7 +54,8 @@ class JvpTrace final : public MainTrace {
     if (prim_kind(p) == PrimKind::control) {
       auto [y, ty] = control_jvp(p, x, t, params, linearizing);
       std::vector<Array> out;
-      for (std::size_t i = 0; i < y.size(); ++i) out.push_back(pack(y[i], is_floating(y[i].dtype()) ? std::optional<Array>(ty[i]) : std::nullopt));
+      for (std::size_t i = 0; i < y.size(); ++i)
+        out.push_back(pack(y[i], is_floating(y[i].dtype()) ? std::optional<Array>(ty[i]) : std::nullopt));
       return out;
     }
     std::vector<Array> y = bind(p, x, params);
@@ -82,7 +83,8 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& fn, con
   std::vector<Array> in;
   for (std::size_t i = 0; i < primals.size(); ++i) {
     if (!(primals[i].aval() == tangents[i].aval()))
-      throw ShapeError(fmt::format("jvp: primal {} is {} but its tangent is {}", i, primals[i].aval().str(), tangents[i].aval().str()));
+      throw ShapeError(fmt::format("jvp: primal {} is {} but its tangent is {}", i, primals[i].aval().str(),
+                                   tangents[i].aval().str()));
     in.push_back(is_floating(primals[i].dtype()) ? trace->pack(primals[i], tangents[i]) : primals[i]);
   }
   std::vector<Array> out = fn(in), y, ty;
@@ -94,7 +96,8 @@ std::pair<std::vector<Array>, std::vector<Array>> jvp_flat(const FlatFn& fn, con
   return {y, ty};
 }
 
-std::pair<std::vector<Array>, std::vector<Array>> value_and_grad_forward_flat(const FlatFn& fn, const std::vector<Array>& x) {
+std::pair<std::vector<Array>, std::vector<Array>> value_and_grad_forward_flat(const FlatFn& fn,
+                                                                              const std::vector<Array>& x) {
   // One jvp, vmapped over the P scalars of x: leaf i's tangents are columns off_i .. off_i + n_i
   // of the P x P identity. The primal work does not depend on the mapped tangents, so it runs
   // once, and each associative scan runs once with its tangent leaves batched.
@@ -135,7 +138,8 @@ std::pair<std::vector<Array>, std::vector<Array>> value_and_grad_forward_flat(co
   const Array col = db ? np::moveaxis(d, *db, 0) : lax::broadcast_in_dim(d, {P}, {});
   for (std::size_t i = 0; i < x.size(); ++i) {  // in the argument's dtype, as reverse mode gives it
     Array gi = np::reshape(lax::slice(col, {off[i]}, {off[i + 1]}, {1}), x[i].shape());
-    g.push_back(is_floating(x[i].dtype()) && gi.dtype() != x[i].dtype() ? lax::convert_element_type(gi, x[i].dtype()) : gi);
+    g.push_back(is_floating(x[i].dtype()) && gi.dtype() != x[i].dtype() ? lax::convert_element_type(gi, x[i].dtype())
+                                                                        : gi);
   }
   return {y, g};
 }

@@ -48,14 +48,16 @@ Array prod_jvp(const Array& x, const Array& t, const std::vector<std::int64_t>& 
   auto dims = rules::iota_vec(kept.size());
   dims.push_back(static_cast<std::int64_t>(kept.size()) + 1);
   Array x2 = lax::broadcast_in_dim(xr, sq, dims);  // x2[..., a, b] = x[..., b]
-  Array others = np::prod(np::where(np::eye(k, {}, 0, DType::bool_), np::ones({}, x.dtype()), x2), std::vector<std::int64_t>{-1});
+  Array others =
+      np::prod(np::where(np::eye(k, {}, 0, DType::bool_), np::ones({}, x.dtype()), x2), std::vector<std::int64_t>{-1});
   return np::sum(np::multiply(tr, others), std::vector<std::int64_t>{-1});
 }
 
 Array max_min_jvp(const Array& x, const Array& t, const Array& y, const std::vector<std::int64_t>& axes) {
   std::vector<std::int64_t> dims;
   for (std::size_t i = 0; i < x.ndim(); ++i)
-    if (std::find(axes.begin(), axes.end(), static_cast<std::int64_t>(i)) == axes.end()) dims.push_back(static_cast<std::int64_t>(i));
+    if (std::find(axes.begin(), axes.end(), static_cast<std::int64_t>(i)) == axes.end())
+      dims.push_back(static_cast<std::int64_t>(i));
   Array mask = lax::convert_element_type(lax::eq(x, lax::broadcast_in_dim(y, x.shape(), dims)), x.dtype());
   // ties share the tangent equally
   return lax::div(lax::reduce_sum(lax::mul(t, mask), axes), lax::reduce_sum(mask, axes));
@@ -82,11 +84,22 @@ std::vector<Opt> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector
     case Prim::sin: return {lax::mul(T(0), lax::cos(x[0]))};
     case Prim::cos: return {lax::neg(lax::mul(T(0), lax::sin(x[0])))};
     case Prim::tanh: return {lax::mul(T(0), np::subtract(1.0, lax::mul(y[0], y[0])))};
-    case Prim::sign: case Prim::logical_not: case Prim::isnan: case Prim::isfinite:
-    case Prim::lt: case Prim::le: case Prim::gt: case Prim::ge: case Prim::eq: case Prim::ne:
-    case Prim::logical_and: case Prim::logical_or: case Prim::argmax: case Prim::argmin: case Prim::iota:
-    case Prim::stop_gradient:
-      return std::vector<Opt>(y.size());
+    case Prim::sign:
+    case Prim::logical_not:
+    case Prim::isnan:
+    case Prim::isfinite:
+    case Prim::lt:
+    case Prim::le:
+    case Prim::gt:
+    case Prim::ge:
+    case Prim::eq:
+    case Prim::ne:
+    case Prim::logical_and:
+    case Prim::logical_or:
+    case Prim::argmax:
+    case Prim::argmin:
+    case Prim::iota:
+    case Prim::stop_gradient: return std::vector<Opt>(y.size());
     case Prim::convert:
       if (!is_floating(x[0].dtype()) || !is_floating(params.dtype)) return {std::nullopt};
       return {lax::convert_element_type(T(0), params.dtype)};
@@ -105,7 +118,8 @@ std::vector<Opt> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector
       }
       return {add_opt(da, db)};
     }
-    case Prim::max: case Prim::min: {
+    case Prim::max:
+    case Prim::min: {
       Array first = p == Prim::max ? lax::gt(x[0], x[1]) : lax::lt(x[0], x[1]);
       Array second = p == Prim::max ? lax::lt(x[0], x[1]) : lax::gt(x[0], x[1]);
       Array half = np::multiply(lax::add(T(0), T(1)), 0.5);  // ties split the tangent
@@ -113,7 +127,8 @@ std::vector<Opt> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector
     }
     case Prim::select: return {lax::select(x[0], T(1), T(2))};
     case Prim::reduce_sum: return {lax::reduce_sum(T(0), params.axes)};
-    case Prim::reduce_max: case Prim::reduce_min: return {max_min_jvp(x[0], T(0), y[0], params.axes)};
+    case Prim::reduce_max:
+    case Prim::reduce_min: return {max_min_jvp(x[0], T(0), y[0], params.axes)};
     case Prim::reduce_prod: return {prod_jvp(x[0], T(0), params.axes)};
     case Prim::dot_general: {
       lax::DotDims d{params.lhs_contract, params.rhs_contract, params.lhs_batch, params.rhs_batch};
@@ -121,8 +136,11 @@ std::vector<Opt> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector
       Opt b = t[1] ? Opt(lax::dot_general(x[0], *t[1], d)) : std::nullopt;
       return {add_opt(a, b)};
     }
-    case Prim::reshape: case Prim::transpose: case Prim::broadcast_in_dim: case Prim::slice: case Prim::rev:
-      return {bind1(p, {T(0)}, params)};
+    case Prim::reshape:
+    case Prim::transpose:
+    case Prim::broadcast_in_dim:
+    case Prim::slice:
+    case Prim::rev: return {bind1(p, {T(0)}, params)};
     case Prim::pad: {
       Params q = params;
       q.value = 0.0;  // the padding value is a constant
@@ -152,14 +170,18 @@ std::vector<Opt> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector
         if (params.transpose_a) da = mT(da);
         rhs = add_opt(rhs, lax::neg(params.left_side ? np::matmul(da, y[0]) : np::matmul(y[0], da)));
       }
-      return {lax::triangular_solve(x[0], *rhs, {params.left_side, params.lower, params.transpose_a, params.unit_diagonal})};
+      return {lax::triangular_solve(x[0], *rhs,
+                                    {params.left_side, params.lower, params.transpose_a, params.unit_diagonal})};
     }
-    case Prim::scan: case Prim::associative_scan: case Prim::while_loop: case Prim::cond:
-      throw Error(fmt::format("jvp: {} is differentiated by control_jvp", prim_name(p)));
+    case Prim::scan:
+    case Prim::associative_scan:
+    case Prim::while_loop:
+    case Prim::cond: throw Error(fmt::format("jvp: {} is differentiated by control_jvp", prim_name(p)));
     case Prim::lu: {
       // A = P L U:  X = L⁻¹ Pᵀ dA U⁻¹,  dL = L tril(X,-1),  dU = triu(X) U,  d(packed) = dL + dU.
       const Array& f = y[0];
-      Array l = lax::add(tri(f, Tri::strictly_lower), np::broadcast_to(np::eye(f.shape().back(), {}, 0, f.dtype()), f.shape()));
+      Array l = lax::add(tri(f, Tri::strictly_lower),
+                         np::broadcast_to(np::eye(f.shape().back(), {}, 0, f.dtype()), f.shape()));
       Array u = tri(f, Tri::upper);
       Array b = np::matmul(mT(y[1]), T(0));
       b = lax::triangular_solve(f, b, {.left_side = true, .lower = true, .transpose_a = false, .unit_diagonal = true});

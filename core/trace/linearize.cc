@@ -81,7 +81,8 @@ std::vector<Array> backward_pass(const Jaxpr& j, const std::vector<Array>& const
   std::vector<std::optional<Array>> ct(nv);
   auto accumulate = [&](int v, Array c) { ct[v] = ct[v] ? lax::add(*ct[v], c) : std::move(c); };
   for (std::size_t i = 0; i < j.outs.size(); ++i)  // an empty handle is a zero cotangent
-    if (!cts_out[i].is_empty() && !j.outs[i].is_literal() && linear[j.outs[i].var]) accumulate(j.outs[i].var, cts_out[i]);
+    if (!cts_out[i].is_empty() && !j.outs[i].is_literal() && linear[j.outs[i].var])
+      accumulate(j.outs[i].var, cts_out[i]);
   for (std::size_t i = j.eqns.size(); i-- > 0;) {
     if (!eqn_linear[i]) continue;
     const Eqn& e = j.eqns[i];

@@ -83,7 +83,8 @@ std::pair<std::vector<Array>, TreeDef> tree_flatten(const Tree& t) {
 
 Tree tree_unflatten(const TreeDef& def, std::span<const Array> leaves) {
   if (leaves.size() != def.num_leaves())
-    throw ShapeError(fmt::format("pytree: {} leaves given for a tree {} of {} leaves", leaves.size(), def.str(), def.num_leaves()));
+    throw ShapeError(
+        fmt::format("pytree: {} leaves given for a tree {} of {} leaves", leaves.size(), def.str(), def.num_leaves()));
   std::size_t pos = 0;
   return build(def, leaves, pos);
 }

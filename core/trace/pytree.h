@@ -46,16 +46,20 @@ struct TreeDef {
 std::pair<std::vector<Array>, TreeDef> tree_flatten(const Tree& t);
 Tree tree_unflatten(const TreeDef& def, std::span<const Array> leaves);  // throws on a count mismatch
 
-template <class T> struct PyTree;
-template <> struct PyTree<Array> {
+template <class T>
+struct PyTree;
+template <>
+struct PyTree<Array> {
   static Tree to(const Array& a) { return a; }
   static Array from(const Tree& t) { return t.leaf(); }
 };
-template <> struct PyTree<Tree> {
+template <>
+struct PyTree<Tree> {
   static Tree to(const Tree& t) { return t; }
   static Tree from(const Tree& t) { return t; }
 };
-template <class T> struct PyTree<std::vector<T>> {
+template <class T>
+struct PyTree<std::vector<T>> {
   static Tree to(const std::vector<T>& v) {
     Tree::List l;
     for (const auto& x : v) l.push_back(PyTree<T>::to(x));
@@ -67,7 +71,8 @@ template <class T> struct PyTree<std::vector<T>> {
     return v;
   }
 };
-template <class T> struct PyTree<std::map<std::string, T>> {
+template <class T>
+struct PyTree<std::map<std::string, T>> {
   static Tree to(const std::map<std::string, T>& m) {
     Tree::Dict d;
     for (const auto& [k, x] : m) d.emplace(k, PyTree<T>::to(x));
@@ -79,16 +84,19 @@ template <class T> struct PyTree<std::map<std::string, T>> {
     return m;
   }
 };
-template <class... T> struct PyTree<std::tuple<T...>> {
+template <class... T>
+struct PyTree<std::tuple<T...>> {
   static Tree to(const std::tuple<T...>& v) {
-    return std::apply([](const auto&... x) { return Tree(Tree::List{PyTree<std::decay_t<decltype(x)>>::to(x)...}); }, v);
+    return std::apply([](const auto&... x) { return Tree(Tree::List{PyTree<std::decay_t<decltype(x)>>::to(x)...}); },
+                      v);
   }
   static std::tuple<T...> from(const Tree& t) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tuple<T...>{PyTree<T>::from(t[I])...}; }(
-        std::index_sequence_for<T...>{});
+    return [&]<std::size_t... I>(std::index_sequence<I...>) { return std::tuple<T...>{PyTree<T>::from(t[I])...}; }
+    (std::index_sequence_for<T...>{});
   }
 };
-template <class A, class B> struct PyTree<std::pair<A, B>> {
+template <class A, class B>
+struct PyTree<std::pair<A, B>> {
   static Tree to(const std::pair<A, B>& v) { return Tree::List{PyTree<A>::to(v.first), PyTree<B>::to(v.second)}; }
   static std::pair<A, B> from(const Tree& t) { return {PyTree<A>::from(t[0]), PyTree<B>::from(t[1])}; }
 };

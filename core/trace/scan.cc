@@ -34,8 +34,8 @@ const Jaxpr& body_of(const Params& p) { return static_cast<const JaxprBody&>(*p.
 
 // Traces fn on avals and binds a scan of it over operands (leading: the traced constants).
 std::vector<Array> bind_scan(const FlatFn& fn, const std::vector<AVal>& in_avals, std::vector<Array> consts,
-                             const std::vector<Array>& carry, const std::vector<Array>& xs, std::int64_t length, bool reverse,
-                             unsigned require) {
+                             const std::vector<Array>& carry, const std::vector<Array>& xs, std::int64_t length,
+                             bool reverse, unsigned require) {
   auto [j, hoisted] = hoist(make_jaxpr_flat(fn, in_avals));
   Params p;
   p.num_consts = static_cast<int>(hoisted.size() + consts.size());
@@ -88,8 +88,8 @@ void report_scan_path(ScanPath path, const std::string& backend, const std::stri
     std::vector<std::string> allowed;
     for (ScanPath p : {ScanPath::fused, ScanPath::preencoded, ScanPath::fallback})
       if (require & static_cast<unsigned>(p)) allowed.push_back(std::string(scan_path_name(p)));
-    throw ScanPathError(fmt::format("Scan require_path not satisfied: got \"{}\" but required one of [{}]", scan_path_name(path),
-                                    fmt::join(allowed, ", ")));
+    throw ScanPathError(fmt::format("Scan require_path not satisfied: got \"{}\" but required one of [{}]",
+                                    scan_path_name(path), fmt::join(allowed, ", ")));
   }
 }
 
@@ -134,7 +134,8 @@ std::vector<Array> run_fallback(const FlatFn& body, const Params& p, const std::
 std::vector<Array> control_eval(Prim prim, const std::vector<Array>& ops, const Params& p) {
   if (prim == Prim::while_loop) return while_eval(ops, p);
   if (prim == Prim::cond) return cond_eval(ops, p);
-  if (prim != Prim::scan && prim != Prim::associative_scan) throw Error(fmt::format("no control implementation for {}", prim_name(prim)));
+  if (prim != Prim::scan && prim != Prim::associative_scan)
+    throw Error(fmt::format("no control implementation for {}", prim_name(prim)));
   std::string why = "no scan compiler is linked";
   if (g_compiler)
     if (auto r = g_compiler(prim, p, ops, why)) return *r;
@@ -152,9 +153,11 @@ const bool g_registered = [] {
 
 const Jaxpr& scan_body_jaxpr(const Params& p) { return body_of(p); }
 
-std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std::vector<Array>& ops, const std::string& why) {
+std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std::vector<Array>& ops,
+                                  const std::string& why) {
   const Backend& be = ops.empty() ? default_backend() : ops[0].backend();
-  report_scan_path(ScanPath::fallback, be.info().backend, fmt::format("{} steps as a host loop: {}", p.length, why), p.require_paths);
+  report_scan_path(ScanPath::fallback, be.info().backend, fmt::format("{} steps as a host loop: {}", p.length, why),
+                   p.require_paths);
   auto outs = p.body->out_avals();
   std::vector<AVal> y_avals(outs.begin() + p.num_carry, outs.end());
   return run_fallback(body, p, ops, y_avals);
@@ -174,15 +177,18 @@ void set_scan_path_callback(ScanPathCallback cb) {
   g_cb = std::move(cb);
 }
 
-std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const std::vector<Array>& init, const std::vector<Array>& xs,
-                             const ScanOptions& o) {
+std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const std::vector<Array>& init,
+                             const std::vector<Array>& xs, const ScanOptions& o) {
   (void)g_registered;
-  if (num_carry != init.size()) throw ShapeError(fmt::format("scan: {} carries declared, {} given", num_carry, init.size()));
+  if (num_carry != init.size())
+    throw ShapeError(fmt::format("scan: {} carries declared, {} given", num_carry, init.size()));
   std::optional<std::int64_t> length = o.length;
   for (const Array& x : xs) {
-    if (x.ndim() == 0) throw ShapeError(fmt::format("scan: xs leaves must have a leading axis to scan over, got {}", x.aval().str()));
+    if (x.ndim() == 0)
+      throw ShapeError(fmt::format("scan: xs leaves must have a leading axis to scan over, got {}", x.aval().str()));
     if (length && *length != x.shape()[0])
-      throw ShapeError(fmt::format("scan: xs leading axis {} does not match length {} ({})", x.shape()[0], *length, x.aval().str()));
+      throw ShapeError(
+          fmt::format("scan: xs leading axis {} does not match length {} ({})", x.shape()[0], *length, x.aval().str()));
     length = x.shape()[0];
   }
   if (!length) throw ShapeError("scan: length must be given when there are no xs");
@@ -192,10 +198,12 @@ std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const st
   for (const Array& x : xs) avals.push_back(unstacked(x.aval()));
   FlatFn checked = [&](const std::vector<Array>& in) {
     auto out = body(in);
-    if (out.size() < num_carry) throw ShapeError(fmt::format("scan: the body returns {} values for {} carries", out.size(), num_carry));
+    if (out.size() < num_carry)
+      throw ShapeError(fmt::format("scan: the body returns {} values for {} carries", out.size(), num_carry));
     for (std::size_t k = 0; k < num_carry; ++k)
       if (!(out[k].aval() == avals[k]))
-        throw ShapeError(fmt::format("scan: the body returns carry {} as {} but it entered as {}", k, out[k].aval().str(), avals[k].str()));
+        throw ShapeError(fmt::format("scan: the body returns carry {} as {} but it entered as {}", k,
+                                     out[k].aval().str(), avals[k].str()));
     return out;
   };
   return bind_scan(checked, avals, {}, init, xs, *length, o.reverse, mask_of(o.require_path));
@@ -203,8 +211,8 @@ std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const st
 
 // ---- jvp ----
 std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim prim, const std::vector<Array>& x,
-                                                              const std::vector<std::optional<Array>>& t, const Params& p,
-                                                              bool linearizing) {
+                                                              const std::vector<std::optional<Array>>& t,
+                                                              const Params& p, bool linearizing) {
   if (prim == Prim::associative_scan) return assoc_jvp(x, t, p, linearizing);
   if (prim == Prim::while_loop) return while_jvp(x, t, p, linearizing);
   if (prim == Prim::cond) return cond_jvp(x, t, p, linearizing);
@@ -215,7 +223,8 @@ std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim prim, const s
   const std::size_t ny = j.outs.size() - nk;
   std::vector<Array> tan;
   for (std::size_t i = 0; i < n; ++i) tan.push_back(t[i] ? *t[i] : np::zeros_like(x[i]));
-  std::vector<Array> consts(x.begin(), x.begin() + nc), carry(x.begin() + nc, x.begin() + nc + nk), xs(x.begin() + nc + nk, x.end());
+  std::vector<Array> consts(x.begin(), x.begin() + nc), carry(x.begin() + nc, x.begin() + nc + nk),
+      xs(x.begin() + nc + nk, x.end());
   // 1. primal scan that also stacks the carry entering each step (the only residual kept)
   FlatFn with_carries = [&](const std::vector<Array>& in) {
     auto out = eval_jaxpr(j, {}, in);
@@ -235,7 +244,8 @@ std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim prim, const s
     const std::size_t nx = n - nc - nk;
     prim_in.insert(prim_in.end(), in.begin() + 2 * nc + 2 * nk, in.begin() + 2 * nc + 2 * nk + nx);
     tan_in.insert(tan_in.end(), in.begin() + 2 * nc + 2 * nk + nx, in.end());
-    return jvp_flat([&](const std::vector<Array>& a) { return eval_jaxpr(j, {}, a); }, prim_in, tan_in, linearizing).second;
+    return jvp_flat([&](const std::vector<Array>& a) { return eval_jaxpr(j, {}, a); }, prim_in, tan_in, linearizing)
+        .second;
   };
   std::vector<Array> tconsts = consts;
   tconsts.insert(tconsts.end(), tan.begin(), tan.begin() + nc);
@@ -255,13 +265,16 @@ std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim prim, const s
 }
 
 // ---- transpose ----
-std::vector<std::optional<Array>> control_transpose(Prim prim, const std::vector<LinearIn>& in, const std::vector<Array>& cts,
-                                                    const Params& p) {
+std::vector<std::optional<Array>> control_transpose(Prim prim, const std::vector<LinearIn>& in,
+                                                    const std::vector<Array>& cts, const Params& p) {
   if (prim == Prim::associative_scan) return assoc_transpose(in, cts, p);
   if (prim == Prim::cond) return cond_transpose(in, cts, p);
   if (prim == Prim::while_loop)
-    throw NonlinearError("Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic start/stop values");
-  if (prim != Prim::scan) throw NonlinearError(fmt::format("Nonlinear operation in backward pass for {}", prim_name(prim)));
+    throw NonlinearError(
+        "Reverse-mode differentiation does not work for lax.while_loop or lax.fori_loop with dynamic start/stop "
+        "values");
+  if (prim != Prim::scan)
+    throw NonlinearError(fmt::format("Nonlinear operation in backward pass for {}", prim_name(prim)));
   const std::size_t nc = p.num_consts, nk = p.num_carry, n = in.size();
   const Jaxpr& j = body_of(p);
   const auto bin = p.body->in_avals(), bout = p.body->out_avals();
@@ -317,7 +330,7 @@ std::vector<std::optional<Array>> control_transpose(Prim prim, const std::vector
     kc.insert(kc.end(), a.begin() + pos, a.begin() + pos + non_x.size());
     pos += non_x.size();
     ct_out.insert(ct_out.end(), a.begin() + pos, a.end());
-    auto g = backward_pass(lj, kc, ct_out);  // lin_c | carry | lin_x
+    auto g = backward_pass(lj, kc, ct_out);                                           // lin_c | carry | lin_x
     std::vector<Array> out(g.begin() + lin_c.size(), g.begin() + lin_c.size() + nk);  // ct of the previous carry
     for (std::size_t i = 0; i < lin_c.size(); ++i) out.push_back(lax::add(acc[i], g[i]));
     out.insert(out.end(), g.begin() + lin_c.size() + nk, g.end());
@@ -333,9 +346,9 @@ std::vector<std::optional<Array>> control_transpose(Prim prim, const std::vector
 }
 
 // ---- vmap ----
-std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(Prim prim, const std::vector<Array>& vals,
-                                                                          const std::vector<std::optional<std::int64_t>>& bd,
-                                                                          std::int64_t size, const Params& p) {
+std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(
+    Prim prim, const std::vector<Array>& vals, const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
+    const Params& p) {
   if (prim == Prim::associative_scan) return assoc_batch(vals, bd, size, p);
   if (prim == Prim::while_loop) return while_batch(vals, bd, size, p);
   if (prim == Prim::cond) return cond_batch(vals, bd, size, p);

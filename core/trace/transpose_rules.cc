@@ -53,7 +53,8 @@ Array dot_transpose_lhs(const Array& ct, const AVal& x, const Array& y, const st
   auto kept = [](std::size_t nd, const auto& a, const auto& b) {
     std::vector<std::int64_t> k;
     for (std::size_t i = 0; i < nd; ++i)
-      if (std::find(a.begin(), a.end(), i) == a.end() && std::find(b.begin(), b.end(), i) == b.end()) k.push_back(static_cast<std::int64_t>(i));
+      if (std::find(a.begin(), a.end(), i) == a.end() && std::find(b.begin(), b.end(), i) == b.end())
+        k.push_back(static_cast<std::int64_t>(i));
     return k;
   };
   const auto x_kept = kept(x.ndim(), x_contract, x_batch), y_kept = kept(y.ndim(), y_contract, y_batch);
@@ -75,7 +76,8 @@ Array dot_transpose_lhs(const Array& ct, const AVal& x, const Array& y, const st
 
 }  // namespace
 
-std::vector<Opt> transpose_rule(Prim p, const std::vector<LinearIn>& in, const std::vector<Array>& cts, const Params& params) {
+std::vector<Opt> transpose_rule(Prim p, const std::vector<LinearIn>& in, const std::vector<Array>& cts,
+                                const Params& params) {
   if (prim_kind(p) == PrimKind::control) return control_transpose(p, in, cts, params);
   if (cts.size() != 1) nonlinear(p);
   const Array& ct = cts[0];
@@ -155,17 +157,18 @@ std::vector<Opt> transpose_rule(Prim p, const std::vector<LinearIn>& in, const s
       if (lin(0) && lin(1)) nonlinear(p);
       const auto& q = params;
       if (lin(0))
-        return {dot_transpose_lhs(ct, in[0].aval, in[1].value, q.lhs_contract, q.rhs_contract, q.lhs_batch, q.rhs_batch, false),
+        return {dot_transpose_lhs(ct, in[0].aval, in[1].value, q.lhs_contract, q.rhs_contract, q.lhs_batch, q.rhs_batch,
+                                  false),
                 std::nullopt};
-      return {std::nullopt,
-              dot_transpose_lhs(ct, in[1].aval, in[0].value, q.rhs_contract, q.lhs_contract, q.rhs_batch, q.lhs_batch, true)};
+      return {std::nullopt, dot_transpose_lhs(ct, in[1].aval, in[0].value, q.rhs_contract, q.lhs_contract, q.rhs_batch,
+                                              q.lhs_batch, true)};
     }
     case Prim::triangular_solve:
       if (lin(0)) nonlinear(p);
-      return {std::nullopt, lax::triangular_solve(in[0].value, ct,
-                                                  {params.left_side, params.lower, !params.transpose_a, params.unit_diagonal})};
-    default:
-      nonlinear(p);
+      return {std::nullopt,
+              lax::triangular_solve(in[0].value, ct,
+                                    {params.left_side, params.lower, !params.transpose_a, params.unit_diagonal})};
+    default: nonlinear(p);
   }
 }
 

@@ -27,8 +27,9 @@ V cat(V a, const V& b) {
 
 // Traces cond and body on avals (cond consts..., carry...) and (body consts..., carry...) and
 // binds the loop; constants the tracing captured lead each list.
-std::vector<Array> bind_while(const FlatFn& cond, const std::vector<AVal>& cond_in, const FlatFn& body, const std::vector<AVal>& body_in,
-                              const std::vector<Array>& cc, const std::vector<Array>& bc, const std::vector<Array>& init) {
+std::vector<Array> bind_while(const FlatFn& cond, const std::vector<AVal>& cond_in, const FlatFn& body,
+                              const std::vector<AVal>& body_in, const std::vector<Array>& cc,
+                              const std::vector<Array>& bc, const std::vector<Array>& init) {
   auto [cj, ch] = hoist(make_jaxpr_flat(cond, cond_in));
   auto [bj, bh] = hoist(make_jaxpr_flat(body, body_in));
   Params p;
@@ -53,7 +54,8 @@ std::vector<Array> while_loop_flat(const FlatFn& cond, const FlatFn& body, const
   FlatFn checked_cond = [&](const std::vector<Array>& c) {
     auto r = cond(c);
     if (r.size() != 1 || !(r[0].aval() == AVal{DType::bool_, {}}))
-      throw ShapeError(fmt::format("while_loop: cond must return one bool[] array, got {}", r.empty() ? "nothing" : r[0].aval().str()));
+      throw ShapeError(fmt::format("while_loop: cond must return one bool[] array, got {}",
+                                   r.empty() ? "nothing" : r[0].aval().str()));
     return r;
   };
   FlatFn checked_body = [&](const std::vector<Array>& c) {
@@ -73,8 +75,9 @@ std::vector<Array> while_eval(const std::vector<Array>& ops, const Params& p) {
   return carry;
 }
 
-std::pair<std::vector<Array>, std::vector<Array>> while_jvp(const std::vector<Array>& x, const std::vector<std::optional<Array>>& t,
-                                                            const Params& p, bool linearizing) {
+std::pair<std::vector<Array>, std::vector<Array>> while_jvp(const std::vector<Array>& x,
+                                                            const std::vector<std::optional<Array>>& t, const Params& p,
+                                                            bool linearizing) {
   const std::size_t cc = p.cond_consts, bc = p.num_consts, nk = x.size() - cc - bc;
   std::vector<Array> tan;
   for (std::size_t i = 0; i < x.size(); ++i) tan.push_back(t[i] ? *t[i] : np::zeros_like(x[i]));
@@ -85,19 +88,20 @@ std::pair<std::vector<Array>, std::vector<Array>> while_jvp(const std::vector<Ar
   FlatFn cond2 = [&](const std::vector<Array>& in) { return eval_jaxpr(cond, {}, part(in, 0, cc + nk)); };
   // body on (body consts | their tangents | carry | tangent carry)
   FlatFn body2 = [&](const std::vector<Array>& in) {
-    auto [y, ty] = jvp_flat([&](const std::vector<Array>& a) { return eval_jaxpr(body, {}, a); }, cat(part(in, 0, bc), part(in, 2 * bc, nk)),
+    auto [y, ty] = jvp_flat([&](const std::vector<Array>& a) { return eval_jaxpr(body, {}, a); },
+                            cat(part(in, 0, bc), part(in, 2 * bc, nk)),
                             cat(part(in, bc, bc), part(in, 2 * bc + nk, nk)), linearizing);
     return cat(y, ty);
   };
   const auto ca = avals(carry);
-  auto out = bind_while(cond2, cat(cat(avals(cconsts), ca), ca), body2, cat(cat(cat(avals(bconsts), avals(tb)), ca), ca), cconsts,
-                        cat(bconsts, tb), cat(carry, tc));
+  auto out = bind_while(cond2, cat(cat(avals(cconsts), ca), ca), body2,
+                        cat(cat(cat(avals(bconsts), avals(tb)), ca), ca), cconsts, cat(bconsts, tb), cat(carry, tc));
   return {part(out, 0, nk), part(out, nk, nk)};
 }
 
-std::vector<std::pair<Array, std::optional<std::int64_t>>> while_batch(const std::vector<Array>& vals,
-                                                                        const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
-                                                                        const Params& p) {
+std::vector<std::pair<Array, std::optional<std::int64_t>>> while_batch(
+    const std::vector<Array>& vals, const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
+    const Params& p) {
   const std::size_t cc = p.cond_consts, bc = p.num_consts, nk = vals.size() - cc - bc;
   const Jaxpr &cond = jaxpr_of(p.cond), &body = jaxpr_of(p.body);
   std::vector<Array> ops;
@@ -111,11 +115,13 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> while_batch(const std
   }
   const auto cax = cat(part(axes, 0, cc), part(axes, cc + bc, nk)), bax = part(axes, cc, cc + bc + nk);
   FlatFn pred = vmap_flat([&](const std::vector<Array>& a) { return eval_jaxpr(cond, {}, a); }, cax, {0});
-  FlatFn step = vmap_flat([&](const std::vector<Array>& a) { return eval_jaxpr(body, {}, a); }, part(axes, cc, bc + nk), {0});
+  FlatFn step =
+      vmap_flat([&](const std::vector<Array>& a) { return eval_jaxpr(body, {}, a); }, part(axes, cc, bc + nk), {0});
   // any example still running
   FlatFn cond2 = [&](const std::vector<Array>& a) {
     const Array pb = pred(a)[0];
-    return std::vector<Array>{lax::gt(lax::reduce_max(lax::convert_element_type(pb, DType::int32), {0}), np::zeros({}, DType::int32))};
+    return std::vector<Array>{
+        lax::gt(lax::reduce_max(lax::convert_element_type(pb, DType::int32), {0}), np::zeros({}, DType::int32))};
   };
   (void)bax;
   // body on (cond consts | body consts | carry): examples whose predicate is false keep their carry
@@ -123,13 +129,15 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> while_batch(const std
     const auto carry = part(a, cc + bc, nk);
     const Array pb = pred(cat(part(a, 0, cc), carry))[0];
     auto next = step(part(a, cc, bc + nk));
-    for (std::size_t k = 0; k < nk; ++k) next[k] = lax::select(np::broadcast_to(lax::reshape(pb, [&] {
-                                                                                     Shape s(carry[k].ndim(), 1);
-                                                                                     s[0] = size;
-                                                                                     return s;
-                                                                                   }()),
-                                                                                   carry[k].shape()),
-                                                                next[k], carry[k]);
+    for (std::size_t k = 0; k < nk; ++k)
+      next[k] = lax::select(np::broadcast_to(lax::reshape(pb,
+                                                          [&] {
+                                                            Shape s(carry[k].ndim(), 1);
+                                                            s[0] = size;
+                                                            return s;
+                                                          }()),
+                                             carry[k].shape()),
+                            next[k], carry[k]);
     return next;
   };
   const auto cin = cat(part(in, 0, cc), part(in, cc + bc, nk));

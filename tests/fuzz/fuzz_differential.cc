@@ -48,8 +48,9 @@ struct Op {
 };
 constexpr int kOps = 17;
 const char* op_name(int k) {
-  static const char* names[kOps] = {"add", "sub", "mul", "div1p", "maximum", "minimum", "neg", "tanh", "sin", "cos", "exp_tanh",
-                                    "log1p_abs", "sqrt_abs1", "where_gt0", "sum_keep", "max_keep", "concat_max"};
+  static const char* names[kOps] = {"add",       "sub",       "mul",      "div1p",    "maximum",   "minimum",
+                                    "neg",       "tanh",      "sin",      "cos",      "exp_tanh",  "log1p_abs",
+                                    "sqrt_abs1", "where_gt0", "sum_keep", "max_keep", "concat_max"};
   return names[k];
 }
 
@@ -58,7 +59,8 @@ Array apply_op(const Op& o, const std::vector<Array>& r) {
   const Array& b = r[static_cast<std::size_t>(o.b) % r.size()];
   const Array& c = r[static_cast<std::size_t>(o.c) % r.size()];
   const auto rank = static_cast<std::int64_t>(a.ndim());
-  const std::vector<std::int64_t> ax = rank == 0 ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{o.axis % rank};
+  const std::vector<std::int64_t> ax =
+      rank == 0 ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{o.axis % rank};
   switch (o.kind) {
     case 0: return a + b;
     case 1: return a - b;
@@ -90,7 +92,8 @@ struct Program {
   Mode mode = Mode::eager;
 
   std::string str() const {
-    std::string s = fmt::format("{} {} over {} input(s) of {}{}:", mode_name(mode), dtype_name(dtype), inputs, dtype_name(dtype), fmt::format("[{}]", fmt::join(shape, ",")));
+    std::string s = fmt::format("{} {} over {} input(s) of {}{}:", mode_name(mode), dtype_name(dtype), inputs,
+                                dtype_name(dtype), fmt::format("[{}]", fmt::join(shape, ",")));
     for (const Op& o : ops) s += fmt::format(" {}(r{},r{},r{};axis {})", op_name(o.kind), o.a, o.b, o.c, o.axis);
     return s;
   }
@@ -186,7 +189,8 @@ std::string compare(const std::vector<Array>& got, const std::vector<Want>& want
       const double w = w_k[i];
       if (std::isnan(w) && std::isnan(g[i])) continue;
       if (std::isinf(w) && g[i] == w) continue;
-      if (!(std::abs(g[i] - w) <= tol * scale)) return fmt::format("output {} element {}: {} vs oracle {}", k, i, g[i], w);
+      if (!(std::abs(g[i] - w) <= tol * scale))
+        return fmt::format("output {} element {}: {} vs oracle {}", k, i, g[i], w);
     }
   }
   return "";
@@ -251,7 +255,8 @@ int differential(const std::uint8_t* data, std::size_t size) {
         // the finding as a program case too, for scripts/fuzz to reduce with jxlab reduce
         if (const char* dir = std::getenv("JX_FUZZ_PROGRAMS"); dir && *dir) {
           std::filesystem::create_directories(dir);
-          std::ofstream(std::filesystem::path(dir) / fmt::format("{}-{:016x}.json", be, std::hash<std::string>{}(p.str())))
+          std::ofstream(std::filesystem::path(dir) /
+                        fmt::format("{}-{:016x}.json", be, std::hash<std::string>{}(p.str())))
               << program_case(data, size, be).dump(1) << "\n";
         }
         finding(fmt::format("differential: {} disagrees with cpu on {}: {}", be, p.str(), mismatch));
@@ -259,7 +264,8 @@ int differential(const std::uint8_t* data, std::size_t size) {
     }
   }
   clear_caches();  // cached programs hold slots (captured constants)
-  if (auto leaked = leaked_since(base); !leaked.empty()) finding(fmt::format("differential: {} leaked: {}", p.str(), leak_report("fuzz", leaked)));
+  if (auto leaked = leaked_since(base); !leaked.empty())
+    finding(fmt::format("differential: {} leaked: {}", p.str(), leak_report("fuzz", leaked)));
   return 0;
 }
 

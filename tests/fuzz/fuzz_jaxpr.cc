@@ -22,7 +22,8 @@ int jaxpr_text(const std::uint8_t* data, std::size_t size) {
   }
   try {
     const std::string again = text::load_program(printed, "printed.jaxpr").jaxpr.str();
-    if (again != printed) finding("jaxpr_text: a loaded program's printed text reads back differently:\n" + printed + "\n---\n" + again);
+    if (again != printed)
+      finding("jaxpr_text: a loaded program's printed text reads back differently:\n" + printed + "\n---\n" + again);
   } catch (const std::exception& e) {
     finding(std::string("jaxpr_text: a loaded program's printed text does not load: ") + e.what() + "\n" + printed);
   }

@@ -44,12 +44,12 @@ int scenario_file(const std::uint8_t* data, std::size_t size) {
   try {
     auto j = nlohmann::json::parse(text);
     if (j.is_object() && j.contains("id") && j["id"].is_string()) id = j["id"].get<std::string>();
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   if (id.find('/') != std::string::npos || id.empty()) id = "fuzz";
   only_clear_errors("scenario_file", [&] {
     lab::Scenario s = lab::parse_scenario(text, "fuzz/" + id + ".json");
-    if (s.id.empty() || s.cases.empty() || s.backends.empty()) finding("scenario_file: a scenario without id, cases or backends was accepted");
+    if (s.id.empty() || s.cases.empty() || s.backends.empty())
+      finding("scenario_file: a scenario without id, cases or backends was accepted");
   });
   return 0;
 }
@@ -72,7 +72,8 @@ int dlm_input(const std::uint8_t* data, std::size_t size) {
     // the CLI's path: the streamed fit in chunks of 5, written as npz and JSON, gives fit's lik
     if (in.options.algorithm == dlm::Algorithm::scan)
       for (auto format : {dlm::OutputFormat::npz, dlm::OutputFormat::json}) {
-        const std::string path = (std::filesystem::temp_directory_path() / fmt::format("jx-fuzz-dlm-{}.out", getpid())).string();
+        const std::string path =
+            (std::filesystem::temp_directory_path() / fmt::format("jx-fuzz-dlm-{}.out", getpid())).string();
         dlm::ResultWriter w(path, format, false);
         const dlm::StreamedFit sf = dlm::fit_streamed(y, s, in.w, in.options, X, w, 5);
         w.commit(sf.fields);
@@ -90,8 +91,8 @@ int dlm_input(const std::uint8_t* data, std::size_t size) {
     };
     std::vector<double> xs;
     for (const auto& r : in.X) xs.insert(xs.end(), r.begin(), r.end());
-    if (moderate(in.y, 1e-3, 1e4) && moderate(in.s, 1e-2, 1e4) && moderate(in.w, 1e-2, 1e3) && moderate(xs, 1e-3, 1e3) && in.options.arphi.empty() &&
-        in.options.ns <= 24) {
+    if (moderate(in.y, 1e-3, 1e4) && moderate(in.s, 1e-2, 1e4) && moderate(in.w, 1e-2, 1e3) &&
+        moderate(xs, 1e-3, 1e3) && in.options.arphi.empty() && in.options.ns <= 24) {
       if (!std::isfinite(f.lik)) finding(fmt::format("dlm_input: an accepted input gave -2 log L = {}", f.lik));
       for (double v : f.x.to_vector<double>())
         if (!std::isfinite(v)) finding("dlm_input: an accepted input gave a non-finite smoothed state");

@@ -57,11 +57,13 @@ TEST(FuzzReplay, JaxprText) { replay("jaxpr_text", jx::fuzz::jaxpr_text, 20); }
 TEST(FuzzFinding, MismatchIsWrittenAsAProgramCase) {
   ASSERT_TRUE(jx::backend_available("native")) << "the planted fault needs the native backend (a C compiler)";
   const char* keep = std::getenv("JX_FINDING_OUT");
-  const fs::path dir = keep && *keep ? fs::path(keep) : fs::temp_directory_path() / fmt::format("jx-finding-{}", ::getpid());
+  const fs::path dir =
+      keep && *keep ? fs::path(keep) : fs::temp_directory_path() / fmt::format("jx-finding-{}", ::getpid());
   fs::remove_all(dir);
   // float32, jit, rank 1 of 3, one input, one op: tanh (kind 7)
   const std::vector<std::uint8_t> bytes = {1, 1, 1, 2, 0, 0, 0, 7, 0, 0, 0, 0};
-  EXPECT_EQ(jx::fuzz::describe_program(bytes.data(), bytes.size()), "jit float32 over 1 input(s) of float32[3]: tanh(r0,r0,r0;axis 0)");
+  EXPECT_EQ(jx::fuzz::describe_program(bytes.data(), bytes.size()),
+            "jit float32 over 1 input(s) of float32[3]: tanh(r0,r0,r0;axis 0)");
   ::setenv("JX_FUZZ_PROGRAMS", dir.c_str(), 1);
   EXPECT_DEATH(
       {

@@ -15,7 +15,9 @@ Array outer(const Array& a, const Array& b) { return np::einsum("i,j->ij", a, b)
 
 // F is one observation row [m], or a row per step [n,m] (covariates: F_t = [F, X_t]); the
 // one-row forms are the ones the model without covariates always ran.
-Array rows_dot(const Array& F, const Array& x) { return F.ndim() == 1 ? np::matmul(x, F) : np::einsum("ni,ni->n", F, x); }
+Array rows_dot(const Array& F, const Array& x) {
+  return F.ndim() == 1 ? np::matmul(x, F) : np::einsum("ni,ni->n", F, x);
+}
 Array rows_quad(const Array& F, const Array& C) {
   return F.ndim() == 1 ? np::einsum("i,nij,j->n", F, C, F) : np::einsum("ni,nij,nj->n", F, C, F);
 }
@@ -30,8 +32,8 @@ Array stack_blocks(const Array& a, const Array& b) {
 
 // The filter's per-step outputs from the parallel filter: predictions x0 for step 0, then
 // G x_{t-1|t-1}; innovations, their variances and the gains from those.
-std::vector<Array> assoc_outputs(const detail::AssocFilter& af, const Array& y, const Array& V, const Array& x0, const Array& G,
-                                 const Array& F, const Array& C0) {
+std::vector<Array> assoc_outputs(const detail::AssocFilter& af, const Array& y, const Array& V, const Array& x0,
+                                 const Array& G, const Array& F, const Array& C0) {
   const std::int64_t n = y.shape()[0];
   Array of = np::astype(np::logical_not(np::isnan(y)), y.dtype());
   Array xf = np::concatenate({np::expand_dims(x0, 0), np::index(af.xp, {np::Slice{0, n - 1}})}, 0);
@@ -75,7 +77,8 @@ HostSquare stack_blocks(const HostSquare& a, const HostSquare& b) {
 std::pair<Array, Array> system_matrices(const Options& o, DType d) {
   if (o.order < 0) throw ShapeError(fmt::format("dlm: trend order {} must be >= 0", o.order));
   if (o.ns < 2) throw ShapeError(fmt::format("dlm: season length ns = {} must be >= 2", o.ns));
-  if (o.trig < 0 || 2 * o.trig > o.ns) throw ShapeError(fmt::format("dlm: trig = {} must be between 0 and ns/2 = {}", o.trig, o.ns / 2.0));
+  if (o.trig < 0 || 2 * o.trig > o.ns)
+    throw ShapeError(fmt::format("dlm: trig = {} must be between 0 and ns/2 = {}", o.trig, o.ns / 2.0));
   // local polynomial trend: ones on the diagonal and the superdiagonal
   const std::int64_t mt = o.order + 1;
   HostSquare G = HostSquare::zeros(mt);
@@ -115,8 +118,8 @@ std::pair<Array, Array> system_matrices(const Options& o, DType d) {
   return {G.array(d), np::array(f, Shape{static_cast<std::int64_t>(f.size())}, d)};
 }
 
-std::vector<Array> filter(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
-                          const Array& C0, Algorithm alg) {
+std::vector<Array> filter(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F,
+                          const Array& W, const Array& C0, Algorithm alg) {
   if (alg == Algorithm::assoc) return assoc_outputs(detail::assoc_filter(y, V, x0, G, F, W, C0), y, V, x0, G, F, C0);
   return detail::filter_scan(y, V, x0, G, F, W, C0, true);
 }
@@ -131,33 +134,36 @@ struct KalmanStep {
   Array Fx, v, Cp, K;
   FC next;
 };
-KalmanStep kalman_step(const FC& c, const Array& yt, const Array& vt, const Array& ot, const Array& Ft, const Array& G, const Array& W) {
+KalmanStep kalman_step(const FC& c, const Array& yt, const Array& vt, const Array& ot, const Array& Ft, const Array& G,
+                       const Array& W) {
   const auto& [x, C] = c;
   KalmanStep k;
   k.Fx = np::dot(Ft, x);
   k.v = ot * (yt - k.Fx);
-  Array CF = np::matmul(C, Ft);               // C Fᵀ
-  k.Cp = np::dot(Ft, CF) + ot * vt * vt;      // F C Fᵀ + V² (observed steps only)
-  k.K = np::matmul(G, CF) * (ot / k.Cp);      // G C Fᵀ / Cp, zero when missing
+  Array CF = np::matmul(C, Ft);           // C Fᵀ
+  k.Cp = np::dot(Ft, CF) + ot * vt * vt;  // F C Fᵀ + V² (observed steps only)
+  k.K = np::matmul(G, CF) * (ot / k.Cp);  // G C Fᵀ / Cp, zero when missing
   Array L = G - outer(k.K, Ft);
   k.next = {np::matmul(G, x) + k.K * k.v, np::matmul(np::matmul(G, C), np::transpose(L)) + W};
   return k;
 }
 }  // namespace
 
-OutputTerms output_terms(const Array& y, const Array& obs, const Array& Fx, const Array& v, const Array& Cp, const Array& V) {
+OutputTerms output_terms(const Array& y, const Array& obs, const Array& Fx, const Array& v, const Array& Cp,
+                         const Array& V) {
   OutputTerms o;
   o.yhat = Fx;
   o.resid0 = y - Fx;
   o.resid = o.resid0 / V;
   o.v = np::where(obs, v, NAN);
   o.resid2 = np::where(obs, v / np::sqrt(Cp), NAN);
-  o.terms = {v * v / Cp + np::log(Cp), o.resid0 * o.resid0, o.resid * o.resid, o.resid2 * o.resid2, np::abs(o.resid2) / y};
+  o.terms = {v * v / Cp + np::log(Cp), o.resid0 * o.resid0, o.resid * o.resid, o.resid2 * o.resid2,
+             np::abs(o.resid2) / y};
   return o;
 }
 
-std::vector<Array> filter_scan(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
-                               const Array& C0, bool states) {
+std::vector<Array> filter_scan(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F,
+                               const Array& W, const Array& C0, bool states) {
   const DType d = y.dtype();
   Array obs = np::logical_not(np::isnan(y));
   Array obsf = np::astype(obs, d);
@@ -165,7 +171,8 @@ std::vector<Array> filter_scan(const Array& y, const Array& V, const Array& x0, 
   auto fstep = [&](const FC& c, const std::vector<Array>& in) {
     const Array& Ft = in.size() > 3 ? in[3] : F;  // this step's observation row
     KalmanStep k = kalman_step(c, in[0], in[1], in[2], Ft, G, W);
-    return std::pair{k.next, states ? std::vector<Array>{c.first, c.second, k.v, k.Cp, k.K} : std::vector<Array>{k.v, k.Cp, k.K}};
+    return std::pair{
+        k.next, states ? std::vector<Array>{c.first, c.second, k.v, k.Cp, k.K} : std::vector<Array>{k.v, k.Cp, k.K}};
   };
   std::vector<Array> xs{yz, V, obsf};
   if (F.ndim() == 2) xs.push_back(F);
@@ -175,8 +182,8 @@ std::vector<Array> filter_scan(const Array& y, const Array& V, const Array& x0, 
   return ys;
 }
 
-std::vector<Array> filter_scan_outputs(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
-                                       const Array& C0) {
+std::vector<Array> filter_scan_outputs(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F,
+                                       const Array& W, const Array& C0) {
   const DType d = y.dtype();
   Array obs = np::logical_not(np::isnan(y));
   Array obsf = np::astype(obs, d);
@@ -189,7 +196,8 @@ std::vector<Array> filter_scan_outputs(const Array& y, const Array& V, const Arr
     const Array ot = np::logical_not(np::isnan(yt));
     OutputTerms o = output_terms(yt, ot, k.Fx, k.v, k.Cp, in[1]);
     Array sums = c.second + np::where(ot, np::stack(o.terms), 0.0);
-    return std::pair{Carry{k.next, sums}, std::vector<Array>{c.first.first, c.first.second, k.v, k.Cp, k.K, o.yhat, o.resid0, o.resid, o.v, o.resid2}};
+    return std::pair{Carry{k.next, sums}, std::vector<Array>{c.first.first, c.first.second, k.v, k.Cp, k.K, o.yhat,
+                                                             o.resid0, o.resid, o.v, o.resid2}};
   };
   std::vector<Array> xs{yz, V, obsf, y};
   if (F.ndim() == 2) xs.push_back(F);
@@ -200,8 +208,8 @@ std::vector<Array> filter_scan_outputs(const Array& y, const Array& V, const Arr
 }
 }  // namespace detail
 
-Array minus2_log_lik(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0,
-                     Algorithm alg) {
+Array minus2_log_lik(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
+                     const Array& C0, Algorithm alg) {
   auto fo = filter(y, V, x0, G, F, W, C0, alg);
   Array obs = np::logical_not(np::isnan(y));
   const Array &v = fo[2], &Cp = fo[3];
@@ -212,13 +220,13 @@ std::pair<Array, Array> smoothed_states(const Array& y, const Array& V, const Ar
                                         const Array& W, const Array& C0, Algorithm alg) {
   if (alg == Algorithm::assoc) return detail::assoc_smoother(detail::assoc_filter(y, V, x0, G, F, W, C0), G);
   const std::int64_t m = G.shape()[0];
-  auto sm = detail::rn_smoother(filter(y, V, x0, G, F, W, C0), np::astype(np::logical_not(np::isnan(y)), y.dtype()), G, F,
-                                np::zeros({m}, y.dtype()), np::zeros({m, m}, y.dtype()));
+  auto sm = detail::rn_smoother(filter(y, V, x0, G, F, W, C0), np::astype(np::logical_not(np::isnan(y)), y.dtype()), G,
+                                F, np::zeros({m}, y.dtype()), np::zeros({m, m}, y.dtype()));
   return {sm.xs, sm.Cs};
 }
 
-Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0,
-           Algorithm alg) {
+Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
+           const Array& C0, Algorithm alg) {
   const DType d = y.dtype();
   const std::int64_t m = G.shape()[0];
   Array obsf = np::astype(np::logical_not(np::isnan(y)), d);
@@ -273,7 +281,8 @@ Array with_covariates(const Array& F, const Array& X) {
 }
 void check_covariates(const Array& X, std::int64_t rows, const char* what) {
   if (X.ndim() != 2 || X.shape()[0] != rows || X.shape()[1] < 1)
-    throw ShapeError(fmt::format("dlm: {} must be [{}, q] (a row per step, q >= 1), got {}", what, rows, X.aval().str()));
+    throw ShapeError(
+        fmt::format("dlm: {} must be [{}, q] (a row per step, q >= 1), got {}", what, rows, X.aval().str()));
   if (np::sum(np::astype(np::isfinite(X), DType::int32)).item<double>() != static_cast<double>(X.size()))
     throw ShapeError(fmt::format("dlm: {} holds a value that is NaN or infinite", what));
 }
@@ -283,7 +292,8 @@ Array observation_rows(const Fit& f) { return f.X ? with_covariates(f.F, *f.X) :
 
 namespace detail {
 
-Model model(const Array& y0, const Array& s, const std::vector<double>& w, const Options& o, const std::optional<Array>& X) {
+Model model(const Array& y0, const Array& s, const std::vector<double>& w, const Options& o,
+            const std::optional<Array>& X) {
   if (y0.ndim() != 1) throw ShapeError(fmt::format("dlm: y must be a vector of observations, got {}", y0.aval().str()));
   const DType d = is_floating(y0.dtype()) ? y0.dtype() : DType::float64;
   Model md;
@@ -294,7 +304,8 @@ Model model(const Array& y0, const Array& s, const std::vector<double>& w, const
   std::vector<double> copy;  // float64 in host memory is read in place
   const std::byte* host = d == DType::float64 ? md.y.backend().host_data(md.y.slot()) : nullptr;
   if (!host) copy = md.y.to_vector<double>();
-  const std::span<const double> yv(host ? reinterpret_cast<const double*>(host) : copy.data(), static_cast<std::size_t>(n));
+  const std::span<const double> yv(host ? reinterpret_cast<const double*>(host) : copy.data(),
+                                   static_cast<std::size_t>(n));
   // missing values are NaN; an infinity is an error, and so is a series with nothing observed
   if (std::any_of(yv.begin(), yv.end(), [](double v) { return std::isinf(v); }))
     throw ShapeError("dlm: y holds an infinite value (missing values are NaN)");
@@ -341,10 +352,12 @@ namespace {
 using RN = std::pair<Array, Array>;
 // One backward step of the r/N recursion: L = G − K F, r ← Lᵀ r + Fᵀ v/Cp, N ← Lᵀ N L + Fᵀ F/Cp
 // (the observation terms only where observed).
-RN rn_step(const RN& rn, const Array& G, const Array& Ft, const Array& vt, const Array& cpt, const Array& kt, const Array& ot) {
+RN rn_step(const RN& rn, const Array& G, const Array& Ft, const Array& vt, const Array& cpt, const Array& kt,
+           const Array& ot) {
   const auto& [r, N] = rn;
   Array L = G - outer(kt, Ft);
-  return {np::matmul(np::transpose(L), r) + Ft * (ot * vt / cpt), np::matmul(np::matmul(np::transpose(L), N), L) + outer(Ft, Ft) * (ot / cpt)};
+  return {np::matmul(np::transpose(L), r) + Ft * (ot * vt / cpt),
+          np::matmul(np::matmul(np::transpose(L), N), L) + outer(Ft, Ft) * (ot / cpt)};
 }
 // The smoothed state of a step from its prediction (x, C) and the updated (r, N).
 RN smoothed(const Array& xt, const Array& Ct, const RN& rn) {
@@ -358,8 +371,8 @@ RN smoothed(const Array& xt, const Array& Ct, const RN& rn) {
 }
 }  // namespace
 
-Smoothed rn_smoother(const std::vector<Array>& fo, const Array& obsf, const Array& G, const Array& F, const Array& r0, const Array& N0,
-                     const std::optional<Array>& V) {
+Smoothed rn_smoother(const std::vector<Array>& fo, const Array& obsf, const Array& G, const Array& F, const Array& r0,
+                     const Array& N0, const std::optional<Array>& V) {
   const Array &xf = fo[0], &Cf = fo[1], &v = fo[2], &Cp = fo[3], &K = fo[4];
   const bool row_per_step = F.ndim() == 2;
   auto bstep = [&](const RN& rn, const std::vector<Array>& in) {
@@ -369,7 +382,8 @@ Smoothed rn_smoother(const std::vector<Array>& fo, const Array& obsf, const Arra
     if (!V) return std::pair{next, std::vector<Array>{xs, Cs}};
     // the smoother's outputs in the loop: √diag(Cs) and √(F Cs Fᵀ + V²)
     const Array& Vt = in.back();
-    return std::pair{next, std::vector<Array>{xs, Cs, np::sqrt(np::diagonal(Cs)), np::sqrt(np::dot(Ft, np::matmul(Cs, Ft)) + Vt * Vt)}};
+    return std::pair{next, std::vector<Array>{xs, Cs, np::sqrt(np::diagonal(Cs)),
+                                              np::sqrt(np::dot(Ft, np::matmul(Cs, Ft)) + Vt * Vt)}};
   };
   std::vector<Array> xs{xf, Cf, v, Cp, K, obsf};
   if (row_per_step) xs.push_back(F);
@@ -380,8 +394,8 @@ Smoothed rn_smoother(const std::vector<Array>& fo, const Array& obsf, const Arra
   return r;
 }
 
-std::pair<Array, Array> rn_carry(const std::vector<Array>& vck, const Array& obsf, const Array& G, const Array& F, const Array& r0,
-                                 const Array& N0) {
+std::pair<Array, Array> rn_carry(const std::vector<Array>& vck, const Array& obsf, const Array& G, const Array& F,
+                                 const Array& r0, const Array& N0) {
   auto bstep = [&](const RN& rn, const std::vector<Array>& in) {
     const Array& Ft = in.size() > 4 ? in[4] : F;
     return std::pair{rn_step(rn, G, Ft, in[0], in[1], in[2], in[3]), std::vector<Array>{}};
@@ -391,7 +405,9 @@ std::pair<Array, Array> rn_carry(const std::vector<Array>& vck, const Array& obs
   return lax::scan(bstep, RN{r0, N0}, xs, {.reverse = true}).first;
 }
 
-std::pair<Array, Array> smoothed_first(const Array& x0, const Array& C0, const Array& r, const Array& N) { return smoothed(x0, C0, {r, N}); }
+std::pair<Array, Array> smoothed_first(const Array& x0, const Array& C0, const Array& r, const Array& N) {
+  return smoothed(x0, C0, {r, N});
+}
 
 FilterOutputs filter_outputs(const std::vector<Array>& fo, const Array& y, const Array& V, const Array& F) {
   const Array &xf = fo[0], &v = fo[2], &Cp = fo[3];
@@ -410,7 +426,8 @@ std::pair<Array, Array> smoother_outputs(const Array& Cs, const Array& V, const 
 
 }  // namespace detail
 
-Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Options& o, const std::optional<Array>& X) {
+Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Options& o,
+        const std::optional<Array>& X) {
   const detail::Model md = detail::model(y0, s, w, o, X);
   Fit first = smooth(md.y, md.V, md.x0, md.G, md.F, md.W, md.C0, o.algorithm);
   Array x1 = np::index(first.x, {np::Slice{}, std::int64_t{0}});
@@ -426,12 +443,14 @@ Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
 Forecast forecast(const Fit& f, std::int64_t h, const std::optional<Array>& X_future) {
   if (h < 0) throw ShapeError(fmt::format("dlm: forecast horizon {} must be >= 0", h));
   if (f.X && !X_future)
-    throw ShapeError(fmt::format("dlm: the model has {} covariates: the forecast needs their future values ({} rows)", f.X->shape()[1], h));
+    throw ShapeError(fmt::format("dlm: the model has {} covariates: the forecast needs their future values ({} rows)",
+                                 f.X->shape()[1], h));
   if (!f.X && X_future) throw ShapeError("dlm: future covariates given for a model without covariates");
   if (f.X) {
     check_covariates(*X_future, h, "the future covariates");
     if (X_future->shape()[1] != f.X->shape()[1])
-      throw ShapeError(fmt::format("dlm: the future covariates have {} columns; the model has {}", X_future->shape()[1], f.X->shape()[1]));
+      throw ShapeError(fmt::format("dlm: the future covariates have {} columns; the model has {}", X_future->shape()[1],
+                                   f.X->shape()[1]));
   }
   auto fo = filter(f.y, f.V, f.x0, f.G, observation_rows(f), f.W, f.C0);
   const Array &xn = fo[5], &Cn = fo[6];
@@ -465,7 +484,8 @@ Mle mle(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
   const DType d = init.V.dtype();
   Array y = np::astype(y0, d);
   // θ = (log V factor, log w_1..w_k)
-  auto loss = [y, V = init.V, x0 = init.x0, C0 = init.C0, G = init.G, F = Frows, m, k, alg = o.algorithm](const Array& th) {
+  auto loss = [y, V = init.V, x0 = init.x0, C0 = init.C0, G = init.G, F = Frows, m, k,
+               alg = o.algorithm](const Array& th) {
     Array sd = np::exp(th);
     Array wv = np::square(np::index(sd, {np::Slice{1, {}}}));
     if (m > k) wv = np::concatenate({wv, np::zeros({m - k}, wv.dtype())});
@@ -560,8 +580,8 @@ Mle mle(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
   r.lik = cur;
   std::vector<double> wd(static_cast<std::size_t>(m), 0.0);
   for (std::size_t i = 0; i < r.w.size(); ++i) wd[i] = r.w[i] * r.w[i];
-  r.fit = smooth(y, init.V * r.obs_std_factor, init.x0, init.G, Frows, np::eye(m, {}, 0, d) * np::array(wd, Shape{m}, d), init.C0,
-                 o.algorithm);
+  r.fit = smooth(y, init.V * r.obs_std_factor, init.x0, init.G, Frows,
+                 np::eye(m, {}, 0, d) * np::array(wd, Shape{m}, d), init.C0, o.algorithm);
   r.fit.F = init.F;
   r.fit.X = init.X;
   r.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -21,10 +21,10 @@ enum class Algorithm { scan, assoc };
 Algorithm parse_algorithm(const std::string& name);  // "scan" | "assoc", else ShapeError naming it
 
 struct Options {
-  int order = 1;        // polynomial trend order (0 level, 1 level+slope, 2 ...)
-  bool fullseas = false;  // full dummy seasonal with ns-1 states
-  int trig = 0;         // number of trigonometric harmonics
-  int ns = 12;          // season length
+  int order = 1;              // polynomial trend order (0 level, 1 level+slope, 2 ...)
+  bool fullseas = false;      // full dummy seasonal with ns-1 states
+  int trig = 0;               // number of trigonometric harmonics
+  int ns = 12;                // season length
   std::vector<double> arphi;  // AR coefficients
   Algorithm algorithm = Algorithm::scan;
 };
@@ -33,28 +33,28 @@ struct Options {
 std::pair<Array, Array> system_matrices(const Options& o, DType d = DType::float64);
 
 struct Fit {
-  Array xf, Cf;       // one-step predictions: [m,n], [m,m,n]
-  Array x, C;         // smoothed: [m,n], [m,m,n]
-  Array xstd;         // [n,m]
-  Array yhat, ystd;   // [n]
+  Array xf, Cf;                        // one-step predictions: [m,n], [m,m,n]
+  Array x, C;                          // smoothed: [m,n], [m,m,n]
+  Array xstd;                          // [n,m]
+  Array yhat, ystd;                    // [n]
   Array resid0, resid, resid2, v, Cp;  // [n]
-  Array G, F, W, V, x0, C0, y;  // F: the model's own row [m - q] (the toolbox's out.F)
-  std::optional<Array> X;       // covariates [n,q] (out.XX); their q β states end the state vector
+  Array G, F, W, V, x0, C0, y;         // F: the model's own row [m - q] (the toolbox's out.F)
+  std::optional<Array> X;              // covariates [n,q] (out.XX); their q β states end the state vector
   double lik = 0, s2 = 0, mse = 0, mape = 0, ssy = 0;
   int nobs = 0;
 };
 
 // The forward filter alone: per step (x [n,m], C [n,m,m], v [n], Cp [n], K [n,m]), then the
 // prediction one step past the data (x [m], C [m,m]).
-std::vector<Array> filter(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
-                          const Array& C0, Algorithm a = Algorithm::scan);
+std::vector<Array> filter(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F,
+                          const Array& W, const Array& C0, Algorithm a = Algorithm::scan);
 // -2 log L without the 2π constant (the toolbox's `lik`): differentiable in V, W, G, x0, C0.
-Array minus2_log_lik(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0,
-                     Algorithm a = Algorithm::scan);
+Array minus2_log_lik(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
+                     const Array& C0, Algorithm a = Algorithm::scan);
 
 // One filter + smoother pass with given x0 [m], C0 [m,m] (the toolbox's dlmsmo).
-Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W, const Array& C0,
-           Algorithm a = Algorithm::scan);
+Fit smooth(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
+           const Array& C0, Algorithm a = Algorithm::scan);
 
 // Smoothed means [n,m] and covariances [n,m,m] only (filter + smoother, no host reads): jittable.
 std::pair<Array, Array> smoothed_states(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F,
@@ -63,7 +63,8 @@ std::pair<Array, Array> smoothed_states(const Array& y, const Array& V, const Ar
 // The toolbox's dlmfit: s scalar or [n] observation std, w the stds of W's leading diagonal.
 // Covariates X [n,q] (the toolbox's and dlm-js's X): y_t = F x_t + X_t β + v_t, β appended to
 // the state as q static states (identity in G, no noise in W), so F_t = [F, X_t] per step.
-Fit fit(const Array& y, const Array& s, const std::vector<double>& w, const Options& o = {}, const std::optional<Array>& X = std::nullopt);
+Fit fit(const Array& y, const Array& s, const std::vector<double>& w, const Options& o = {},
+        const std::optional<Array>& X = std::nullopt);
 // The observation row per step of a fit: [n,m] with covariates, else the one row [m].
 Array observation_rows(const Fit& f);
 

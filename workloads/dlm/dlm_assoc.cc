@@ -42,8 +42,8 @@ Array inv(const Array& a) {
 
 }  // namespace
 
-AssocFilter assoc_filter(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
-                         const Array& C0) {
+AssocFilter assoc_filter(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F,
+                         const Array& W, const Array& C0) {
   const DType d = y.dtype();
   const std::int64_t n = y.shape()[0], m = G.shape()[0];
   Array obs = np::logical_not(np::isnan(y));
@@ -108,8 +108,8 @@ std::pair<Array, Array> assoc_smoother(const AssocFilter& f, const Array& G) {
   // Element t < n-1: E = P_t Gᵀ P_{t+1|t}⁻¹, g = x_t - E G x_t, L = P_t - E G P_t; element n-1:
   // (0, x_{n-1}, P_{n-1}). Later-first composition a ⊕ b (a later, b earlier):
   //   E = E_b E_a, g = E_b g_a + g_b, L = E_b L_a E_bᵀ + L_b  ->  smoothed (g, L).
-  Array GP = np::matmul(batch(G, n), f.Pu);                  // G P_t
-  Array Et = mT(np::matmul(inv(f.Pp), GP));                  // (P_pred⁻¹ G P)ᵀ = P Gᵀ P_pred⁻¹
+  Array GP = np::matmul(batch(G, n), f.Pu);  // G P_t
+  Array Et = mT(np::matmul(inv(f.Pp), GP));  // (P_pred⁻¹ G P)ᵀ = P Gᵀ P_pred⁻¹
   Array E0 = where_rows(last, np::zeros({n, m, m}, d), Et);
   Array g = f.xu - mv(E0, f.xp);
   Array L = f.Pu - np::matmul(E0, GP);

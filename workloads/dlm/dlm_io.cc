@@ -13,13 +13,16 @@ namespace {
 
 using json = nlohmann::json;
 
-[[noreturn]] void bad(const std::string& name, const std::string& what) { throw ShapeError(fmt::format("{}: {}", name, what)); }
+[[noreturn]] void bad(const std::string& name, const std::string& what) {
+  throw ShapeError(fmt::format("{}: {}", name, what));
+}
 
 std::vector<double> numbers(const json& j, const std::string& name, const std::string& field, bool allow_null) {
   std::vector<double> v;
   v.reserve(j.is_array() ? j.size() : 1);
   auto one = [&](const json& e, std::size_t i) -> double {
-    if (e.is_number_float() && std::isfinite(e.get<double>())) return e.get<double>();  // the common case, no message built
+    if (e.is_number_float() && std::isfinite(e.get<double>()))
+      return e.get<double>();  // the common case, no message built
     const std::string at = j.is_array() ? fmt::format("[{}]", i) : "";
     if (e.is_null() && allow_null) return NAN;
     if (e.is_string() && allow_null && (e == "NaN" || e == "nan" || e == "NA")) return NAN;
@@ -30,7 +33,8 @@ std::vector<double> numbers(const json& j, const std::string& name, const std::s
   };
   if (j.is_array())
     for (std::size_t i = 0; i < j.size(); ++i) v.push_back(one(j[i], i));
-  else v.push_back(one(j, 0));
+  else
+    v.push_back(one(j, 0));
   return v;
 }
 
@@ -40,12 +44,17 @@ struct OptionName {
   const char* toolbox;
   const char* js;
 };
-constexpr OptionName kOptions[] = {{"order", "order"}, {"trig", "harmonics"}, {"fullseas", "fullSeasonal"}, {"ns", "seasonLength"},
+constexpr OptionName kOptions[] = {{"order", "order"},
+                                   {"trig", "harmonics"},
+                                   {"fullseas", "fullSeasonal"},
+                                   {"ns", "seasonLength"},
                                    {"arphi", "arCoefficients"}};
 
 std::string known_options() {
   std::string k;
-  for (const auto& o : kOptions) k += fmt::format("{}{}{}", k.empty() ? "" : ", ", o.toolbox, std::string(o.js) != o.toolbox ? fmt::format(" ({})", o.js) : "");
+  for (const auto& o : kOptions)
+    k += fmt::format("{}{}{}", k.empty() ? "" : ", ", o.toolbox,
+                     std::string(o.js) != o.toolbox ? fmt::format(" ({})", o.js) : "");
   return k;
 }
 
@@ -53,7 +62,8 @@ std::string known_options() {
 const json* option(const json& o, const OptionName& n, const std::string& name) {
   const json* a = o.contains(n.toolbox) ? &o[n.toolbox] : nullptr;
   const json* b = std::string(n.js) != n.toolbox && o.contains(n.js) ? &o[n.js] : nullptr;
-  if (a && b && *a != *b) bad(name, fmt::format("options '{}' and '{}' name the same option with different values", n.toolbox, n.js));
+  if (a && b && *a != *b)
+    bad(name, fmt::format("options '{}' and '{}' name the same option with different values", n.toolbox, n.js));
   return a ? a : b;
 }
 
@@ -69,7 +79,8 @@ Options options_from(const json& o, const std::string& name) {
     const json* v = option(o, n, name);
     if (!v) return dflt;
     if (v->is_boolean()) return v->get<bool>() ? 1 : 0;
-    if (!v->is_number_integer()) bad(name, fmt::format("option '{}' must be an integer", o.contains(n.toolbox) ? n.toolbox : n.js));
+    if (!v->is_number_integer())
+      bad(name, fmt::format("option '{}' must be an integer", o.contains(n.toolbox) ? n.toolbox : n.js));
     return v->get<int>();
   };
   r.order = integer(kOptions[0], 1);
@@ -86,12 +97,14 @@ void check_times(const json& t, std::size_t n, const std::string& name) {
   if (v.size() != n) bad(name, fmt::format("field 't' has {} values; expected one per observation ({})", v.size(), n));
   for (std::size_t i = 1; i < v.size(); ++i)
     if (v[i] - v[i - 1] != 1)
-      bad(name, fmt::format("field 't' steps from {} to {} at [{}]: only unit time steps are supported", v[i - 1], v[i], i));
+      bad(name,
+          fmt::format("field 't' steps from {} to {} at [{}]: only unit time steps are supported", v[i - 1], v[i], i));
 }
 
 // Rows of finite numbers, each with the same count (covariates).
 std::vector<std::vector<double>> rows_of(const json& j, const std::string& name, const std::string& field) {
-  if (!j.is_array() || j.empty()) bad(name, fmt::format("field '{}' must be a non-empty array of rows (one per step)", field));
+  if (!j.is_array() || j.empty())
+    bad(name, fmt::format("field '{}' must be a non-empty array of rows (one per step)", field));
   std::vector<std::vector<double>> r;
   for (std::size_t i = 0; i < j.size(); ++i) {
     const std::string at = fmt::format("{}[{}]", field, i);
@@ -114,8 +127,8 @@ Input from_json(const json& j, const std::string& name) {
   // ys, ym: the scale and mean the toolbox's demos standardized yy with (bookkeeping for the
   // plots, no part of the model)
   for (const auto& [key, value] : j.items())
-    if (key != "y" && key != "yy" && key != "s" && key != "ss" && key != "w" && key != "options" && key != "t" && key != "X" &&
-        key != "X_forecast" && key != "ys" && key != "ym")
+    if (key != "y" && key != "yy" && key != "s" && key != "ss" && key != "w" && key != "options" && key != "t" &&
+        key != "X" && key != "X_forecast" && key != "ys" && key != "ym")
       bad(name, fmt::format("unknown field '{}' (known: y or yy, s or ss, w, X, X_forecast, options, t, ys, ym)", key));
   const json* y = either(j, "y", "yy", name);
   const json* s = either(j, "s", "ss", name);
@@ -139,7 +152,9 @@ Input from_json(const json& j, const std::string& name) {
 std::string model_states(const Options& o, std::int64_t m) {
   const std::int64_t trend = o.order + 1, ar = static_cast<std::int64_t>(o.arphi.size()), seasonal = m - trend - ar;
   std::string s = fmt::format("order {}: {} trend states", o.order, trend);
-  if (seasonal > 0) s += fmt::format(", {} with ns {}: {} seasonal states", o.fullseas ? "fullseas" : fmt::format("trig {}", o.trig), o.ns, seasonal);
+  if (seasonal > 0)
+    s += fmt::format(", {} with ns {}: {} seasonal states", o.fullseas ? "fullseas" : fmt::format("trig {}", o.trig),
+                     o.ns, seasonal);
   if (ar > 0) s += fmt::format(", arphi: {} AR states", ar);
   return s;
 }
@@ -157,19 +172,23 @@ void validate(const Input& in, const std::string& name) {
   if (std::all_of(in.y.begin(), in.y.end(), [](double y) { return std::isnan(y); }))
     bad(name, fmt::format("field 'y' has no observed value (all {} are missing)", in.y.size()));
   for (double s : in.s)
-    if (!(s > 0) || !std::isfinite(s)) bad(name, fmt::format("field 's' must hold positive finite standard deviations (got {})", s));
+    if (!(s > 0) || !std::isfinite(s))
+      bad(name, fmt::format("field 's' must hold positive finite standard deviations (got {})", s));
   for (double w : in.w)
-    if (!(w >= 0) || !std::isfinite(w)) bad(name, fmt::format("field 'w' must hold non-negative finite standard deviations (got {})", w));
+    if (!(w >= 0) || !std::isfinite(w))
+      bad(name, fmt::format("field 'w' must hold non-negative finite standard deviations (got {})", w));
   if (in.options.fullseas && in.options.trig > 0) bad(name, "options 'fullseas' and 'trig' exclude each other");
   if (!in.X.empty() && in.X.size() != in.y.size())
     bad(name, fmt::format("field 'X' has {} rows; expected one per observation ({})", in.X.size(), in.y.size()));
   if (!in.X_forecast.empty() && (in.X.empty() || in.X_forecast.front().size() != in.X.front().size()))
     bad(name, in.X.empty() ? std::string("field 'X_forecast' is given for a model without covariates (no 'X')")
-                           : fmt::format("field 'X_forecast' has {} columns; 'X' has {}", in.X_forecast.front().size(), in.X.front().size()));
+                           : fmt::format("field 'X_forecast' has {} columns; 'X' has {}", in.X_forecast.front().size(),
+                                         in.X.front().size()));
   try {
     auto [G, F] = system_matrices(in.options);
     if (static_cast<std::int64_t>(in.w.size()) > G.shape()[0])
-      bad(name, fmt::format("field 'w' has {} values but the model has {} states ({})", in.w.size(), G.shape()[0], model_states(in.options, G.shape()[0])));
+      bad(name, fmt::format("field 'w' has {} values but the model has {} states ({})", in.w.size(), G.shape()[0],
+                            model_states(in.options, G.shape()[0])));
   } catch (const ShapeError& e) {
     if (std::string(e.what()).rfind(name, 0) == 0) throw;
     bad(name, fmt::format("inconsistent options: {}", e.what()));
@@ -200,7 +219,8 @@ Input from_csv(const std::string& text0, const std::string& name) {
     // the common line, a finite number alone (trailing blanks allowed): read at once
     double fast = 0;
     const auto fr = std::from_chars(raw.data(), raw.data() + raw.size(), fast);
-    if (fr.ec == std::errc() && std::isfinite(fast) && raw.find_first_not_of(" \t\r", static_cast<std::size_t>(fr.ptr - raw.data())) == std::string_view::npos) {
+    if (fr.ec == std::errc() && std::isfinite(fast) &&
+        raw.find_first_not_of(" \t\r", static_cast<std::size_t>(fr.ptr - raw.data())) == std::string_view::npos) {
       in.y.insert(in.y.end(), blank_run, NAN);
       blank_run = 0;
       in.y.push_back(fast);
@@ -222,7 +242,8 @@ Input from_csv(const std::string& text0, const std::string& name) {
         if (no == 1 && in.y.empty()) continue;  // a header
         bad(name, fmt::format("line {}: '{}' is not a number", no, line));
       }
-      if (!std::isfinite(v)) bad(name, fmt::format("line {}: '{}' is not finite (missing values are empty, NaN or NA)", no, line));
+      if (!std::isfinite(v))
+        bad(name, fmt::format("line {}: '{}' is not finite (missing values are empty, NaN or NA)", no, line));
     }
     in.y.insert(in.y.end(), blank_run, NAN);
     blank_run = 0;
@@ -303,16 +324,33 @@ Input read_input(const std::string& path) {
 
 std::vector<Field> fields(const Fit& f) {
   std::vector<Field> r;
-  for (const auto& [k, a] : {std::pair{"xf", &f.xf}, {"Cf", &f.Cf}, {"x", &f.x}, {"C", &f.C}, {"xstd", &f.xstd}, {"G", &f.G}, {"F", &f.F},
-                             {"W", &f.W}, {"y", &f.y}, {"V", &f.V}, {"x0", &f.x0}, {"C0", &f.C0}, {"yhat", &f.yhat}, {"ystd", &f.ystd},
-                             {"resid0", &f.resid0}, {"resid", &f.resid}, {"v", &f.v}, {"Cp", &f.Cp}, {"resid2", &f.resid2}})
+  for (const auto& [k, a] : {std::pair{"xf", &f.xf},
+                             {"Cf", &f.Cf},
+                             {"x", &f.x},
+                             {"C", &f.C},
+                             {"xstd", &f.xstd},
+                             {"G", &f.G},
+                             {"F", &f.F},
+                             {"W", &f.W},
+                             {"y", &f.y},
+                             {"V", &f.V},
+                             {"x0", &f.x0},
+                             {"C0", &f.C0},
+                             {"yhat", &f.yhat},
+                             {"ystd", &f.ystd},
+                             {"resid0", &f.resid0},
+                             {"resid", &f.resid},
+                             {"v", &f.v},
+                             {"Cp", &f.Cp},
+                             {"resid2", &f.resid2}})
     r.push_back(Field::array(k, *a));
   summary_fields(f, r);
   return r;
 }
 
 void summary_fields(const Fit& f, std::vector<Field>& r) {
-  for (const auto& [k, v] : {std::pair{"lik", f.lik}, {"s2", f.s2}, {"mse", f.mse}, {"mape", f.mape}, {"ssy", f.ssy}}) r.push_back(Field::number(k, v));
+  for (const auto& [k, v] : {std::pair{"lik", f.lik}, {"s2", f.s2}, {"mse", f.mse}, {"mape", f.mape}, {"ssy", f.ssy}})
+    r.push_back(Field::number(k, v));
   r.push_back(Field::count("nobs", f.nobs));
   r.push_back(f.X ? Field::array("XX", *f.X) : Field::values("XX", {0}, {}));  // covariates, [] when none
   r.push_back(Field::string("class", "dlmfit"));
@@ -323,7 +361,8 @@ json to_json(const Fit& f) { return to_json(fields(f)); }
 Array matrix(const std::vector<std::vector<double>>& rows) {
   std::vector<double> flat;
   for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
-  const std::int64_t n = static_cast<std::int64_t>(rows.size()), q = rows.empty() ? 0 : static_cast<std::int64_t>(rows.front().size());
+  const std::int64_t n = static_cast<std::int64_t>(rows.size()),
+                     q = rows.empty() ? 0 : static_cast<std::int64_t>(rows.front().size());
   return np::array(flat, Shape{n, q}, DType::float64);
 }
 

@@ -28,12 +28,15 @@ Fn jitted(F f) {
 // step's smoothed x1 and 100·C1 from (x0, C0), the output pass's start (dlmfit): meaningful
 // for the first chunk).
 Fn light_forward_fn(const detail::Model& md) {
-  return jitted([G = md.G, W = md.W](const std::vector<Array>& a) { return detail::filter_scan(a[0], a[1], a[2], G, a[4], W, a[3], false); });
+  return jitted([G = md.G, W = md.W](const std::vector<Array>& a) {
+    return detail::filter_scan(a[0], a[1], a[2], G, a[4], W, a[3], false);
+  });
 }
 Fn carry_backward_fn(const detail::Model& md) {
   return jitted([G = md.G](const std::vector<Array>& a) {
     const Array& y = a[3];
-    auto [r, N] = detail::rn_carry({a[0], a[1], a[2]}, np::astype(np::logical_not(np::isnan(y)), y.dtype()), G, a[5], a[6], a[7]);
+    auto [r, N] =
+        detail::rn_carry({a[0], a[1], a[2]}, np::astype(np::logical_not(np::isnan(y)), y.dtype()), G, a[5], a[6], a[7]);
     auto [x1, C1] = detail::smoothed_first(a[8], a[9], r, N);
     return std::vector<Array>{r, N, x1, C1 * 100.0};
   });
@@ -45,7 +48,9 @@ Fn carry_backward_fn(const detail::Model& md) {
 // chunk, x [c,m], C [c,m,m], xstd [c,m], ystd [c]). Everything per step is step-major: the
 // writer lays it out.
 Fn states_forward_fn(const detail::Model& md) {  // forward_fn without its outputs
-  return jitted([G = md.G, W = md.W](const std::vector<Array>& a) { return detail::filter_scan(a[0], a[1], a[2], G, a[4], W, a[3], true); });
+  return jitted([G = md.G, W = md.W](const std::vector<Array>& a) {
+    return detail::filter_scan(a[0], a[1], a[2], G, a[4], W, a[3], true);
+  });
 }
 Fn forward_fn(const detail::Model& md) {
   return jitted([G = md.G, W = md.W](const std::vector<Array>& a) {
@@ -76,10 +81,12 @@ class StreamedPass {
   std::pair<Array, Array> first_state() {
     const Fn fwd = light_forward_fn(md_);
     std::pair<Array, Array> first;
-    sweep(fwd, fwd, 3, carry_backward_fn(md_), {md_.x0, md_.C0}, {md_.x0, md_.C0}, [](const Chunk&, const std::vector<Array>&) {},
-          [&](const Chunk& c, const std::vector<Array>& b) {
-            if (c.t0 == 0) first = {b[2], b[3]};
-          });
+    sweep(
+        fwd, fwd, 3, carry_backward_fn(md_), {md_.x0, md_.C0}, {md_.x0, md_.C0},
+        [](const Chunk&, const std::vector<Array>&) {},
+        [&](const Chunk& c, const std::vector<Array>& b) {
+          if (c.t0 == 0) first = {b[2], b[3]};
+        });
     return first;
   }
   // The output pass from (x1, C1): every output to `out` (ids from its reserve), the summary's
@@ -91,9 +98,10 @@ class StreamedPass {
     const Chunk all{0, n_};
     put(y_in, all, md_.y);
     put(V_in, all, md_.V);
-    sweep(forward_fn(md_), states_forward_fn(md_), 5, backward_fn(md_), {}, {x1, C1},
-          [&](const Chunk& c, const std::vector<Array>& fo) { forward_outputs(c, fo); },
-          [&](const Chunk& c, const std::vector<Array>& b) { backward_outputs(c, b); });
+    sweep(
+        forward_fn(md_), states_forward_fn(md_), 5, backward_fn(md_), {}, {x1, C1},
+        [&](const Chunk& c, const std::vector<Array>& fo) { forward_outputs(c, fo); },
+        [&](const Chunk& c, const std::vector<Array>& b) { backward_outputs(c, b); });
     writes.finish();
     out_ = nullptr;
   }
@@ -119,8 +127,8 @@ class StreamedPass {
   // chunk, then anything else; bwd takes those per-step arrays, the chunk's (y, V, F), the
   // carry (r, N) of the step after it and `extra`, and returns (r, N) before the chunk first.
   template <class OnForward, class OnBackward>
-  void sweep(const Fn& fwd, const Fn& again, std::size_t per_step, const Fn& bwd, const std::vector<Array>& extra, std::pair<Array, Array> from,
-             OnForward on_forward, OnBackward on_backward) {
+  void sweep(const Fn& fwd, const Fn& again, std::size_t per_step, const Fn& bwd, const std::vector<Array>& extra,
+             std::pair<Array, Array> from, OnForward on_forward, OnBackward on_backward) {
     std::vector<std::pair<Array, Array>> checkpoints;
     std::vector<Array> fo;
     for (std::size_t k = 0; k < chunks_.size(); ++k) {
@@ -155,7 +163,8 @@ class StreamedPass {
     if (k < kept_.size() && !kept_[k].y.is_empty()) return kept_[k];
     const Chunk& c = chunks_[k];
     Inputs in{input(y_, c, NAN), input(V_, c, 1.0), rows(c)};
-    const std::int64_t bytes = static_cast<std::int64_t>(chunks_.size()) * length_ * (2 + (md_.F.ndim() == 2 ? F_.per_step : 0)) * 8;
+    const std::int64_t bytes =
+        static_cast<std::int64_t>(chunks_.size()) * length_ * (2 + (md_.F.ndim() == 2 ? F_.per_step : 0)) * 8;
     if (bytes <= kKeptInputBytes) {
       kept_.resize(chunks_.size());
       kept_[k] = in;
@@ -170,8 +179,10 @@ class StreamedPass {
     const auto k = static_cast<std::size_t>(s.per_step);
     const std::vector<double> last(v.end() - static_cast<std::ptrdiff_t>(k), v.end());
     while (v.size() < static_cast<std::size_t>(length_) * k) {
-      if (std::isnan(pad) && &s != &y_) v.insert(v.end(), last.begin(), last.end());
-      else v.push_back(pad);
+      if (std::isnan(pad) && &s != &y_)
+        v.insert(v.end(), last.begin(), last.end());
+      else
+        v.push_back(pad);
     }
     return np::array(v, s.per_step == 1 ? Shape{length_} : Shape{length_, s.per_step}, s.dtype);
   }
@@ -214,8 +225,8 @@ class StreamedPass {
 
 }  // namespace
 
-StreamedFit fit_streamed(const Array& y, const Array& s, const std::vector<double>& w, const Options& o, const std::optional<Array>& X,
-                         ResultWriter& out, std::int64_t chunk) {
+StreamedFit fit_streamed(const Array& y, const Array& s, const std::vector<double>& w, const Options& o,
+                         const std::optional<Array>& X, ResultWriter& out, std::int64_t chunk) {
   if (o.algorithm != Algorithm::scan) throw Error("dlm: the streamed fit runs the scan algorithm only");
   if (chunk < 1) throw Error(fmt::format("dlm: chunk length {} must be positive", chunk));
   const detail::Model md = detail::model(y, s, w, o, X);
@@ -225,8 +236,20 @@ StreamedFit fit_streamed(const Array& y, const Array& s, const std::vector<doubl
   auto [x1, C1] = pass.first_state();
   // the toolbox's layouts: xf [m,n], Cf [m,m,n], x, C likewise, xstd [n,m], the series [n]
   auto series = [](const char* name) { return StepArray{name, {}, false}; };
-  const std::vector<int> ids = out.reserve({{"xf", {m}}, {"Cf", {m, m}}, {"x", {m}}, {"C", {m, m}}, {"xstd", {m}, false}, series("yhat"),
-                                            series("ystd"), series("resid0"), series("resid"), series("v"), series("Cp"), series("resid2"), series("y"), series("V")},
+  const std::vector<int> ids = out.reserve({{"xf", {m}},
+                                            {"Cf", {m, m}},
+                                            {"x", {m}},
+                                            {"C", {m, m}},
+                                            {"xstd", {m}, false},
+                                            series("yhat"),
+                                            series("ystd"),
+                                            series("resid0"),
+                                            series("resid"),
+                                            series("v"),
+                                            series("Cp"),
+                                            series("resid2"),
+                                            series("y"),
+                                            series("V")},
                                            n);
   pass.outputs(x1, C1, out, ids);
   Fit summary;  // the scalars and small arrays of fields(Fit); its big arrays are the regions
@@ -240,9 +263,25 @@ StreamedFit fit_streamed(const Array& y, const Array& s, const std::vector<doubl
   summary.X = md.X;
   StreamedFit r;
   auto region = [&](Out o) { return out.reserved(ids[o]); };
-  r.fields = {region(xf), region(Cf), region(x), region(C), region(xstd), Field::array("G", md.G), Field::array("F", md.X ? md.F0 : md.F),
-              Field::array("W", md.W), region(y_in), region(V_in), Field::array("x0", x1), Field::array("C0", C1),
-              region(yhat), region(ystd), region(resid0), region(resid), region(v), region(Cp), region(resid2)};
+  r.fields = {region(xf),
+              region(Cf),
+              region(x),
+              region(C),
+              region(xstd),
+              Field::array("G", md.G),
+              Field::array("F", md.X ? md.F0 : md.F),
+              Field::array("W", md.W),
+              region(y_in),
+              region(V_in),
+              Field::array("x0", x1),
+              Field::array("C0", C1),
+              region(yhat),
+              region(ystd),
+              region(resid0),
+              region(resid),
+              region(v),
+              region(Cp),
+              region(resid2)};
   summary_fields(summary, r.fields);
   r.lik = summary.lik;
   r.s2 = summary.s2;

@@ -26,7 +26,7 @@ struct StreamedFit {
   int nobs = 0;
 };
 // dlm::fit(y, s, w, o, X) with o.algorithm scan, written through `out` (commit(fields) next).
-StreamedFit fit_streamed(const Array& y, const Array& s, const std::vector<double>& w, const Options& o, const std::optional<Array>& X,
-                         ResultWriter& out, std::int64_t chunk = kStreamChunk);
+StreamedFit fit_streamed(const Array& y, const Array& s, const std::vector<double>& w, const Options& o,
+                         const std::optional<Array>& X, ResultWriter& out, std::int64_t chunk = kStreamChunk);
 
 }  // namespace jx::dlm

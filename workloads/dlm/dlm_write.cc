@@ -54,7 +54,8 @@ Field Field::array(std::string name, const Array& a) {
     Field f;
     f.name = std::move(name);
     f.shape = a.shape();
-    f.read = [keep = a, data = reinterpret_cast<const double*>(host)](std::int64_t first, std::int64_t count, double* out) {
+    f.read = [keep = a, data = reinterpret_cast<const double*>(host)](std::int64_t first, std::int64_t count,
+                                                                      double* out) {
       std::memcpy(out, data + first, static_cast<std::size_t>(count) * sizeof(double));
     };
     return f;
@@ -97,7 +98,8 @@ class RegionFile {
     }
     std::string templ = beside + ".scratch-XXXXXX";
     fd_ = ::mkstemp(templ.data());
-    if (fd_ < 0) throw Error(fmt::format("{}: cannot create a scratch file beside the output: {}", templ, std::strerror(errno)));
+    if (fd_ < 0)
+      throw Error(fmt::format("{}: cannot create a scratch file beside the output: {}", templ, std::strerror(errno)));
     ::unlink(templ.c_str());  // gone when closed, whatever happens
   }
   ~RegionFile() {
@@ -123,8 +125,11 @@ class RegionFile {
     auto* p = reinterpret_cast<char*>(v);
     std::int64_t left = count * 8, off = at * 8;
     while (left > 0) {
-      const ssize_t r = writing ? ::pwrite(fd_, p, static_cast<std::size_t>(left), off) : ::pread(fd_, p, static_cast<std::size_t>(left), off);
-      if (r <= 0) throw Error(fmt::format("scratch file: {} failed: {}", writing ? "write" : "read", r < 0 ? std::strerror(errno) : "end of file"));
+      const ssize_t r = writing ? ::pwrite(fd_, p, static_cast<std::size_t>(left), off)
+                                : ::pread(fd_, p, static_cast<std::size_t>(left), off);
+      if (r <= 0)
+        throw Error(fmt::format("scratch file: {} failed: {}", writing ? "write" : "read",
+                                r < 0 ? std::strerror(errno) : "end of file"));
       p += r;
       left -= r;
       off += r;
@@ -145,7 +150,9 @@ class Out {
   // start > 0.
   explicit Out(const std::string& path, std::int64_t start = 0)
       : path_(path), f_(std::fopen(path.c_str(), start > 0 ? "r+b" : "wb")), pos_(start) {
-    if (!f_) throw Error(fmt::format("{}: cannot write the output file (opening {} failed: {})", path, path, std::strerror(errno)));
+    if (!f_)
+      throw Error(
+          fmt::format("{}: cannot write the output file (opening {} failed: {})", path, path, std::strerror(errno)));
     std::setvbuf(f_, nullptr, _IOFBF, 1 << 20);
     if (start > 0 && std::fseek(f_, start, SEEK_SET) != 0) fail("seek");
   }
@@ -158,7 +165,8 @@ class Out {
   }
   void put(const std::string& s) { put(s.data(), s.size()); }
   void patch(std::int64_t at, const void* p, std::size_t n) {
-    if (std::fflush(f_) != 0 || std::fseek(f_, at, SEEK_SET) != 0 || std::fwrite(p, 1, n, f_) != n || std::fseek(f_, 0, SEEK_END) != 0)
+    if (std::fflush(f_) != 0 || std::fseek(f_, at, SEEK_SET) != 0 || std::fwrite(p, 1, n, f_) != n ||
+        std::fseek(f_, 0, SEEK_END) != 0)
       fail("write");
   }
   void close() {
@@ -169,7 +177,9 @@ class Out {
   std::int64_t pos() const { return pos_; }
 
  private:
-  [[noreturn]] void fail(const char* what) { throw Error(fmt::format("{}: {} failed: {}", path_, what, std::strerror(errno))); }
+  [[noreturn]] void fail(const char* what) {
+    throw Error(fmt::format("{}: {} failed: {}", path_, what, std::strerror(errno)));
+  }
   std::string path_;
   std::FILE* f_;
   std::int64_t pos_;
@@ -272,7 +282,6 @@ void write_json(Out& out, const std::vector<Field>& fields, bool pretty) {
   out.put(pretty ? "\n}\n" : "}");
 }
 
-
 // ---- npz: a zip of .npy files, stored (no compression) ----
 
 void le(std::string& s, std::uint64_t v, int bytes) {
@@ -283,9 +292,11 @@ void le(std::string& s, std::uint64_t v, int bytes) {
 // multiple of 64 bytes. fortran: the payload is column-major (the first index varies fastest).
 std::string npy_header(const std::string& descr, const Shape& shape, bool fortran = false) {
   std::string sh = "(";
-  for (std::size_t i = 0; i < shape.size(); ++i) sh += std::to_string(shape[i]) + (shape.size() == 1 ? "," : i + 1 < shape.size() ? ", " : "");
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    sh += std::to_string(shape[i]) + (shape.size() == 1 ? "," : i + 1 < shape.size() ? ", " : "");
   sh += ")";
-  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + std::string(fortran ? "True" : "False") + ", 'shape': " + sh + ", }";
+  std::string dict = "{'descr': '" + descr + "', 'fortran_order': " + std::string(fortran ? "True" : "False") +
+                     ", 'shape': " + sh + ", }";
   std::size_t total = 10 + dict.size() + 1;
   dict += std::string((64 - total % 64) % 64, ' ') + "\n";
   std::string h = "\x93NUMPY";
@@ -326,8 +337,9 @@ class NpzOut {
   void entry(const std::string& name, const std::string& header, std::uint64_t payload_bytes, Payload&& payload) {
     ZipEntry e{name + ".npy", 0, header.size() + payload_bytes, static_cast<std::uint64_t>(out_.pos())};
     if (e.offset + e.size + 1024 > kZipLimit)
-      throw Error(fmt::format("npz output: entry {} would end past 4 GiB, beyond the zip format this writer supports; write --format json",
-                              e.name));
+      throw Error(fmt::format(
+          "npz output: entry {} would end past 4 GiB, beyond the zip format this writer supports; write --format json",
+          e.name));
     std::string lh;
     le(lh, 0x04034b50, 4);
     const std::int64_t crc_at = out_.pos() + static_cast<std::int64_t>(lh.size()) + kCrcInCommon;
@@ -387,7 +399,8 @@ class NpzOut {
 // fortran_order), so a chunk of steps is one contiguous run there too.
 class NpzRegions {
  public:
-  NpzRegions(const std::string& path, const std::string& shown) : shown_(shown), fd_(::open(path.c_str(), O_RDWR | O_TRUNC)) {
+  NpzRegions(const std::string& path, const std::string& shown)
+      : shown_(shown), fd_(::open(path.c_str(), O_RDWR | O_TRUNC)) {
     if (fd_ < 0) throw Error(fmt::format("{}: cannot write the output file: {}", shown_, std::strerror(errno)));
   }
   ~NpzRegions() { ::close(fd_); }
@@ -397,15 +410,19 @@ class NpzRegions {
   void add(const StepArray& a, std::int64_t steps) {
     Region r;
     Shape shape = a.inner;
-    if (a.steps_last) shape.push_back(steps);
-    else shape.insert(shape.begin(), steps);
+    if (a.steps_last)
+      shape.push_back(steps);
+    else
+      shape.insert(shape.begin(), steps);
     const std::string header = npy_header("<f8", shape, a.steps_last);
     r.per_step = numel(a.inner);
     r.steps = steps;
     r.entry = {a.name + ".npy", 0, header.size() + static_cast<std::uint64_t>(r.per_step * steps) * 8, end_};
     if (r.entry.offset + r.entry.size + 1024 > kZipLimit)
-      throw Error(fmt::format("{}: npz output: entry {} would end past 4 GiB, beyond the zip format this writer supports; write --format json",
-                              shown_, r.entry.name));
+      throw Error(
+          fmt::format("{}: npz output: entry {} would end past 4 GiB, beyond the zip format this writer supports; "
+                      "write --format json",
+                      shown_, r.entry.name));
     std::string lh;
     le(lh, 0x04034b50, 4);
     r.crc_at = static_cast<std::int64_t>(end_ + lh.size()) + kCrcInCommon;
@@ -433,7 +450,8 @@ class NpzRegions {
     if (r.permute) {
       scratch_.resize(static_cast<std::size_t>(n));
       for (std::int64_t k = 0; k < count; ++k)
-        for (std::int64_t e = 0; e < r.per_step; ++e) scratch_[static_cast<std::size_t>(k * r.per_step + r.column_major[e])] = v[k * r.per_step + e];
+        for (std::int64_t e = 0; e < r.per_step; ++e)
+          scratch_[static_cast<std::size_t>(k * r.per_step + r.column_major[e])] = v[k * r.per_step + e];
       v = scratch_.data();
     }
     const std::size_t bytes = static_cast<std::size_t>(n) * 8;
@@ -452,7 +470,8 @@ class NpzRegions {
       next += p.count;
     }
     if (next != r.steps)
-      throw Error(fmt::format("{}: npz output: {} has steps {}.. unwritten (pieces overlap or are missing)", shown_, r.entry.name, next));
+      throw Error(fmt::format("{}: npz output: {} has steps {}.. unwritten (pieces overlap or are missing)", shown_,
+                              r.entry.name, next));
     r.entry.crc = static_cast<std::uint32_t>(crc);
     std::string c;
     le(c, r.entry.crc, 4);
@@ -477,7 +496,8 @@ class NpzRegions {
   void put(std::string_view b, std::int64_t at) {
     while (!b.empty()) {
       const ssize_t w = ::pwrite(fd_, b.data(), b.size(), at);
-      if (w <= 0) throw Error(fmt::format("{}: write failed: {}", shown_, w < 0 ? std::strerror(errno) : "no progress"));
+      if (w <= 0)
+        throw Error(fmt::format("{}: write failed: {}", shown_, w < 0 ? std::strerror(errno) : "no progress"));
       b.remove_prefix(static_cast<std::size_t>(w));
       at += w;
     }
@@ -511,10 +531,12 @@ void npz_scalar(NpzOut& z, const std::string& name, const nlohmann::json& v) {
     const std::size_t len = std::max<std::size_t>(u.size(), 1);
     u.resize(len, 0);
     z.entry(name, npy_header("<U" + std::to_string(len), {}), len * 4, [&](auto&& sink) { sink(u.data(), len * 4); });
-  } else if (v.is_array() && std::all_of(v.begin(), v.end(), [](const auto& e) { return e.is_number() || e.is_null(); })) {
+  } else if (v.is_array() &&
+             std::all_of(v.begin(), v.end(), [](const auto& e) { return e.is_number() || e.is_null(); })) {
     std::vector<double> d;
     for (const auto& e : v) d.push_back(e.is_null() ? NAN : e.get<double>());
-    z.entry(name, npy_header("<f8", {static_cast<std::int64_t>(d.size())}), d.size() * 8, [&](auto&& sink) { sink(d.data(), d.size() * 8); });
+    z.entry(name, npy_header("<f8", {static_cast<std::int64_t>(d.size())}), d.size() * 8,
+            [&](auto&& sink) { sink(d.data(), d.size() * 8); });
   } else if (v.is_object()) {
     for (const auto& [k, e] : v.items()) npz_scalar(z, name + "/" + k, e);
   } else {
@@ -533,7 +555,8 @@ void write_npz(Out& out, const std::vector<Field>& fields, NpzRegions* in_place)
     switch (f.kind) {
       case Field::Kind::array: {
         const auto bytes = static_cast<std::uint64_t>(numel(f.shape)) * 8;
-        z.entry(f.name, npy_header("<f8", f.shape), bytes, [&](auto&& sink) { each_block(f, [&](const double* v, std::int64_t c) { sink(v, c * 8); }); });
+        z.entry(f.name, npy_header("<f8", f.shape), bytes,
+                [&](auto&& sink) { each_block(f, [&](const double* v, std::int64_t c) { sink(v, c * 8); }); });
         break;
       }
       case Field::Kind::integer: npz_scalar(z, f.name, f.integer); break;
@@ -556,10 +579,13 @@ ResultWriter::ResultWriter(std::string path, OutputFormat format, bool pretty)
   if (path_.empty()) throw Error("--out: empty path");
   if (fs::is_directory(path_, ec)) throw Error(fmt::format("{}: is a directory (--out names the output file)", path_));
   const fs::path parent = fs::path(path_).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent, ec)) throw Error(fmt::format("{}: folder {} does not exist", path_, parent.string()));
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    throw Error(fmt::format("{}: folder {} does not exist", path_, parent.string()));
   // writable: the temporary file is created now, before any work
   std::FILE* f = std::fopen(tmp_.c_str(), "wb");
-  if (!f) throw Error(fmt::format("{}: cannot write the output file (creating {} failed: {})", path_, tmp_, std::strerror(errno)));
+  if (!f)
+    throw Error(
+        fmt::format("{}: cannot write the output file (creating {} failed: {})", path_, tmp_, std::strerror(errno)));
   std::fclose(f);
 }
 
@@ -589,7 +615,8 @@ std::vector<int> ResultWriter::reserve(const std::vector<StepArray>& arrays, std
 void ResultWriter::write_steps(int id, std::int64_t t0, std::int64_t count, const double* values) {
   const Reserved& r = reserved_.at(static_cast<std::size_t>(id));
   if (t0 < 0 || count < 0 || t0 + count > steps_)
-    throw Error(fmt::format("ResultWriter::write_steps: steps {}..{} past the end of {} ({} steps)", t0, t0 + count, r.array.name, steps_));
+    throw Error(fmt::format("ResultWriter::write_steps: steps {}..{} past the end of {} ({} steps)", t0, t0 + count,
+                            r.array.name, steps_));
   if (npz_) {
     npz_->write(static_cast<std::size_t>(id), t0, count, values);
     return;
@@ -611,8 +638,10 @@ Field ResultWriter::reserved(int id) const {
   Field f;
   f.name = r.array.name;
   f.shape = r.array.inner;
-  if (r.array.steps_last) f.shape.push_back(steps_);
-  else f.shape.insert(f.shape.begin(), steps_);
+  if (r.array.steps_last)
+    f.shape.push_back(steps_);
+  else
+    f.shape.insert(f.shape.begin(), steps_);
   f.reserved = id;
   if (npz_) {
     const std::string name = f.name;
@@ -623,15 +652,19 @@ Field ResultWriter::reserved(int id) const {
   }
   const RegionFile* regions = regions_.get();
   const std::int64_t base = r.offset;
-  f.read = [regions, base](std::int64_t first, std::int64_t count, double* out) { regions->read(base + first, out, count); };
+  f.read = [regions, base](std::int64_t first, std::int64_t count, double* out) {
+    regions->read(base + first, out, count);
+  };
   return f;
 }
 
 void ResultWriter::commit(const std::vector<Field>& fields) {
   {
     Out out(tmp_, npz_ ? npz_->end() : 0);
-    if (format_ == OutputFormat::npz) write_npz(out, fields, npz_.get());
-    else write_json(out, fields, pretty_);
+    if (format_ == OutputFormat::npz)
+      write_npz(out, fields, npz_.get());
+    else
+      write_json(out, fields, pretty_);
     bytes_ = out.pos();
     out.close();
   }

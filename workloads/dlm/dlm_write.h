@@ -28,7 +28,7 @@ using ValueReader = std::function<void(std::int64_t first, std::int64_t count, d
 
 struct Field {
   std::string name;
-  Shape shape;  // {} for a scalar
+  Shape shape;       // {} for a scalar
   ValueReader read;  // arrays and scalars: float64 values
   enum class Kind { array, integer, boolean, text, object } kind = Kind::array;
   int reserved = -1;  // a ResultWriter's reserved array (npz: already in the output file)

@@ -12,7 +12,9 @@ namespace {
 struct CpuKernelExecutable final : HostExecutable {
   Kernel k;
   explicit CpuKernelExecutable(Kernel kk) : k(std::move(kk)) {}
-  void run(std::span<const std::byte* const> in, std::span<std::byte* const> out) const override { cpu_run_kernel(k, in, out[0]); }
+  void run(std::span<const std::byte* const> in, std::span<std::byte* const> out) const override {
+    cpu_run_kernel(k, in, out[0]);
+  }
 };
 
 // The oracle: plain host memory (no pool), every op interpreted.
@@ -51,7 +53,6 @@ class CpuBackend final : public HostBackend {
     kernels_.emplace(std::move(key), exe);
     return exe;
   }
-
 
  private:
   DeviceInfo info_;

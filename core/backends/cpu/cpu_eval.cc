@@ -17,38 +17,61 @@ namespace {
 using I32 = std::int32_t;
 using U8 = std::uint8_t;
 
-template <class T> const T* cin(const std::byte* p) { return reinterpret_cast<const T*>(p); }
-template <class T> T* cout(std::byte* p) { return reinterpret_cast<T*>(p); }
-
-template <class T> constexpr bool is_f = std::is_floating_point_v<T>;
-
-template <class T> T wrap_add(T a, T b) {
-  if constexpr (std::is_same_v<T, I32>) return static_cast<I32>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
-  else return static_cast<T>(a + b);
+template <class T>
+const T* cin(const std::byte* p) {
+  return reinterpret_cast<const T*>(p);
 }
-template <class T> T wrap_sub(T a, T b) {
-  if constexpr (std::is_same_v<T, I32>) return static_cast<I32>(static_cast<std::uint32_t>(a) - static_cast<std::uint32_t>(b));
-  else return static_cast<T>(a - b);
-}
-template <class T> T wrap_mul(T a, T b) {
-  if constexpr (std::is_same_v<T, I32>) return static_cast<I32>(static_cast<std::uint32_t>(a) * static_cast<std::uint32_t>(b));
-  else return static_cast<T>(a * b);
+template <class T>
+T* cout(std::byte* p) {
+  return reinterpret_cast<T*>(p);
 }
 
-template <class T> bool nan_of(T v) {
-  if constexpr (is_f<T>) return std::isnan(v);
-  else return false;
+template <class T>
+constexpr bool is_f = std::is_floating_point_v<T>;
+
+template <class T>
+T wrap_add(T a, T b) {
+  if constexpr (std::is_same_v<T, I32>)
+    return static_cast<I32>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
+  else
+    return static_cast<T>(a + b);
+}
+template <class T>
+T wrap_sub(T a, T b) {
+  if constexpr (std::is_same_v<T, I32>)
+    return static_cast<I32>(static_cast<std::uint32_t>(a) - static_cast<std::uint32_t>(b));
+  else
+    return static_cast<T>(a - b);
+}
+template <class T>
+T wrap_mul(T a, T b) {
+  if constexpr (std::is_same_v<T, I32>)
+    return static_cast<I32>(static_cast<std::uint32_t>(a) * static_cast<std::uint32_t>(b));
+  else
+    return static_cast<T>(a * b);
 }
 
-template <class To, class From> To convert_value(From v) {
-  if constexpr (std::is_same_v<To, U8>) return v != From(0) ? 1 : 0;
-  else if constexpr (is_f<To>) return static_cast<To>(v);
+template <class T>
+bool nan_of(T v) {
+  if constexpr (is_f<T>)
+    return std::isnan(v);
+  else
+    return false;
+}
+
+template <class To, class From>
+To convert_value(From v) {
+  if constexpr (std::is_same_v<To, U8>)
+    return v != From(0) ? 1 : 0;
+  else if constexpr (is_f<To>)
+    return static_cast<To>(v);
   else if constexpr (is_f<From>) {  // float -> int32: saturate, NaN -> 0
     if (std::isnan(v)) return 0;
     if (v >= From(2147483647.0)) return std::numeric_limits<I32>::max();
     if (v <= From(-2147483648.0)) return std::numeric_limits<I32>::min();
     return static_cast<To>(v);
-  } else return static_cast<To>(v);
+  } else
+    return static_cast<To>(v);
 }
 
 void eval_unary(const Op& op, const std::byte* in, std::byte* out) {
@@ -71,8 +94,7 @@ void eval_unary(const Op& op, const std::byte* in, std::byte* out) {
     switch (op.prim) {
       case Prim::neg: return map(y, [](T v) { return wrap_sub(T(0), v); });
       case Prim::abs: return map(y, [](T v) { return v < T(0) ? wrap_sub(T(0), v) : v; });
-      case Prim::sign:
-        return map(y, [](T v) { return nan_of(v) ? v : v > T(0) ? T(1) : v < T(0) ? T(-1) : T(0); });
+      case Prim::sign: return map(y, [](T v) { return nan_of(v) ? v : v > T(0) ? T(1) : v < T(0) ? T(-1) : T(0); });
       case Prim::exp: return map(y, [](T v) { return std::exp(v); });
       case Prim::log: return map(y, [](T v) { return std::log(v); });
       case Prim::log1p: return map(y, [](T v) { return std::log1p(v); });
@@ -84,8 +106,10 @@ void eval_unary(const Op& op, const std::byte* in, std::byte* out) {
       case Prim::isnan: return map(b, [](T v) { return nan_of(v) ? 1 : 0; });
       case Prim::isfinite:
         return map(b, [](T v) {
-          if constexpr (is_f<T>) return std::isfinite(v) ? 1 : 0;
-          else return 1;
+          if constexpr (is_f<T>)
+            return std::isfinite(v) ? 1 : 0;
+          else
+            return 1;
         });
       default: throw Error("cpu: not a unary primitive");
     }
@@ -147,9 +171,12 @@ void eval_reduce(const Op& op, const std::byte* in, std::byte* out) {
       const bool sum = op.prim == Prim::reduce_sum;
       std::vector<Acc> acc(static_cast<std::size_t>(nout), sum ? Acc(0) : Acc(1));
       strided_loop<2>(s, st, {0, 0}, [&](auto o) {
-        if (sum) acc[o[1]] += Acc(x[o[0]]);
-        else if constexpr (is_f<T>) acc[o[1]] *= Acc(x[o[0]]);
-        else acc[o[1]] = static_cast<Acc>(static_cast<std::uint64_t>(acc[o[1]]) * static_cast<std::uint64_t>(x[o[0]]));
+        if (sum)
+          acc[o[1]] += Acc(x[o[0]]);
+        else if constexpr (is_f<T>)
+          acc[o[1]] *= Acc(x[o[0]]);
+        else
+          acc[o[1]] = static_cast<Acc>(static_cast<std::uint64_t>(acc[o[1]]) * static_cast<std::uint64_t>(x[o[0]]));
       });
       for (std::int64_t i = 0; i < nout; ++i) y[i] = static_cast<T>(acc[i]);
       return;
@@ -206,7 +233,8 @@ std::vector<std::int64_t> dim_offsets(const Shape& s, const std::vector<std::int
   return offs;
 }
 
-std::vector<std::int64_t> free_dims(std::size_t nd, const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
+std::vector<std::int64_t> free_dims(std::size_t nd, const std::vector<std::int64_t>& a,
+                                    const std::vector<std::int64_t>& b) {
   std::vector<std::int64_t> f;
   for (std::size_t i = 0; i < nd; ++i)
     if (std::find(a.begin(), a.end(), i) == a.end() && std::find(b.begin(), b.end(), i) == b.end())
@@ -233,8 +261,7 @@ void eval_dot_general(const Op& op, const std::byte* l_, const std::byte* r_, st
       for (auto i : li)
         for (auto j : rj) {
           Acc acc = 0;
-          for (std::size_t k = 0; k < lk.size(); ++k)
-            acc += Acc(l[lb[b] + i + lk[k]]) * Acc(r[rb[b] + j + rk[k]]);
+          for (std::size_t k = 0; k < lk.size(); ++k) acc += Acc(l[lb[b] + i + lk[k]]) * Acc(r[rb[b] + j + rk[k]]);
           y[o++] = static_cast<T>(acc);
         }
   });
@@ -258,7 +285,8 @@ void eval_movement(const Op& op, std::span<const std::byte* const> in, std::byte
   const std::size_t es = dtype_size(d);
   const auto st = row_major_strides(a.shape);
   switch (op.prim) {
-    case Prim::reshape: case Prim::stop_gradient:
+    case Prim::reshape:
+    case Prim::stop_gradient:
       if (a.bytes()) std::memcpy(out, in[0], a.bytes());
       return;
     case Prim::transpose: {
@@ -333,14 +361,35 @@ void eval_iota(const Op& op, std::byte* out) {
 
 void cpu_execute(const Op& op, std::span<const std::byte* const> in, std::span<std::byte* const> out) {
   switch (op.prim) {
-    case Prim::neg: case Prim::exp: case Prim::log: case Prim::log1p: case Prim::sqrt:
-    case Prim::abs: case Prim::sign: case Prim::sin: case Prim::cos: case Prim::tanh:
-    case Prim::logical_not: case Prim::isnan: case Prim::isfinite: case Prim::convert:
-      return eval_unary(op, in[0], out[0]);
-    case Prim::add: case Prim::sub: case Prim::mul: case Prim::div: case Prim::pow:
-    case Prim::max: case Prim::min: case Prim::lt: case Prim::le: case Prim::gt: case Prim::ge:
-    case Prim::eq: case Prim::ne: case Prim::logical_and: case Prim::logical_or:
-      return eval_binary(op, in[0], in[1], out[0]);
+    case Prim::neg:
+    case Prim::exp:
+    case Prim::log:
+    case Prim::log1p:
+    case Prim::sqrt:
+    case Prim::abs:
+    case Prim::sign:
+    case Prim::sin:
+    case Prim::cos:
+    case Prim::tanh:
+    case Prim::logical_not:
+    case Prim::isnan:
+    case Prim::isfinite:
+    case Prim::convert: return eval_unary(op, in[0], out[0]);
+    case Prim::add:
+    case Prim::sub:
+    case Prim::mul:
+    case Prim::div:
+    case Prim::pow:
+    case Prim::max:
+    case Prim::min:
+    case Prim::lt:
+    case Prim::le:
+    case Prim::gt:
+    case Prim::ge:
+    case Prim::eq:
+    case Prim::ne:
+    case Prim::logical_and:
+    case Prim::logical_or: return eval_binary(op, in[0], in[1], out[0]);
     case Prim::select:
       visit_dtype(op.out[0].dtype, [&]<class T>() {
         const U8* c = cin<U8>(in[0]);
@@ -350,21 +399,32 @@ void cpu_execute(const Op& op, std::span<const std::byte* const> in, std::span<s
         for (std::int64_t i = 0, n = op.out[0].size(); i < n; ++i) o[i] = c[i] ? x[i] : y[i];
       });
       return;
-    case Prim::reduce_sum: case Prim::reduce_max: case Prim::reduce_min: case Prim::reduce_prod:
-      return eval_reduce(op, in[0], out[0]);
-    case Prim::argmax: case Prim::argmin:
-      return eval_arg(op, in[0], out[0]);
-    case Prim::dot_general:
-      return eval_dot_general(op, in[0], in[1], out[0]);
-    case Prim::reshape: case Prim::transpose: case Prim::broadcast_in_dim: case Prim::slice:
-    case Prim::rev: case Prim::concatenate: case Prim::pad: case Prim::stop_gradient:
-      return eval_movement(op, in, out[0]);
-    case Prim::iota:
-      return eval_iota(op, out[0]);
-    case Prim::cholesky: case Prim::triangular_solve: case Prim::lu:
-      return cpu_linalg(op, in, out);
-    case Prim::scan: case Prim::associative_scan: case Prim::while_loop: case Prim::cond:
-      throw Error(fmt::format("cpu: {} is run by the runtime (its body's primitives reach the backend), not by cpu_execute", prim_name(op.prim)));
+    case Prim::reduce_sum:
+    case Prim::reduce_max:
+    case Prim::reduce_min:
+    case Prim::reduce_prod: return eval_reduce(op, in[0], out[0]);
+    case Prim::argmax:
+    case Prim::argmin: return eval_arg(op, in[0], out[0]);
+    case Prim::dot_general: return eval_dot_general(op, in[0], in[1], out[0]);
+    case Prim::reshape:
+    case Prim::transpose:
+    case Prim::broadcast_in_dim:
+    case Prim::slice:
+    case Prim::rev:
+    case Prim::concatenate:
+    case Prim::pad:
+    case Prim::stop_gradient: return eval_movement(op, in, out[0]);
+    case Prim::iota: return eval_iota(op, out[0]);
+    case Prim::cholesky:
+    case Prim::triangular_solve:
+    case Prim::lu: return cpu_linalg(op, in, out);
+    case Prim::scan:
+    case Prim::associative_scan:
+    case Prim::while_loop:
+    case Prim::cond:
+      throw Error(
+          fmt::format("cpu: {} is run by the runtime (its body's primitives reach the backend), not by cpu_execute",
+                      prim_name(op.prim)));
   }
 }
 

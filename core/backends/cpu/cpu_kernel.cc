@@ -21,7 +21,8 @@ double round_to(DType d, double v) {
   switch (d) {
     case DType::float32: return static_cast<float>(v);
     case DType::float64: return v;
-    case DType::int32: return static_cast<double>(static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::int64_t>(v))));
+    case DType::int32:
+      return static_cast<double>(static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::int64_t>(v))));
     case DType::bool_: return v != 0.0 ? 1.0 : 0.0;
   }
   return v;
@@ -57,7 +58,13 @@ double alu(Prim p, DType in, DType out, double a, double b, double c) {
     case Prim::neg: return round_to(out, -a);
     case Prim::abs: return round_to(out, std::abs(a));
     case Prim::sign: return nan(a) ? a : a > 0 ? 1.0 : a < 0 ? -1.0 : 0.0;
-    case Prim::exp: case Prim::log: case Prim::log1p: case Prim::sqrt: case Prim::sin: case Prim::cos: case Prim::tanh:
+    case Prim::exp:
+    case Prim::log:
+    case Prim::log1p:
+    case Prim::sqrt:
+    case Prim::sin:
+    case Prim::cos:
+    case Prim::tanh:
       return in == DType::float32 ? static_cast<double>(static_cast<float>(unary<float>(p, a))) : unary<double>(p, a);
     case Prim::logical_not: return a == 0.0 ? 1.0 : 0.0;
     case Prim::isnan: return nan(a) ? 1.0 : 0.0;
@@ -67,14 +74,18 @@ double alu(Prim p, DType in, DType out, double a, double b, double c) {
       if (out == DType::int32) return flt ? to_int32_sat(a) : a;
       return round_to(out, a);
     case Prim::add:
-      return flt ? round_to(out, a + b) : round_to(out, static_cast<double>(static_cast<std::int64_t>(a) + static_cast<std::int64_t>(b)));
+      return flt ? round_to(out, a + b)
+                 : round_to(out, static_cast<double>(static_cast<std::int64_t>(a) + static_cast<std::int64_t>(b)));
     case Prim::sub:
-      return flt ? round_to(out, a - b) : round_to(out, static_cast<double>(static_cast<std::int64_t>(a) - static_cast<std::int64_t>(b)));
+      return flt ? round_to(out, a - b)
+                 : round_to(out, static_cast<double>(static_cast<std::int64_t>(a) - static_cast<std::int64_t>(b)));
     case Prim::mul:
-      return flt ? round_to(out, a * b) : round_to(out, static_cast<double>(static_cast<std::int64_t>(a) * static_cast<std::int64_t>(b)));
+      return flt ? round_to(out, a * b)
+                 : round_to(out, static_cast<double>(static_cast<std::int64_t>(a) * static_cast<std::int64_t>(b)));
     case Prim::div: return round_to(out, a / b);
     case Prim::pow:
-      return in == DType::float32 ? static_cast<double>(std::pow(static_cast<float>(a), static_cast<float>(b))) : std::pow(a, b);
+      return in == DType::float32 ? static_cast<double>(std::pow(static_cast<float>(a), static_cast<float>(b)))
+                                  : std::pow(a, b);
     case Prim::max: return nan(a) ? a : nan(b) ? b : std::max(a, b);
     case Prim::min: return nan(a) ? a : nan(b) ? b : std::min(a, b);
     case Prim::lt: return a < b;
@@ -101,13 +112,15 @@ double read(DType d, const std::byte* base, std::int64_t i) {
 void write(DType d, std::byte* base, std::int64_t i, double v) {
   visit_dtype(d, [&]<class T>() {
     T x;
-    if constexpr (std::is_same_v<T, std::uint8_t>) x = v != 0.0;
-    else if constexpr (std::is_same_v<T, std::int32_t>) x = static_cast<T>(static_cast<std::uint32_t>(static_cast<std::int64_t>(v)));
-    else x = static_cast<T>(v);
+    if constexpr (std::is_same_v<T, std::uint8_t>)
+      x = v != 0.0;
+    else if constexpr (std::is_same_v<T, std::int32_t>)
+      x = static_cast<T>(static_cast<std::uint32_t>(static_cast<std::int64_t>(v)));
+    else
+      x = static_cast<T>(v);
     std::memcpy(base + i * static_cast<std::int64_t>(sizeof(T)), &x, sizeof(T));
   });
 }
-
 
 // Odometer over a subset of the space dims.
 struct Walker {
@@ -137,7 +150,9 @@ class Evaluator {
           const DType d = k_.inputs[l.buffer].dtype;
           for (std::int64_t e = 0; e < n; ++e) {
             std::int64_t off = l.offset;
-            if (l.indexed) off = static_cast<std::int64_t>(vals_[static_cast<std::size_t>(nd.a) * kChunk + static_cast<std::size_t>(e)]);
+            if (l.indexed)
+              off = static_cast<std::int64_t>(
+                  vals_[static_cast<std::size_t>(nd.a) * kChunk + static_cast<std::size_t>(e)]);
             else
               for (std::size_t s = 0; s < l.strides.size(); ++s) off += l.strides[s] * idx_of(e, s);
             if (l.clamp) off = std::clamp<std::int64_t>(off, 0, k_.inputs[l.buffer].size() - 1);
@@ -181,7 +196,8 @@ void cpu_run_kernel(const Kernel& k, std::span<const std::byte* const> in, std::
   const std::size_t nd = k.space.size();
   Walker outer, inner;
   for (std::size_t d = 0; d < nd; ++d) {
-    const bool red = std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end();
+    const bool red =
+        std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end();
     (red ? inner : outer).dims.push_back(static_cast<std::int64_t>(d));
     (red ? inner : outer).size.push_back(k.space[d]);
   }
@@ -205,9 +221,10 @@ void cpu_run_kernel(const Kernel& k, std::span<const std::byte* const> in, std::
   const auto body = k.reachable(k.body), epi = k.reachable(k.epilogue);
   const Prim op = k.reduce_op;
   const bool flt = is_floating(k.nodes[k.body].dtype);
-  const double ident = op == Prim::reduce_sum ? 0.0 : op == Prim::reduce_prod ? 1.0
-                       : op == Prim::reduce_max ? -std::numeric_limits<double>::infinity()
-                                                : std::numeric_limits<double>::infinity();
+  const double ident = op == Prim::reduce_sum    ? 0.0
+                       : op == Prim::reduce_prod ? 1.0
+                       : op == Prim::reduce_max  ? -std::numeric_limits<double>::infinity()
+                                                 : std::numeric_limits<double>::infinity();
   for (std::int64_t o = 0; o < n_out; ++o, outer.next()) {
     double acc = ident;
     inner.reset();
@@ -223,7 +240,9 @@ void cpu_run_kernel(const Kernel& k, std::span<const std::byte* const> in, std::
         const double x = v[e];
         switch (op) {
           case Prim::reduce_sum: acc += x; break;
-          case Prim::reduce_prod: acc = flt ? acc * x : static_cast<double>(static_cast<std::int64_t>(acc) * static_cast<std::int64_t>(x)); break;
+          case Prim::reduce_prod:
+            acc = flt ? acc * x : static_cast<double>(static_cast<std::int64_t>(acc) * static_cast<std::int64_t>(x));
+            break;
           default:
             if (std::isnan(acc)) break;
             if (std::isnan(x) || (op == Prim::reduce_max ? x > acc : x < acc)) acc = x;

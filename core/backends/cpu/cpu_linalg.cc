@@ -23,7 +23,8 @@ void cholesky(const T* a, T* l, std::int64_t n, std::int64_t batch) {
       double s = a[j * n + j];
       for (std::int64_t k = 0; k < j; ++k) s -= double(l[j * n + k]) * l[j * n + k];
       if (!(s > 0.0))
-        throw LinAlgError(fmt::format("cholesky: matrix is not positive definite (leading minor of order {} is not positive)", j + 1));
+        throw LinAlgError(fmt::format(
+            "cholesky: matrix is not positive definite (leading minor of order {} is not positive)", j + 1));
       const double d = std::sqrt(s);
       l[j * n + j] = static_cast<T>(d);
       for (std::int64_t i = j + 1; i < n; ++i) {
@@ -56,7 +57,8 @@ void triangular_solve(const T* a, const T* b, T* x, std::int64_t n, std::int64_t
           for (std::int64_t j = i + 1; j < n; ++j) v -= M(i, j) * x[at(j)];
         if (!p.unit_diagonal) {
           const double d = M(i, i);
-          if (d == 0.0) throw LinAlgError(fmt::format("triangular_solve: matrix is singular (zero on the diagonal at {})", i));
+          if (d == 0.0)
+            throw LinAlgError(fmt::format("triangular_solve: matrix is singular (zero on the diagonal at {})", i));
           v /= d;
         }
         x[at(i)] = static_cast<T>(v);
@@ -116,8 +118,10 @@ void cpu_linalg(const Op& op, std::span<const std::byte* const> in, std::span<st
       default: throw Error(fmt::format("cpu: {} is not a routine", prim_name(op.prim)));
     }
   };
-  if (a.dtype == DType::float32) run.template operator()<float>();
-  else run.template operator()<double>();
+  if (a.dtype == DType::float32)
+    run.template operator()<float>();
+  else
+    run.template operator()<double>();
 }
 
 }  // namespace jx

@@ -12,7 +12,8 @@ namespace jx::native {
 SpaceSplit split_space(const Kernel& k) {
   SpaceSplit sp;
   for (std::size_t d = 0; d < k.space.size(); ++d) {
-    const bool red = std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end();
+    const bool red =
+        std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end();
     (red ? sp.red : sp.kept).push_back(d);
     (red ? sp.n_in : sp.n_out) *= k.space[d];
   }
@@ -78,7 +79,8 @@ std::string alu_expr(const Kernel& k, const KNode& n) {
     case Prim::neg: return i32 ? fmt::format("jx_subi(0, {})", a) : fmt::format("-{}", a);
     case Prim::abs: return i32 ? fmt::format("({0} < 0 ? jx_subi(0, {0}) : {0})", a) : fmt::format("fabs{}({})", fs, a);
     case Prim::sign:
-      return flt ? fmt::format("({0} != {0} ? {0} : {0} > 0 ? 1 : {0} < 0 ? -1 : 0)", a) : fmt::format("({0} > 0 ? 1 : {0} < 0 ? -1 : 0)", a);
+      return flt ? fmt::format("({0} != {0} ? {0} : {0} > 0 ? 1 : {0} < 0 ? -1 : 0)", a)
+                 : fmt::format("({0} > 0 ? 1 : {0} < 0 ? -1 : 0)", a);
     case Prim::exp: return fmt::format("exp{}({})", fs, a);
     case Prim::log: return fmt::format("log{}({})", fs, a);
     case Prim::log1p: return fmt::format("log1p{}({})", fs, a);
@@ -86,7 +88,8 @@ std::string alu_expr(const Kernel& k, const KNode& n) {
     case Prim::sin: return fmt::format("sin{}({})", fs, a);
     case Prim::cos: return fmt::format("cos{}({})", fs, a);
     case Prim::tanh:  // the fault plants a wrong answer (for the reducer's and fuzzer's tests)
-      return faults::fire("native_wrong_tanh") ? fmt::format("(tanh{}({}) + 0.25{})", fs, a, fs) : fmt::format("tanh{}({})", fs, a);
+      return faults::fire("native_wrong_tanh") ? fmt::format("(tanh{}({}) + 0.25{})", fs, a, fs)
+                                               : fmt::format("tanh{}({})", fs, a);
     case Prim::logical_not: return fmt::format("({} == 0)", a);
     case Prim::isnan: return flt ? fmt::format("({0} != {0})", a) : "0";
     case Prim::isfinite: return flt ? fmt::format("(isfinite({}) != 0)", a) : "1";
@@ -117,8 +120,8 @@ std::string alu_expr(const Kernel& k, const KNode& n) {
 
 }  // namespace
 
-std::string nodes_code(const Kernel& k, const std::vector<int>& order, const std::vector<std::string>& idx, const std::string& ind,
-                       const std::vector<std::string>* in_names) {
+std::string nodes_code(const Kernel& k, const std::vector<int>& order, const std::vector<std::string>& idx,
+                       const std::string& ind, const std::vector<std::string>* in_names) {
   std::string s;
   for (int i : order) {
     const KNode& n = k.nodes[i];
@@ -131,7 +134,8 @@ std::string nodes_code(const Kernel& k, const std::vector<int>& order, const std
           if (l.strides[d] != 0) off += fmt::format(" + {}*{}", l.strides[d], idx[d]);
         if (l.indexed) off = fmt::format("(int64_t)v{}", n.a);
         if (l.clamp) off = fmt::format("jx_clamp({}, {})", off, k.inputs[l.buffer].size() - 1);
-        const std::string in = in_names ? (*in_names)[static_cast<std::size_t>(l.buffer)] : fmt::format("in{}", l.buffer);
+        const std::string in =
+            in_names ? (*in_names)[static_cast<std::size_t>(l.buffer)] : fmt::format("in{}", l.buffer);
         e = fmt::format("({}){}[{}]", c_type(n.dtype), in, off);
         break;
       }
@@ -151,32 +155,43 @@ std::string store(DType d, const std::string& v) {
 }
 
 std::string reduce_identity(const Kernel& k) {
-  return k.reduce_op == Prim::reduce_sum ? "0.0" : k.reduce_op == Prim::reduce_prod ? "1.0" : k.reduce_op == Prim::reduce_max ? "-INFINITY" : "INFINITY";
+  return k.reduce_op == Prim::reduce_sum    ? "0.0"
+         : k.reduce_op == Prim::reduce_prod ? "1.0"
+         : k.reduce_op == Prim::reduce_max  ? "-INFINITY"
+                                            : "INFINITY";
 }
 
 std::string reduce_update(const Kernel& k, const std::string& v, const std::string& ind) {
   switch (k.reduce_op) {
     case Prim::reduce_sum: return fmt::format("{}acc += {};\n", ind, v);
     case Prim::reduce_prod:
-      return is_floating(k.nodes[k.body].dtype) ? fmt::format("{}acc *= {};\n", ind, v)
-                                                : fmt::format("{}acc = (double)((int64_t)acc * (int64_t){});\n", ind, v);
+      return is_floating(k.nodes[k.body].dtype)
+                 ? fmt::format("{}acc *= {};\n", ind, v)
+                 : fmt::format("{}acc = (double)((int64_t)acc * (int64_t){});\n", ind, v);
     default:  // max/min: NaN propagates, as in the interpreter
-      return fmt::format("{0}if (acc == acc && ({1} != {1} || {1} {2} acc)) acc = {1};\n", ind, v, k.reduce_op == Prim::reduce_max ? ">" : "<");
+      return fmt::format("{0}if (acc == acc && ({1} != {1} || {1} {2} acc)) acc = {1};\n", ind, v,
+                         k.reduce_op == Prim::reduce_max ? ">" : "<");
   }
 }
 
 std::string reduce_finish(const Kernel& k, const std::string& ind) {
   const DType bd = k.nodes[k.body].dtype;
   std::string s;
-  if (!is_floating(bd) && (k.reduce_op == Prim::reduce_max || k.reduce_op == Prim::reduce_min)) s += fmt::format("{}if (isinf(acc)) acc = 0.0;\n", ind);
+  if (!is_floating(bd) && (k.reduce_op == Prim::reduce_max || k.reduce_op == Prim::reduce_min))
+    s += fmt::format("{}if (isinf(acc)) acc = 0.0;\n", ind);
   // round the accumulator to the body dtype, as the interpreter does
-  if (bd == DType::float32) s += fmt::format("{}acc = (double)(float)acc;\n", ind);
-  else if (bd == DType::int32) s += fmt::format("{}acc = (double)jx_d2i_wrap(acc);\n", ind);
-  else if (bd == DType::bool_) s += fmt::format("{}acc = acc != 0.0;\n", ind);
+  if (bd == DType::float32)
+    s += fmt::format("{}acc = (double)(float)acc;\n", ind);
+  else if (bd == DType::int32)
+    s += fmt::format("{}acc = (double)jx_d2i_wrap(acc);\n", ind);
+  else if (bd == DType::bool_)
+    s += fmt::format("{}acc = acc != 0.0;\n", ind);
   return s;
 }
 
-std::string reduce_store(const Kernel& k) { return k.out.dtype == DType::int32 ? "jx_d2i_wrap(acc)" : store(k.out.dtype, "acc"); }
+std::string reduce_store(const Kernel& k) {
+  return k.out.dtype == DType::int32 ? "jx_d2i_wrap(acc)" : store(k.out.dtype, "acc");
+}
 
 // Threads (OpenMP, where the compiler has it) split a kernel only along what the interpreter
 // does independently: output elements, each written once, and the terms of a reduction, which
@@ -206,7 +221,8 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
   };
   // the kept dims' loops, perfectly nested (collapsible); o is the row-major output index
   auto open_kept = [&] {
-    if (par_out && !kept.empty()) s += fmt::format("{}#pragma omp parallel for collapse({}) schedule(static)\n", ind, kept.size());
+    if (par_out && !kept.empty())
+      s += fmt::format("{}#pragma omp parallel for collapse({}) schedule(static)\n", ind, kept.size());
     open(kept);
     std::string o = "0";
     std::int64_t stride = 1;
@@ -230,14 +246,16 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
     return s + "}\n";
   }
   const auto body = k.reachable(k.body);
-  if (par_terms) s += fmt::format("  double* terms = (double*)malloc(sizeof(double) * {});\n", std::min(n_in, kParallelBlock));
+  if (par_terms)
+    s += fmt::format("  double* terms = (double*)malloc(sizeof(double) * {});\n", std::min(n_in, kParallelBlock));
   open_kept();
   s += fmt::format("{}double acc = {};\n", ind, reduce_identity(k));
   if (par_terms) {
     // blocks of terms: evaluated in parallel (the flat term index r gives the reduced dims'
     // indices), accumulated in order; without scratch memory the loop runs on one thread
-    s += fmt::format("{0}for (int64_t b0 = 0; b0 < {1}; b0 += {2}) {{\n{0}  const int64_t nb = {1} - b0 < {2} ? {1} - b0 : {2};\n", ind, n_in,
-                     kParallelBlock);
+    s += fmt::format(
+        "{0}for (int64_t b0 = 0; b0 < {1}; b0 += {2}) {{\n{0}  const int64_t nb = {1} - b0 < {2} ? {1} - b0 : {2};\n",
+        ind, n_in, kParallelBlock);
     ind += "  ";
     s += fmt::format("{}#pragma omp parallel for schedule(static) if (terms != 0)\n", ind);
     s += fmt::format("{}for (int64_t r = b0; r < b0 + nb; ++r) {{\n", ind);

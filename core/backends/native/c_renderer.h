@@ -24,7 +24,8 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
 // cannot render (a nested scan). In unrolled bodies, sums whose results only flow where a sign of
 // zero cannot matter start from their first term (counted in *first_term_sums); the results
 // leaving the loop are those of the interpreter, bit for bit.
-std::string render_scan(const ScanProgram& s, const std::string& name, bool* unrolled = nullptr, int* first_term_sums = nullptr);
+std::string render_scan(const ScanProgram& s, const std::string& name, bool* unrolled = nullptr,
+                        int* first_term_sums = nullptr);
 // A kernel's space dims split into kept (the output's) and reduced ones, each in order, with the
 // number of elements each set spans.
 struct SpaceSplit {
@@ -37,8 +38,8 @@ std::string literal(DType d, double v);  // exact (hex floats)
 // The statements `const T v<i> = ...;` computing `order`'s nodes; idx[d] is the C expression of
 // space dim d's index (a loop variable, or a constant when unrolled); loads read `in<buffer>`, or
 // (*in_names)[buffer] where given.
-std::string nodes_code(const Kernel& k, const std::vector<int>& order, const std::vector<std::string>& idx, const std::string& ind,
-                       const std::vector<std::string>* in_names = nullptr);
+std::string nodes_code(const Kernel& k, const std::vector<int>& order, const std::vector<std::string>& idx,
+                       const std::string& ind, const std::vector<std::string>* in_names = nullptr);
 std::string store(DType d, const std::string& v);  // v converted to d (bools normalised to 0/1)
 // A reduction kernel's accumulator `acc` (double, as in the interpreter): its identity, its update
 // by the value v, its rounding to the body dtype once all terms are in, and the stored result.

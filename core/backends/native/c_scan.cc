@@ -84,8 +84,10 @@ std::string movement_call(const Op& op, const std::vector<std::string>& in, cons
   const std::string T = c_type(a.dtype);
   if (op.prim == Prim::pad) {
     const auto ost = row_major_strides(op.out[0].shape);
-    std::string s = fmt::format("{{ {0}* o = ({0}*){1}; const {0}* x = (const {0}*){2}; int64_t k = 0;\n", T, out, in[0]);
-    s += fmt::format("      for (int64_t i = 0; i < {}; ++i) o[i] = {};\n", op.out[0].size(), literal(a.dtype, op.params.value));
+    std::string s =
+        fmt::format("{{ {0}* o = ({0}*){1}; const {0}* x = (const {0}*){2}; int64_t k = 0;\n", T, out, in[0]);
+    s += fmt::format("      for (int64_t i = 0; i < {}; ++i) o[i] = {};\n", op.out[0].size(),
+                     literal(a.dtype, op.params.value));
     std::string idx = "0";
     for (std::size_t d = 0; d < a.ndim(); ++d) {
       s += fmt::format("      for (int64_t i{0} = 0; i{0} < {1}; ++i{0})\n", d, a.shape[d]);
@@ -98,10 +100,13 @@ std::string movement_call(const Op& op, const std::vector<std::string>& in, cons
   std::int64_t outer = 1, inner = 1;
   for (std::int64_t i = 0; i < axis; ++i) outer *= a.shape[i];
   for (std::size_t i = axis + 1; i < a.ndim(); ++i) inner *= a.shape[i];
-  std::string s = fmt::format("{{ unsigned char* o = (unsigned char*){};\n      for (int64_t q = 0; q < {}; ++q) {{\n", out, outer);
+  std::string s =
+      fmt::format("{{ unsigned char* o = (unsigned char*){};\n      for (int64_t q = 0; q < {}; ++q) {{\n", out, outer);
   for (std::size_t k = 0; k < op.in.size(); ++k) {
     const std::size_t chunk = static_cast<std::size_t>(op.in[k].shape[axis] * inner) * dtype_size(a.dtype);
-    if (chunk) s += fmt::format("        memcpy(o, (const unsigned char*){} + q * {}, {}); o += {};\n", in[k], chunk, chunk, chunk);
+    if (chunk)
+      s += fmt::format("        memcpy(o, (const unsigned char*){} + q * {}, {}); o += {};\n", in[k], chunk, chunk,
+                       chunk);
   }
   return s + "      }\n    }";
 }
@@ -115,33 +120,35 @@ std::string routine_call(const Op& op, const std::vector<std::string>& in, const
   const std::int64_t batch = numel(Shape(a.shape.begin(), a.shape.end() - 2));
   const std::string S = a.dtype == DType::float32 ? "f" : "d", T = c_type(a.dtype);
   switch (op.prim) {
-    case Prim::cholesky: return fmt::format("jx_chol_{}((const {}*){}, ({}*){}, {}, {});", S, T, in[0], T, out[0], n, batch);
+    case Prim::cholesky:
+      return fmt::format("jx_chol_{}((const {}*){}, ({}*){}, {}, {});", S, T, in[0], T, out[0], n, batch);
     case Prim::lu:
-      return fmt::format("jx_lu_{}((const {}*){}, ({}*){}, ({}*){}, ({}*){}, {}, {});", S, T, in[0], T, out[0], T, out[1], T, out[2], n,
-                         batch);
+      return fmt::format("jx_lu_{}((const {}*){}, ({}*){}, ({}*){}, ({}*){}, {}, {});", S, T, in[0], T, out[0], T,
+                         out[1], T, out[2], n, batch);
     case Prim::triangular_solve: {
       const auto& p = op.params;
       const AVal& b = op.in[1];
       const std::int64_t k = p.left_side ? b.shape.back() : b.shape[b.ndim() - 2];
-      return fmt::format("jx_trsm_{}((const {}*){}, (const {}*){}, ({}*){}, {}, {}, {}, {}, {}, {}, {});", S, T, in[0], T, in[1], T,
-                         out[0], n, k, batch, int(p.left_side), int(p.lower), int(p.transpose_a), int(p.unit_diagonal));
+      return fmt::format("jx_trsm_{}((const {}*){}, (const {}*){}, ({}*){}, {}, {}, {}, {}, {}, {}, {});", S, T, in[0],
+                         T, in[1], T, out[0], n, k, batch, int(p.left_side), int(p.lower), int(p.transpose_a),
+                         int(p.unit_diagonal));
     }
     default: throw BackendError(fmt::format("native: no compiled-loop rendering for routine {}", prim_name(op.prim)));
   }
 }
-
 
 // Unrolled bodies: every kernel's element loops are expanded at render time, so each carry,
 // staging copy, temporary and (small) constant is a typed local array indexed only by
 // constants, which the C compiler scalarises into registers: a step is straight-line code with
 // no memory traffic but the xs it reads and the ys it writes.
 constexpr std::int64_t kUnrollStatements = 8192;  // node evaluations per step, summed over kernels
-constexpr std::int64_t kLocalConstElems = 64;      // constants up to this size are copied to locals
+constexpr std::int64_t kLocalConstElems = 64;     // constants up to this size are copied to locals
 
 std::int64_t unroll_cost(const Program& b) {
   std::int64_t cost = 0;
   for (const Kernel& k : b.kernels)
-    cost += numel(k.space) * static_cast<std::int64_t>(k.reachable(k.body).size() + (k.epilogue >= 0 ? k.reachable(k.epilogue).size() : 0));
+    cost += numel(k.space) * static_cast<std::int64_t>(k.reachable(k.body).size() +
+                                                       (k.epilogue >= 0 ? k.reachable(k.epilogue).size() : 0));
   return cost;
 }
 
@@ -149,8 +156,8 @@ std::int64_t unroll_cost(const Program& b) {
 // non-reduced dims, as render_kernel's loops. A float32 reduction of at most two terms
 // accumulates in float: the double sum (or product) of two floats rounded once to float is the
 // correctly rounded float result, so this equals the interpreter's double accumulation.
-std::string unrolled_kernel(const Kernel& k, const std::vector<std::string>& in, const std::string& out, const std::string& ind,
-                            bool from_first_term) {
+std::string unrolled_kernel(const Kernel& k, const std::vector<std::string>& in, const std::string& out,
+                            const std::string& ind, bool from_first_term) {
   const SpaceSplit split = split_space(k);
   const auto& kept = split.kept;
   const auto& red = split.red;
@@ -207,14 +214,17 @@ std::string unrolled_kernel(const Kernel& k, const std::vector<std::string>& in,
 // loop-carried value may be loose when every reader in the body tolerates it; it is made exact
 // (+0 added: −0 + 0 = +0, all else unchanged) where it leaves the loop, as ys or final carry.
 struct LooseUses {
-  bool ok = true;         // only through add/sub/mul/neg/float convert
-  bool terms_only = true; // and only into the terms of the kernel's sum (not its epilogue)
+  bool ok = true;          // only through add/sub/mul/neg/float convert
+  bool terms_only = true;  // and only into the terms of the kernel's sum (not its epilogue)
 };
 
 bool sign_preserving(const Kernel& k, const KNode& n) {
   if (n.kind != KNodeKind::alu) return false;
   switch (n.prim) {
-    case Prim::add: case Prim::sub: case Prim::mul: case Prim::neg: return true;
+    case Prim::add:
+    case Prim::sub:
+    case Prim::mul:
+    case Prim::neg: return true;
     case Prim::convert: return is_floating(n.dtype) && n.a >= 0 && is_floating(k.nodes[n.a].dtype);
     default: return false;
   }
@@ -227,7 +237,8 @@ LooseUses loose_uses(const Kernel& k, const std::vector<char>& from) {
   for (std::size_t i = 0; i < k.nodes.size(); ++i) {  // nodes are in topological order
     const KNode& n = k.nodes[i];
     const bool load_index = n.kind == KNodeKind::load && k.loads[n.load].indexed && n.a >= 0 && dep[n.a];
-    const bool uses = n.kind == KNodeKind::alu && ((n.a >= 0 && dep[n.a]) || (n.b >= 0 && dep[n.b]) || (n.c >= 0 && dep[n.c]));
+    const bool uses =
+        n.kind == KNodeKind::alu && ((n.a >= 0 && dep[n.a]) || (n.b >= 0 && dep[n.b]) || (n.c >= 0 && dep[n.c]));
     if (load_index || (uses && !sign_preserving(k, n))) u.ok = false;
     if (uses) dep[i] = 1;
   }
@@ -281,7 +292,8 @@ std::vector<char> loose_buffers(const ScanProgram& sp) {
   std::vector<char> loose(b.buffers.size(), 0);
   std::vector<int> producer(b.buffers.size(), -1), count(b.buffers.size(), 0);
   for (std::size_t s = 0; s < b.steps.size(); ++s)
-    if (b.steps[s].kind == Step::Kind::kernel) producer[static_cast<std::size_t>(b.steps[s].out[0])] = static_cast<int>(s);
+    if (b.steps[s].kind == Step::Kind::kernel)
+      producer[static_cast<std::size_t>(b.steps[s].out[0])] = static_cast<int>(s);
   for (int o : b.outputs) ++count[static_cast<std::size_t>(o)];
   std::vector<int> partner(b.buffers.size(), -1);  // carry-in <-> carry-out
   for (std::size_t u = nin; u < b.buffers.size(); ++u) loose[u] = producer[u] >= 0 && count[u] == 0;
@@ -297,7 +309,8 @@ std::vector<char> loose_buffers(const ScanProgram& sp) {
     if (static_cast<std::size_t>(b.outputs[k]) < nin) carried_on[static_cast<std::size_t>(b.outputs[k])] = 1;
   for (std::size_t k = 0; k < nk; ++k) {
     const auto out = static_cast<std::size_t>(b.outputs[k]);
-    if (out >= nin && producer[out] >= 0 && count[out] == 1 && is_floating(b.buffers[out].dtype) && !carried_on[nc + k] && nnz[out]) {
+    if (out >= nin && producer[out] >= 0 && count[out] == 1 && is_floating(b.buffers[out].dtype) &&
+        !carried_on[nc + k] && nnz[out]) {
       loose[out] = loose[nc + k] = 1;
       partner[out] = static_cast<int>(nc + k);
       partner[nc + k] = static_cast<int>(out);
@@ -315,7 +328,8 @@ std::vector<char> loose_buffers(const ScanProgram& sp) {
     for (std::size_t i = 0; i < st.in.size(); ++i) {
       std::vector<char> from(k.nodes.size(), 0);
       for (std::size_t n = 0; n < k.nodes.size(); ++n)
-        if (k.nodes[n].kind == KNodeKind::load && static_cast<std::size_t>(k.loads[k.nodes[n].load].buffer) == i) from[n] = 1;
+        if (k.nodes[n].kind == KNodeKind::load && static_cast<std::size_t>(k.loads[k.nodes[n].load].buffer) == i)
+          from[n] = 1;
       reads.push_back({static_cast<std::size_t>(st.in[i]), static_cast<std::size_t>(st.out[0]), loose_uses(k, from)});
     }
   }
@@ -347,17 +361,21 @@ std::string render_scan_unrolled(const ScanProgram& sp, const std::string& name,
   };
   // dst[e] = src[e] for every element (unrolled: the arrays stay scalarisable); exact adds +0
   // to a loose value leaving the loop
-  auto copy = [](const std::string& dst, const std::string& src, std::int64_t n, const std::string& ind, const std::string& exact = "") {
+  auto copy = [](const std::string& dst, const std::string& src, std::int64_t n, const std::string& ind,
+                 const std::string& exact = "") {
     std::string s;
     for (std::int64_t e = 0; e < n; ++e) {
       const std::string v = fmt::format("{}[{}]", src, e);
-      s += fmt::format("{}{}[{}] = {};\n", ind, dst, e, exact.empty() ? v : fmt::format("{0} ? {1} + 0.0f : {1}", exact, v));
+      s += fmt::format("{}{}[{}] = {};\n", ind, dst, e,
+                       exact.empty() ? v : fmt::format("{0} ? {1} + 0.0f : {1}", exact, v));
     }
     return s;
   };
   const std::vector<char> loose = loose_buffers(sp);
   std::string s = fmt::format("void {}(const void* const* in_, void* const* out_) {{\n", name);
-  auto decl = [&](const std::string& var, std::size_t u) { s += fmt::format("  {} {}[{}];\n", T(u), var, std::max<std::int64_t>(elems(u), 1)); };
+  auto decl = [&](const std::string& var, std::size_t u) {
+    s += fmt::format("  {} {}[{}];\n", T(u), var, std::max<std::int64_t>(elems(u), 1));
+  };
   for (std::size_t u = 0; u < nc; ++u)
     if (local_const(u)) {
       decl(fmt::format("k{}", u), u);
@@ -387,13 +405,15 @@ std::string render_scan_unrolled(const ScanProgram& sp, const std::string& name,
   }
   for (std::size_t j = 0; j < ny; ++j) {  // ys[t] before the carries change
     const std::size_t u = static_cast<std::size_t>(b.outputs[nk + j]);
-    s += copy(fmt::format("(({}*)out_[{}] + t * {})", T(u), nk + j, elems(u)), name_of(b.outputs[nk + j]), elems(u), "    ", loose[u] ? "it > 0" : "");
+    s += copy(fmt::format("(({}*)out_[{}] + t * {})", T(u), nk + j, elems(u)), name_of(b.outputs[nk + j]), elems(u),
+              "    ", loose[u] ? "it > 0" : "");
   }
   for (std::size_t k = 0; k < nk; ++k) s += copy(fmt::format("st{}", k), name_of(b.outputs[k]), elems(nc + k), "    ");
   for (std::size_t k = 0; k < nk; ++k) s += copy(fmt::format("c{}", k), fmt::format("st{}", k), elems(nc + k), "    ");
   s += "  }\n";
   for (std::size_t k = 0; k < nk; ++k)
-    s += copy(fmt::format("(({}*)out_[{}])", T(nc + k), k), fmt::format("c{}", k), elems(nc + k), "  ", loose[nc + k] && sp.length > 0 ? "1" : "");
+    s += copy(fmt::format("(({}*)out_[{}])", T(nc + k), k), fmt::format("c{}", k), elems(nc + k), "  ",
+              loose[nc + k] && sp.length > 0 ? "1" : "");
   return s + "}\n";
 }
 
@@ -412,15 +432,19 @@ std::string render_scan(const ScanProgram& sp, const std::string& name, bool* un
   if (unrolled) *unrolled = unroll;
   if (unroll) return render_scan_unrolled(sp, name, first_term_sums);
   std::string s = kRoutines;
-  for (std::size_t i = 0; i < b.kernels.size(); ++i) s += render_kernel(b.kernels[i], fmt::format("{}_k{}", name, i), true) + "\n";
+  for (std::size_t i = 0; i < b.kernels.size(); ++i)
+    s += render_kernel(b.kernels[i], fmt::format("{}_k{}", name, i), true) + "\n";
   s += fmt::format("void {}(const void* const* in_, void* const* out_) {{\n", name);
   // storage: carries, carry staging, temporaries (stack when small, else one heap block)
   std::size_t local = 0;
   for (std::size_t k = 0; k < nk; ++k) local += 2 * ((b.buffers[nc + k].bytes() + 63) / 64 * 64);
   for (std::size_t t = nin; t < b.buffers.size(); ++t) local += (b.buffers[t].bytes() + 63) / 64 * 64;
   const bool heap = local > (std::size_t{128} << 10);
-  if (heap) s += fmt::format("  unsigned char* heap = (unsigned char*)aligned_alloc(64, {});\n  if (!heap) return;\n", std::max<std::size_t>(local, 64));
-  else s += fmt::format("  unsigned char heap[{}] __attribute__((aligned(64)));\n", std::max<std::size_t>(local, 64));
+  if (heap)
+    s += fmt::format("  unsigned char* heap = (unsigned char*)aligned_alloc(64, {});\n  if (!heap) return;\n",
+                     std::max<std::size_t>(local, 64));
+  else
+    s += fmt::format("  unsigned char heap[{}] __attribute__((aligned(64)));\n", std::max<std::size_t>(local, 64));
   std::size_t off = 0;
   auto region = [&](const std::string& var, std::size_t bytes) {
     s += fmt::format("  unsigned char* {} = heap + {};\n", var, off);
@@ -442,7 +466,8 @@ std::string render_scan(const ScanProgram& sp, const std::string& name, bool* un
   s += fmt::format("  for (int64_t it = 0; it < {}; ++it) {{\n", sp.length);
   s += fmt::format("    const int64_t t = {};\n", sp.reverse ? fmt::format("{} - 1 - it", sp.length) : "it");
   for (std::size_t j = 0; j < nx; ++j)
-    s += fmt::format("    const unsigned char* x{0} = (const unsigned char*)in_[{1}] + t * {2};\n", j, nc + nk + j, b.buffers[nc + nk + j].bytes());
+    s += fmt::format("    const unsigned char* x{0} = (const unsigned char*)in_[{1}] + t * {2};\n", j, nc + nk + j,
+                     b.buffers[nc + nk + j].bytes());
   for (const Step& st : b.steps) {
     if (st.kind == Step::Kind::free) continue;
     std::vector<std::string> in, out;
@@ -459,16 +484,18 @@ std::string render_scan(const ScanProgram& sp, const std::string& name, bool* un
   }
   for (std::size_t j = 0; j < ny; ++j) {  // ys[t] before the carries change
     const int buf = b.outputs[nk + j];
-    s += fmt::format("    memcpy((unsigned char*)out_[{}] + t * {}, {}, {});\n", nk + j, b.buffers[buf].bytes(), ptr(buf), b.buffers[buf].bytes());
+    s += fmt::format("    memcpy((unsigned char*)out_[{}] + t * {}, {}, {});\n", nk + j, b.buffers[buf].bytes(),
+                     ptr(buf), b.buffers[buf].bytes());
   }
   for (std::size_t k = 0; k < nk; ++k)
     s += fmt::format("    memcpy(st{}, {}, {});\n", k, ptr(b.outputs[k]), b.buffers[nc + k].bytes());
-  for (std::size_t k = 0; k < nk; ++k) s += fmt::format("    memcpy(c{0}, st{0}, {1});\n", k, b.buffers[nc + k].bytes());
+  for (std::size_t k = 0; k < nk; ++k)
+    s += fmt::format("    memcpy(c{0}, st{0}, {1});\n", k, b.buffers[nc + k].bytes());
   s += "  }\n";
-  for (std::size_t k = 0; k < nk; ++k) s += fmt::format("  memcpy(out_[{0}], c{0}, {1});\n", k, b.buffers[nc + k].bytes());
+  for (std::size_t k = 0; k < nk; ++k)
+    s += fmt::format("  memcpy(out_[{0}], c{0}, {1});\n", k, b.buffers[nc + k].bytes());
   if (heap) s += "  free(heap);\n";
   return s + "}\n";
 }
-
 
 }  // namespace jx::native

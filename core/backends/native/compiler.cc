@@ -53,15 +53,19 @@ std::string private_temp_cache() {
   const char* t = std::getenv("TMPDIR");
   const fs::path dir = fs::path(t && *t ? t : "/tmp") / fmt::format("jxlab-native-{}", getuid());
   if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    throw BackendError(fmt::format("native: cannot create the compile cache {}: {}", dir.string(), std::strerror(errno)));
+    throw BackendError(
+        fmt::format("native: cannot create the compile cache {}: {}", dir.string(), std::strerror(errno)));
   struct stat st {};
   if (lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw BackendError(fmt::format("native: {} is not a folder; refusing it as the compile cache", dir.string()));
   if (st.st_uid != getuid())
-    throw BackendError(fmt::format("native: the compile cache {} belongs to another user (uid {}); refusing to load code from it", dir.string(), st.st_uid));
+    throw BackendError(
+        fmt::format("native: the compile cache {} belongs to another user (uid {}); refusing to load code from it",
+                    dir.string(), st.st_uid));
   if (st.st_mode & (S_IWGRP | S_IWOTH))
-    throw BackendError(fmt::format("native: the compile cache {} is writable by others (mode {:o}); refusing to load code from it", dir.string(),
-                                   st.st_mode & 0777));
+    throw BackendError(
+        fmt::format("native: the compile cache {} is writable by others (mode {:o}); refusing to load code from it",
+                    dir.string(), st.st_mode & 0777));
   return dir.string();
 }
 }  // namespace
@@ -71,8 +75,10 @@ std::string cache_dir() {
   if (const char* e = std::getenv("JX_NATIVE_CACHE"); e && *e) return e;
   static const std::string dir = [] {
     std::string want;
-    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) want = std::string(x) + "/jxlab/native";
-    else if (const char* h = std::getenv("HOME"); h && *h) want = std::string(h) + "/.cache/jxlab/native";
+    if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+      want = std::string(x) + "/jxlab/native";
+    else if (const char* h = std::getenv("HOME"); h && *h)
+      want = std::string(h) + "/.cache/jxlab/native";
     if (!want.empty() && usable(want)) return want;
     const std::string tmp = private_temp_cache();
     std::fprintf(stderr, "jx: warning: %s; the native compile cache is %s\n",
@@ -88,7 +94,8 @@ std::string compiler_command(std::size_t source_bytes) {
   // programs (hessians of unrolled associative scans: 1.1 MB of C took 21.5 s at -O3, 10.4 s at
   // -O1) get -O1: compile time grows faster than the run time they save.
   const char* opt = source_bytes > kLargeSource ? "-O1" : "-O3";
-  return fmt::format("{} -std=c11 {} -march=native -ffp-contract=off -fno-math-errno -fPIC -shared{}", cc && *cc ? cc : "cc", opt, openmp_flag());
+  return fmt::format("{} -std=c11 {} -march=native -ffp-contract=off -fno-math-errno -fPIC -shared{}",
+                     cc && *cc ? cc : "cc", opt, openmp_flag());
 }
 
 namespace {
@@ -109,7 +116,9 @@ std::string run_version(const std::string& cc) {
 std::string resolve_compiler(const std::string& cc) {
   if (cc.find_first_of(" \t'\"") != std::string::npos) return "";
   std::error_code ec;
-  auto real = [&](const fs::path& p) { return access(p.c_str(), X_OK) == 0 ? fs::canonical(p, ec).string() : std::string(); };
+  auto real = [&](const fs::path& p) {
+    return access(p.c_str(), X_OK) == 0 ? fs::canonical(p, ec).string() : std::string();
+  };
   if (cc.find('/') != std::string::npos) return real(cc);
   const char* path = std::getenv("PATH");
   std::string dirs = path ? path : "/usr/bin:/bin";
@@ -132,8 +141,10 @@ std::string compiler_version() {
   const std::string exe = resolve_compiler(cc);
   struct stat st {};
   if (exe.empty() || stat(exe.c_str(), &st) != 0) return run_version(cc);
-  const fs::path file = fs::path(cache_dir()) / fmt::format("cc-{:016x}.version",
-      fnv1a(fmt::format("{}\n{}\n{}.{}", exe, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec)));
+  const fs::path file =
+      fs::path(cache_dir()) /
+      fmt::format("cc-{:016x}.version",
+                  fnv1a(fmt::format("{}\n{}\n{}.{}", exe, st.st_size, st.st_mtim.tv_sec, st.st_mtim.tv_nsec)));
   {
     std::ifstream in(file);
     std::string line;
@@ -179,7 +190,9 @@ std::string digest(const std::string& bytes) { return fmt::format("{:016x} {}\n"
 std::string cache_entry_problem(const fs::path& so, const fs::path& sum) {
   if (!fs::exists(sum)) return "no digest";
   const std::string want = read_file(sum), got = digest(read_file(so));
-  if (want != got) return fmt::format("digest mismatch (file {}, recorded {})", got.substr(0, got.size() - 1), want.substr(0, want.find('\n')));
+  if (want != got)
+    return fmt::format("digest mismatch (file {}, recorded {})", got.substr(0, got.size() - 1),
+                       want.substr(0, want.find('\n')));
   return "";
 }
 
@@ -207,7 +220,8 @@ CompileResult compile_with(const std::string& cmd, const std::string& source) {
     fs::remove(sum, ec);
   }
   const std::string tag = fmt::format("{}.{}", getpid(), std::chrono::steady_clock::now().time_since_epoch().count());
-  const fs::path tmp_src = dir / (key + ".c." + tag), tmp_so = dir / (key + ".so." + tag), log = dir / (key + ".log." + tag);
+  const fs::path tmp_src = dir / (key + ".c." + tag), tmp_so = dir / (key + ".so." + tag),
+                 log = dir / (key + ".log." + tag);
   {
     std::ofstream out(tmp_src);
     out << source;
@@ -215,14 +229,16 @@ CompileResult compile_with(const std::string& cmd, const std::string& source) {
   }
   fs::rename(tmp_src, src, ec);
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string line = fmt::format("{} -o '{}' '{}' -lm > '{}' 2>&1", cmd, tmp_so.string(), src.string(), log.string());
+  const std::string line =
+      fmt::format("{} -o '{}' '{}' -lm > '{}' 2>&1", cmd, tmp_so.string(), src.string(), log.string());
   const int rc = std::system(line.c_str());
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (rc != 0) {
     const std::string output = read_file(log);
     fs::remove(log, ec);
     fs::remove(tmp_so, ec);
-    throw BackendError(fmt::format("native: the C compiler failed ({}), source {}:\n{}", cmd, src.string(), output.substr(0, 4000)));
+    throw BackendError(
+        fmt::format("native: the C compiler failed ({}), source {}:\n{}", cmd, src.string(), output.substr(0, 4000)));
   }
   fs::remove(log, ec);
   const std::string object = read_file(tmp_so);
@@ -253,8 +269,9 @@ std::string openmp_flag() {
     const char* cc = std::getenv("JX_CC");
     CompileResult cached;  // held until the copy below holds the OpenMP runtime: it never unloads
     try {
-      cached = compile_with(fmt::format("{} -fopenmp -fPIC -shared", cc && *cc ? cc : "cc"),
-                            "void jx_probe(int n, int* a) {\n#pragma omp parallel for\n  for (int i = 0; i < n; ++i) a[i] = i;\n}\n");
+      cached = compile_with(
+          fmt::format("{} -fopenmp -fPIC -shared", cc && *cc ? cc : "cc"),
+          "void jx_probe(int n, int* a) {\n#pragma omp parallel for\n  for (int i = 0; i < n; ++i) a[i] = i;\n}\n");
     } catch (const BackendError& e) {
       debug_log(1, fmt::format("native: no OpenMP ({})", std::string(e.what()).substr(0, 200)));
       return std::string();

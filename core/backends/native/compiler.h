@@ -20,10 +20,10 @@ class Library {
 
 struct CompileResult {
   std::shared_ptr<Library> lib;
-  double ms = 0.0;      // compiler wall time (0 when loaded from the disk cache)
+  double ms = 0.0;  // compiler wall time (0 when loaded from the disk cache)
   bool from_disk = false;
-  std::string path;     // the .so
-  std::string rejected; // why a cached object was deleted and rebuilt (empty: none was)
+  std::string path;      // the .so
+  std::string rejected;  // why a cached object was deleted and rebuilt (empty: none was)
 };
 
 std::uint64_t fnv1a(const std::string& s);

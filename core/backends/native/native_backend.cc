@@ -68,7 +68,9 @@ class NativeBackend final : public HostBackend {
     std::vector<std::pair<std::string, std::string>> pending;  // key, symbol
     for (const Kernel& k : ks) {
       keys.push_back(k.key());
-      if (kernels_.count(keys.back()) || std::any_of(pending.begin(), pending.end(), [&](auto& t) { return t.first == keys.back(); })) continue;
+      if (kernels_.count(keys.back()) ||
+          std::any_of(pending.begin(), pending.end(), [&](auto& t) { return t.first == keys.back(); }))
+        continue;
       const std::string sym = fmt::format("jx_k{:016x}", native::fnv1a(keys.back()));
       source += native::render_kernel(k, sym, false, true) + "\n";
       pending.emplace_back(keys.back(), sym);
@@ -78,7 +80,8 @@ class NativeBackend final : public HostBackend {
       debug_log(2, "native source:\n" + source);
       auto r = native::compile(source);
       trace::emit({trace::EventKind::compile, "native", "cc", 0, false, r.ms, r.from_disk ? "disk cache" : r.path});
-      debug_log(1, fmt::format("native: {} kernels {} in {:.1f} ms ({})", pending.size(), r.from_disk ? "loaded" : "compiled", r.ms, r.path));
+      debug_log(1, fmt::format("native: {} kernels {} in {:.1f} ms ({})", pending.size(),
+                               r.from_disk ? "loaded" : "compiled", r.ms, r.path));
       trim_unused(kernels_);
       for (auto& [key, sym] : pending)
         kernels_[key] = std::make_shared<NativeKernel>(r.lib, reinterpret_cast<KernelFn>(r.lib->symbol(sym)));
@@ -109,14 +112,16 @@ class NativeBackend final : public HostBackend {
     auto r = native::compile(source);
     trace::emit({trace::EventKind::compile, "native", "cc", 0, false, r.ms, r.from_disk ? "disk cache" : r.path});
     auto exe = std::make_shared<NativeKernel>(r.lib, reinterpret_cast<KernelFn>(r.lib->symbol(sym)));
-    trim_unused(scans_, [](const CompiledScan& c) -> const auto& { return c.exe; });
-    why = unrolled ? "native compiles the whole loop into one function, its body unrolled (carries and temporaries in registers)"
+    trim_unused(
+        scans_, [](const CompiledScan& c) -> const auto& { return c.exe; });
+    why = unrolled ? "native compiles the whole loop into one function, its body unrolled (carries and temporaries in "
+                     "registers)"
                    : "native compiles the whole loop into one function";
-    if (first_term > 0) why += fmt::format("; {} sums start from their first term (their signs of zero cannot matter)", first_term);
+    if (first_term > 0)
+      why += fmt::format("; {} sums start from their first term (their signs of zero cannot matter)", first_term);
     scans_[key] = CompiledScan{exe, why};
     return exe;
   }
-
 
  private:
   DeviceInfo info_;

@@ -143,16 +143,16 @@ double jx_min(double a, double b) { return isnan(a) ? a : isnan(b) ? b : min(a, 
 int jx_f2i(double v) { return isnan(v) ? 0 : v >= 2147483647.0LF ? 2147483647 : v <= -2147483648.0LF ? int(0x80000000u) : int(v); }
 )";
 
-
-
 }  // namespace
 
 std::string literal(DType d, double v) {
   switch (d) {
-    case DType::float32: return fmt::format("uintBitsToFloat({}u)", std::bit_cast<std::uint32_t>(static_cast<float>(v)));
+    case DType::float32:
+      return fmt::format("uintBitsToFloat({}u)", std::bit_cast<std::uint32_t>(static_cast<float>(v)));
     case DType::float64: {
       const auto u = std::bit_cast<std::uint64_t>(v);
-      return fmt::format("packDouble2x32(uvec2({}u, {}u))", static_cast<std::uint32_t>(u), static_cast<std::uint32_t>(u >> 32));
+      return fmt::format("packDouble2x32(uvec2({}u, {}u))", static_cast<std::uint32_t>(u),
+                         static_cast<std::uint32_t>(u >> 32));
     }
     case DType::int32: return fmt::format("int({}u)", static_cast<std::uint32_t>(static_cast<std::int32_t>(v)));
     case DType::bool_: return v != 0.0 ? "true" : "false";
@@ -196,7 +196,8 @@ std::string alu_expr(const KernelCtx& c, const KNode& n) {
   const Kernel& k = c.k;
   const DType in = n.prim == Prim::select ? k.nodes[n.b].dtype : k.nodes[n.a].dtype;
   const bool flt = is_floating(in);
-  const std::string a = fmt::format("v{}", n.a), b = n.b >= 0 ? fmt::format("v{}", n.b) : "", cc = n.c >= 0 ? fmt::format("v{}", n.c) : "";
+  const std::string a = fmt::format("v{}", n.a), b = n.b >= 0 ? fmt::format("v{}", n.b) : "",
+                    cc = n.c >= 0 ? fmt::format("v{}", n.c) : "";
   switch (n.prim) {
     case Prim::neg: return fmt::format("-{}", a);
     case Prim::abs: return fmt::format("abs({})", a);
@@ -226,7 +227,8 @@ std::string alu_expr(const KernelCtx& c, const KNode& n) {
     case Prim::div: return fmt::format("{} / {}", a, b);
     case Prim::pow:
       if (in == DType::float64) return fmt::format("jx_pow_d({}, {})", a, b);
-      return c.f64 ? fmt::format("float(jx_pow_d(double({}), double({})))", a, b) : fmt::format("jx_powf({}, {})", a, b);
+      return c.f64 ? fmt::format("float(jx_pow_d(double({}), double({})))", a, b)
+                   : fmt::format("jx_powf({}, {})", a, b);
     case Prim::max: return fmt::format("jx_max({}, {})", a, b);
     case Prim::min: return fmt::format("jx_min({}, {})", a, b);
     case Prim::lt: return fmt::format("({} < {})", a, b);
@@ -248,7 +250,8 @@ std::string load_expr(DType d, int b, const std::string& idx) {
   return fmt::format("in{}.d[{}]", b, idx);
 }
 
-std::string nodes_code(const KernelCtx& c, const std::vector<int>& order, const std::vector<std::string>& idx, const std::string& ind) {
+std::string nodes_code(const KernelCtx& c, const std::vector<int>& order, const std::vector<std::string>& idx,
+                       const std::string& ind) {
   const Kernel& k = c.k;
   std::string s;
   for (int i : order) {
@@ -278,23 +281,28 @@ std::string nodes_code(const KernelCtx& c, const std::vector<int>& order, const 
 
 std::string store_code(DType d, const std::string& o, const std::string& v) {
   if (d == DType::bool_)  // bytes packed in uints: clear then set this invocation's byte
-    return fmt::format("  atomicAnd(outb.d[({0}) >> 2], ~(0xffu << ((({0}) & 3) * 8)));\n"
-                       "  atomicOr(outb.d[({0}) >> 2], uint({1}) << ((({0}) & 3) * 8));\n", o, v);
+    return fmt::format(
+        "  atomicAnd(outb.d[({0}) >> 2], ~(0xffu << ((({0}) & 3) * 8)));\n"
+        "  atomicOr(outb.d[({0}) >> 2], uint({1}) << ((({0}) & 3) * 8));\n",
+        o, v);
   return fmt::format("  outb.d[{}] = {};\n", o, v);
 }
-
 
 // Header: version, workgroup size, buffer declarations, helpers; then main's prologue that
 // computes the flat output index `gi` and returns past the end.
 std::string header(const std::vector<AVal>& ins, DType out, bool doubles, bool f64_math, std::int64_t n) {
   std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
   for (std::size_t i = 0; i < ins.size(); ++i)
-    s += fmt::format("layout(std430, set = 0, binding = {0}) readonly buffer B{0} {{ {1} d[]; }} in{0};\n", i, btype(ins[i].dtype));
+    s += fmt::format("layout(std430, set = 0, binding = {0}) readonly buffer B{0} {{ {1} d[]; }} in{0};\n", i,
+                     btype(ins[i].dtype));
   s += fmt::format("layout(std430, set = 0, binding = {}) {}buffer BO {{ {} d[]; }} outb;\n", ins.size(),
                    out == DType::bool_ ? "" : "writeonly ", btype(out));
   s += prelude(doubles, f64_math);
-  s += fmt::format("void main() {{\n  const int gi = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + gl_LocalInvocationIndex);\n"
-                   "  if (gi >= {}) return;\n", kWorkgroup, n);
+  s += fmt::format(
+      "void main() {{\n  const int gi = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + "
+      "gl_LocalInvocationIndex);\n"
+      "  if (gi >= {}) return;\n",
+      kWorkgroup, n);
   return s;
 }
 
@@ -345,9 +353,11 @@ std::string reduction_identity(const Kernel& k, const std::string& at) {
     case Prim::reduce_sum: return flt ? at + "(0)" : "0";
     case Prim::reduce_prod: return flt ? at + "(1)" : "1";
     case Prim::reduce_max:
-      return flt ? (at == "double" ? literal(DType::float64, -INFINITY) : literal(DType::float32, -INFINITY)) : "int(0x80000000u)";
+      return flt ? (at == "double" ? literal(DType::float64, -INFINITY) : literal(DType::float32, -INFINITY))
+                 : "int(0x80000000u)";
     case Prim::reduce_min:
-      return flt ? (at == "double" ? literal(DType::float64, INFINITY) : literal(DType::float32, INFINITY)) : "0x7fffffff";
+      return flt ? (at == "double" ? literal(DType::float64, INFINITY) : literal(DType::float32, INFINITY))
+                 : "0x7fffffff";
     default: throw Error("vulkan: unknown reduction");
   }
 }
@@ -359,13 +369,15 @@ std::string combine_code(const Kernel& k, const std::string& acc, const std::str
     case Prim::reduce_sum: return fmt::format("{} += {};\n", acc, v);
     case Prim::reduce_prod: return fmt::format("{} *= {};\n", acc, v);
     default:
-      if (flt) return fmt::format("if (!isnan({0}) && (isnan({1}) || {1} {2} {0})) {0} = {1};\n", acc, v, k.reduce_op == Prim::reduce_max ? ">" : "<");
+      if (flt)
+        return fmt::format("if (!isnan({0}) && (isnan({1}) || {1} {2} {0})) {0} = {1};\n", acc, v,
+                           k.reduce_op == Prim::reduce_max ? ">" : "<");
       return fmt::format("{0} = {1}({0}, {2});\n", acc, k.reduce_op == Prim::reduce_max ? "max" : "min", v);
   }
 }
 
-std::string reduction_finish(const KernelCtx& c, const std::vector<std::string>& idx, const std::function<bool(std::size_t)>& is_red,
-                             const StoreFn& store);
+std::string reduction_finish(const KernelCtx& c, const std::vector<std::string>& idx,
+                             const std::function<bool(std::size_t)>& is_red, const StoreFn& store);
 
 }  // namespace
 
@@ -411,11 +423,12 @@ std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Sha
 
 namespace {
 // After the accumulation: round like the oracle, then the epilogue (or the accumulator) is stored.
-std::string reduction_finish(const KernelCtx& c, const std::vector<std::string>& idx, const std::function<bool(std::size_t)>& is_red,
-                             const StoreFn& store) {
+std::string reduction_finish(const KernelCtx& c, const std::vector<std::string>& idx,
+                             const std::function<bool(std::size_t)>& is_red, const StoreFn& store) {
   const Kernel& k = c.k;
   std::string s;
-  if (k.nodes[k.body].dtype == DType::float32 && accumulator_type(k, c.f64) == "double") s += "  acc = double(float(acc));\n";
+  if (k.nodes[k.body].dtype == DType::float32 && accumulator_type(k, c.f64) == "double")
+    s += "  acc = double(float(acc));\n";
   if (k.epilogue >= 0) {
     std::vector<std::string> eidx = idx;
     for (std::size_t d = 0; d < k.space.size(); ++d)
@@ -459,13 +472,18 @@ Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t G
   std::string s = header(k.inputs, k.out.dtype, sh.float64 || f64_math, f64_math, sh.invocations);
   std::string decl = fmt::format("shared {} red_[{}];\n", at, kWorkgroup);
   if (split) {
-    sh.scratch_bytes = static_cast<std::size_t>(outs * G) * (at == "double" ? 8 : 4) + static_cast<std::size_t>(outs) * 4;
-    decl += fmt::format("shared bool last_;\nlayout(std430, set = 0, binding = {}) coherent buffer BS {{ {} part_[{}]; uint cnt_[{}]; }} scr;\n",
-                        k.buffers(), at, outs * G, outs);
+    sh.scratch_bytes =
+        static_cast<std::size_t>(outs * G) * (at == "double" ? 8 : 4) + static_cast<std::size_t>(outs) * 4;
+    decl += fmt::format(
+        "shared bool last_;\nlayout(std430, set = 0, binding = {}) coherent buffer BS {{ {} part_[{}]; uint cnt_[{}]; "
+        "}} scr;\n",
+        k.buffers(), at, outs * G, outs);
   }
   s.insert(s.find("void main() {"), decl);
-  s += fmt::format("  const int wg = gi / {0};\n  const int lid = int(gl_LocalInvocationIndex);\n  const int o_ = wg / {1};\n  const int p_ = wg % {1};\n",
-                   kWorkgroup, G);
+  s += fmt::format(
+      "  const int wg = gi / {0};\n  const int lid = int(gl_LocalInvocationIndex);\n  const int o_ = wg / {1};\n  "
+      "const int p_ = wg % {1};\n",
+      kWorkgroup, G);
   std::vector<std::string> idx, outer_names, red_names;
   Shape outer, red;
   for (std::size_t d = 0; d < k.space.size(); ++d) {
@@ -480,20 +498,29 @@ Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t G
   s += nodes_code(c, k.reachable(k.body), idx, "    ");
   s += "    " + combine_code(k, "acc", fmt::format("{}(v{})", at, k.body)) + "  }\n";
   s += "  red_[lid] = acc;\n  barrier();\n";
-  s += fmt::format("  for (int h_ = {}; h_ > 0; h_ >>= 1) {{\n    if (lid < h_) {{\n      {} b_ = red_[lid + h_];\n      {}    }}\n    barrier();\n  }}\n",
-                   kWorkgroup / 2, at, combine_code(k, "red_[lid]", "b_"));
+  s += fmt::format(
+      "  for (int h_ = {}; h_ > 0; h_ >>= 1) {{\n    if (lid < h_) {{\n      {} b_ = red_[lid + h_];\n      {}    }}\n "
+      "   barrier();\n  }}\n",
+      kWorkgroup / 2, at, combine_code(k, "red_[lid]", "b_"));
   if (!split) {
     s += "  if (lid != 0) return;\n  acc = red_[0];\n";
   } else {
-    s += fmt::format("  if (lid == 0) {{\n    scr.part_[wg] = red_[0];\n    memoryBarrierBuffer();\n    last_ = atomicAdd(scr.cnt_[o_], 1u) == {}u;\n  }}\n"
-                     "  barrier();\n  if (lid != 0 || !last_) return;\n  memoryBarrierBuffer();\n", G - 1);
-    s += fmt::format("  acc = {};\n  for (int q_ = 0; q_ < {}; ++q_) {{\n    {} b_ = scr.part_[o_ * {} + q_];\n    {}  }}\n  scr.cnt_[o_] = 0u;\n",
-                     reduction_identity(k, at), G, at, G, combine_code(k, "acc", "b_"));
+    s += fmt::format(
+        "  if (lid == 0) {{\n    scr.part_[wg] = red_[0];\n    memoryBarrierBuffer();\n    last_ = "
+        "atomicAdd(scr.cnt_[o_], 1u) == {}u;\n  }}\n"
+        "  barrier();\n  if (lid != 0 || !last_) return;\n  memoryBarrierBuffer();\n",
+        G - 1);
+    s += fmt::format(
+        "  acc = {};\n  for (int q_ = 0; q_ < {}; ++q_) {{\n    {} b_ = scr.part_[o_ * {} + q_];\n    {}  }}\n  "
+        "scr.cnt_[o_] = 0u;\n",
+        reduction_identity(k, at), G, at, G, combine_code(k, "acc", "b_"));
   }
-  s += reduction_finish(c, idx, [&](std::size_t d) { return reduced_dim(k, d); },
-                        [&](const std::string& v) { return store_code(k.out.dtype, "o_", v); });
+  s += reduction_finish(
+      c, idx, [&](std::size_t d) { return reduced_dim(k, d); },
+      [&](const std::string& v) { return store_code(k.out.dtype, "o_", v); });
   sh.glsl = s + "}\n";
-  sh.max_loop = sh.loop_iterations = std::max<std::int64_t>((reduced + G * kWorkgroup - 1) / (G * kWorkgroup), split ? G : 0);
+  sh.max_loop = sh.loop_iterations =
+      std::max<std::int64_t>((reduced + G * kWorkgroup - 1) / (G * kWorkgroup), split ? G : 0);
   return sh;
 }
 }  // namespace
@@ -515,9 +542,12 @@ Shader render_kernel(const Kernel& k, bool f64_math, int max_buffers) {
   return sh;
 }
 
-bool routine_has_shader(Prim p) { return p == Prim::pad || p == Prim::concatenate || p == Prim::argmax || p == Prim::argmin; }
+bool routine_has_shader(Prim p) {
+  return p == Prim::pad || p == Prim::concatenate || p == Prim::argmax || p == Prim::argmin;
+}
 
-std::string routine_element_code(const Op& op, const std::string& elem, Shader& sh, const std::function<std::string(int, const std::string&)>& load,
+std::string routine_element_code(const Op& op, const std::string& elem, Shader& sh,
+                                 const std::function<std::string(int, const std::string&)>& load,
                                  const StoreFn& store) {
   const Params& p = op.params;
   const AVal& out = op.out[0];
@@ -542,7 +572,8 @@ std::string routine_element_code(const Op& op, const std::string& elem, Shader& 
       src.push_back(fmt::format("({} - {})", names[d], p.lo[d]));
       inside += fmt::format(" && {0} >= 0 && {0} < {1}", src.back(), op.in[0].shape[d]);
     }
-    s += fmt::format("  {} v = {};\n  if ({}) v = {};\n", t, literal(out.dtype, p.value), inside, load(0, rm_offset(op.in[0].shape, src)));
+    s += fmt::format("  {} v = {};\n  if ({}) v = {};\n", t, literal(out.dtype, p.value), inside,
+                     load(0, rm_offset(op.in[0].shape, src)));
     return s + store("v");
   }
   if (op.prim == Prim::concatenate) {
@@ -569,8 +600,11 @@ std::string routine_element_code(const Op& op, const std::string& elem, Shader& 
   s += loop_open("k", n, "  ", sh);
   const std::string bv = load(0, fmt::format("base + best * {}", inner));
   const std::string kv = load(0, fmt::format("base + k * {}", inner));
-  if (flt) s += fmt::format("    if (isnan({0})) break;\n    if (isnan({1}) || {1} {2} {0}) best = k;\n", bv, kv, op.prim == Prim::argmax ? ">" : "<");
-  else s += fmt::format("    if ({1} {2} {0}) best = k;\n", bv, kv, op.prim == Prim::argmax ? ">" : "<");
+  if (flt)
+    s += fmt::format("    if (isnan({0})) break;\n    if (isnan({1}) || {1} {2} {0}) best = k;\n", bv, kv,
+                     op.prim == Prim::argmax ? ">" : "<");
+  else
+    s += fmt::format("    if ({1} {2} {0}) best = k;\n", bv, kv, op.prim == Prim::argmax ? ">" : "<");
   s += "  }\n";
   return s + store("best");
 }
@@ -584,8 +618,9 @@ std::optional<Shader> render_routine(const Op& op) {
   sh.float64 = uses_double(op.in, out.dtype, {});
   sh.invocations = out.size();
   std::string s = header(op.in, out.dtype, sh.float64, false, sh.invocations);
-  s += routine_element_code(op, "gi", sh, [&](int b, const std::string& off) { return load_expr(op.in[b].dtype, b, off); },
-                            [&](const std::string& v) { return store_code(out.dtype, "gi", v); });
+  s += routine_element_code(
+      op, "gi", sh, [&](int b, const std::string& off) { return load_expr(op.in[b].dtype, b, off); },
+      [&](const std::string& v) { return store_code(out.dtype, "gi", v); });
   sh.glsl = s + "}\n";
   return sh;
 }

@@ -19,18 +19,18 @@ constexpr std::int64_t kSplitReductionMin = kWorkgroup * kSplitElementsPerInvoca
 
 struct Shader {
   std::string name, glsl;
-  int buffers = 0;             // storage buffers bound (inputs + output)
-  std::int64_t invocations = 0;  // output elements
-  bool float64 = false;        // uses doubles (needs shaderFloat64)
-  std::int64_t max_loop = 0;   // trip count of the longest loop (a reduction's extent)
+  int buffers = 0;                   // storage buffers bound (inputs + output)
+  std::int64_t invocations = 0;      // output elements
+  bool float64 = false;              // uses doubles (needs shaderFloat64)
+  std::int64_t max_loop = 0;         // trip count of the longest loop (a reduction's extent)
   std::int64_t loop_iterations = 0;  // loop iterations one invocation runs in total (0: none)
   // > 0: one more storage buffer of this size, the last binding, zeroed once by the backend and
   // left zeroed by every dispatch (a split reduction's partials and counters)
   std::size_t scratch_bytes = 0;
 };
 
-std::string gtype(DType d);                  // GLSL scalar type of a dtype
-std::string literal(DType d, double v);      // exact GLSL literal
+std::string gtype(DType d);              // GLSL scalar type of a dtype
+std::string literal(DType d, double v);  // exact GLSL literal
 bool uses_double(const std::vector<AVal>& ins, DType out, const std::vector<KNode>& nodes);
 std::string prelude(bool doubles, bool f64_math);  // helper functions every shader may call
 
@@ -46,8 +46,8 @@ using StoreFn = std::function<std::string(const std::string& value)>;
 std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Shader& sh, const StoreFn& store);
 // The same for the routines that have shaders (pad, concatenate, argmax, argmin).
 bool routine_has_shader(Prim p);
-std::string routine_element_code(const Op& op, const std::string& elem, Shader& sh, const std::function<std::string(int, const std::string&)>& load,
-                                 const StoreFn& store);
+std::string routine_element_code(const Op& op, const std::string& elem, Shader& sh,
+                                 const std::function<std::string(int, const std::string&)>& load, const StoreFn& store);
 
 // `f64_math`: the device has shaderFloat64, so float64 transcendentals (and float32 ones, for
 // accuracy) use the double-precision helpers; reductions accumulate in double as the oracle does.

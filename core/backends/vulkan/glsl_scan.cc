@@ -16,8 +16,11 @@ std::string gread(const char* buf, DType d, std::int64_t base, const std::string
   switch (d) {
     case DType::float32: return fmt::format("uintBitsToFloat({}.d[{} + ({})])", buf, base, i);
     case DType::int32: return fmt::format("int({}.d[{} + ({})])", buf, base, i);
-    case DType::float64: return fmt::format("packDouble2x32(uvec2({0}.d[{1} + 2 * ({2})], {0}.d[{1} + 2 * ({2}) + 1]))", buf, base, i);
-    case DType::bool_: return fmt::format("((({0}.d[({1} + ({2})) >> 2] >> ((({1} + ({2})) & 3) * 8)) & 0xffu) != 0u)", buf, base * 4, i);
+    case DType::float64:
+      return fmt::format("packDouble2x32(uvec2({0}.d[{1} + 2 * ({2})], {0}.d[{1} + 2 * ({2}) + 1]))", buf, base, i);
+    case DType::bool_:
+      return fmt::format("((({0}.d[({1} + ({2})) >> 2] >> ((({1} + ({2})) & 3) * 8)) & 0xffu) != 0u)", buf, base * 4,
+                         i);
   }
   return "0";
 }
@@ -25,10 +28,15 @@ std::string gwrite(DType d, std::int64_t base, const std::string& i, const std::
   switch (d) {
     case DType::float32: return fmt::format("{}.d[{} + ({})] = floatBitsToUint({});\n", buf, base, i, v);
     case DType::int32: return fmt::format("{}.d[{} + ({})] = uint({});\n", buf, base, i, v);
-    case DType::float64: return fmt::format("{{ uvec2 u_ = unpackDouble2x32({2}); {3}.d[{0} + 2 * ({1})] = u_.x; {3}.d[{0} + 2 * ({1}) + 1] = u_.y; }}\n", base, i, v, buf);
+    case DType::float64:
+      return fmt::format(
+          "{{ uvec2 u_ = unpackDouble2x32({2}); {3}.d[{0} + 2 * ({1})] = u_.x; {3}.d[{0} + 2 * ({1}) + 1] = u_.y; }}\n",
+          base, i, v, buf);
     case DType::bool_:
-      return fmt::format("{{ int b_ = {0} + ({1}); atomicAnd({3}.d[b_ >> 2], ~(0xffu << ((b_ & 3) * 8))); atomicOr({3}.d[b_ >> 2], uint({2}) << ((b_ & 3) * 8)); }}\n",
-                         base * 4, i, v, buf);
+      return fmt::format(
+          "{{ int b_ = {0} + ({1}); atomicAnd({3}.d[b_ >> 2], ~(0xffu << ((b_ & 3) * 8))); atomicOr({3}.d[b_ >> 2], "
+          "uint({2}) << ((b_ & 3) * 8)); }}\n",
+          base * 4, i, v, buf);
   }
   return "";
 }
@@ -40,7 +48,8 @@ std::string sread(DType d, const std::string& base, const std::string& i) {
   switch (d) {
     case DType::float32: return fmt::format("uintBitsToFloat(sm_ld({} + ({})))", base, i);
     case DType::int32: return fmt::format("int(sm_ld({} + ({})))", base, i);
-    case DType::float64: return fmt::format("packDouble2x32(uvec2(sm_ld({0} + 2 * ({1})), sm_ld({0} + 2 * ({1}) + 1)))", base, i);
+    case DType::float64:
+      return fmt::format("packDouble2x32(uvec2(sm_ld({0} + 2 * ({1})), sm_ld({0} + 2 * ({1}) + 1)))", base, i);
     case DType::bool_: return fmt::format("(sm_ld({} + ({})) != 0u)", base, i);
   }
   return "0";
@@ -48,8 +57,12 @@ std::string sread(DType d, const std::string& base, const std::string& i) {
 std::string swrite(DType d, const std::string& base, const std::string& i, const std::string& v) {
   switch (d) {
     case DType::float32: return fmt::format("sm_st({} + ({}), floatBitsToUint({}));\n", base, i, v);
-    case DType::int32: case DType::bool_: return fmt::format("sm_st({} + ({}), uint({}));\n", base, i, v);
-    case DType::float64: return fmt::format("{{ uvec2 u_ = unpackDouble2x32({2}); sm_st({0} + 2 * ({1}), u_.x); sm_st({0} + 2 * ({1}) + 1, u_.y); }}\n", base, i, v);
+    case DType::int32:
+    case DType::bool_: return fmt::format("sm_st({} + ({}), uint({}));\n", base, i, v);
+    case DType::float64:
+      return fmt::format(
+          "{{ uvec2 u_ = unpackDouble2x32({2}); sm_st({0} + 2 * ({1}), u_.x); sm_st({0} + 2 * ({1}) + 1, u_.y); }}\n",
+          base, i, v);
   }
   return "";
 }
@@ -61,9 +74,13 @@ std::string swrite(DType d, const std::string& base, const std::string& i, const
 // garbage, while llvmpipe's slack after the array made the same code give right answers.
 std::string shared_decl(std::int64_t words, bool checked) {
   if (!checked)
-    return fmt::format("shared uint sm[{}];\nuint sm_ld(int i) {{ return sm[i]; }}\nvoid sm_st(int i, uint v) {{ sm[i] = v; }}\n", words);
-  return fmt::format("shared uint sm[{0}];\nuint sm_ld(int i) {{ return uint(i) < {0}u ? sm[i] : 0xffffffffu; }}\n"
-                     "void sm_st(int i, uint v) {{ if (uint(i) < {0}u) sm[i] = v; }}\n", words);
+    return fmt::format(
+        "shared uint sm[{}];\nuint sm_ld(int i) {{ return sm[i]; }}\nvoid sm_st(int i, uint v) {{ sm[i] = v; }}\n",
+        words);
+  return fmt::format(
+      "shared uint sm[{0}];\nuint sm_ld(int i) {{ return uint(i) < {0}u ? sm[i] : 0xffffffffu; }}\n"
+      "void sm_st(int i, uint v) {{ if (uint(i) < {0}u) sm[i] = v; }}\n",
+      words);
 }
 
 // reg: one register per buffer (elementwise bodies); local: a local array per buffer, indexed
@@ -219,7 +236,8 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
         }
       }
   if (!ew && smem * 4 > lim.shared_bytes) {
-    why = fmt::format("carries and temporaries take {} bytes, over the {} bytes of workgroup memory", smem * 4, lim.shared_bytes);
+    why = fmt::format("carries and temporaries take {} bytes, over the {} bytes of workgroup memory", smem * 4,
+                      lim.shared_bytes);
     return std::nullopt;
   }
 
@@ -241,12 +259,15 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
   if (ew) {
     out.mode = fmt::format("one invocation per element ({} elements), carries in registers", n);
     sh.invocations = n;
-    s += fmt::format("const int e = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + gl_LocalInvocationIndex);\n"
-                     "if (e >= {}) return;\n", kWorkgroup, n);
+    s += fmt::format(
+        "const int e = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + "
+        "gl_LocalInvocationIndex);\n"
+        "if (e >= {}) return;\n",
+        kWorkgroup, n);
     for (int k = 0; k < nk; ++k) {
       const DType d = b.buffers[nc + k].dtype;
-      s += fmt::format("{} r{} = pc.it0 == 0 ? {} : {};\n", gtype(d), nc + k, gread("gin", d, out.in_words[nc + k], "e"),
-                       gread("gout", d, out.out_words[k], "e"));
+      s += fmt::format("{} r{} = pc.it0 == 0 ? {} : {};\n", gtype(d), nc + k,
+                       gread("gin", d, out.in_words[nc + k], "e"), gread("gout", d, out.out_words[k], "e"));
     }
     s += "for (int it = pc.it0; it < pc.it1; ++it) {\n";
     s += fmt::format("const int t = {};\n", t);
@@ -254,31 +275,41 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
     for (const Step& st : b.steps) {
       if (st.kind != Step::Kind::kernel) continue;
       const Kernel& k = b.kernels[st.index];
-      KernelCtx c{k, lim.f64_math, [&](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); }};
-      s += "{\n" + kernel_element_code(c, "e", sh, [&](const std::string& v) { return fmt::format("r{} = {};\n", st.out[0], v); }) + "}\n";
+      KernelCtx c{k, lim.f64_math,
+                  [&](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); }};
+      s += "{\n" +
+           kernel_element_code(c, "e", sh,
+                               [&](const std::string& v) { return fmt::format("r{} = {};\n", st.out[0], v); }) +
+           "}\n";
     }
     for (int j = 0; j < ny; ++j) {
       const int o = b.outputs[nk + j];
       s += gwrite(loc[o].aval.dtype, out.out_words[nk + j], fmt::format("t * {} + e", n), read_loc(loc[o], o, "e"));
     }
     for (int k = 0; k < nk; ++k)
-      if (updated(nc + k)) s += fmt::format("{} s{} = {};\n", gtype(b.buffers[nc + k].dtype), k, read_loc(loc[b.outputs[k]], b.outputs[k], "e"));
+      if (updated(nc + k))
+        s += fmt::format("{} s{} = {};\n", gtype(b.buffers[nc + k].dtype), k,
+                         read_loc(loc[b.outputs[k]], b.outputs[k], "e"));
     for (int k = 0; k < nk; ++k)
       if (updated(nc + k)) s += fmt::format("r{} = s{};\n", nc + k, k);
     s += "}\n";
-    for (int k = 0; k < nk; ++k) s += gwrite(b.buffers[nc + k].dtype, out.out_words[k], "e", fmt::format("r{}", nc + k));
+    for (int k = 0; k < nk; ++k)
+      s += gwrite(b.buffers[nc + k].dtype, out.out_words[k], "e", fmt::format("r{}", nc + k));
   } else {
     out.one_workgroup = true;
-    out.mode = single ? fmt::format("one workgroup, one invocation (every step has at most {} elements), carries and temporaries in "
-                                    "local arrays",
-                                    single_max())
-                      : fmt::format("one workgroup, {} bytes of carries and temporaries in workgroup memory", smem * 4);
+    out.mode =
+        single ? fmt::format(
+                     "one workgroup, one invocation (every step has at most {} elements), carries and temporaries in "
+                     "local arrays",
+                     single_max())
+               : fmt::format("one workgroup, {} bytes of carries and temporaries in workgroup memory", smem * 4);
     sh.invocations = kWorkgroup;
     s += "const int lid = int(gl_LocalInvocationIndex);\n";
     if (single) {
       s += "if (lid != 0) return;\n";
       for (std::size_t i = nc; i < loc.size(); ++i)
-        if (loc[i].home == Home::local) s += fmt::format("{} L{}[{}];\n", gtype(loc[i].aval.dtype), i, std::max<std::int64_t>(loc[i].aval.size(), 1));
+        if (loc[i].home == Home::local)
+          s += fmt::format("{} L{}[{}];\n", gtype(loc[i].aval.dtype), i, std::max<std::int64_t>(loc[i].aval.size(), 1));
     }
     auto strided = [single](std::int64_t m, const std::string& body) { return strided_loop(m, body, single); };
     auto strided_iterations = [single](std::int64_t m) { return loop_iterations(m, single); };
@@ -286,8 +317,10 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
     for (int k = 0; k < nk; ++k) {
       const Loc& l = loc[nc + k];
       const DType d = l.aval.dtype;
-      s += strided(l.aval.size(), write_loc(l, nc + k, "e", fmt::format("pc.it0 == 0 ? {} : {}", gread("gin", d, out.in_words[nc + k], "e"),
-                                                                         gread("gout", d, out.out_words[k], "e"))));
+      s += strided(l.aval.size(),
+                   write_loc(l, nc + k, "e",
+                             fmt::format("pc.it0 == 0 ? {} : {}", gread("gin", d, out.in_words[nc + k], "e"),
+                                         gread("gout", d, out.out_words[k], "e"))));
     }
     s += barrier + "for (int it = pc.it0; it < pc.it1; ++it) {\n";
     s += fmt::format("const int t = {};\n", t);
@@ -317,14 +350,16 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
         const Op& op = b.routines[st.index];
         s += "{\n" + strided(m, routine_element_code(op, "e", sh, load, store)) + "}\n";
         const bool arg = op.prim == Prim::argmax || op.prim == Prim::argmin;
-        per_step += strided_iterations(m) + (arg ? std::max<std::int64_t>(1, strided_iterations(m)) * op.in[0].shape[op.params.axis] : 0);
+        per_step += strided_iterations(m) +
+                    (arg ? std::max<std::int64_t>(1, strided_iterations(m)) * op.in[0].shape[op.params.axis] : 0);
       }
     }
     s += barrier;
     for (int j = 0; j < ny; ++j) {
       const int o = b.outputs[nk + j];
       const std::int64_t m = loc[o].aval.size();
-      s += strided(m, gwrite(loc[o].aval.dtype, out.out_words[nk + j], fmt::format("t * {} + e", m), read_loc(loc[o], o, "e")));
+      s += strided(
+          m, gwrite(loc[o].aval.dtype, out.out_words[nk + j], fmt::format("t * {} + e", m), read_loc(loc[o], o, "e")));
       per_step += strided_iterations(m);
     }
     for (int k = 0; k < nk; ++k) {
@@ -356,7 +391,8 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
   if (lim.max_loop_iterations > 0) {
     const std::int64_t room = lim.max_loop_iterations - 64;  // the carry loads and stores
     if (per_step > room) {
-      why = fmt::format("one step runs {} loop iterations, over the driver's {} per invocation", per_step, lim.max_loop_iterations);
+      why = fmt::format("one step runs {} loop iterations, over the driver's {} per invocation", per_step,
+                        lim.max_loop_iterations);
       return std::nullopt;
     }
     out.steps_per_dispatch = std::min(out.steps_per_dispatch, room / per_step);
@@ -384,7 +420,8 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
 // (k leaves), each leaf binds its input and its output (no packing copies): mode 2 is mode 0
 // reading the inputs, for the first level; every other dispatch works in place on the outputs.
 template <class LeafIndex, class Combine>
-void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& out, const LeafIndex& leaf_index, const Combine& combine) {
+void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& out, const LeafIndex& leaf_index,
+                    const Combine& combine) {
   const bool direct = static_cast<std::int64_t>(ap.operands.size() - ap.num_consts) * 2 + 1 <= lim.max_buffers;
   const Program& b = ap.body;
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
@@ -400,7 +437,8 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
   std::int64_t B = kWorkgroup;
   while (B > 32 && B * W * 4 > lim.shared_bytes) B /= 2;
   if (W == 0 || B * W * 4 > lim.shared_bytes) return;
-  const std::int64_t c_max = std::clamp<std::int64_t>(128 / std::max<std::int64_t>(regs, 1), 1, 4);  // elements held in registers
+  const std::int64_t c_max =
+      std::clamp<std::int64_t>(128 / std::max<std::int64_t>(regs, 1), 1, 4);  // elements held in registers
   std::int64_t top = n;  // positions of the top level (strides B^L while more than a workgroup's worth)
   while (top > B * c_max) top /= B;
   const std::int64_t c_top = top > B ? (top + B - 1) / B : 1;
@@ -422,8 +460,10 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     if (direct) {
       sh.buffers = 1 + 2 * k;
       for (int l = 0; l < k; ++l)
-        s += fmt::format("layout(std430, set = 0, binding = {}) readonly buffer BL{} {{ uint d[]; }} li{};\n", 1 + l, l, l);
-      for (int l = 0; l < k; ++l) s += fmt::format("layout(std430, set = 0, binding = {}) buffer BO{} {{ uint d[]; }} lo{};\n", 1 + k + l, l, l);
+        s += fmt::format("layout(std430, set = 0, binding = {}) readonly buffer BL{} {{ uint d[]; }} li{};\n", 1 + l, l,
+                         l);
+      for (int l = 0; l < k; ++l)
+        s += fmt::format("layout(std430, set = 0, binding = {}) buffer BO{} {{ uint d[]; }} lo{};\n", 1 + k + l, l, l);
     } else {
       s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
     }
@@ -440,7 +480,9 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     };
     s += arrays("xa") + arrays("pa") + arrays("nx");
     for (std::int64_t c = 0; c < C; ++c) s += arrays(fmt::format("x{}_", c));
-    auto each = [&](int l, const std::string& body) { return fmt::format("for (int e = 0; e < {}; ++e) {{ {} }}\n", b.buffers[nc + l].size(), body); };
+    auto each = [&](int l, const std::string& body) {
+      return fmt::format("for (int e = 0; e < {}; ++e) {{ {} }}\n", b.buffers[nc + l].size(), body);
+    };
     auto assign = [&](const std::string& to, const std::string& from) {
       std::string c;
       for (int l = 0; l < k; ++l) c += each(l, fmt::format("{0}{1}[e] = {2}{1}[e];", to, l, from));
@@ -450,7 +492,9 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     loops = combine(read, sh, comb);
     for (int l = 0; l < k; ++l) comb += each(l, fmt::format("nx{}[e] = {};", l, read(b.outputs[l], "e")));
     s += "void combine_() {\n" + comb + assign("xa", "nx") + "}\n";
-    auto phys = [&](const std::string& logical) { return ap.reverse ? fmt::format("({} - 1 - ({}))", n, logical) : logical; };
+    auto phys = [&](const std::string& logical) {
+      return ap.reverse ? fmt::format("({} - 1 - ({}))", n, logical) : logical;
+    };
     // leaf l at an index: in the packed buffer, or (direct) in the leaf's own input or output
     auto leaf_read = [&](int l, bool from_in, const std::string& idx) {
       const AVal& e = b.buffers[nc + l];
@@ -459,14 +503,16 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     };
     auto load_global = [&](const std::string& arr, const std::string& pos, bool from_in = false) {
       std::string c;
-      for (int l = 0; l < k; ++l) c += each(l, fmt::format("{}{}[e] = {};", arr, l, leaf_read(l, from_in, leaf_index(l, pos, "e"))));
+      for (int l = 0; l < k; ++l)
+        c += each(l, fmt::format("{}{}[e] = {};", arr, l, leaf_read(l, from_in, leaf_index(l, pos, "e"))));
       return c;
     };
     auto store_global = [&](const std::string& arr, const std::string& pos) {
       std::string c;
       for (int l = 0; l < k; ++l) {
         const std::string buf = direct ? fmt::format("lo{}", l) : std::string("dst");
-        c += each(l, gwrite(b.buffers[nc + l].dtype, direct ? 0 : out.leaf_words[l], leaf_index(l, pos, "e"), fmt::format("{}{}[e]", arr, l), buf.c_str()));
+        c += each(l, gwrite(b.buffers[nc + l].dtype, direct ? 0 : out.leaf_words[l], leaf_index(l, pos, "e"),
+                            fmt::format("{}{}[e]", arr, l), buf.c_str()));
       }
       return c;
     };
@@ -474,52 +520,66 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     auto slot_base = [&](const std::string& slot, int l) { return fmt::format("({}) * {} + {}", slot, W, sm_base[l]); };
     auto to_shared = [&](const std::string& slot) {
       std::string c;
-      for (int l = 0; l < k; ++l) c += each(l, swrite(b.buffers[nc + l].dtype, slot_base(slot, l), "e", fmt::format("xa{}[e]", l)));
+      for (int l = 0; l < k; ++l)
+        c += each(l, swrite(b.buffers[nc + l].dtype, slot_base(slot, l), "e", fmt::format("xa{}[e]", l)));
       return c;
     };
     auto from_shared = [&](const std::string& slot) {
       std::string c;
-      for (int l = 0; l < k; ++l) c += each(l, fmt::format("pa{}[e] = {};", l, sread(b.buffers[nc + l].dtype, slot_base(slot, l), "e")));
+      for (int l = 0; l < k; ++l)
+        c += each(l, fmt::format("pa{}[e] = {};", l, sread(b.buffers[nc + l].dtype, slot_base(slot, l), "e")));
       return c;
     };
-    s += fmt::format("void main() {{\nconst int m = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + gl_LocalInvocationIndex);\n"
-                     "const int lid = int(gl_LocalInvocationIndex);\n", B);
+    s += fmt::format(
+        "void main() {{\nconst int m = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + "
+        "gl_LocalInvocationIndex);\n"
+        "const int lid = int(gl_LocalInvocationIndex);\n",
+        B);
     for (std::int64_t c = 0; c < C; ++c)
-      s += fmt::format("const int j{0} = pc.s * ({1} * m + {0}) + pc.s - 1;\nconst bool live{0} = j{0} < {2};\nconst int i{0} = {3};\n", c, C, n,
-                       phys(fmt::format("j{}", c)));
+      s += fmt::format(
+          "const int j{0} = pc.s * ({1} * m + {0}) + pc.s - 1;\nconst bool live{0} = j{0} < {2};\nconst int i{0} = "
+          "{3};\n",
+          c, C, n, phys(fmt::format("j{}", c)));
     // mode 1: fix-up, one partner for the invocation's C positions (B is a multiple of C)
     s += fmt::format("if (pc.mode == 1) {{\nconst int S = pc.s * {};\n", B * C);
     s += "if (!live0 || j0 < S) return;\n";
     s += load_global("pa", phys("(j0 / S) * S - 1"));
     for (std::int64_t c = 0; c < C; ++c)
-      s += fmt::format("if (live{0} && (j{0} + 1) % S != 0) {{\n", c) + load_global("xa", fmt::format("i{}", c)) + "combine_();\n" +
-           store_global("xa", fmt::format("i{}", c)) + "}\n";
+      s += fmt::format("if (live{0} && (j{0} + 1) % S != 0) {{\n", c) + load_global("xa", fmt::format("i{}", c)) +
+           "combine_();\n" + store_global("xa", fmt::format("i{}", c)) + "}\n";
     s += "return;\n}\n";
     // mode 0: the invocation's elements in order, then the workgroup's totals
     for (std::int64_t c = 0; c < C; ++c) {  // mode 2 (direct): the first level reads the inputs
       const std::string arr = fmt::format("x{}_", c), pos = fmt::format("i{}", c);
-      s += fmt::format("if (live{}) {{\n", c) +
-           (direct ? "if (pc.mode == 2) {\n" + load_global(arr, pos, true) + "} else {\n" + load_global(arr, pos) + "}\n" : load_global(arr, pos)) + "}\n";
+      s +=
+          fmt::format("if (live{}) {{\n", c) +
+          (direct ? "if (pc.mode == 2) {\n" + load_global(arr, pos, true) + "} else {\n" + load_global(arr, pos) + "}\n"
+                  : load_global(arr, pos)) +
+          "}\n";
     }
     for (std::int64_t c = 1; c < C; ++c)
-      s += fmt::format("if (live{}) {{\n", c) + assign("pa", fmt::format("x{}_", c - 1)) + assign("xa", fmt::format("x{}_", c)) + "combine_();\n" +
-           assign(fmt::format("x{}_", c), "xa") + "}\n";
+      s += fmt::format("if (live{}) {{\n", c) + assign("pa", fmt::format("x{}_", c - 1)) +
+           assign("xa", fmt::format("x{}_", c)) + "combine_();\n" + assign(fmt::format("x{}_", c), "xa") + "}\n";
     s += assign("xa", "x0_");
-    for (std::int64_t c = 1; c < C; ++c) s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "}\n";
-    s += fmt::format("for (int d = 1; d < {}; d <<= 1) {{\n", B) + to_shared("lid") + "barrier();\nif (live0 && lid >= d) {\n" +
-         from_shared("lid - d") + "combine_();\n}\nbarrier();\n}\n";
+    for (std::int64_t c = 1; c < C; ++c)
+      s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "}\n";
+    s += fmt::format("for (int d = 1; d < {}; d <<= 1) {{\n", B) + to_shared("lid") +
+         "barrier();\nif (live0 && lid >= d) {\n" + from_shared("lid - d") + "combine_();\n}\nbarrier();\n}\n";
     if (C == 1) {  // the inclusive total is the element's prefix
       s += "if (live0) {\n" + assign("x0_", "xa") + "}\n";
     } else {
       s += to_shared("lid") + "barrier();\nif (live0 && lid > 0) {\n" + from_shared("lid - 1");
       for (std::int64_t c = 0; c < C; ++c)
-        s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "combine_();\n" + assign(fmt::format("x{}_", c), "xa") + "}\n";
+        s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "combine_();\n" +
+             assign(fmt::format("x{}_", c), "xa") + "}\n";
       s += "}\n";
     }
-    for (std::int64_t c = 0; c < C; ++c) s += fmt::format("if (live{}) {{\n", c) + store_global(fmt::format("x{}_", c), fmt::format("i{}", c)) + "}\n";
+    for (std::int64_t c = 0; c < C; ++c)
+      s += fmt::format("if (live{}) {{\n", c) + store_global(fmt::format("x{}_", c), fmt::format("i{}", c)) + "}\n";
     sh.glsl = s + "}\n";
     const std::int64_t per_combine = loops + 3 * regs;
-    if (lim.max_loop_iterations > 0 && per_combine * (2 * C + 9) + 8 * regs * C > lim.max_loop_iterations) return std::nullopt;
+    if (lim.max_loop_iterations > 0 && per_combine * (2 * C + 9) + 8 * regs * C > lim.max_loop_iterations)
+      return std::nullopt;
     return sh;
   };
   out.blocked = render(1);
@@ -536,9 +596,11 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
   const std::int64_t n = ap.operands[nc].shape[ap.axis];
   for (const Step& st : b.steps)
-    if (st.kind == Step::Kind::control || (st.kind == Step::Kind::routine && !routine_has_shader(b.routines[st.index].prim))) {
-      why = fmt::format("the combine has a {} step (not inlined into a shader)",
-                        st.kind == Step::Kind::routine ? prim_name(b.routines[st.index].prim) : std::string_view("scan"));
+    if (st.kind == Step::Kind::control ||
+        (st.kind == Step::Kind::routine && !routine_has_shader(b.routines[st.index].prim))) {
+      why =
+          fmt::format("the combine has a {} step (not inlined into a shader)",
+                      st.kind == Step::Kind::routine ? prim_name(b.routines[st.index].prim) : std::string_view("scan"));
       return std::nullopt;
     }
   AssocShader out;
@@ -588,15 +650,19 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
   s += "layout(std430, set = 0, binding = 2) buffer BD { uint d[]; } dst;\n";
   s += "layout(push_constant) uniform PC { int d; } pc;\n";
   s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
-  s += fmt::format("void main() {{\nconst int i = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + gl_LocalInvocationIndex);\n"
-                   "if (i >= {}) return;\nconst int partner = {};\n", kWorkgroup, n, ap.reverse ? "i + pc.d" : "i - pc.d");
+  s += fmt::format(
+      "void main() {{\nconst int i = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + "
+      "gl_LocalInvocationIndex);\n"
+      "if (i >= {}) return;\nconst int partner = {};\n",
+      kWorkgroup, n, ap.reverse ? "i + pc.d" : "i - pc.d");
   std::int64_t loops = 0;
   // Kogge-Stone round: x[i] := x[partner] ⊕ x[i] where the partner exists, else copied
   s += fmt::format("if (partner < 0 || partner >= {}) {{\n", n);
   for (int l = 0; l < k; ++l) {
     const AVal& e = b.buffers[nc + l];
     const std::string idx = leaf_index(l, "i", "e");
-    s += fmt::format("for (int e = 0; e < {}; ++e) {}", e.size(), gwrite(e.dtype, out.leaf_words[l], idx, gread("src", e.dtype, out.leaf_words[l], idx), "dst"));
+    s += fmt::format("for (int e = 0; e < {}; ++e) {}", e.size(),
+                     gwrite(e.dtype, out.leaf_words[l], idx, gread("src", e.dtype, out.leaf_words[l], idx), "dst"));
     loops += e.size();
   }
   s += "return;\n}\n";
@@ -604,7 +670,8 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
   auto combine = [&](const std::function<std::string(int, const std::string&)>& rd, Shader& into, std::string& code) {
     std::int64_t it = 0;
     for (std::size_t i = nc + 2 * k; i < b.buffers.size(); ++i)
-      code += fmt::format("{} r{}[{}];\n", gtype(b.buffers[i].dtype), i, std::max<std::int64_t>(b.buffers[i].size(), 1));
+      code +=
+          fmt::format("{} r{}[{}];\n", gtype(b.buffers[i].dtype), i, std::max<std::int64_t>(b.buffers[i].size(), 1));
     for (const Step& st : b.steps) {
       if (st.kind == Step::Kind::free) continue;
       auto load = [&](int in, const std::string& off) { return rd(st.in[in], off); };
@@ -627,13 +694,15 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
   for (int l = 0; l < k; ++l) {
     const int o = b.outputs[l];
     const AVal& e = b.buffers[nc + l];
-    s += fmt::format("for (int e = 0; e < {}; ++e) {}", e.size(), gwrite(e.dtype, out.leaf_words[l], leaf_index(l, "i", "e"), read(o, "e"), "dst"));
+    s += fmt::format("for (int e = 0; e < {}; ++e) {}", e.size(),
+                     gwrite(e.dtype, out.leaf_words[l], leaf_index(l, "i", "e"), read(o, "e"), "dst"));
     loops += e.size();
   }
   sh.glsl = s + "}\n";
   sh.max_loop = 0;
   if (lim.max_loop_iterations > 0 && loops > lim.max_loop_iterations) {
-    why = fmt::format("one combine runs {} loop iterations, over the driver's {} per invocation", loops, lim.max_loop_iterations);
+    why = fmt::format("one combine runs {} loop iterations, over the driver's {} per invocation", loops,
+                      lim.max_loop_iterations);
     return std::nullopt;
   }
   render_blocked(ap, lim, out, leaf_index, combine);

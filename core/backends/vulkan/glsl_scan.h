@@ -20,10 +20,10 @@ namespace jx::vk {
 
 struct ScanLimits {
   bool f64_math = true;
-  std::int64_t shared_bytes = 16384;        // workgroup storage the profile allows
-  std::int64_t max_loop_iterations = 0;     // per invocation (llvmpipe: 65535); 0 = unlimited
-  std::int64_t max_buffers = 8;             // bindings one shader may have
-  bool checked_shared = false;              // bounds-checked workgroup memory (glsl_scan.cc: shared_decl)
+  std::int64_t shared_bytes = 16384;     // workgroup storage the profile allows
+  std::int64_t max_loop_iterations = 0;  // per invocation (llvmpipe: 65535); 0 = unlimited
+  std::int64_t max_buffers = 8;          // bindings one shader may have
+  bool checked_shared = false;           // bounds-checked workgroup memory (glsl_scan.cc: shared_decl)
 };
 
 struct ScanShader {

@@ -112,8 +112,9 @@ VkInstance make_instance(bool validation) {
   const char* ext = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
   if (validation) {
     if (!has_layer(layer))
-      throw BackendError("vulkan: validation requested (JX_VULKAN_VALIDATION) but VK_LAYER_KHRONOS_validation is not installed "
-                         "(package vulkan-validationlayers)");
+      throw BackendError(
+          "vulkan: validation requested (JX_VULKAN_VALIDATION) but VK_LAYER_KHRONOS_validation is not installed "
+          "(package vulkan-validationlayers)");
     ci.enabledLayerCount = 1;
     ci.ppEnabledLayerNames = &layer;
     ci.enabledExtensionCount = 1;
@@ -196,21 +197,25 @@ Context::Context(bool validation) : validation_(validation) {
   try {
     if (validation) {
       VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-      mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+      mi.messageSeverity =
+          VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
       mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                        VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
       mi.pfnUserCallback = on_message;
-      auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
+      auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+          vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
       if (!create) throw BackendError("vulkan: VK_EXT_debug_utils is not available for validation messages");
       check(create(instance_, &mi, nullptr, &messenger_), "vkCreateDebugUtilsMessengerEXT");
     }
     auto devs = physical_devices(instance_);
-    if (devs.empty()) throw BackendError("vulkan: no Vulkan physical device (install a driver, e.g. mesa-vulkan-drivers for lavapipe)");
+    if (devs.empty())
+      throw BackendError("vulkan: no Vulkan physical device (install a driver, e.g. mesa-vulkan-drivers for lavapipe)");
     if (const char* e = std::getenv("JX_VULKAN_DEVICE"); e && *e) {
       char* end = nullptr;
       const long i = std::strtol(e, &end, 10);
       if (*end != '\0' || i < 0 || i >= static_cast<long>(devs.size()))
-        throw BackendError(fmt::format("vulkan: JX_VULKAN_DEVICE={} is not a device index (0..{})", e, devs.size() - 1));
+        throw BackendError(
+            fmt::format("vulkan: JX_VULKAN_DEVICE={} is not a device index (0..{})", e, devs.size() - 1));
       index_ = static_cast<std::uint32_t>(i);
     } else {
       for (std::uint32_t i = 0; i < devs.size(); ++i) {
@@ -225,8 +230,8 @@ Context::Context(bool validation) : validation_(validation) {
     phys_ = devs[index_];
     desc_ = describe(phys_);
     if (VK_API_VERSION_MAJOR(desc_.api) == 1 && VK_API_VERSION_MINOR(desc_.api) < 1)
-      throw BackendError(fmt::format("vulkan: {} supports Vulkan {}.{} only (1.1 needed)", desc_.name, VK_API_VERSION_MAJOR(desc_.api),
-                                     VK_API_VERSION_MINOR(desc_.api)));
+      throw BackendError(fmt::format("vulkan: {} supports Vulkan {}.{} only (1.1 needed)", desc_.name,
+                                     VK_API_VERSION_MAJOR(desc_.api), VK_API_VERSION_MINOR(desc_.api)));
     vkGetPhysicalDeviceMemoryProperties(phys_, &mem_);
     std::uint32_t nq = 0;
     vkGetPhysicalDeviceQueueFamilyProperties(phys_, &nq, nullptr);
@@ -270,7 +275,8 @@ void Context::release() noexcept {
     device_ = VK_NULL_HANDLE;
   }
   if (messenger_) {
-    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
+    auto destroy = reinterpret_cast<PFN_vkDestroyDebugUtilsMessengerEXT>(
+        vkGetInstanceProcAddr(instance_, "vkDestroyDebugUtilsMessengerEXT"));
     if (destroy) destroy(instance_, messenger_, nullptr);
     messenger_ = VK_NULL_HANDLE;
   }

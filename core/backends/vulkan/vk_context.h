@@ -52,7 +52,7 @@ class Owned {
 };
 
 // volk holds the entry points in variables: each handle type destroys through a function.
-#define JX_VK_OWNED(Name, T, fn) \
+#define JX_VK_OWNED(Name, T, fn)                                                          \
   inline void fn##_call(VkDevice d, T h, const VkAllocationCallbacks* a) { fn(d, h, a); } \
   using Name = Owned<T, fn##_call>;
 JX_VK_OWNED(BufferH, VkBuffer, vkDestroyBuffer)

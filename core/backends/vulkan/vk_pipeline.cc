@@ -40,7 +40,8 @@ std::vector<std::uint32_t> compile_glsl(const std::string& glsl, const std::stri
     throw BackendError(fmt::format("vulkan: GLSL for {} does not compile:\n{}\n{}", name, sh.getInfoLog(), glsl));
   glslang::TProgram prog;
   prog.addShader(&sh);
-  if (!prog.link(msgs)) throw BackendError(fmt::format("vulkan: GLSL for {} does not link:\n{}", name, prog.getInfoLog()));
+  if (!prog.link(msgs))
+    throw BackendError(fmt::format("vulkan: GLSL for {} does not link:\n{}", name, prog.getInfoLog()));
   std::vector<std::uint32_t> spirv;
   glslang::SpvOptions opt;
   opt.disableOptimizer = false;
@@ -55,8 +56,10 @@ Pipelines::Pipelines(std::shared_ptr<const Context> c) : c_(std::move(c)) {
   cache_ = PipelineCacheH(c_->device(), pc);
 }
 
-std::shared_ptr<Pipeline> Pipelines::get(const std::vector<std::uint32_t>& spirv, int buffers, const std::string& name, std::uint32_t push_bytes) {
-  const std::uint64_t h = hash_words(spirv) ^ static_cast<std::uint64_t>(buffers) ^ (static_cast<std::uint64_t>(push_bytes) << 32);
+std::shared_ptr<Pipeline> Pipelines::get(const std::vector<std::uint32_t>& spirv, int buffers, const std::string& name,
+                                         std::uint32_t push_bytes) {
+  const std::uint64_t h =
+      hash_words(spirv) ^ static_cast<std::uint64_t>(buffers) ^ (static_cast<std::uint64_t>(push_bytes) << 32);
   std::lock_guard lock(mu_);
   if (auto it = by_hash_.find(h); it != by_hash_.end()) return it->second;
   VkDevice d = c_->device();
@@ -65,7 +68,8 @@ std::shared_ptr<Pipeline> Pipelines::get(const std::vector<std::uint32_t>& spirv
   p->buffers = buffers;
   p->name = name;
   std::vector<VkDescriptorSetLayoutBinding> b(static_cast<std::size_t>(buffers));
-  for (int i = 0; i < buffers; ++i) b[i] = {static_cast<std::uint32_t>(i), VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  for (int i = 0; i < buffers; ++i)
+    b[i] = {static_cast<std::uint32_t>(i), VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
   VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   li.bindingCount = static_cast<std::uint32_t>(b.size());
   li.pBindings = b.data();
@@ -90,7 +94,13 @@ std::shared_ptr<Pipeline> Pipelines::get(const std::vector<std::uint32_t>& spirv
   check(vkCreateShaderModule(d, &mi, nullptr, &sm), "vkCreateShaderModule");
   p->module = ShaderH(d, sm);
   VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
-  ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO, nullptr, 0, VK_SHADER_STAGE_COMPUTE_BIT, sm, "main", nullptr};
+  ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+              nullptr,
+              0,
+              VK_SHADER_STAGE_COMPUTE_BIT,
+              sm,
+              "main",
+              nullptr};
   ci.layout = pl;
   VkPipeline pipe = VK_NULL_HANDLE;
   check(vkCreateComputePipelines(d, cache_.get(), 1, &ci, nullptr, &pipe), "vkCreateComputePipelines");

@@ -32,7 +32,8 @@ class Pipelines {
   explicit Pipelines(std::shared_ptr<const Context> c);
   // The pipeline for this SPIR-V (created once); `buffers` storage buffers at bindings 0..n-1,
   // `push_bytes` of push constants.
-  std::shared_ptr<Pipeline> get(const std::vector<std::uint32_t>& spirv, int buffers, const std::string& name, std::uint32_t push_bytes = 0);
+  std::shared_ptr<Pipeline> get(const std::vector<std::uint32_t>& spirv, int buffers, const std::string& name,
+                                std::uint32_t push_bytes = 0);
   std::size_t size() const;
   std::size_t creations() const { return creations_; }
   void clear();  // pipelines not held elsewhere

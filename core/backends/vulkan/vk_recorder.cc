@@ -14,7 +14,8 @@ void VulkanBackend::barrier_for(const std::vector<VkBuffer>& reads, const std::v
   written_.insert(writes.begin(), writes.end());
 }
 
-void VulkanBackend::copy(Batch& b, VkBuffer src, std::size_t src_off, VkBuffer dst, std::size_t dst_off, std::size_t bytes) {
+void VulkanBackend::copy(Batch& b, VkBuffer src, std::size_t src_off, VkBuffer dst, std::size_t dst_off,
+                         std::size_t bytes) {
   copy_disjoint(b, {{src, src_off, dst, dst_off, bytes}});
 }
 
@@ -43,8 +44,16 @@ void VulkanBackend::write_set(VkDescriptorSet set, const std::vector<VkBuffer>& 
   std::vector<VkWriteDescriptorSet> writes(bufs.size());
   for (std::size_t i = 0; i < bufs.size(); ++i) {
     infos[i] = {bufs[i], 0, VK_WHOLE_SIZE};
-    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET, nullptr, set, static_cast<std::uint32_t>(i), 0, 1,
-                 VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, nullptr, &infos[i], nullptr};
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+                 nullptr,
+                 set,
+                 static_cast<std::uint32_t>(i),
+                 0,
+                 1,
+                 VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                 nullptr,
+                 &infos[i],
+                 nullptr};
   }
   HostTimer ht(timing_, counters_.host_driver_ns);
   vkUpdateDescriptorSets(ctx_->device(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
@@ -91,7 +100,8 @@ VkDescriptorSet VulkanBackend::cached_set(Batch& b, const Pipeline& pipe, const 
   ai.descriptorSetCount = 1;
   ai.pSetLayouts = &layout;
   VkDescriptorSet set = VK_NULL_HANDLE;
-  if (sets_.size() >= kCachedSets || vkAllocateDescriptorSets(d, &ai, &set) != VK_SUCCESS) {  // full: reset at the next host wait
+  if (sets_.size() >= kCachedSets ||
+      vkAllocateDescriptorSets(d, &ai, &set) != VK_SUCCESS) {  // full: reset at the next host wait
     set_pool_full_ = true;
     return bind_set(b, pipe, handles);
   }
@@ -100,8 +110,8 @@ VkDescriptorSet VulkanBackend::cached_set(Batch& b, const Pipeline& pipe, const 
   return set;
 }
 
-void VulkanBackend::record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptorSet set, std::int64_t invocations, int buffers,
-                                    std::int64_t workgroup) {
+void VulkanBackend::record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptorSet set, std::int64_t invocations,
+                                    int buffers, std::int64_t workgroup) {
   if (b.pipes.empty() || b.pipes.back().get() != &pipe) b.pipes.push_back(pipe.shared_from_this());
   auto [gx, gy] = workgroups(invocations, workgroup);
   {
@@ -113,7 +123,8 @@ void VulkanBackend::record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptor
   time_dispatch(b, pipe, invocations);
   b.commands++;
   counters_.dispatches++;
-  counters_.max_buffers_per_dispatch = std::max<std::uint64_t>(counters_.max_buffers_per_dispatch, static_cast<std::uint64_t>(buffers));
+  counters_.max_buffers_per_dispatch =
+      std::max<std::uint64_t>(counters_.max_buffers_per_dispatch, static_cast<std::uint64_t>(buffers));
 }
 
 Batch& VulkanBackend::batch_with_room(std::uint32_t sets, std::uint32_t descriptors) {
@@ -185,7 +196,8 @@ void VulkanBackend::barrier_if(const std::vector<VkBuffer>& bufs, Batch& b) {
 void VulkanBackend::barrier(Batch& b) {
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                     VK_ACCESS_TRANSFER_WRITE_BIT;
   const VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
   HostTimer ht(timing_, counters_.host_driver_ns);
   vkCmdPipelineBarrier(b.cmd, st, st, 0, 1, &mb, 0, nullptr, 0, nullptr);
@@ -202,14 +214,15 @@ void VulkanBackend::submit() {
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vkCmdPipelineBarrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb,
-                         0, nullptr, 0, nullptr);
+    vkCmdPipelineBarrier(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                         VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
   }
   check(vkEndCommandBuffer(b.cmd), "vkEndCommandBuffer");
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &b.cmd;
-  const VkResult r = faults::fire("vk_device_lost") ? VK_ERROR_DEVICE_LOST : vkQueueSubmit(ctx_->queue(), 1, &si, b.fence.get());
+  const VkResult r =
+      faults::fire("vk_device_lost") ? VK_ERROR_DEVICE_LOST : vkQueueSubmit(ctx_->queue(), 1, &si, b.fence.get());
   if (r == VK_ERROR_DEVICE_LOST) device_lost("vkQueueSubmit");
   check(r, "vkQueueSubmit");
   counters_.submits++;
@@ -219,7 +232,7 @@ void VulkanBackend::submit() {
 }
 
 void VulkanBackend::finish() {
-  if (lost_) return;  // nothing more reaches a lost device; its batches are dropped at shutdown
+  if (lost_) return;                          // nothing more reaches a lost device; its batches are dropped at shutdown
   if (current_ && current_->commands == 0) {  // nothing recorded: end it unsubmitted
     check(vkEndCommandBuffer(current_->cmd), "vkEndCommandBuffer");
     recycle(std::move(current_));
@@ -229,7 +242,8 @@ void VulkanBackend::finish() {
   std::vector<VkFence> fences;
   for (auto& b : inflight_) fences.push_back(b->fence.get());
   counters_.host_waits++;
-  VkResult r = vkWaitForFences(ctx_->device(), static_cast<std::uint32_t>(fences.size()), fences.data(), VK_TRUE, UINT64_MAX);
+  VkResult r =
+      vkWaitForFences(ctx_->device(), static_cast<std::uint32_t>(fences.size()), fences.data(), VK_TRUE, UINT64_MAX);
   if (faults::fire("vk_device_lost")) r = VK_ERROR_DEVICE_LOST;
   if (r == VK_ERROR_DEVICE_LOST) device_lost("vkWaitForFences");
   check(r, "vkWaitForFences");

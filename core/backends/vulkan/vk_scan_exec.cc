@@ -19,7 +19,8 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
   std::shared_ptr<Executable> exe;
   auto plan = render_fused_scan(sp, lim, not_fused);
   if (no_wg && (!plan || plan->one_workgroup)) {  // replay: the JS runtime's host loop, one step at a time
-    why = fmt::format("replay no_workgroup_scan_fusion: {}", plan ? "the body has dependencies between its kernels" : not_fused);
+    why = fmt::format("replay no_workgroup_scan_fusion: {}",
+                      plan ? "the body has dependencies between its kernels" : not_fused);
     remember_scan(key, nullptr, why);
     return nullptr;
   }
@@ -30,7 +31,8 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
     x->results = sp.results;
     x->length = sp.length;
     why = plan->steps_per_dispatch < sp.length
-              ? fmt::format("{}; {} steps per dispatch ({} stops shader loops after 65535 iterations)", plan->mode, plan->steps_per_dispatch, ctx_->desc().name)
+              ? fmt::format("{}; {} steps per dispatch ({} stops shader loops after 65535 iterations)", plan->mode,
+                            plan->steps_per_dispatch, ctx_->desc().name)
               : plan->mode;
     x->plan = std::move(*plan);
     exe = x;
@@ -43,9 +45,11 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
         why = fmt::format("not fused: {}; not preencoded: a nested scan needs its own loop", not_fused);
         return nullptr;
       }
-      std::shared_ptr<Executable> e = st.kind == Step::Kind::kernel ? prepare_kernel(sp.body.kernels[st.index]) : prepare(sp.body.routines[st.index]);
+      std::shared_ptr<Executable> e = st.kind == Step::Kind::kernel ? prepare_kernel(sp.body.kernels[st.index])
+                                                                    : prepare(sp.body.routines[st.index]);
       if (!e || dynamic_cast<HostRoutineExe*>(e.get())) {
-        why = fmt::format("not fused: {}; not preencoded: {} runs on the host", not_fused, prim_name(sp.body.routines[st.index].prim));
+        why = fmt::format("not fused: {}; not preencoded: {} runs on the host", not_fused,
+                          prim_name(sp.body.routines[st.index].prim));
         return nullptr;
       }
       x->steps.push_back(std::move(e));
@@ -107,17 +111,24 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
   x->plan = std::move(*plan);
   // the Kogge-Stone shader is compiled only where the blocked form cannot run (each compile
   // costs 0.1-3 s on llvmpipe)
-  if (x->plan.blocked) x->blocked = make_kernel_exe(*x->plan.blocked, "assoc-blocked|" + x->plan.blocked->glsl, 8)->pipe;
-  else x->pipe = make_kernel_exe(x->plan.sh, "assoc|" + x->plan.sh.glsl, 4)->pipe;
+  if (x->plan.blocked)
+    x->blocked = make_kernel_exe(*x->plan.blocked, "assoc-blocked|" + x->plan.blocked->glsl, 8)->pipe;
+  else
+    x->pipe = make_kernel_exe(x->plan.sh, "assoc|" + x->plan.sh.glsl, 4)->pipe;
   int rounds = 0;
   for (std::int64_t dd = 1; dd < x->length; dd *= 2) ++rounds;
-  if (x->plan.blocked_top) x->top = make_kernel_exe(*x->plan.blocked_top, "assoc-top|" + x->plan.blocked_top->glsl, 8)->pipe;
+  if (x->plan.blocked_top)
+    x->top = make_kernel_exe(*x->plan.blocked_top, "assoc-top|" + x->plan.blocked_top->glsl, 8)->pipe;
   const std::int64_t c_top = x->top ? x->plan.top_per_invocation : 1;
   if (x->blocked) x->levels = blocked_levels(x->length, c_top, x->plan.block);
-  why = x->blocked ? fmt::format("blocked: {} dispatches (each workgroup scans {} positions in its memory, the top level {} per invocation, then fix-ups; "
-                                 "leaves {})",
-                                 x->levels.size(), x->plan.block, c_top, x->plan.direct ? "bound directly" : "packed into one buffer")
-                   : fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)", rounds);
+  why = x->blocked
+            ? fmt::format(
+                  "blocked: {} dispatches (each workgroup scans {} positions in its memory, the top level {} per "
+                  "invocation, then fix-ups; "
+                  "leaves {})",
+                  x->levels.size(), x->plan.block, c_top, x->plan.direct ? "bound directly" : "packed into one buffer")
+            : fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)",
+                          rounds);
   remember_scan(key, x, why);
   return x;
 }
@@ -125,22 +136,26 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
 void VulkanBackend::run_scan(ScanExe& x, std::span<const SlotId> in, std::span<const SlotId> out) {
   const ScanShader& p = x.plan;
   Batch& b = batch_with_room(1, 2);
-  std::unique_ptr<Buf> gin = acquire(static_cast<std::size_t>(p.in_size) * 4), gout = acquire(static_cast<std::size_t>(p.out_size) * 4);
+  std::unique_ptr<Buf> gin = acquire(static_cast<std::size_t>(p.in_size) * 4),
+                       gout = acquire(static_cast<std::size_t>(p.out_size) * 4);
   std::vector<Region> pack;
   for (std::size_t i = 0; i < in.size(); ++i)
-    pack.push_back({get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.in_words[i]) * 4, x.operands[i].bytes()});
+    pack.push_back({get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.in_words[i]) * 4,
+                    x.operands[i].bytes()});
   copy_disjoint(b, pack);
   VkDescriptorSet set = bind_set(b, *x.pipe, {gin->buf.get(), gout->buf.get()});
   // a length-0 scan still runs once over no steps: it moves the init carries to the results
   for (std::int64_t it0 = 0; it0 < std::max<std::int64_t>(x.length, 1); it0 += p.steps_per_dispatch) {
     barrier_for({gin->buf.get(), gout->buf.get()}, {gout->buf.get()}, b);
-    const std::int32_t range[2] = {static_cast<std::int32_t>(it0), static_cast<std::int32_t>(std::min(x.length, it0 + p.steps_per_dispatch))};
+    const std::int32_t range[2] = {static_cast<std::int32_t>(it0),
+                                   static_cast<std::int32_t>(std::min(x.length, it0 + p.steps_per_dispatch))};
     vkCmdPushConstants(b.cmd, x.pipe->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(range), range);
     record_dispatch(b, *x.pipe, set, p.sh.invocations, 2);
   }
   std::vector<Region> unpack;
   for (std::size_t r = 0; r < out.size(); ++r)
-    unpack.push_back({gout->buf.get(), static_cast<std::size_t>(p.out_words[r]) * 4, get(out[r]).buf->buf.get(), 0, x.results[r].bytes()});
+    unpack.push_back({gout->buf.get(), static_cast<std::size_t>(p.out_words[r]) * 4, get(out[r]).buf->buf.get(), 0,
+                      x.results[r].bytes()});
   copy_disjoint(b, unpack);
   b.released.push_back(std::move(gin));
   b.released.push_back(std::move(gout));
@@ -162,10 +177,12 @@ void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span
   }
   std::vector<Region> pack;
   for (std::size_t i = 0; i < nc; ++i)
-    pack.push_back({get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.const_words[i]) * 4, x.operands[i].bytes()});
+    pack.push_back({get(in[i]).buf->buf.get(), 0, gin->buf.get(), static_cast<std::size_t>(p.const_words[i]) * 4,
+                    x.operands[i].bytes()});
   if (!direct)
     for (std::size_t l = 0; l < k; ++l)
-      pack.push_back({get(in[nc + l]).buf->buf.get(), 0, q[0]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, x.operands[nc + l].bytes()});
+      pack.push_back({get(in[nc + l]).buf->buf.get(), 0, q[0]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4,
+                      x.operands[nc + l].bytes()});
   copy_disjoint(b, pack);
   int cur = 0;
   if (x.blocked) {
@@ -186,7 +203,8 @@ void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span
     const auto& levels = x.levels;
     if (direct && levels.empty()) {  // one position (or none): the outputs are the inputs
       std::vector<Region> same;
-      for (std::size_t l = 0; l < k; ++l) same.push_back({get(in[nc + l]).buf->buf.get(), 0, get(out[l]).buf->buf.get(), 0, x.operands[nc + l].bytes()});
+      for (std::size_t l = 0; l < k; ++l)
+        same.push_back({get(in[nc + l]).buf->buf.get(), 0, get(out[l]).buf->buf.get(), 0, x.operands[nc + l].bytes()});
       copy_disjoint(b, same);
     }
     for (std::size_t i = 0; i < levels.size(); ++i) {
@@ -196,7 +214,8 @@ void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span
       barrier_for(reads, writes, b);
       const std::int32_t pc[2] = {direct && i == 0 ? 2 : lv.mode, static_cast<std::int32_t>(lv.s)};
       vkCmdPushConstants(b.cmd, pipe.layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
-      record_dispatch(b, pipe, lv.top ? top_set : set, (x.length / lv.s + C - 1) / C, static_cast<int>(bufs.size()), p.block);
+      record_dispatch(b, pipe, lv.top ? top_set : set, (x.length / lv.s + C - 1) / C, static_cast<int>(bufs.size()),
+                      p.block);
     }
   } else {  // Kogge-Stone rounds, ping-pong between q[0] and q[1]
     VkDescriptorSet sets[2] = {bind_set(b, *x.pipe, {gin->buf.get(), q[0]->buf.get(), q[1]->buf.get()}),
@@ -211,7 +230,8 @@ void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span
   if (!direct) {
     std::vector<Region> unpack;
     for (std::size_t l = 0; l < k; ++l)
-      unpack.push_back({q[cur]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, get(out[l]).buf->buf.get(), 0, x.operands[nc + l].bytes()});
+      unpack.push_back({q[cur]->buf.get(), static_cast<std::size_t>(p.leaf_words[l]) * 4, get(out[l]).buf->buf.get(), 0,
+                        x.operands[nc + l].bytes()});
     copy_disjoint(b, unpack);
   }
   b.released.push_back(std::move(gin));
@@ -225,7 +245,8 @@ void VulkanBackend::run_preencoded(PreencodedExe& x, std::span<const SlotId> in,
   const Program& body = sp.body;
   const int nc = sp.num_consts, nk = sp.num_carry, nin = body.num_inputs;
   const std::size_t ny = body.outputs.size() - nk;
-  Batch* bp = &batch_with_room(static_cast<std::uint32_t>(x.steps.size()), static_cast<std::uint32_t>(x.steps.size()) * 9);
+  Batch* bp =
+      &batch_with_room(static_cast<std::uint32_t>(x.steps.size()), static_cast<std::uint32_t>(x.steps.size()) * 9);
   Batch& b = *bp;
   std::vector<VkBuffer> buf(body.buffers.size(), VK_NULL_HANDLE);
   std::vector<std::unique_ptr<Buf>> own;

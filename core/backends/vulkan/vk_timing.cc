@@ -26,7 +26,8 @@ void VulkanBackend::time_batch_start(Batch& b) {
 
 void VulkanBackend::time_dispatch(Batch& b, const Pipeline& pipe, std::int64_t invocations) {
   if (b.timed.empty() || b.timed.size() >= kTimestamps) return;
-  vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, b.timestamps.get(), static_cast<std::uint32_t>(b.timed.size()));
+  vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, b.timestamps.get(),
+                      static_cast<std::uint32_t>(b.timed.size()));
   b.timed.push_back(fmt::format("{} [{}]", pipe.name, invocations));
 }
 
@@ -34,8 +35,8 @@ void VulkanBackend::time_collect(Batch& b) {
   const auto n = static_cast<std::uint32_t>(b.timed.size());
   if (n >= 2 && !lost_) {
     std::vector<std::uint64_t> ts(n);
-    const VkResult r = vkGetQueryPoolResults(ctx_->device(), b.timestamps.get(), 0, n, n * sizeof(std::uint64_t), ts.data(),
-                                             sizeof(std::uint64_t), VK_QUERY_RESULT_64_BIT);
+    const VkResult r = vkGetQueryPoolResults(ctx_->device(), b.timestamps.get(), 0, n, n * sizeof(std::uint64_t),
+                                             ts.data(), sizeof(std::uint64_t), VK_QUERY_RESULT_64_BIT);
     if (r == VK_SUCCESS) {
       const double ms_per_tick = static_cast<double>(ctx_->desc().timestamp_ns) * 1e-6;
       for (std::uint32_t i = 1; i < n; ++i) {

@@ -18,7 +18,7 @@ struct Counters {
   std::uint64_t dispatches = 0, submits = 0, host_waits = 0, barriers = 0, pipeline_creations = 0;
   std::uint64_t bytes_uploaded = 0, bytes_downloaded = 0, host_routines = 0;
   std::uint64_t max_buffers_per_dispatch = 0;
-  std::uint64_t copies = 0;  // buffer-to-buffer copies recorded (scan operands packed, x slices)
+  std::uint64_t copies = 0;           // buffer-to-buffer copies recorded (scan operands packed, x slices)
   std::uint64_t descriptor_sets = 0;  // written (a cached set reused by a later call is not)
   // host time while timing is on (JX_VK_TIMING=1), in ns: inside dispatch (recording a command,
   // all included), in the driver's recording calls (vkCmd*, descriptor set writes), ending and

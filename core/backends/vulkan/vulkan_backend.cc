@@ -18,7 +18,9 @@ std::uint32_t parse_submit_every(const std::string& v) {
     used = 0;
   }
   if (used != v.size() || v[0] == '-' || n > 1000000)
-    throw Error(fmt::format("JX_VK_SUBMIT_EVERY='{}': expected a number of commands per submit, 0 to 1000000 (0: submit only full batches)", v));
+    throw Error(fmt::format(
+        "JX_VK_SUBMIT_EVERY='{}': expected a number of commands per submit, 0 to 1000000 (0: submit only full batches)",
+        v));
   return static_cast<std::uint32_t>(n);
 }
 bool parse_switch(const char* name, const std::string& v) {
@@ -43,9 +45,11 @@ VulkanBackend::VulkanBackend() {
     apply_limits(lim && *lim ? lim : "webgpu");
     const char* timing = std::getenv("JX_VK_TIMING");
     timing_ = timing && *timing && std::string(timing) != "0";
-    if (const char* every = std::getenv("JX_VK_SUBMIT_EVERY"); every && *every) submit_every_ = parse_submit_every(every);
+    if (const char* every = std::getenv("JX_VK_SUBMIT_EVERY"); every && *every)
+      submit_every_ = parse_submit_every(every);
     checked_shared_ = llvmpipe();
-    if (const char* chk = std::getenv("JX_VK_CHECK_SHARED"); chk && *chk) checked_shared_ = parse_switch("JX_VK_CHECK_SHARED", chk);
+    if (const char* chk = std::getenv("JX_VK_CHECK_SHARED"); chk && *chk)
+      checked_shared_ = parse_switch("JX_VK_CHECK_SHARED", chk);
     g_instance = this;
     std::atexit([] {
       if (g_instance) g_instance->shutdown(true);
@@ -101,16 +105,20 @@ void VulkanBackend::decref(SlotId id) {
   std::unique_ptr<Buf> b = std::move(s.buf);
   slots_.erase(id);
   used_.erase(id);
-  if (current_ && current_->commands > 0) current_->released.push_back(std::move(b));
-  else if (!inflight_.empty()) inflight_.back()->released.push_back(std::move(b));
-  else give_back(std::move(b));
+  if (current_ && current_->commands > 0)
+    current_->released.push_back(std::move(b));
+  else if (!inflight_.empty())
+    inflight_.back()->released.push_back(std::move(b));
+  else
+    give_back(std::move(b));
 }
 
 void VulkanBackend::write(SlotId id, std::span<const std::byte> src) {
   std::lock_guard lock(mu_);
   alive();
   Slot& s = get(id);
-  if (src.size() > s.bytes) throw BackendError(fmt::format("vulkan: write of {} bytes into a {}-byte slot", src.size(), s.bytes));
+  if (src.size() > s.bytes)
+    throw BackendError(fmt::format("vulkan: write of {} bytes into a {}-byte slot", src.size(), s.bytes));
   counters_.bytes_uploaded += src.size();
   if (src.empty()) return;
   if (s.buf->mapped) {
@@ -134,7 +142,8 @@ void VulkanBackend::read(SlotId id, std::span<std::byte> dst) {
   std::lock_guard lock(mu_);
   alive();
   Slot& s = get(id);
-  if (dst.size() > s.bytes) throw BackendError(fmt::format("vulkan: read of {} bytes from a {}-byte slot", dst.size(), s.bytes));
+  if (dst.size() > s.bytes)
+    throw BackendError(fmt::format("vulkan: read of {} bytes from a {}-byte slot", dst.size(), s.bytes));
   counters_.bytes_downloaded += dst.size();
   if (dst.empty()) return;
   if (s.buf->mapped && mapped_reads_cached_) {
@@ -201,7 +210,9 @@ std::shared_ptr<Executable> VulkanBackend::prepare(const Op& op) {
   std::lock_guard lock(mu_);
   alive();
   switch (prim_kind(op.prim)) {
-    case PrimKind::routine: case PrimKind::movement: case PrimKind::reduce: break;
+    case PrimKind::routine:
+    case PrimKind::movement:
+    case PrimKind::reduce: break;
     default: return nullptr;
   }
   if (op.prim == Prim::cholesky || op.prim == Prim::triangular_solve || op.prim == Prim::lu) {
@@ -284,8 +295,7 @@ void VulkanBackend::shutdown(bool at_exit) {
   if (!at_exit) {
     try {
       finish();
-    } catch (const Error&) {
-    }
+    } catch (const Error&) {}
     vkDeviceWaitIdle(ctx_->device());
   }
   current_.reset();
@@ -303,7 +313,8 @@ void VulkanBackend::shutdown(bool at_exit) {
   pipes_.reset();
   ctx_.reset();  // the last reference: the device and the instance go (unless at_exit)
   info_.available = false;
-  info_.reason = at_exit ? "the vulkan backend was shut down (process exit)" : "the vulkan backend was shut down (vulkan::shutdown)";
+  info_.reason = at_exit ? "the vulkan backend was shut down (process exit)"
+                         : "the vulkan backend was shut down (vulkan::shutdown)";
   g_instance = nullptr;
 }
 
@@ -314,10 +325,12 @@ void VulkanBackend::alive() const {
 void VulkanBackend::device_lost(const char* what) {
   lost_ = true;
   info_.available = false;
-  info_.reason = fmt::format("the device was lost (VK_ERROR_DEVICE_LOST from {}); restart the process to use vulkan again", what);
-  throw BackendError(fmt::format("vulkan: device lost: {} failed with VK_ERROR_DEVICE_LOST; the vulkan backend is unavailable for the rest "
-                                 "of this process (arrays on it can only be disposed; other backends are unaffected)",
-                                 what));
+  info_.reason =
+      fmt::format("the device was lost (VK_ERROR_DEVICE_LOST from {}); restart the process to use vulkan again", what);
+  throw BackendError(fmt::format(
+      "vulkan: device lost: {} failed with VK_ERROR_DEVICE_LOST; the vulkan backend is unavailable for the rest "
+      "of this process (arrays on it can only be disposed; other backends are unaffected)",
+      what));
 }
 
 VulkanBackend::Slot& VulkanBackend::get(SlotId id) {
@@ -328,7 +341,8 @@ VulkanBackend::Slot& VulkanBackend::get(SlotId id) {
 
 void VulkanBackend::choose_memory() {
   const auto& mp = ctx_->memory_properties();
-  const VkMemoryPropertyFlags want = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  const VkMemoryPropertyFlags want =
+      VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
   int dl = -1, mapped = -1, staging = -1, cached = -1;
   for (std::uint32_t i = 0; i < mp.memoryTypeCount; ++i) {
@@ -337,7 +351,8 @@ void VulkanBackend::choose_memory() {
     if ((f & want) == want && heap >= (std::uint64_t{1} << 30) && mapped < 0) mapped = static_cast<int>(i);
     if ((f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) && dl < 0) dl = static_cast<int>(i);
     if ((f & host) == host && staging < 0) staging = static_cast<int>(i);
-    if ((f & (host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT)) == (host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT) && cached < 0) cached = static_cast<int>(i);
+    if ((f & (host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT)) == (host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT) && cached < 0)
+      cached = static_cast<int>(i);
   }
   if (mapped >= 0) {
     host_visible_ = true;
@@ -355,11 +370,14 @@ void VulkanBackend::choose_memory() {
   // pooled free buffers: 1/16 of a GPU's heap (at least 256 MiB); 256 MiB where device memory
   // is the process's own (llvmpipe), so RSS stays bounded by what programs hold
   if (!llvmpipe())
-    pool_budget_ = std::max<std::size_t>(pool_budget_, static_cast<std::size_t>(mp.memoryHeaps[mp.memoryTypes[mem_type_].heapIndex].size / 16));
+    pool_budget_ = std::max<std::size_t>(
+        pool_budget_, static_cast<std::size_t>(mp.memoryHeaps[mp.memoryTypes[mem_type_].heapIndex].size / 16));
   readback_type_ = static_cast<std::uint32_t>(cached >= 0 ? cached : staging);
-  mapped_reads_cached_ = (mp.memoryTypes[mem_type_].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) != 0 || cached < 0;
+  mapped_reads_cached_ =
+      (mp.memoryTypes[mem_type_].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) != 0 || cached < 0;
   // test switch: the staged read path on a device whose memory is all host-cached (lavapipe)
-  if (const char* e = std::getenv("JX_VULKAN_STAGED_READS"); e && *e && std::string(e) != "0") mapped_reads_cached_ = false;
+  if (const char* e = std::getenv("JX_VULKAN_STAGED_READS"); e && *e && std::string(e) != "0")
+    mapped_reads_cached_ = false;
 }
 
 std::unique_ptr<Buf> VulkanBackend::create_buffer(std::size_t bytes, std::uint32_t type, bool map_it) {
@@ -376,7 +394,8 @@ std::unique_ptr<Buf> VulkanBackend::create_buffer(std::size_t bytes, std::uint32
   b->buf = BufferH(d, buf);
   VkMemoryRequirements req;
   vkGetBufferMemoryRequirements(d, buf, &req);
-  if (!(req.memoryTypeBits & (1u << type))) throw BackendError("vulkan: the chosen memory type cannot back storage buffers");
+  if (!(req.memoryTypeBits & (1u << type)))
+    throw BackendError("vulkan: the chosen memory type cannot back storage buffers");
   VkMemoryAllocateInfo mi{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mi.allocationSize = req.size;
   mi.memoryTypeIndex = type;
@@ -390,10 +409,12 @@ std::unique_ptr<Buf> VulkanBackend::create_buffer(std::size_t bytes, std::uint32
   }
   if (r == VK_ERROR_DEVICE_LOST) device_lost("vkAllocateMemory");
   if (r != VK_SUCCESS)
-    throw BackendError(fmt::format("vulkan: out of device memory allocating {} bytes ({}; {} bytes live)", bytes, result_name(r), bytes_));
+    throw BackendError(fmt::format("vulkan: out of device memory allocating {} bytes ({}; {} bytes live)", bytes,
+                                   result_name(r), bytes_));
   b->mem = MemoryH(d, mem);
   check(vkBindBufferMemory(d, buf, mem, 0), "vkBindBufferMemory");
-  if (map_it || (type == mem_type_ && host_visible_)) check(vkMapMemory(d, mem, 0, VK_WHOLE_SIZE, 0, &b->mapped), "vkMapMemory");
+  if (map_it || (type == mem_type_ && host_visible_))
+    check(vkMapMemory(d, mem, 0, VK_WHOLE_SIZE, 0, &b->mapped), "vkMapMemory");
   return b;
 }
 
@@ -419,16 +440,20 @@ void VulkanBackend::trim_pool() {
   pooled_bytes_ = 0;
 }
 
-std::shared_ptr<KernelExe> VulkanBackend::make_kernel_exe(const Shader& sh, const std::string& key, std::uint32_t push_bytes) {
+std::shared_ptr<KernelExe> VulkanBackend::make_kernel_exe(const Shader& sh, const std::string& key,
+                                                          std::uint32_t push_bytes) {
   if (sh.buffers > max_buffers_)
-    throw BackendError(profile_ == "webgpu" ? fmt::format("Too many buffers ({}) for WebGPU pipeline (max: {})", sh.buffers, max_buffers_)
-                                            : fmt::format("Too many buffers ({}) for the device's pipeline (max: {})", sh.buffers, max_buffers_));
+    throw BackendError(
+        profile_ == "webgpu"
+            ? fmt::format("Too many buffers ({}) for WebGPU pipeline (max: {})", sh.buffers, max_buffers_)
+            : fmt::format("Too many buffers ({}) for the device's pipeline (max: {})", sh.buffers, max_buffers_));
   // llvmpipe ends every shader loop after 65535 iterations in total (its loop limiter): refuse
   // rather than return a truncated reduction.
   if (sh.max_loop > 65535 && llvmpipe())
-    throw BackendError(fmt::format("vulkan: {} loops {} times per invocation, but {} stops shader loops after 65535 iterations "
-                                   "(reductions over more than 65535 elements per output need a GPU driver)",
-                                   sh.name, sh.max_loop, ctx_->desc().name));
+    throw BackendError(
+        fmt::format("vulkan: {} loops {} times per invocation, but {} stops shader loops after 65535 iterations "
+                    "(reductions over more than 65535 elements per output need a GPU driver)",
+                    sh.name, sh.max_loop, ctx_->desc().name));
   if (sh.float64 && !ctx_->desc().float64)
     throw BackendError(fmt::format("vulkan: {} needs float64 but {} has no shaderFloat64", sh.name, ctx_->desc().name));
   auto exe = std::make_shared<KernelExe>();
@@ -520,10 +545,11 @@ std::vector<std::string> describe_devices() {
   if (devs.empty()) out.push_back(fmt::format("no Vulkan device: {}", why));
   for (std::size_t i = 0; i < devs.size(); ++i) {
     const auto& d = devs[i];
-    out.push_back(fmt::format("{}: {} ({}; driver {}; Vulkan {}.{}; float64 {}; storage buffers/stage {}; invocations/workgroup {}; "
-                              "shared memory {} B)",
-                              i, d.name, d.type, d.driver, VK_API_VERSION_MAJOR(d.api), VK_API_VERSION_MINOR(d.api), d.float64 ? "yes" : "no",
-                              d.max_storage_buffers, d.max_invocations, d.max_shared_bytes));
+    out.push_back(fmt::format(
+        "{}: {} ({}; driver {}; Vulkan {}.{}; float64 {}; storage buffers/stage {}; invocations/workgroup {}; "
+        "shared memory {} B)",
+        i, d.name, d.type, d.driver, VK_API_VERSION_MAJOR(d.api), VK_API_VERSION_MINOR(d.api), d.float64 ? "yes" : "no",
+        d.max_storage_buffers, d.max_invocations, d.max_shared_bytes));
   }
   return out;
 }

@@ -37,9 +37,12 @@ constexpr std::uint32_t kCachedSets = 4096, kCachedDescriptors = 65536;  // cach
 // Adds the host time of a scope to a counter while timing is on (a no-op otherwise).
 class HostTimer {
  public:
-  HostTimer(bool on, std::uint64_t& ns) : ns_(on ? &ns : nullptr), t0_(on ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{}) {}
+  HostTimer(bool on, std::uint64_t& ns)
+      : ns_(on ? &ns : nullptr), t0_(on ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{}) {}
   ~HostTimer() {
-    if (ns_) *ns_ += static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count());
+    if (ns_)
+      *ns_ += static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0_).count());
   }
   HostTimer(const HostTimer&) = delete;
   HostTimer& operator=(const HostTimer&) = delete;
@@ -112,12 +115,12 @@ struct Batch {
   DescriptorPoolH dpool;
   std::uint32_t sets = 0, descriptors = 0;
   int commands = 0;
-  std::vector<std::unique_ptr<Buf>> released;  // back to the pool once the batch completed
-  std::vector<std::unique_ptr<Buf>> staging;   // destroyed once the batch completed
-  std::vector<std::shared_ptr<Buf>> held;  // executables' scratch buffers used by this batch
+  std::vector<std::unique_ptr<Buf>> released;          // back to the pool once the batch completed
+  std::vector<std::unique_ptr<Buf>> staging;           // destroyed once the batch completed
+  std::vector<std::shared_ptr<Buf>> held;              // executables' scratch buffers used by this batch
   std::vector<std::shared_ptr<const Pipeline>> pipes;  // every pipeline a command binds
-  QueryPoolH timestamps;              // created on first use while timing is on
-  std::vector<std::string> timed;     // label of timestamp i (0: the start of the batch); empty: untimed
+  QueryPoolH timestamps;                               // created on first use while timing is on
+  std::vector<std::string> timed;  // label of timestamp i (0: the start of the batch); empty: untimed
 };
 
 // A split reduction's scratch buffer is bound after the kernel's own buffers (appended to
@@ -261,7 +264,8 @@ class VulkanBackend final : public Backend {
   // cache keeps what live programs use plus a bounded number of unused plans.
   ScanLimits scan_limits() const;
   void remember_scan(const std::string& key, std::shared_ptr<Executable> exe, const std::string& why) {
-    trim_unused(scans_, [](const auto& v) -> const auto& { return v.first; });
+    trim_unused(
+        scans_, [](const auto& v) -> const auto& { return v.first; });
     scans_[key] = {std::move(exe), why};
   }
 
@@ -314,14 +318,15 @@ class VulkanBackend final : public Backend {
   std::map<std::size_t, std::map<std::uint64_t, std::unique_ptr<Buf>>> free_;
   std::size_t bytes_ = 0, peak_ = 0, pooled_bytes_ = 0, pool_budget_ = std::size_t{256} << 20;
   std::unordered_map<std::string, std::shared_ptr<KernelExe>> kernels_;
-  std::unordered_map<std::string, std::pair<std::shared_ptr<Executable>, std::string>> scans_;  // with the planner's reason
+  std::unordered_map<std::string, std::pair<std::shared_ptr<Executable>, std::string>>
+      scans_;  // with the planner's reason
   std::unordered_map<std::string, std::vector<std::uint32_t>> spirv_;
   std::unique_ptr<Batch> current_;
   std::deque<std::unique_ptr<Batch>> inflight_;
   std::vector<std::unique_ptr<Batch>> spare_;
   std::unordered_set<VkBuffer> written_;
   std::unordered_set<VkBuffer> read_;  // read since the last barrier (scans rewrite buffers they read)
-  std::unordered_set<SlotId> used_;  // slots touched by work not yet known complete
+  std::unordered_set<SlotId> used_;    // slots touched by work not yet known complete
   vulkan::Counters counters_;
   std::size_t creations_base_ = 0;
 };
