@@ -91,154 +91,145 @@ bool early_submit() {
 }
 }  // namespace
 
-std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const {
-  const Program& p = prog_;
-  if (static_cast<int>(inputs.size()) != p.num_inputs)
-    throw Error(fmt::format("program: expected {} inputs, got {}", p.num_inputs, inputs.size()));
-  // owned[b]: a slot this run allocated (one reference), released unless handed out
-  std::vector<SlotId> slot(p.buffers.size(), 0);
-  std::vector<bool> owned(p.buffers.size(), false);
-  struct Guard {
-    Backend& be;
-    std::vector<SlotId>& slot;
-    std::vector<bool>& owned;
-    ~Guard() {
-      for (std::size_t b = 0; b < slot.size(); ++b)
-        if (owned[b]) be.decref(slot[b]);
+// One call of a program: the slot of every buffer, and which of them this call allocated (one
+// reference each, released at the end unless handed out). Each step kind has its own function;
+// run() walks the plan and picks them.
+class CompiledProgram::Run {
+ public:
+  Run(const CompiledProgram& cp, const std::vector<Array>& inputs)
+      : cp_(cp),
+        p_(cp.prog_),
+        be_(cp.be_),
+        inputs_(inputs),
+        slot_(p_.buffers.size(), 0),
+        owned_(p_.buffers.size(), false) {
+    if (static_cast<int>(inputs.size()) != p_.num_inputs)
+      throw Error(fmt::format("program: expected {} inputs, got {}", p_.num_inputs, inputs.size()));
+    for (int i = 0; i < p_.num_inputs; ++i) {
+      if (&inputs[i].backend() != &be_)
+        throw BackendError(fmt::format("jit: input {} lives on backend '{}', the program was compiled for '{}'", i,
+                                       inputs[i].backend().info().backend, be_.info().backend));
+      slot_[i] = inputs[i].slot();
     }
-  } guard{be_, slot, owned};
-  for (int i = 0; i < p.num_inputs; ++i) {
-    if (&inputs[i].backend() != &be_)
-      throw BackendError(fmt::format("jit: input {} lives on backend '{}', the program was compiled for '{}'", i,
-                                     inputs[i].backend().info().backend, be_.info().backend));
-    slot[i] = inputs[i].slot();
   }
-  const bool tracing = trace::has_subscribers();
-  std::vector<SlotId> in, out;
-  auto bind_slots = [&](const Step& st) {  // operands' slots, fresh slots for the outputs
-    in.clear();
-    out.clear();
-    for (int b : st.in) in.push_back(slot[b]);
+  ~Run() {
+    for (std::size_t b = 0; b < slot_.size(); ++b)
+      if (owned_[b]) be_.decref(slot_[b]);
+  }
+  Run(const Run&) = delete;
+  Run& operator=(const Run&) = delete;
+
+  void step(const Step& st) {
+    if (st.kind == Step::Kind::free) return release(st);
+    if (st.kind != Step::Kind::control) return dispatch(st);
+    const ScanStep& sc = cp_.scans_[st.index];
+    if (sc.while_loop)
+      return adopt(st, eval_bind(p_.controls[st.index].prim, arrays(st), p_.controls[st.index].params));
+    if (sc.associative && sc.fused) return fused_associative_scan(st, *sc.fused);
+    if (sc.associative) return adopt(st, sc.body->run(arrays(st)));
+    if (sc.fused) return fused_scan(st, sc);
+    const CompiledProgram& body = *sc.body;
+    adopt(st, scan_host_loop([&](const std::vector<Array>& a) { return body.run(a); }, p_.controls[st.index].params,
+                             arrays(st), sc.why));
+  }
+
+  // The program's outputs: inputs as given, this call's buffers handed over (a buffer returned
+  // twice gets a second reference).
+  std::vector<Array> outputs() {
+    std::vector<Array> res;
+    for (int b : p_.outputs) {
+      if (b < p_.num_inputs) {
+        res.push_back(inputs_[b]);
+      } else if (owned_[b]) {
+        res.emplace_back(&be_, slot_[b], p_.buffers[b]);
+        owned_[b] = false;
+      } else {
+        be_.incref(slot_[b]);
+        res.emplace_back(&be_, slot_[b], p_.buffers[b]);
+      }
+    }
+    return res;
+  }
+
+ private:
+  void release(const Step& st) {
+    for (int b : st.in) {
+      be_.decref(slot_[b]);
+      owned_[b] = false;
+    }
+  }
+  // operands' slots into in_, fresh slots for the outputs into out_
+  void bind_slots(const Step& st) {
+    in_.clear();
+    out_.clear();
+    for (int b : st.in) in_.push_back(slot_[b]);
     for (int b : st.out) {
-      slot[b] = be_.malloc(p.buffers[b]);
-      owned[b] = true;
-      out.push_back(slot[b]);
+      slot_[b] = be_.malloc(p_.buffers[b]);
+      owned_[b] = true;
+      out_.push_back(slot_[b]);
     }
-  };
-  for (const Step& st : p.steps) {
-    if (st.kind == Step::Kind::free) {
-      for (int b : st.in) {
-        be_.decref(slot[b]);
-        owned[b] = false;
-      }
-      continue;
+  }
+  // the operands as Arrays (each with its own reference), for steps the runtime runs
+  std::vector<Array> arrays(const Step& st) {
+    std::vector<Array> args;
+    for (int b : st.in) {
+      be_.incref(slot_[b]);
+      args.emplace_back(&be_, slot_[b], p_.buffers[b]);
     }
-    if (st.kind == Step::Kind::control && scans_[st.index].while_loop) {
-      std::vector<Array> args;
-      for (int b : st.in) {
-        be_.incref(slot[b]);
-        args.emplace_back(&be_, slot[b], p.buffers[b]);
-      }
-      auto res = eval_bind(p.controls[st.index].prim, args, p.controls[st.index].params);
-      for (std::size_t k = 0; k < st.out.size(); ++k) {
-        slot[st.out[k]] = res[k].slot();
-        be_.incref(slot[st.out[k]]);
-        owned[st.out[k]] = true;
-      }
-      continue;
+    return args;
+  }
+  void adopt(const Step& st, const std::vector<Array>& res) {
+    for (std::size_t k = 0; k < st.out.size(); ++k) {
+      slot_[st.out[k]] = res[k].slot();
+      be_.incref(slot_[st.out[k]]);
+      owned_[st.out[k]] = true;
     }
-    if (st.kind == Step::Kind::control && scans_[st.index].associative) {
-      if (scans_[st.index].fused) {
-        bind_slots(st);
-        be_.dispatch(*scans_[st.index].fused, in, out);
-        if (tracing)
-          trace::emit({trace::EventKind::dispatch,
-                       be_.info().backend,
-                       "associative_scan",
-                       scans_[st.index].fused->bound_buffers(static_cast<int>(in.size() + out.size())),
-                       true,
-                       0.0,
-                       {}});
-        // the scan is most of a call's device work: it starts while the rest is recorded
-        if (early_submit()) be_.flush();
-        continue;
-      }
-      std::vector<Array> args;
-      for (int b : st.in) {
-        be_.incref(slot[b]);
-        args.emplace_back(&be_, slot[b], p.buffers[b]);
-      }
-      auto res = scans_[st.index].body->run(args);
-      for (std::size_t k = 0; k < st.out.size(); ++k) {
-        slot[st.out[k]] = res[k].slot();
-        be_.incref(slot[st.out[k]]);
-        owned[st.out[k]] = true;
-      }
-      continue;
-    }
-    if (st.kind == Step::Kind::control && scans_[st.index].fused) {
-      const Params& sp = p.controls[st.index].params;
-      const Executable& exe = *scans_[st.index].fused;
-      if (exe.preencoded())
-        report_scan_path(ScanPath::preencoded, be_.info().backend,
-                         fmt::format("{} steps recorded into one submission: {}", sp.length, scans_[st.index].why),
-                         sp.require_paths);
-      else
-        report_scan_path(ScanPath::fused, be_.info().backend,
-                         fmt::format("{} steps in one call: {}", sp.length, scans_[st.index].why), sp.require_paths);
-      bind_slots(st);
-      be_.dispatch(*scans_[st.index].fused, in, out);
-      if (tracing)
-        trace::emit({trace::EventKind::dispatch,
-                     be_.info().backend,
-                     "scan",
-                     exe.bound_buffers(static_cast<int>(in.size() + out.size())),
-                     true,
-                     0.0,
-                     {}});
-      continue;
-    }
-    if (st.kind == Step::Kind::control) {
-      std::vector<Array> args;
-      for (int b : st.in) {
-        be_.incref(slot[b]);
-        args.emplace_back(&be_, slot[b], p.buffers[b]);
-      }
-      const CompiledProgram& body = *scans_[st.index].body;
-      auto res = scan_host_loop([&](const std::vector<Array>& a) { return body.run(a); }, p.controls[st.index].params,
-                                args, scans_[st.index].why);
-      for (std::size_t k = 0; k < st.out.size(); ++k) {
-        slot[st.out[k]] = res[k].slot();
-        be_.incref(slot[st.out[k]]);
-        owned[st.out[k]] = true;
-      }
-      continue;
-    }
+  }
+  void emit(const std::string& name, int buffers, bool kernel) {
+    if (trace::has_subscribers())
+      trace::emit({trace::EventKind::dispatch, be_.info().backend, name, buffers, kernel, 0.0, {}});
+  }
+  void fused_associative_scan(const Step& st, Executable& exe) {
+    bind_slots(st);
+    be_.dispatch(exe, in_, out_);
+    emit("associative_scan", exe.bound_buffers(static_cast<int>(in_.size() + out_.size())), true);
+    // the scan is most of a call's device work: it starts while the rest is recorded
+    if (early_submit()) be_.flush();
+  }
+  void fused_scan(const Step& st, const ScanStep& sc) {
+    const Params& sp = p_.controls[st.index].params;
+    Executable& exe = *sc.fused;
+    if (exe.preencoded())
+      report_scan_path(ScanPath::preencoded, be_.info().backend,
+                       fmt::format("{} steps recorded into one submission: {}", sp.length, sc.why), sp.require_paths);
+    else
+      report_scan_path(ScanPath::fused, be_.info().backend, fmt::format("{} steps in one call: {}", sp.length, sc.why),
+                       sp.require_paths);
+    bind_slots(st);
+    be_.dispatch(exe, in_, out_);
+    emit("scan", exe.bound_buffers(static_cast<int>(in_.size() + out_.size())), true);
+  }
+  void dispatch(const Step& st) {
     bind_slots(st);
     const bool kernel = st.kind == Step::Kind::kernel;
-    be_.dispatch(kernel ? *kexe_[st.index] : *rexe_[st.index], in, out);
-    if (tracing)
-      trace::emit({trace::EventKind::dispatch,
-                   be_.info().backend,
-                   kernel ? p.kernels[st.index].name : std::string(prim_name(p.routines[st.index].prim)),
-                   static_cast<int>(in.size() + out.size()),
-                   kernel,
-                   0.0,
-                   {}});
+    be_.dispatch(kernel ? *cp_.kexe_[st.index] : *cp_.rexe_[st.index], in_, out_);
+    emit(kernel ? p_.kernels[st.index].name : std::string(prim_name(p_.routines[st.index].prim)),
+         static_cast<int>(in_.size() + out_.size()), kernel);
   }
-  std::vector<Array> res;
-  for (int b : p.outputs) {
-    if (b < p.num_inputs) {
-      res.push_back(inputs[b]);
-    } else if (owned[b]) {
-      res.emplace_back(&be_, slot[b], p.buffers[b]);  // hand the run's reference to the caller
-      owned[b] = false;
-    } else {
-      be_.incref(slot[b]);  // the same buffer returned twice
-      res.emplace_back(&be_, slot[b], p.buffers[b]);
-    }
-  }
-  return res;
+
+  const CompiledProgram& cp_;
+  const Program& p_;
+  Backend& be_;
+  const std::vector<Array>& inputs_;
+  std::vector<SlotId> slot_;
+  std::vector<bool> owned_;
+  std::vector<SlotId> in_, out_;  // the current step's slots
+};
+
+std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const {
+  Run r(*this, inputs);
+  for (const Step& st : prog_.steps) r.step(st);
+  return r.outputs();
 }
 
 }  // namespace jx

@@ -62,6 +62,7 @@ class CompiledProgram {
   std::vector<ScanStep> scans_;
   ScanStep prepare_associative_scan(const Op& op, int budget) const;
   int budget_ = 0;
+  class Run;  // one call's slots (program.cc)
 };
 
 }  // namespace jx

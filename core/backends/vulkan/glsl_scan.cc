@@ -155,22 +155,20 @@ std::int64_t packed_words(const AVal& a) {
   return a.size() * (a.dtype == DType::float64 ? 2 : 1);
 }
 
-std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLimits& lim, std::string& why) {
-  const Program& b = sp.body;
-  const int nc = sp.num_consts, nk = sp.num_carry, nin = b.num_inputs;
-  const int ny = static_cast<int>(b.outputs.size()) - nk;
+namespace {
+
+// Why the body cannot run as one shader (a nested scan, a routine with no shader), or empty.
+std::string unsupported_body(const Program& b) {
   for (const Step& st : b.steps) {
-    if (st.kind == Step::Kind::control) {
-      why = "a nested scan in the body";
-      return std::nullopt;
-    }
-    if (st.kind == Step::Kind::routine && !routine_has_shader(b.routines[st.index].prim)) {
-      why = fmt::format("the body has a {} routine (it runs on the host)", prim_name(b.routines[st.index].prim));
-      return std::nullopt;
-    }
+    if (st.kind == Step::Kind::control) return "a nested scan in the body";
+    if (st.kind == Step::Kind::routine && !routine_has_shader(b.routines[st.index].prim))
+      return fmt::format("the body has a {} routine (it runs on the host)", prim_name(b.routines[st.index].prim));
   }
-  ScanShader out;
-  // packed layouts: operands consts | init | xs, results carries | ys
+  return "";
+}
+
+// The packed layouts: operands consts | init | xs, results carries | ys (word offsets, sizes).
+void pack_layouts(const ScanProgram& sp, ScanShader& out) {
   std::int64_t w = 0;
   for (const AVal& a : sp.operands) {
     out.in_words.push_back(w);
@@ -183,7 +181,31 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
     w = align4(w + packed_words(a));
   }
   out.out_size = std::max<std::int64_t>(w, 4);
+}
 
+// Where the body's buffers live and how the shader runs it: elementwise (one invocation per
+// element, carries in registers), single (one invocation, local arrays, no barriers) or one
+// workgroup (workgroup memory, barriers). The staging buffer of carry k is loc[nbuf + k].
+struct ShaderLayout {
+  const Program& b;
+  int nc, nk, nin, ny, nbuf;
+  std::int64_t n = -1;  // elementwise: the elements of every non-constant buffer
+  bool ew = false, single = false, staged = false;
+  std::int64_t smem = 0;  // words of workgroup memory
+  std::vector<Loc> loc = {};
+  // a carry slot rewritten from elsewhere while an output still reads it (it needs staging)
+  bool updated(int slot) const { return b.outputs[slot - nc] != slot; }
+};
+
+ShaderLayout layout_of(const ScanProgram& sp, const ScanShader& out) {
+  const Program& b = sp.body;
+  ShaderLayout L{b,
+                 sp.num_consts,
+                 sp.num_carry,
+                 b.num_inputs,
+                 static_cast<int>(b.outputs.size()) - sp.num_carry,
+                 static_cast<int>(b.buffers.size())};
+  const int nc = L.nc, nk = L.nk, nin = L.nin;
   // elementwise bodies: every non-constant buffer has n elements and is read element for element
   const std::int64_t n = nk ? b.buffers[nc].size() : (nin > nc ? b.buffers[nc].size() : -1);
   bool ew = n > 0;
@@ -196,16 +218,18 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
     for (const KLoad& l : k.loads)
       if (st.in[l.buffer] >= nc && !identity_view(k, l, n)) ew = false;
   }
-
+  L.n = n;
+  L.ew = ew;
   // single-invocation bodies (every buffer at most single_max() elements): no barriers, and
   // carries and temporaries in local arrays instead of workgroup memory
   std::int64_t widest = 0;
   for (std::size_t i = nc; i < b.buffers.size(); ++i) widest = std::max(widest, b.buffers[i].size());
-  const bool single = !ew && widest <= single_max();
-  std::vector<Loc> loc(b.buffers.size());
+  const bool single = L.single = !ew && widest <= single_max();
+  std::vector<Loc>& loc = L.loc;
+  loc.resize(b.buffers.size());
   for (int i = 0; i < nc; ++i) loc[i] = {Home::global_in, out.in_words[i], b.buffers[i]};
   for (int i = nc + nk; i < nin; ++i) loc[i] = {Home::global_x, out.in_words[i], b.buffers[i]};
-  std::int64_t smem = 0;
+  std::int64_t& smem = L.smem;
   for (std::size_t i = nc; i < b.buffers.size(); ++i) {
     if (i >= static_cast<std::size_t>(nc + nk) && i < static_cast<std::size_t>(nin)) continue;
     if (ew) {
@@ -217,26 +241,184 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
       smem += shared_words(b.buffers[i]);
     }
   }
-  // a carry slot rewritten from elsewhere while an output still reads it needs staging
-  auto updated = [&](int slot) { return b.outputs[slot - nc] != slot; };
-  bool staged = false;
   for (int o : b.outputs)
-    if (o >= nc && o < nc + nk && updated(o)) staged = true;
-  // the staging buffer of carry k is loc[nbuf + k] (a local array in single mode)
-  const int nbuf = static_cast<int>(b.buffers.size());
+    if (o >= nc && o < nc + nk && L.updated(o)) L.staged = true;
   loc.resize(b.buffers.size() + nk);
-  if (staged && !ew)
+  if (L.staged && !ew)
     for (int k = 0; k < nk; ++k)
-      if (updated(nc + k)) {
+      if (L.updated(nc + k)) {
         if (single) {
-          loc[nbuf + k] = {Home::local, 0, b.buffers[nc + k]};
+          loc[L.nbuf + k] = {Home::local, 0, b.buffers[nc + k]};
         } else {
-          loc[nbuf + k] = {Home::shared, smem, b.buffers[nc + k]};
+          loc[L.nbuf + k] = {Home::shared, smem, b.buffers[nc + k]};
           smem += shared_words(b.buffers[nc + k]);
         }
       }
-  if (!ew && smem * 4 > lim.shared_bytes) {
-    why = fmt::format("carries and temporaries take {} bytes, over the {} bytes of workgroup memory", smem * 4,
+  return L;
+}
+
+// The elementwise body: each invocation carries its element through every step.
+std::string elementwise_body(const ShaderLayout& L, ScanShader& out, const ScanLimits& lim, const std::string& t) {
+  const Program& b = L.b;
+  const int nc = L.nc, nk = L.nk, nin = L.nin, ny = L.ny;
+  const std::int64_t n = L.n;
+  const std::vector<Loc>& loc = L.loc;
+  Shader& sh = out.sh;
+  auto updated = [&](int slot) { return L.updated(slot); };
+  std::string s;
+  out.mode = fmt::format("one invocation per element ({} elements), carries in registers", n);
+  sh.invocations = n;
+  s += fmt::format(
+      "const int e = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + "
+      "gl_LocalInvocationIndex);\n"
+      "if (e >= {}) return;\n",
+      kWorkgroup, n);
+  for (int k = 0; k < nk; ++k) {
+    const DType d = b.buffers[nc + k].dtype;
+    s += fmt::format("{} r{} = pc.it0 == 0 ? {} : {};\n", gtype(d), nc + k, gread("gin", d, out.in_words[nc + k], "e"),
+                     gread("gout", d, out.out_words[k], "e"));
+  }
+  s += "for (int it = pc.it0; it < pc.it1; ++it) {\n";
+  s += fmt::format("const int t = {};\n", t);
+  for (std::size_t i = nin; i < b.buffers.size(); ++i) s += fmt::format("{} r{};\n", gtype(b.buffers[i].dtype), i);
+  for (const Step& st : b.steps) {
+    if (st.kind != Step::Kind::kernel) continue;
+    const Kernel& k = b.kernels[st.index];
+    KernelCtx c{k, lim.f64_math,
+                [&](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); }};
+    s += "{\n" +
+         kernel_element_code(c, "e", sh,
+                             [&](const std::string& v) { return fmt::format("r{} = {};\n", st.out[0], v); }) +
+         "}\n";
+  }
+  for (int j = 0; j < ny; ++j) {
+    const int o = b.outputs[nk + j];
+    s += gwrite(loc[o].aval.dtype, out.out_words[nk + j], fmt::format("t * {} + e", n), read_loc(loc[o], o, "e"));
+  }
+  for (int k = 0; k < nk; ++k)
+    if (updated(nc + k))
+      s += fmt::format("{} s{} = {};\n", gtype(b.buffers[nc + k].dtype), k,
+                       read_loc(loc[b.outputs[k]], b.outputs[k], "e"));
+  for (int k = 0; k < nk; ++k)
+    if (updated(nc + k)) s += fmt::format("r{} = s{};\n", nc + k, k);
+  s += "}\n";
+  for (int k = 0; k < nk; ++k) s += gwrite(b.buffers[nc + k].dtype, out.out_words[k], "e", fmt::format("r{}", nc + k));
+  return s;
+}
+
+// The one-workgroup body (single: one invocation): each step's kernels and routines strided
+// over the workgroup, a barrier where a buffer is read after a write. Adds the loop iterations
+// one step costs an invocation to per_step.
+std::string workgroup_body(const ShaderLayout& L, ScanShader& out, const ScanLimits& lim, const std::string& t,
+                           std::int64_t& per_step) {
+  const Program& b = L.b;
+  const int nc = L.nc, nk = L.nk, ny = L.ny, nbuf = L.nbuf;
+  const bool single = L.single, staged = L.staged;
+  const std::int64_t smem = L.smem;
+  const std::vector<Loc>& loc = L.loc;
+  Shader& sh = out.sh;
+  auto updated = [&](int slot) { return L.updated(slot); };
+  std::string s;
+  out.one_workgroup = true;
+  out.mode = single
+                 ? fmt::format(
+                       "one workgroup, one invocation (every step has at most {} elements), carries and temporaries in "
+                       "local arrays",
+                       single_max())
+                 : fmt::format("one workgroup, {} bytes of carries and temporaries in workgroup memory", smem * 4);
+  sh.invocations = kWorkgroup;
+  s += "const int lid = int(gl_LocalInvocationIndex);\n";
+  if (single) {
+    s += "if (lid != 0) return;\n";
+    for (std::size_t i = nc; i < loc.size(); ++i)
+      if (loc[i].home == Home::local)
+        s += fmt::format("{} L{}[{}];\n", gtype(loc[i].aval.dtype), i, std::max<std::int64_t>(loc[i].aval.size(), 1));
+  }
+  auto strided = [single](std::int64_t m, const std::string& body) { return strided_loop(m, body, single); };
+  auto strided_iterations = [single](std::int64_t m) { return loop_iterations(m, single); };
+  const std::string barrier = single ? "" : "barrier();\n";
+  for (int k = 0; k < nk; ++k) {
+    const Loc& l = loc[nc + k];
+    const DType d = l.aval.dtype;
+    s += strided(l.aval.size(),
+                 write_loc(l, nc + k, "e",
+                           fmt::format("pc.it0 == 0 ? {} : {}", gread("gin", d, out.in_words[nc + k], "e"),
+                                       gread("gout", d, out.out_words[k], "e"))));
+  }
+  s += barrier + "for (int it = pc.it0; it < pc.it1; ++it) {\n";
+  s += fmt::format("const int t = {};\n", t);
+  std::set<int> written, read;  // shared buffers since the last barrier
+  int barriers = 0;
+  for (const Step& st : b.steps) {
+    if (st.kind == Step::Kind::free) continue;
+    bool need = written.count(st.out[0]) || read.count(st.out[0]);
+    for (int i : st.in) need = need || written.count(i);
+    if (need) {
+      s += barrier;
+      ++barriers;
+      written.clear();
+      read.clear();
+    }
+    for (int i : st.in) read.insert(i);
+    written.insert(st.out[0]);
+    const Loc& lo = loc[st.out[0]];
+    auto load = [&](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); };
+    auto store = [&](const std::string& v) { return write_loc(lo, st.out[0], "e", v); };
+    const std::int64_t m = lo.aval.size();
+    if (st.kind == Step::Kind::kernel) {
+      const Kernel& k = b.kernels[st.index];
+      s += "{\n" + strided(m, kernel_element_code(KernelCtx{k, lim.f64_math, load}, "e", sh, store)) + "}\n";
+      per_step += strided_iterations(m) + std::max<std::int64_t>(1, strided_iterations(m)) * reduce_iterations(k);
+    } else {
+      const Op& op = b.routines[st.index];
+      s += "{\n" + strided(m, routine_element_code(op, "e", sh, load, store)) + "}\n";
+      const bool arg = op.prim == Prim::argmax || op.prim == Prim::argmin;
+      per_step += strided_iterations(m) +
+                  (arg ? std::max<std::int64_t>(1, strided_iterations(m)) * op.in[0].shape[op.params.axis] : 0);
+    }
+  }
+  s += barrier;
+  for (int j = 0; j < ny; ++j) {
+    const int o = b.outputs[nk + j];
+    const std::int64_t m = loc[o].aval.size();
+    s += strided(
+        m, gwrite(loc[o].aval.dtype, out.out_words[nk + j], fmt::format("t * {} + e", m), read_loc(loc[o], o, "e")));
+    per_step += strided_iterations(m);
+  }
+  for (int k = 0; k < nk; ++k) {
+    if (!updated(nc + k)) continue;
+    const Loc& l = loc[nc + k];
+    const std::string v = read_loc(loc[b.outputs[k]], b.outputs[k], "e");
+    s += strided(l.aval.size(), staged ? write_loc(loc[nbuf + k], nbuf + k, "e", v) : write_loc(l, nc + k, "e", v));
+    per_step += strided_iterations(l.aval.size());
+  }
+  if (staged) {
+    s += barrier;
+    for (int k = 0; k < nk; ++k)
+      if (updated(nc + k)) {
+        const Loc& l = loc[nc + k];
+        s += strided(l.aval.size(), write_loc(l, nc + k, "e", read_loc(loc[nbuf + k], nbuf + k, "e")));
+        per_step += strided_iterations(l.aval.size());
+      }
+  }
+  s += barrier + "}\n";
+  for (int k = 0; k < nk; ++k) {
+    const Loc& l = loc[nc + k];
+    s += strided(l.aval.size(), gwrite(l.aval.dtype, out.out_words[k], "e", read_loc(l, nc + k, "e")));
+  }
+  out.mode += single ? ", no barriers" : fmt::format(", {} barriers per step", barriers + 2 + (staged ? 1 : 0));
+  return s;
+}
+
+}  // namespace
+
+std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLimits& lim, std::string& why) {
+  if (why = unsupported_body(sp.body); !why.empty()) return std::nullopt;
+  ScanShader out;
+  pack_layouts(sp, out);
+  const ShaderLayout L = layout_of(sp, out);
+  if (!L.ew && L.smem * 4 > lim.shared_bytes) {
+    why = fmt::format("carries and temporaries take {} bytes, over the {} bytes of workgroup memory", L.smem * 4,
                       lim.shared_bytes);
     return std::nullopt;
   }
@@ -245,146 +427,18 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
   sh.name = "scan";
   sh.buffers = 2;
   std::vector<KNode> nodes;
-  for (const Kernel& k : b.kernels) nodes.insert(nodes.end(), k.nodes.begin(), k.nodes.end());
-  sh.float64 = uses_double(b.buffers, DType::float32, nodes);
+  for (const Kernel& k : sp.body.kernels) nodes.insert(nodes.end(), k.nodes.begin(), k.nodes.end());
+  sh.float64 = uses_double(sp.body.buffers, DType::float32, nodes);
   const std::string t = sp.reverse ? fmt::format("{} - 1 - it", sp.length) : "it";
   std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
   s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
   s += "layout(std430, set = 0, binding = 1) buffer BO { uint d[]; } gout;\n";
   s += "layout(push_constant) uniform PC { int it0; int it1; } pc;\n";
-  if (!ew && smem) s += shared_decl(smem, lim.checked_shared);
+  if (!L.ew && L.smem) s += shared_decl(L.smem, lim.checked_shared);
   s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
   s += "void main() {\n";
   std::int64_t per_step = 1;  // loop iterations one invocation runs per step (llvmpipe's limit)
-  if (ew) {
-    out.mode = fmt::format("one invocation per element ({} elements), carries in registers", n);
-    sh.invocations = n;
-    s += fmt::format(
-        "const int e = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + "
-        "gl_LocalInvocationIndex);\n"
-        "if (e >= {}) return;\n",
-        kWorkgroup, n);
-    for (int k = 0; k < nk; ++k) {
-      const DType d = b.buffers[nc + k].dtype;
-      s += fmt::format("{} r{} = pc.it0 == 0 ? {} : {};\n", gtype(d), nc + k,
-                       gread("gin", d, out.in_words[nc + k], "e"), gread("gout", d, out.out_words[k], "e"));
-    }
-    s += "for (int it = pc.it0; it < pc.it1; ++it) {\n";
-    s += fmt::format("const int t = {};\n", t);
-    for (std::size_t i = nin; i < b.buffers.size(); ++i) s += fmt::format("{} r{};\n", gtype(b.buffers[i].dtype), i);
-    for (const Step& st : b.steps) {
-      if (st.kind != Step::Kind::kernel) continue;
-      const Kernel& k = b.kernels[st.index];
-      KernelCtx c{k, lim.f64_math,
-                  [&](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); }};
-      s += "{\n" +
-           kernel_element_code(c, "e", sh,
-                               [&](const std::string& v) { return fmt::format("r{} = {};\n", st.out[0], v); }) +
-           "}\n";
-    }
-    for (int j = 0; j < ny; ++j) {
-      const int o = b.outputs[nk + j];
-      s += gwrite(loc[o].aval.dtype, out.out_words[nk + j], fmt::format("t * {} + e", n), read_loc(loc[o], o, "e"));
-    }
-    for (int k = 0; k < nk; ++k)
-      if (updated(nc + k))
-        s += fmt::format("{} s{} = {};\n", gtype(b.buffers[nc + k].dtype), k,
-                         read_loc(loc[b.outputs[k]], b.outputs[k], "e"));
-    for (int k = 0; k < nk; ++k)
-      if (updated(nc + k)) s += fmt::format("r{} = s{};\n", nc + k, k);
-    s += "}\n";
-    for (int k = 0; k < nk; ++k)
-      s += gwrite(b.buffers[nc + k].dtype, out.out_words[k], "e", fmt::format("r{}", nc + k));
-  } else {
-    out.one_workgroup = true;
-    out.mode =
-        single ? fmt::format(
-                     "one workgroup, one invocation (every step has at most {} elements), carries and temporaries in "
-                     "local arrays",
-                     single_max())
-               : fmt::format("one workgroup, {} bytes of carries and temporaries in workgroup memory", smem * 4);
-    sh.invocations = kWorkgroup;
-    s += "const int lid = int(gl_LocalInvocationIndex);\n";
-    if (single) {
-      s += "if (lid != 0) return;\n";
-      for (std::size_t i = nc; i < loc.size(); ++i)
-        if (loc[i].home == Home::local)
-          s += fmt::format("{} L{}[{}];\n", gtype(loc[i].aval.dtype), i, std::max<std::int64_t>(loc[i].aval.size(), 1));
-    }
-    auto strided = [single](std::int64_t m, const std::string& body) { return strided_loop(m, body, single); };
-    auto strided_iterations = [single](std::int64_t m) { return loop_iterations(m, single); };
-    const std::string barrier = single ? "" : "barrier();\n";
-    for (int k = 0; k < nk; ++k) {
-      const Loc& l = loc[nc + k];
-      const DType d = l.aval.dtype;
-      s += strided(l.aval.size(),
-                   write_loc(l, nc + k, "e",
-                             fmt::format("pc.it0 == 0 ? {} : {}", gread("gin", d, out.in_words[nc + k], "e"),
-                                         gread("gout", d, out.out_words[k], "e"))));
-    }
-    s += barrier + "for (int it = pc.it0; it < pc.it1; ++it) {\n";
-    s += fmt::format("const int t = {};\n", t);
-    std::set<int> written, read;  // shared buffers since the last barrier
-    int barriers = 0;
-    for (const Step& st : b.steps) {
-      if (st.kind == Step::Kind::free) continue;
-      bool need = written.count(st.out[0]) || read.count(st.out[0]);
-      for (int i : st.in) need = need || written.count(i);
-      if (need) {
-        s += barrier;
-        ++barriers;
-        written.clear();
-        read.clear();
-      }
-      for (int i : st.in) read.insert(i);
-      written.insert(st.out[0]);
-      const Loc& lo = loc[st.out[0]];
-      auto load = [&](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); };
-      auto store = [&](const std::string& v) { return write_loc(lo, st.out[0], "e", v); };
-      const std::int64_t m = lo.aval.size();
-      if (st.kind == Step::Kind::kernel) {
-        const Kernel& k = b.kernels[st.index];
-        s += "{\n" + strided(m, kernel_element_code(KernelCtx{k, lim.f64_math, load}, "e", sh, store)) + "}\n";
-        per_step += strided_iterations(m) + std::max<std::int64_t>(1, strided_iterations(m)) * reduce_iterations(k);
-      } else {
-        const Op& op = b.routines[st.index];
-        s += "{\n" + strided(m, routine_element_code(op, "e", sh, load, store)) + "}\n";
-        const bool arg = op.prim == Prim::argmax || op.prim == Prim::argmin;
-        per_step += strided_iterations(m) +
-                    (arg ? std::max<std::int64_t>(1, strided_iterations(m)) * op.in[0].shape[op.params.axis] : 0);
-      }
-    }
-    s += barrier;
-    for (int j = 0; j < ny; ++j) {
-      const int o = b.outputs[nk + j];
-      const std::int64_t m = loc[o].aval.size();
-      s += strided(
-          m, gwrite(loc[o].aval.dtype, out.out_words[nk + j], fmt::format("t * {} + e", m), read_loc(loc[o], o, "e")));
-      per_step += strided_iterations(m);
-    }
-    for (int k = 0; k < nk; ++k) {
-      if (!updated(nc + k)) continue;
-      const Loc& l = loc[nc + k];
-      const std::string v = read_loc(loc[b.outputs[k]], b.outputs[k], "e");
-      s += strided(l.aval.size(), staged ? write_loc(loc[nbuf + k], nbuf + k, "e", v) : write_loc(l, nc + k, "e", v));
-      per_step += strided_iterations(l.aval.size());
-    }
-    if (staged) {
-      s += barrier;
-      for (int k = 0; k < nk; ++k)
-        if (updated(nc + k)) {
-          const Loc& l = loc[nc + k];
-          s += strided(l.aval.size(), write_loc(l, nc + k, "e", read_loc(loc[nbuf + k], nbuf + k, "e")));
-          per_step += strided_iterations(l.aval.size());
-        }
-    }
-    s += barrier + "}\n";
-    for (int k = 0; k < nk; ++k) {
-      const Loc& l = loc[nc + k];
-      s += strided(l.aval.size(), gwrite(l.aval.dtype, out.out_words[k], "e", read_loc(l, nc + k, "e")));
-    }
-    out.mode += single ? ", no barriers" : fmt::format(", {} barriers per step", barriers + 2 + (staged ? 1 : 0));
-  }
+  s += L.ew ? elementwise_body(L, out, lim, t) : workgroup_body(L, out, lim, t, per_step);
   sh.glsl = s + "}\n";
   sh.max_loop = sp.length;
   out.steps_per_dispatch = std::max<std::int64_t>(sp.length, 1);
