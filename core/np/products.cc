@@ -50,14 +50,15 @@ Array dot(const Array& a, const Array& b) {
   return matmul(a, b);
 }
 
-// einsum by pairwise contraction, left to right:
-//  1. repeated letters inside one operand take the diagonal ("ii->i");
-//  2. letters seen in one operand only and absent from the output are summed away first;
-//  3. each step contracts the letters shared by the running result and the next operand that
-//     no later operand or the output needs; shared letters still needed become batch dims;
-//  4. the result is transposed into the output order.
-Array einsum(const std::string& spec, const std::vector<Array>& operands) {
-  auto fail = [&](const std::string& why) { throw ShapeError(fmt::format("einsum: {} in '{}'", why, spec)); };
+namespace {
+[[noreturn]] void einsum_fail(const std::string& spec, const std::string& why) {
+  throw ShapeError(fmt::format("einsum: {} in '{}'", why, spec));
+}
+
+// The operand terms and output letters of a spec (spaces dropped; implicit mode: the letters
+// seen once, alphabetical), checked: one term per operand, letters only, no repeated output.
+std::pair<std::vector<std::string>, std::string> parse_einsum(const std::string& spec, std::size_t operands) {
+  auto fail = [&](const std::string& why) { einsum_fail(spec, why); };
   std::string s;
   for (char c : spec)
     if (c != ' ') s += c;
@@ -70,8 +71,7 @@ Array einsum(const std::string& spec, const std::vector<Array>& operands) {
     if (q == std::string::npos) break;
     p = q + 1;
   }
-  if (terms.size() != operands.size())
-    fail(fmt::format("{} operand terms for {} operands", terms.size(), operands.size()));
+  if (terms.size() != operands) fail(fmt::format("{} operand terms for {} operands", terms.size(), operands));
   std::map<char, int> count;
   for (auto& t : terms)
     for (char c : t) {
@@ -90,34 +90,52 @@ Array einsum(const std::string& spec, const std::vector<Array>& operands) {
     for (auto& [c, n] : count)
       if (n == 1) out += c;  // implicit mode: letters seen once, alphabetical
   }
+  return {terms, out};
+}
+
+// Step 1 on one operand: a letter repeated inside its term takes the diagonal ("ii->i"), the
+// letter moving to the end of the term.
+Array take_diagonals(Array x, std::string& t) {
+  for (bool again = true; again;) {  // step 1
+    again = false;
+    for (std::size_t p = 0; p < t.size() && !again; ++p)
+      for (std::size_t q = p + 1; q < t.size() && !again; ++q)
+        if (t[p] == t[q]) {
+          x = diagonal(x, 0, static_cast<std::int64_t>(p), static_cast<std::int64_t>(q));
+          const char c = t[p];
+          t.erase(q, 1);
+          t.erase(p, 1);
+          t += c;
+          again = true;
+        }
+  }
+  return x;
+}
+}  // namespace
+
+// einsum by pairwise contraction, left to right:
+//  1. repeated letters inside one operand take the diagonal ("ii->i");
+//  2. letters seen in one operand only and absent from the output are summed away first;
+//  3. each step contracts the letters shared by the running result and the next operand that
+//     no later operand or the output needs; shared letters still needed become batch dims;
+//  4. the result is transposed into the output order.
+Array einsum(const std::string& spec, const std::vector<Array>& operands) {
+  auto [terms, out] = parse_einsum(spec, operands.size());
   std::map<char, std::int64_t> size;
   std::vector<Array> xs;
   std::vector<std::string> ls;
   for (std::size_t i = 0; i < operands.size(); ++i) {
-    Array x = operands[i];
+    const Array& x = operands[i];
     std::string t = terms[i];
     if (t.size() != x.ndim())
-      fail(fmt::format("term '{}' has {} letters but operand {} is {}", t, t.size(), i, x.aval().str()));
+      einsum_fail(spec, fmt::format("term '{}' has {} letters but operand {} is {}", t, t.size(), i, x.aval().str()));
     for (std::size_t j = 0; j < t.size(); ++j) {
       auto [it, fresh] = size.emplace(t[j], x.shape()[j]);
       if (!fresh && it->second != x.shape()[j])
-        fail(fmt::format("size of label '{}' differs ({} vs {} in operand {} {})", t[j], it->second, x.shape()[j], i,
-                         x.aval().str()));
+        einsum_fail(spec, fmt::format("size of label '{}' differs ({} vs {} in operand {} {})", t[j], it->second,
+                                      x.shape()[j], i, x.aval().str()));
     }
-    for (bool again = true; again;) {  // step 1
-      again = false;
-      for (std::size_t p = 0; p < t.size() && !again; ++p)
-        for (std::size_t q = p + 1; q < t.size() && !again; ++q)
-          if (t[p] == t[q]) {
-            x = diagonal(x, 0, static_cast<std::int64_t>(p), static_cast<std::int64_t>(q));
-            const char c = t[p];
-            t.erase(q, 1);
-            t.erase(p, 1);
-            t += c;
-            again = true;
-          }
-    }
-    xs.push_back(x);
+    xs.push_back(take_diagonals(x, t));
     ls.push_back(t);
   }
   auto needed_after = [&](char c, std::size_t i) {

@@ -150,6 +150,136 @@ std::vector<AVal> movement_aval(Prim p, const std::vector<AVal>& in, const Param
 
 }  // namespace
 
+namespace {
+
+// reduce_sum/prod/max/min and argmax/argmin: the operand's shape without the reduced axes.
+std::vector<AVal> reduction_aval(Prim p, const AVal& a, const Params& pr) {
+  if (p == Prim::argmax || p == Prim::argmin) {
+    check_axes_unique(p, {pr.axis}, a.ndim(), a);
+    if (a.shape[pr.axis] == 0) fail(p, fmt::format("empty axis {} of {}", pr.axis, a.str()));
+    Shape out = a.shape;
+    out.erase(out.begin() + pr.axis);
+    return {{DType::int32, out}};
+  }
+  if (p == Prim::reduce_sum || p == Prim::reduce_prod) require_numeric(p, a);
+  check_axes_unique(p, pr.axes, a.ndim(), a);
+  Shape out;
+  for (std::size_t i = 0; i < a.ndim(); ++i)
+    if (std::find(pr.axes.begin(), pr.axes.end(), i) == pr.axes.end())
+      out.push_back(a.shape[i]);
+    else if ((p == Prim::reduce_max || p == Prim::reduce_min) && a.shape[i] == 0)
+      fail(p, fmt::format("zero-size axis {} of {} has no identity", i, a.str()));
+  return {{a.dtype, out}};
+}
+
+std::vector<AVal> iota_aval(Prim p, const Params& pr) {
+  if (pr.dtype == DType::bool_) fail(p, "dtype must be numeric");
+  for (auto d : pr.shape)
+    if (d < 0) fail(p, fmt::format("negative dimension in shape {}", shape_str(pr.shape)));
+  if (pr.axis < 0 || pr.axis >= static_cast<std::int64_t>(pr.shape.size()))
+    fail(p, fmt::format("dimension {} is out of bounds for shape {}", pr.axis, shape_str(pr.shape)));
+  return {{pr.dtype, pr.shape}};
+}
+
+// lax.scan: operands (consts, init, xs) against the body's inputs; carries in and out agree.
+std::vector<AVal> scan_aval(Prim p, const std::vector<AVal>& in, const Params& pr) {
+  if (!pr.body) fail(p, "missing body");
+  const auto bin = pr.body->in_avals(), bout = pr.body->out_avals();
+  const std::size_t nc = pr.num_consts, nk = pr.num_carry;
+  if (in.size() != bin.size() || bout.size() < nk)
+    fail(p, fmt::format("{} operands for a body of {} inputs", in.size(), bin.size()));
+  std::vector<AVal> out;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    AVal want = bin[i];
+    if (i >= nc + nk) want.shape.insert(want.shape.begin(), pr.length);
+    if (!(in[i] == want)) fail(p, fmt::format("operand {} is {}, the body expects {}", i, in[i].str(), want.str()));
+  }
+  for (std::size_t i = 0; i < bout.size(); ++i) {
+    AVal o = bout[i];
+    if (i < nk) {
+      if (!(o == bin[nc + i]))
+        fail(p, fmt::format("the body returns carry {} as {} but takes it as {}", i, o.str(), bin[nc + i].str()));
+    } else {
+      o.shape.insert(o.shape.begin(), pr.length);
+    }
+    out.push_back(o);
+  }
+  return out;
+}
+
+// cond: an int32[] index, then operands every branch takes; every branch returns branch 0's types.
+std::vector<AVal> cond_aval(Prim p, const std::vector<AVal>& in, const Params& pr) {
+  if (pr.branches.empty()) fail(p, "no branches");
+  if (in.empty() || !(in[0] == AVal{DType::int32, {}}))
+    fail(p, fmt::format("the index must be int32[], got {}", in.empty() ? "nothing" : in[0].str()));
+  const std::vector<AVal> ops(in.begin() + 1, in.end());
+  const auto out = pr.branches[0]->out_avals();
+  for (std::size_t k = 0; k < pr.branches.size(); ++k) {
+    if (!pr.branches[k]) fail(p, "a missing branch");
+    if (pr.branches[k]->in_avals() != ops) fail(p, fmt::format("branch {} does not take the operands' types", k));
+    if (pr.branches[k]->out_avals() != out) fail(p, fmt::format("branch {} returns other types than branch 0", k));
+  }
+  return out;
+}
+
+// while_loop: (cond consts, body consts, carry); cond maps to bool[], body keeps the carry's types.
+std::vector<AVal> while_aval(Prim p, const std::vector<AVal>& in, const Params& pr) {
+  if (!pr.body || !pr.cond) fail(p, "missing body or cond");
+  const auto cin = pr.cond->in_avals(), cout = pr.cond->out_avals(), bin = pr.body->in_avals(),
+             bout = pr.body->out_avals();
+  const std::size_t cc = pr.cond_consts, bc = pr.num_consts;
+  if (in.size() < cc + bc) fail(p, fmt::format("{} operands for {} + {} constants", in.size(), cc, bc));
+  const std::vector<AVal> carry(in.begin() + static_cast<std::ptrdiff_t>(cc + bc), in.end());
+  std::vector<AVal> want_c(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(cc)),
+      want_b(in.begin() + static_cast<std::ptrdiff_t>(cc), in.begin() + static_cast<std::ptrdiff_t>(cc + bc));
+  want_c.insert(want_c.end(), carry.begin(), carry.end());
+  want_b.insert(want_b.end(), carry.begin(), carry.end());
+  if (cin != want_c || cout.size() != 1 || !(cout[0] == AVal{DType::bool_, {}}))
+    fail(p, "cond must map (cond consts, carry) to bool[]");
+  if (bin != want_b || bout != carry) fail(p, "body must map (body consts, carry) to a carry of the same types");
+  return carry;
+}
+
+// associative_scan: elements of one length along the axis, combined by the body one slice at a time.
+std::vector<AVal> associative_scan_aval(Prim p, const std::vector<AVal>& in, const Params& pr) {
+  if (!pr.body) fail(p, "missing body");
+  const auto bin = pr.body->in_avals(), bout = pr.body->out_avals();
+  const std::size_t nc = pr.num_consts, k = in.size() - std::min(in.size(), nc);
+  if (k == 0 || bin.size() != nc + 2 * k || bout.size() != k)
+    fail(p, fmt::format("{} operands for a body of {} inputs and {} outputs", in.size(), bin.size(), bout.size()));
+  const std::int64_t n = in[nc].ndim() > static_cast<std::size_t>(pr.axis) ? in[nc].shape[pr.axis] : -1;
+  for (std::size_t l = 0; l < k; ++l) {
+    AVal e = in[nc + l];
+    if (e.ndim() <= static_cast<std::size_t>(pr.axis) || e.shape[pr.axis] != n)
+      fail(p, fmt::format("element {} is {}, not of length {} along axis {}", l, e.str(), n, pr.axis));
+    e.shape[pr.axis] = 1;
+    if (!(bin[nc + l] == e) || !(bin[nc + k + l] == e) || !(bout[l] == e))
+      fail(p, fmt::format("the body combines {} elements, operand {} is {}", bin[nc + l].str(), l, in[nc + l].str()));
+  }
+  return std::vector<AVal>(in.begin() + nc, in.end());
+}
+
+// lu (factors, pivots, permutation) and triangular_solve (the right-hand side's type).
+std::vector<AVal> linalg_aval(Prim p, const std::vector<AVal>& in, const Params& pr) {
+  if (p == Prim::lu) {
+    require_square(p, in[0]);
+    Shape batch(in[0].shape.begin(), in[0].shape.end() - 2);
+    return {in[0], in[0], {in[0].dtype, batch}};
+  }
+  const AVal &a = in[0], &b = in[1];
+  require_square(p, a);
+  if (b.dtype != a.dtype || b.ndim() != a.ndim()) fail(p, "operands differ in dtype or rank: " + operands(in));
+  const std::size_t nd = a.ndim();
+  if (!std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin()))
+    fail(p, "batch dimensions differ: " + operands(in));
+  const auto n = a.shape[nd - 1];
+  if ((pr.left_side ? b.shape[nd - 2] : b.shape[nd - 1]) != n)
+    fail(p, fmt::format("{} does not match the {} matrix {}", b.str(), pr.left_side ? "left" : "right", a.str()));
+  return {b};
+}
+
+}  // namespace
+
 std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Params& pr) {
   const int arity = prim_arity(p);
   if (arity >= 0 && static_cast<int>(in.size()) != arity)
@@ -204,25 +334,9 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Param
     case Prim::reduce_sum:
     case Prim::reduce_prod:
     case Prim::reduce_max:
-    case Prim::reduce_min: {
-      if (p == Prim::reduce_sum || p == Prim::reduce_prod) require_numeric(p, in[0]);
-      check_axes_unique(p, pr.axes, in[0].ndim(), in[0]);
-      Shape out;
-      for (std::size_t i = 0; i < in[0].ndim(); ++i)
-        if (std::find(pr.axes.begin(), pr.axes.end(), i) == pr.axes.end())
-          out.push_back(in[0].shape[i]);
-        else if ((p == Prim::reduce_max || p == Prim::reduce_min) && in[0].shape[i] == 0)
-          fail(p, fmt::format("zero-size axis {} of {} has no identity", i, in[0].str()));
-      return {{in[0].dtype, out}};
-    }
+    case Prim::reduce_min:
     case Prim::argmax:
-    case Prim::argmin: {
-      check_axes_unique(p, {pr.axis}, in[0].ndim(), in[0]);
-      if (in[0].shape[pr.axis] == 0) fail(p, fmt::format("empty axis {} of {}", pr.axis, in[0].str()));
-      Shape out = in[0].shape;
-      out.erase(out.begin() + pr.axis);
-      return {{DType::int32, out}};
-    }
+    case Prim::argmin: return reduction_aval(p, in[0], pr);
     case Prim::dot_general: return dot_general_aval(p, in[0], in[1], pr);
     case Prim::reshape:
     case Prim::transpose:
@@ -231,102 +345,14 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Param
     case Prim::rev:
     case Prim::concatenate:
     case Prim::pad: return movement_aval(p, in, pr);
-    case Prim::iota:
-      if (pr.dtype == DType::bool_) fail(p, "dtype must be numeric");
-      for (auto d : pr.shape)
-        if (d < 0) fail(p, fmt::format("negative dimension in shape {}", shape_str(pr.shape)));
-      if (pr.axis < 0 || pr.axis >= static_cast<std::int64_t>(pr.shape.size()))
-        fail(p, fmt::format("dimension {} is out of bounds for shape {}", pr.axis, shape_str(pr.shape)));
-      return {{pr.dtype, pr.shape}};
+    case Prim::iota: return iota_aval(p, pr);
     case Prim::cholesky: require_square(p, in[0]); return {in[0]};
-    case Prim::scan: {
-      if (!pr.body) fail(p, "missing body");
-      const auto bin = pr.body->in_avals(), bout = pr.body->out_avals();
-      const std::size_t nc = pr.num_consts, nk = pr.num_carry;
-      if (in.size() != bin.size() || bout.size() < nk)
-        fail(p, fmt::format("{} operands for a body of {} inputs", in.size(), bin.size()));
-      std::vector<AVal> out;
-      for (std::size_t i = 0; i < in.size(); ++i) {
-        AVal want = bin[i];
-        if (i >= nc + nk) want.shape.insert(want.shape.begin(), pr.length);
-        if (!(in[i] == want)) fail(p, fmt::format("operand {} is {}, the body expects {}", i, in[i].str(), want.str()));
-      }
-      for (std::size_t i = 0; i < bout.size(); ++i) {
-        AVal o = bout[i];
-        if (i < nk) {
-          if (!(o == bin[nc + i]))
-            fail(p, fmt::format("the body returns carry {} as {} but takes it as {}", i, o.str(), bin[nc + i].str()));
-        } else {
-          o.shape.insert(o.shape.begin(), pr.length);
-        }
-        out.push_back(o);
-      }
-      return out;
-    }
-    case Prim::cond: {
-      if (pr.branches.empty()) fail(p, "no branches");
-      if (in.empty() || !(in[0] == AVal{DType::int32, {}}))
-        fail(p, fmt::format("the index must be int32[], got {}", in.empty() ? "nothing" : in[0].str()));
-      const std::vector<AVal> ops(in.begin() + 1, in.end());
-      const auto out = pr.branches[0]->out_avals();
-      for (std::size_t k = 0; k < pr.branches.size(); ++k) {
-        if (!pr.branches[k]) fail(p, "a missing branch");
-        if (pr.branches[k]->in_avals() != ops) fail(p, fmt::format("branch {} does not take the operands' types", k));
-        if (pr.branches[k]->out_avals() != out) fail(p, fmt::format("branch {} returns other types than branch 0", k));
-      }
-      return out;
-    }
-    case Prim::while_loop: {
-      if (!pr.body || !pr.cond) fail(p, "missing body or cond");
-      const auto cin = pr.cond->in_avals(), cout = pr.cond->out_avals(), bin = pr.body->in_avals(),
-                 bout = pr.body->out_avals();
-      const std::size_t cc = pr.cond_consts, bc = pr.num_consts;
-      if (in.size() < cc + bc) fail(p, fmt::format("{} operands for {} + {} constants", in.size(), cc, bc));
-      const std::vector<AVal> carry(in.begin() + static_cast<std::ptrdiff_t>(cc + bc), in.end());
-      std::vector<AVal> want_c(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(cc)),
-          want_b(in.begin() + static_cast<std::ptrdiff_t>(cc), in.begin() + static_cast<std::ptrdiff_t>(cc + bc));
-      want_c.insert(want_c.end(), carry.begin(), carry.end());
-      want_b.insert(want_b.end(), carry.begin(), carry.end());
-      if (cin != want_c || cout.size() != 1 || !(cout[0] == AVal{DType::bool_, {}}))
-        fail(p, "cond must map (cond consts, carry) to bool[]");
-      if (bin != want_b || bout != carry) fail(p, "body must map (body consts, carry) to a carry of the same types");
-      return carry;
-    }
-    case Prim::associative_scan: {
-      if (!pr.body) fail(p, "missing body");
-      const auto bin = pr.body->in_avals(), bout = pr.body->out_avals();
-      const std::size_t nc = pr.num_consts, k = in.size() - std::min(in.size(), nc);
-      if (k == 0 || bin.size() != nc + 2 * k || bout.size() != k)
-        fail(p, fmt::format("{} operands for a body of {} inputs and {} outputs", in.size(), bin.size(), bout.size()));
-      const std::int64_t n = in[nc].ndim() > static_cast<std::size_t>(pr.axis) ? in[nc].shape[pr.axis] : -1;
-      for (std::size_t l = 0; l < k; ++l) {
-        AVal e = in[nc + l];
-        if (e.ndim() <= static_cast<std::size_t>(pr.axis) || e.shape[pr.axis] != n)
-          fail(p, fmt::format("element {} is {}, not of length {} along axis {}", l, e.str(), n, pr.axis));
-        e.shape[pr.axis] = 1;
-        if (!(bin[nc + l] == e) || !(bin[nc + k + l] == e) || !(bout[l] == e))
-          fail(p,
-               fmt::format("the body combines {} elements, operand {} is {}", bin[nc + l].str(), l, in[nc + l].str()));
-      }
-      return std::vector<AVal>(in.begin() + nc, in.end());
-    }
-    case Prim::lu: {
-      require_square(p, in[0]);
-      Shape batch(in[0].shape.begin(), in[0].shape.end() - 2);
-      return {in[0], in[0], {in[0].dtype, batch}};
-    }
-    case Prim::triangular_solve: {
-      const AVal &a = in[0], &b = in[1];
-      require_square(p, a);
-      if (b.dtype != a.dtype || b.ndim() != a.ndim()) fail(p, "operands differ in dtype or rank: " + operands(in));
-      const std::size_t nd = a.ndim();
-      if (!std::equal(a.shape.begin(), a.shape.end() - 2, b.shape.begin()))
-        fail(p, "batch dimensions differ: " + operands(in));
-      const auto n = a.shape[nd - 1];
-      if ((pr.left_side ? b.shape[nd - 2] : b.shape[nd - 1]) != n)
-        fail(p, fmt::format("{} does not match the {} matrix {}", b.str(), pr.left_side ? "left" : "right", a.str()));
-      return {b};
-    }
+    case Prim::scan: return scan_aval(p, in, pr);
+    case Prim::cond: return cond_aval(p, in, pr);
+    case Prim::while_loop: return while_aval(p, in, pr);
+    case Prim::associative_scan: return associative_scan_aval(p, in, pr);
+    case Prim::lu:
+    case Prim::triangular_solve: return linalg_aval(p, in, pr);
   }
   fail(p, "unknown primitive");
 }

@@ -193,34 +193,26 @@ std::string reduce_store(const Kernel& k) {
   return k.out.dtype == DType::int32 ? "jx_d2i_wrap(acc)" : store(k.out.dtype, "acc");
 }
 
-// Threads (OpenMP, where the compiler has it) split a kernel only along what the interpreter
-// does independently: output elements, each written once, and the terms of a reduction, which
-// are evaluated in parallel into a scratch block and then accumulated by one thread in the
-// interpreter's order. Results are therefore bit for bit those of the one-thread loop.
-std::string render_kernel(const Kernel& k, const std::string& name, bool is_static, bool parallel) {
-  std::string s = fmt::format("// {}\n{}void {}(const void* const* in_, void* const* out_) {{\n", k.name,
-                              is_static ? "static inline " : "", name);
-  for (std::size_t i = 0; i < k.inputs.size(); ++i)
-    s += fmt::format("  const {0}* restrict in{1} = (const {0}*)in_[{1}];\n", c_type(k.inputs[i].dtype), i);
-  s += fmt::format("  {0}* restrict out = ({0}*)out_[0];\n", c_type(k.out.dtype));
-  std::vector<std::string> idx;
-  for (std::size_t d = 0; d < k.space.size(); ++d) idx.push_back(fmt::format("i{}", d));
-  const SpaceSplit split = split_space(k);  // named members: clang 14 lambdas cannot capture structured bindings
-  const auto& kept = split.kept;
-  const auto& red = split.red;
-  const std::int64_t n_out = split.n_out, n_in = split.n_in;
-  const bool big = parallel && n_out * n_in >= kParallelElements;
-  // over the outputs when there are enough of them; else over each output's terms
-  const bool par_out = big && n_out >= kParallelMinOutputs, par_terms = big && !par_out && k.is_reduction();
+namespace {
+// One kernel's C text as it is written: the text so far and the current indentation.
+struct KernelText {
+  const Kernel& k;
+  std::string s;
   std::string ind = "  ";
-  auto open = [&](const std::vector<std::size_t>& dims) {
+  void open(const std::vector<std::size_t>& dims) {
     for (auto d : dims) {
       s += fmt::format("{0}for (int64_t i{1} = 0; i{1} < {2}; ++i{1}) {{\n", ind, d, k.space[d]);
       ind += "  ";
     }
-  };
+  }
+  void close(std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) {
+      ind.resize(ind.size() - 2);
+      s += ind + "}\n";
+    }
+  }
   // the kept dims' loops, perfectly nested (collapsible); o is the row-major output index
-  auto open_kept = [&] {
+  void open_kept(const std::vector<std::size_t>& kept, bool par_out) {
     if (par_out && !kept.empty())
       s += fmt::format("{}#pragma omp parallel for collapse({}) schedule(static)\n", ind, kept.size());
     open(kept);
@@ -231,62 +223,85 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
       stride *= k.space[*d];
     }
     s += fmt::format("{}const int64_t o = {};\n", ind, o);
-  };
-  auto close = [&](std::size_t n) {
-    for (std::size_t i = 0; i < n; ++i) {
-      ind.resize(ind.size() - 2);
-      s += ind + "}\n";
-    }
-  };
+  }
+};
+
+// A reduction's terms in blocks: evaluated in parallel (the flat term index r gives the reduced
+// dims' indices), accumulated in order; without scratch memory the loop runs on one thread.
+void terms_in_blocks(KernelText& w, const SpaceSplit& split, const std::vector<int>& body,
+                     const std::vector<std::string>& idx) {
+  const Kernel& k = w.k;
+  std::string& s = w.s;
+  std::string& ind = w.ind;
+  s += fmt::format(
+      "{0}for (int64_t b0 = 0; b0 < {1}; b0 += {2}) {{\n{0}  const int64_t nb = {1} - b0 < {2} ? {1} - b0 : {2};\n",
+      ind, split.n_in, kParallelBlock);
+  ind += "  ";
+  s += fmt::format("{}#pragma omp parallel for schedule(static) if (terms != 0)\n", ind);
+  s += fmt::format("{}for (int64_t r = b0; r < b0 + nb; ++r) {{\n", ind);
+  std::int64_t stride = 1;
+  std::string idx_code;
+  for (auto d = split.red.rbegin(); d != split.red.rend(); ++d) {
+    idx_code = fmt::format("{}  const int64_t i{} = r / {} % {};\n", ind, *d, stride, k.space[*d]) + idx_code;
+    stride *= k.space[*d];
+  }
+  s += idx_code + nodes_code(k, body, idx, ind + "  ");
+  s += fmt::format("{0}  if (terms) terms[r - b0] = (double)v{1};\n{0}  else {{\n{2}{0}  }}\n{0}}}\n", ind, k.body,
+                   reduce_update(k, fmt::format("(double)v{}", k.body), ind + "    "));
+  s += fmt::format("{}if (terms)\n{}  for (int64_t r = 0; r < nb; ++r) {{\n", ind, ind);
+  s += reduce_update(k, "terms[r]", ind + "    ") + ind + "  }\n";
+  w.close(1);
+}
+}  // namespace
+
+// Threads (OpenMP, where the compiler has it) split a kernel only along what the interpreter
+// does independently: output elements, each written once, and the terms of a reduction, which
+// are evaluated in parallel into a scratch block and then accumulated by one thread in the
+// interpreter's order. Results are therefore bit for bit those of the one-thread loop.
+std::string render_kernel(const Kernel& k, const std::string& name, bool is_static, bool parallel) {
+  KernelText w{k, fmt::format("// {}\n{}void {}(const void* const* in_, void* const* out_) {{\n", k.name,
+                              is_static ? "static inline " : "", name)};
+  std::string& s = w.s;
+  for (std::size_t i = 0; i < k.inputs.size(); ++i)
+    s += fmt::format("  const {0}* restrict in{1} = (const {0}*)in_[{1}];\n", c_type(k.inputs[i].dtype), i);
+  s += fmt::format("  {0}* restrict out = ({0}*)out_[0];\n", c_type(k.out.dtype));
+  std::vector<std::string> idx;
+  for (std::size_t d = 0; d < k.space.size(); ++d) idx.push_back(fmt::format("i{}", d));
+  const SpaceSplit split = split_space(k);
+  const std::int64_t n_out = split.n_out, n_in = split.n_in;
+  const bool big = parallel && n_out * n_in >= kParallelElements;
+  // over the outputs when there are enough of them; else over each output's terms
+  const bool par_out = big && n_out >= kParallelMinOutputs, par_terms = big && !par_out && k.is_reduction();
   if (!k.is_reduction()) {
-    open_kept();
-    s += nodes_code(k, k.reachable(k.body), idx, ind);
-    s += fmt::format("{}out[o] = {};\n", ind, store(k.out.dtype, fmt::format("v{}", k.body)));
-    close(kept.size());
+    w.open_kept(split.kept, par_out);
+    s += nodes_code(k, k.reachable(k.body), idx, w.ind);
+    s += fmt::format("{}out[o] = {};\n", w.ind, store(k.out.dtype, fmt::format("v{}", k.body)));
+    w.close(split.kept.size());
     return s + "}\n";
   }
   const auto body = k.reachable(k.body);
   if (par_terms)
     s += fmt::format("  double* terms = (double*)malloc(sizeof(double) * {});\n", std::min(n_in, kParallelBlock));
-  open_kept();
-  s += fmt::format("{}double acc = {};\n", ind, reduce_identity(k));
+  w.open_kept(split.kept, par_out);
+  s += fmt::format("{}double acc = {};\n", w.ind, reduce_identity(k));
   if (par_terms) {
-    // blocks of terms: evaluated in parallel (the flat term index r gives the reduced dims'
-    // indices), accumulated in order; without scratch memory the loop runs on one thread
-    s += fmt::format(
-        "{0}for (int64_t b0 = 0; b0 < {1}; b0 += {2}) {{\n{0}  const int64_t nb = {1} - b0 < {2} ? {1} - b0 : {2};\n",
-        ind, n_in, kParallelBlock);
-    ind += "  ";
-    s += fmt::format("{}#pragma omp parallel for schedule(static) if (terms != 0)\n", ind);
-    s += fmt::format("{}for (int64_t r = b0; r < b0 + nb; ++r) {{\n", ind);
-    std::int64_t stride = 1;
-    std::string idx_code;
-    for (auto d = red.rbegin(); d != red.rend(); ++d) {
-      idx_code = fmt::format("{}  const int64_t i{} = r / {} % {};\n", ind, *d, stride, k.space[*d]) + idx_code;
-      stride *= k.space[*d];
-    }
-    s += idx_code + nodes_code(k, body, idx, ind + "  ");
-    s += fmt::format("{0}  if (terms) terms[r - b0] = (double)v{1};\n{0}  else {{\n{2}{0}  }}\n{0}}}\n", ind, k.body,
-                     reduce_update(k, fmt::format("(double)v{}", k.body), ind + "    "));
-    s += fmt::format("{}if (terms)\n{}  for (int64_t r = 0; r < nb; ++r) {{\n", ind, ind);
-    s += reduce_update(k, "terms[r]", ind + "    ") + ind + "  }\n";
-    close(1);
+    terms_in_blocks(w, split, body, idx);
   } else {
-    open(red);
-    s += nodes_code(k, body, idx, ind);
-    s += reduce_update(k, fmt::format("(double)v{}", k.body), ind);
-    close(red.size());
+    w.open(split.red);
+    s += nodes_code(k, body, idx, w.ind);
+    s += reduce_update(k, fmt::format("(double)v{}", k.body), w.ind);
+    w.close(split.red.size());
   }
-  s += reduce_finish(k, ind);
+  s += reduce_finish(k, w.ind);
   if (k.epilogue >= 0) {
     std::vector<std::string> eidx = idx;
-    for (auto d : red) eidx[d] = "0";
-    s += nodes_code(k, k.reachable(k.epilogue), eidx, ind);
-    s += fmt::format("{}out[o] = {};\n", ind, store(k.out.dtype, fmt::format("v{}", k.epilogue)));
+    for (auto d : split.red) eidx[d] = "0";
+    s += nodes_code(k, k.reachable(k.epilogue), eidx, w.ind);
+    s += fmt::format("{}out[o] = {};\n", w.ind, store(k.out.dtype, fmt::format("v{}", k.epilogue)));
   } else {
-    s += fmt::format("{}out[o] = {};\n", ind, reduce_store(k));
+    s += fmt::format("{}out[o] = {};\n", w.ind, reduce_store(k));
   }
-  close(kept.size());
+  w.close(split.kept.size());
   if (par_terms) s += "  free(terms);\n";
   return s + "}\n";
 }
