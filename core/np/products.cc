@@ -120,7 +120,10 @@ Array take_diagonals(Array x, std::string& t) {
 //     no later operand or the output needs; shared letters still needed become batch dims;
 //  4. the result is transposed into the output order.
 Array einsum(const std::string& spec, const std::vector<Array>& operands) {
-  auto [terms, out] = parse_einsum(spec, operands.size());
+  // named members, not a structured binding: clang 14 lambdas cannot capture those
+  const auto parsed = parse_einsum(spec, operands.size());
+  const std::vector<std::string>& terms = parsed.first;
+  const std::string& out = parsed.second;
   std::map<char, std::int64_t> size;
   std::vector<Array> xs;
   std::vector<std::string> ls;
