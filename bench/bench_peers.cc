@@ -1,5 +1,11 @@
 // Kalman workloads compared side by side with JAX (bench/peers/jax_kalman.py implements the same
-// equations): local linear trend, m = 2, float32, the series of bench/peers/README.md.
+// equations): float32, the series of bench/peers/README.md, state dimension m (JX_PEER_M,
+// default 2): m = 2 local linear trend; m = 4 and 8 the trend plus 1 and 3 trigonometric
+// harmonics of period 12; m = 13 the trend plus a full seasonal of period 12; m = 16 the trend
+// plus 7 harmonics of period 52 (dlm::system_matrices builds G and F). W = diag(σ_level²,
+// σ_slope², (σ_obs/10)² for each seasonal state): full rank, so P_{t|t-1} stays well conditioned
+// in float32. Benchmarks are named kalman/<workload>/<backend>/<N>/<m>; median_ms is the median of
+// the per-call times (the statistic the JAX peer reports).
 //   seq_filter    jit(dlm::filter, scan)           sequential filter (one lax.scan)
 //   seq_smoother  jit(dlm::smoothed_states, scan)  filter + reverse r/N smoother scan
 //   par_filter    jit(dlm::filter, assoc)          associative-scan filter (Särkkä & García-Fernández)
@@ -10,7 +16,8 @@
 // Every call's result is read back inside the timed loop (the GPU's work and its wait included).
 // Counters per call: dispatches, submits, host_waits (vulkan), and a checksum the driver
 // compares with JAX's. Backends: JX_PEER_BACKENDS (default "native,vulkan"); sizes: JX_PEER_N
-// (default 100,400,1600,6400,25600,102400); JX_PEER_SKIP ("seq_smoother:vulkan:102400,...");
+// (default 100,400,1600,6400,25600,102400); JX_PEER_M (default 2); JX_PEER_WORKLOADS (default
+// all); JX_PEER_SKIP ("seq_smoother:vulkan:102400" or "...:102400:13" for one m);
 // JX_PEER_MIN_TIME (seconds per benchmark, default 0.5).
 #include <benchmark/benchmark.h>
 
@@ -24,6 +31,7 @@
 #include "core/backends/vulkan/vulkan.h"
 #include "bench/bench_util.h"
 #include "core/jx.h"
+#include <fmt/format.h>
 #include "workloads/dlm/dlm.h"
 
 using namespace jx;
@@ -48,26 +56,46 @@ std::vector<double> series(std::int64_t n) {
 
 struct Model {
   Array y, G, F, x0, C0;
-  std::int64_t n;
+  std::int64_t n, m;
 };
-Model model(std::int64_t n) {
-  const DType d = DType::float32;
-  Model m;
-  m.n = n;
-  auto ys = series(n);
-  m.y = np::array(ys, Shape{n}, d);
-  m.G = np::array({{1.0, 1.0}, {0.0, 1.0}}, d);
-  m.F = np::array({1.0, 0.0}, d);
-  m.x0 = np::array({ys[0], 0.0}, d);
-  m.C0 = np::eye(2, {}, 0, d);
-  return m;
+dlm::Options model_options(std::int64_t m) {
+  dlm::Options o;
+  o.order = 1;
+  switch (m) {
+    case 2: break;
+    case 4: o.trig = 1; break;
+    case 8: o.trig = 3; break;
+    case 13: o.fullseas = true; break;
+    case 16: o.trig = 7, o.ns = 52; break;
+    default: throw Error(fmt::format("bench_peers: no model with m = {} (2, 4, 8, 13, 16)", m));
+  }
+  return o;
 }
-// theta = log standard deviations (observation, level, slope)
-std::pair<Array, Array> noise(const Array& theta, std::int64_t n) {
+Model model(std::int64_t n, std::int64_t m) {
+  const DType d = DType::float32;
+  Model md;
+  md.n = n;
+  md.m = m;
+  auto ys = series(n);
+  md.y = np::array(ys, Shape{n}, d);
+  std::tie(md.G, md.F) = dlm::system_matrices(model_options(m), d);
+  std::vector<double> x0(static_cast<std::size_t>(m), 0.0);
+  x0[0] = ys[0];
+  md.x0 = np::array(x0, Shape{m}, d);
+  md.C0 = np::eye(m, {}, 0, d);
+  return md;
+}
+// theta = log standard deviations (observation, level, slope); W = diag(σ_level², σ_slope²,
+// (σ_obs/10)² for every other state)
+std::pair<Array, Array> noise(const Array& theta, std::int64_t n, std::int64_t m) {
   Array sd = np::exp(theta);
   Array V = np::broadcast_to(np::index(sd, {std::int64_t{0}}), {n});
-  Array W = np::eye(2, {}, 0, theta.dtype()) * np::square(np::index(sd, {np::Slice{1, 3}}));
-  return {V, W};
+  Array w2 = np::square(np::index(sd, {np::Slice{1, 3}}));
+  if (m > 2) {
+    Array rest = np::broadcast_to(np::square(np::index(sd, {std::int64_t{0}}) * 0.1), {m - 2});
+    w2 = np::concatenate({w2, rest});
+  }
+  return {V, np::eye(m, {}, 0, theta.dtype()) * w2};
 }
 Array theta0() { return np::log(np::array({0.3, 0.05, 0.002}, DType::float32)); }
 
@@ -76,11 +104,11 @@ using Fn = std::function<std::vector<Array>(const Array&, const Array&)>;  // (t
 Fn workload(const std::string& name, const Model& m) {
   const bool par = name.rfind("par_", 0) == 0;
   const dlm::Algorithm alg = par ? dlm::Algorithm::assoc : dlm::Algorithm::scan;
-  const std::int64_t n = m.n;
+  const std::int64_t n = m.n, mm = m.m;
   Array G = m.G, F = m.F, x0 = m.x0, C0 = m.C0;
   if (name == "seq_filter" || name == "par_filter")
     return [=](const Array& th, const Array& y) {
-      auto [V, W] = noise(th, n);
+      auto [V, W] = noise(th, n, mm);
       auto fo = dlm::filter(y, V, x0, G, F, W, C0, alg);
       // -2 log L from the filter's innovations, as the checksum
       Array ll = np::sum(fo[2] * fo[2] / fo[3] + np::log(fo[3]));
@@ -88,14 +116,14 @@ Fn workload(const std::string& name, const Model& m) {
     };
   if (name == "seq_smoother" || name == "par_smoother")
     return [=](const Array& th, const Array& y) {
-      auto [V, W] = noise(th, n);
+      auto [V, W] = noise(th, n, mm);
       auto [xs, Cs] = dlm::smoothed_states(y, V, x0, G, F, W, C0, alg);
       return std::vector<Array>{np::sum(xs), xs, Cs};
     };
   if (name == "par_grad" || name == "par_grad_fwd")
     return [=](const Array& th, const Array& y) {
       auto loss = [&](const Array& t) {
-        auto [V, W] = noise(t, n);
+        auto [V, W] = noise(t, n, mm);
         return dlm::minus2_log_lik(y, V, x0, G, F, W, C0, dlm::Algorithm::assoc);
       };
       auto [v, g] = name == "par_grad" ? value_and_grad(loss)(th) : value_and_grad(loss, argnums<0>, forward_mode)(th);
@@ -106,7 +134,7 @@ Fn workload(const std::string& name, const Model& m) {
 
 void run(benchmark::State& st, const std::string& name, const std::string& be) {
   DefaultDeviceScope scope(be);
-  Model m = model(st.range(0));
+  Model m = model(st.range(0), st.range(1));
   auto f = jit(workload(name, m));
   Array th = theta0();
   double check = f(th, m.y)[0].item<double>();  // compile and warm up
@@ -114,13 +142,18 @@ void run(benchmark::State& st, const std::string& name, const std::string& be) {
     vulkan::reset_counters();
     vulkan::reset_timings();
   }
-  double record_s = 0;  // host time of the call itself: tracing cache lookup, recording, submit
+  double record_s = 0;           // host time of the call itself: tracing cache lookup, recording, submit
+  std::vector<double> per_call;  // whole calls, the read-back included
   for (auto _ : st) {
     const auto t0 = std::chrono::steady_clock::now();
     auto out = f(th, m.y);
     record_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     check = out[0].item<double>();
+    per_call.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
+  std::sort(per_call.begin(), per_call.end());
+  if (!per_call.empty())
+    st.counters["median_ms"] = 1e3 * (per_call[(per_call.size() - 1) / 2] + per_call[per_call.size() / 2]) / 2;
   const double calls = static_cast<double>(st.iterations());
   st.counters["call_us"] = record_s / calls * 1e6;
   if (be == "vulkan" && !jxbench::env("JX_VK_TIMING", "").empty()) {  // GPU time per pipeline and call, largest first
@@ -164,23 +197,29 @@ int main(int argc, char** argv) {
   const auto backends = split(env("JX_PEER_BACKENDS", "native,vulkan"));
   const auto sizes = split(env("JX_PEER_N", "100,400,1600,6400,25600,102400"));
   const auto skip = split(env("JX_PEER_SKIP", ""));
+  const auto ms = split(env("JX_PEER_M", "2"));
+  const auto workloads =
+      split(env("JX_PEER_WORKLOADS", "seq_filter,seq_smoother,par_filter,par_smoother,par_grad,par_grad_fwd"));
   const double min_time = std::stod(env("JX_PEER_MIN_TIME", "0.5"));  // seconds per benchmark
   for (const auto& be : backends) {
     if (!backend_available(be)) {
       std::fprintf(stderr, "bench_peers: backend %s unavailable, skipped\n", be.c_str());
       continue;
     }
-    for (const char* w : {"seq_filter", "seq_smoother", "par_filter", "par_smoother", "par_grad", "par_grad_fwd"})
-      for (const auto& n : sizes) {
-        const std::string tag = std::string(w) + ":" + be + ":" + n;
-        if (std::find(skip.begin(), skip.end(), tag) != skip.end()) continue;
-        benchmark::RegisterBenchmark((std::string("kalman/") + w + "/" + be).c_str(),
-                                     [w, be](benchmark::State& st) { run(st, w, be); })
-            ->Arg(std::stoll(n))
-            ->Unit(benchmark::kMillisecond)
-            ->UseRealTime()
-            ->MinTime(min_time);
-      }
+    for (const auto& w : workloads)
+      for (const auto& m : ms)
+        for (const auto& n : sizes) {
+          const std::string tag = w + ":" + be + ":" + n, tag_m = tag + ":" + m;
+          if (std::find(skip.begin(), skip.end(), tag) != skip.end() ||
+              std::find(skip.begin(), skip.end(), tag_m) != skip.end())
+            continue;
+          benchmark::RegisterBenchmark(("kalman/" + w + "/" + be).c_str(),
+                                       [w, be](benchmark::State& st) { run(st, w, be); })
+              ->Args({std::stoll(n), std::stoll(m)})
+              ->Unit(benchmark::kMillisecond)
+              ->UseRealTime()
+              ->MinTime(min_time);
+        }
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

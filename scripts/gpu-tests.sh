@@ -37,7 +37,7 @@ ls .gpu/bin/test_* | xargs -P 4 -I{} bash -c 'run_one {}'
 # fixtures' associative scans on vulkan
 if [ -d .gpu/layers ]; then
   export VK_LAYER_PATH=$root/.gpu/layers LD_LIBRARY_PATH=$root/.gpu/layers:${LD_LIBRARY_PATH:-}
-  for n in test_vulkan test_vulkan_scan test_vulkan_shutdown; do
+  for n in test_vulkan test_vulkan_scan test_vulkan_shutdown test_vulkan_linalg; do
     JX_VULKAN_VALIDATION=1 timeout 1500 ".gpu/bin/$n" --gtest_output="json:$w/validation/$n.json" > "$w/validation/$n.log" 2>&1
     echo $? > "$w/validation/$n.rc"
   done

@@ -9,7 +9,14 @@ Writes DIR/peers.json (every figure, machine, commit, driver versions) and DIR/p
 scripts/bench-report turns peers.json files under bench/results/ into BENCHMARKS.md and plots.
 The checksums (-2 log L, or the sum of smoothed means) of both sides are compared: a ratio is only
 reported where they agree to 1e-3 relative.
+
+Rounds (--rounds R, default 3): both sides run R times, interleaved (jxlab, JAX, jxlab, JAX, ...);
+each side's figure per round is the median of its per-call times; the ratio reported is the median
+of the R rounds' ratios, with their min and max (`rounds` lists them). State dimensions: --m
+(rows carry `m`; `batch` is 1). JAX runs at matmul precision `highest` (its values must agree
+with ours); --jax-default adds one run at its default precision, reported beside (`jax_default_ms`).
 """
+import statistics
 import argparse
 import json
 import os
@@ -50,11 +57,12 @@ def jx_results(path):
         doc = json.load(f)
     out = {}
     for b in doc["benchmarks"]:
-        # kalman/<workload>/<backend>/<N>/min_time:.../real_time
+        # kalman/<workload>/<backend>/<N>/<m>/min_time:.../real_time
         parts = b["name"].split("/")
         wl, be, n = parts[1], parts[2], int(parts[3])
-        ms = b["real_time"] * {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]]
-        out[(wl, n)] = {"ms": ms, "backend": be, "checksum": b.get("checksum"),
+        m = int(parts[4]) if len(parts) > 4 and parts[4].isdigit() else 2
+        ms = b.get("median_ms", b["real_time"] * {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]])
+        out[(wl, n, m)] = {"ms": ms, "backend": be, "checksum": b.get("checksum"),
                         **{k: b[k] for k in ("dispatches", "submits", "host_waits", "barriers") if k in b}}
     return out, doc.get("context", {})
 
@@ -62,7 +70,8 @@ def jx_results(path):
 def jax_results(path):
     with open(path) as f:
         doc = json.load(f)
-    return {(r["workload"], r["n"]): r for r in doc["results"]}, {k: v for k, v in doc.items() if k != "results"}
+    return ({(r["workload"], r["n"], r.get("m", 2)): r for r in doc["results"]},
+            {k: v for k, v in doc.items() if k != "results"})
 
 
 def agree(a, b):
@@ -70,49 +79,77 @@ def agree(a, b):
     return ca is not None and cb is not None and abs(ca - cb) <= 1e-3 * max(1.0, abs(cb))
 
 
-def compare(kind, jx, jx_ctx, jax, jax_ctx):
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def compare(kind, jx_rounds, jx_ctx, jax_rounds, jax_ctx, jax_default=None):
+    """Rows per (workload, N, m) over R interleaved rounds: each side's median over rounds, the
+    rounds' ratios (where the checksums agree) and their median, min and max."""
+    keys = set()
+    for r in jx_rounds + jax_rounds:
+        keys |= set(r)
     rows = []
-    for (wl, n) in sorted(set(jx) | set(jax), key=lambda k: (WORKLOADS.index(k[0]), k[1])):
-        a, b = jx.get((wl, n)), jax.get((wl, n))
-        row = {"workload": wl, "n": n, "jx_ms": a and a["ms"], "jax_ms": b and b["ms"]}
+    for key in sorted(keys, key=lambda k: (k[2], WORKLOADS.index(k[0]), k[1])):
+        wl, n, m = key
+        a = [r[key] for r in jx_rounds if key in r]
+        b = [r[key] for r in jax_rounds if key in r]
+        row = {"workload": wl, "n": n, "m": m, "batch": 1, "jx_ms": med([x["ms"] for x in a]),
+               "jax_ms": med([x["ms"] for x in b])}
+        if jax_default and key in jax_default:
+            row["jax_default_ms"] = jax_default[key]["ms"]
         if a:
-            row.update({k: a[k] for k in ("dispatches", "submits", "host_waits", "barriers") if k in a})
+            row.update({k: a[-1][k] for k in ("dispatches", "submits", "host_waits", "barriers") if k in a[-1]})
         if a and b:
-            row["checksums"] = [a.get("checksum"), b.get("checksum")]
-            row["checksums_agree"] = agree(a, b)
+            row["checksums"] = [a[-1].get("checksum"), b[-1].get("checksum")]
+            row["checksums_agree"] = all(agree(x, y) for x, y in zip(a, b))
             if row["checksums_agree"]:
-                row["ratio"] = a["ms"] / b["ms"]
+                row["rounds"] = [x["ms"] / y["ms"] for x, y in zip(a, b)]
+                row["ratio"] = med(row["rounds"])
+                row["ratio_min"], row["ratio_max"] = min(row["rounds"]), max(row["rounds"])
         rows.append(row)
+    by = {(r["workload"], r["n"], r["m"]): r for r in rows}
     targets = []
     for wl in WORKLOADS:
         if (kind, wl) not in TARGETS:
             continue
         t, peer = TARGETS[(kind, wl)]
-        ns = [n for (w, n) in jx if w == wl and (peer, n) in jax and agree(jx[(w, n)], jax[(peer, n)])]
-        if not ns:
-            continue
-        n = max(ns)
-        ratio = jx[(wl, n)]["ms"] / jax[(peer, n)]["ms"]
-        targets.append({"workload": wl, "versus": peer, "n": n, "target": t, "ratio": ratio, "met": ratio <= t})
-    return {"kind": kind, "jx_context": jx_ctx, "jax": jax_ctx, "rows": rows, "targets": targets}
+        for m in sorted({k[2] for k in by}):
+            ns = [n for (w, n, mm) in by if w == wl and mm == m and "ratio" in by[(w, n, mm)] and (peer, n, m) in by
+                  and "ratio" in by[(peer, n, m)]]
+            if not ns:
+                continue
+            n = max(ns)
+            ratios = [x["ms"] / y["ms"] for x, y in zip([r[(wl, n, m)] for r in jx_rounds if (wl, n, m) in r],
+                                                         [r[(peer, n, m)] for r in jax_rounds if (peer, n, m) in r])]
+            ratio = med(ratios)
+            targets.append({"workload": wl, "versus": peer, "n": n, "m": m, "target": t, "ratio": ratio,
+                            "ratio_min": min(ratios), "ratio_max": max(ratios), "met": ratio <= t})
+    return {"kind": kind, "rounds": len(jx_rounds), "jx_context": jx_ctx, "jax": jax_ctx, "rows": rows,
+            "targets": targets}
 
 
 def markdown(doc):
     lines = [f"# jxlab vs JAX, {doc['date']} on {doc['machine']}", "",
-             f"commit {doc['commit']}; driver `bench/peers/compare.py`; float32 local linear trend (m = 2).", ""]
+             f"commit {doc['commit']}; driver `bench/peers/compare.py`; float32; ratio = median of the rounds' "
+             "ratios [min, max]; JAX at matmul precision highest (its default precision's time beside).", ""]
     for c in doc["comparisons"]:
         who = "vulkan vs JAX on the GPU" if c["kind"] == "gpu" else "native vs JAX on the CPU"
         lines += [f"## {who} ({c['jax'].get('device', '?')}, JAX {c['jax'].get('jax_version', '?')})", "",
-                  "| workload | N | jxlab ms | JAX ms | ratio | dispatches | submits |", "|---|---|---|---|---|---|---|"]
+                  "| workload | m | N | jxlab ms | JAX ms | JAX default ms | ratio [min, max] | dispatches | submits |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in c["rows"]:
             f = lambda v, p=3: "—" if v is None else f"{v:.{p}f}"
-            ratio = f(r.get("ratio"), 3) if "ratio" in r else ("checksums differ" if "checksums" in r else "—")
-            lines.append(f"| {r['workload']} | {r['n']} | {f(r['jx_ms'])} | {f(r['jax_ms'])} | {ratio} | "
-                         f"{f(r.get('dispatches'), 0)} | {f(r.get('submits'), 0)} |")
-        lines += ["", "| target | N | ratio | target | met |", "|---|---|---|---|---|"]
+            ratio = (f"{r['ratio']:.3f} [{r['ratio_min']:.3f}, {r['ratio_max']:.3f}]" if "ratio" in r
+                     else ("checksums differ" if "checksums" in r else "—"))
+            lines.append(f"| {r['workload']} | {r.get('m', 2)} | {r['n']} | {f(r['jx_ms'])} | {f(r['jax_ms'])} | "
+                         f"{f(r.get('jax_default_ms'))} | {ratio} | {f(r.get('dispatches'), 0)} | {f(r.get('submits'), 0)} |")
+        lines += ["", "| target | m | N | ratio [min, max] | target | met |", "|---|---|---|---|---|---|"]
         for t in c["targets"]:
             vs = f" (vs JAX {t['versus']})" if t.get("versus", t["workload"]) != t["workload"] else ""
-            lines.append(f"| {t['workload']}{vs} | {t['n']} | {t['ratio']:.3f} | ≤ {t['target']} | {'yes' if t['met'] else 'no'} |")
+            lines.append(f"| {t['workload']}{vs} | {t.get('m', 2)} | {t['n']} | {t['ratio']:.3f} "
+                         f"[{t.get('ratio_min', t['ratio']):.3f}, {t.get('ratio_max', t['ratio']):.3f}] | "
+                         f"≤ {t['target']} | {'yes' if t['met'] else 'no'} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -126,6 +163,10 @@ def main():
     ap.add_argument("--n", default="100,400,1600,6400,25600,102400")
     ap.add_argument("--skip-jax", default="", help="workload:N pairs JAX does not run (too slow)")
     ap.add_argument("--skip-jx", default="", help="workload:backend:N triples jxlab does not run")
+    ap.add_argument("--m", default="2", help="state dimensions (2, 4, 8, 13, 16)")
+    ap.add_argument("--workloads", default="", help="only these workloads (default all)")
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of both sides")
+    ap.add_argument("--jax-default", action="store_true", help="also time JAX at its default matmul precision")
     ap.add_argument("--commit", default=os.environ.get("JX_COMMIT", "unknown"))
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
@@ -135,15 +176,26 @@ def main():
     kinds = (["gpu"] if a.gpu else []) + (["cpu"] if a.cpu else [])
     for kind in kinds:
         be, plat = ("vulkan", "cuda") if kind == "gpu" else ("native", "cpu")
-        jx_json = os.path.join(a.out, f"jx-{kind}.json")
-        jax_json = os.path.join(a.out, f"jax-{kind}.json")
-        run(f"{a.jx} --benchmark_out={jx_json} --benchmark_out_format=json",
-            {"JX_PEER_BACKENDS": be, "JX_PEER_N": a.n, "JX_PEER_SKIP": a.skip_jx, "JX_LIMITS": "device"}, log)
-        run([sys.executable, os.path.join(HERE, "jax_kalman.py"), "--out", jax_json, "--n", a.n, "--skip", a.skip_jax],
-            {"JAX_PLATFORMS": plat}, log)
-        jx, jx_ctx = jx_results(jx_json)
-        jax, jax_ctx = jax_results(jax_json)
-        doc["comparisons"].append(compare(kind, jx, jx_ctx, jax, jax_ctx))
+        jax_cmd = [sys.executable, os.path.join(HERE, "jax_kalman.py"), "--n", a.n, "--m", a.m, "--skip", a.skip_jax,
+                   "--workloads", a.workloads]
+        jx_rounds, jax_rounds = [], []
+        for r in range(a.rounds):
+            jx_json = os.path.join(a.out, f"jx-{kind}-{r}.json")
+            jax_json = os.path.join(a.out, f"jax-{kind}-{r}.json")
+            run(f"{a.jx} --benchmark_out={jx_json} --benchmark_out_format=json",
+                {"JX_PEER_BACKENDS": be, "JX_PEER_N": a.n, "JX_PEER_M": a.m, "JX_PEER_SKIP": a.skip_jx,
+                 "JX_LIMITS": "device", **({"JX_PEER_WORKLOADS": a.workloads} if a.workloads else {})}, log)
+            run(jax_cmd + ["--out", jax_json], {"JAX_PLATFORMS": plat}, log)
+            jx, jx_ctx = jx_results(jx_json)
+            jax, jax_ctx = jax_results(jax_json)
+            jx_rounds.append(jx)
+            jax_rounds.append(jax)
+        jax_default = None
+        if a.jax_default:
+            d_json = os.path.join(a.out, f"jax-{kind}-default.json")
+            run(jax_cmd + ["--out", d_json, "--precision", "default"], {"JAX_PLATFORMS": plat}, log)
+            jax_default = jax_results(d_json)[0]
+        doc["comparisons"].append(compare(kind, jx_rounds, jx_ctx, jax_rounds, jax_ctx, jax_default))
     with open(os.path.join(a.out, "peers.json"), "w") as f:
         json.dump(doc, f, indent=1)
     with open(os.path.join(a.out, "peers.md"), "w") as f:

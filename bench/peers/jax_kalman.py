@@ -1,16 +1,21 @@
 #!/usr/bin/env python3
 """JAX peer of bench/bench_peers.cc: the same Kalman workloads, model, series and sizes.
 
-Local linear trend (m = 2, float32): G = [[1, 1], [0, 1]], F = [1, 0], V = sd_obs,
-W = diag(sd_level^2, sd_slope^2), x0 = [y_0, 0], C0 = I. The equations follow
+float32, state dimension m (--m): m = 2 local linear trend, G = [[1, 1], [0, 1]], F = [1, 0];
+m = 4 / 8 the trend plus 1 / 3 trigonometric harmonics of period 12; m = 13 the trend plus a full
+seasonal of period 12; m = 16 the trend plus 7 harmonics of period 52 (as dlm::system_matrices
+builds them). V = sd_obs, W = diag(sd_level^2, sd_slope^2, (sd_obs/10)^2 ...), x0 = [y_0, 0, ...],
+C0 = I. The equations follow
 workloads/dlm/dlm.cc (prediction-form filter, r/N smoother) and workloads/dlm/dlm_assoc.cc
 (associative-scan filter and smoother) line by line, so the checksums agree.
 
-  python3 jax_kalman.py --out FILE [--n 100,400,...] [--skip seq_smoother:102400,...]
+  python3 jax_kalman.py --out FILE [--n 100,400,...] [--m 2,13] [--skip seq_smoother:102400[:m],...]
+        [--precision highest|default] [--workloads seq_filter,...]
 Platform: JAX_PLATFORMS=cpu or cuda (the driver sets it). Each case: one call to compile and warm
 up, then timed calls (result blocked on) until 0.5 s or 20 calls, at least one; the median is kept.
 """
 import argparse
+import itertools
 import json
 import math
 import os
@@ -38,9 +43,39 @@ def series(n):
     return np.sin(2 * math.pi * tf / 365.0) + 2 * np.sin(2 * math.pi * tf / 5000.0) + u
 
 
-def noise(theta, n):
+def system_matrices(m):
+    """G, F as workloads/dlm/dlm.cc's system_matrices builds them for bench_peers.cc's models."""
+    order_trig_full_ns = {2: (0, False, 12), 4: (1, False, 12), 8: (3, False, 12), 13: (0, True, 12), 16: (7, False, 52)}
+    trig, full, ns = order_trig_full_ns[m]
+    blocks, f = [np.array([[1.0, 1.0], [0.0, 1.0]])], [1.0, 0.0]
+    if full:
+        k = ns - 1
+        g = np.zeros((k, k))
+        g[0, :] = -1.0
+        for i in range(1, k):
+            g[i, i - 1] = 1.0
+        blocks.append(g)
+        f += [1.0] + [0.0] * (k - 1)
+    for i in range(1, trig + 1):
+        a = 2.0 * math.pi * i / ns
+        c, s = math.cos(a), math.sin(a)
+        blocks.append(np.array([[c]]) if 2 * i == ns else np.array([[c, s], [-s, c]]))
+        f += [1.0] + [0.0] * (blocks[-1].shape[0] - 1)
+    G = np.zeros((m, m))
+    o = 0
+    for b in blocks:
+        G[o:o + b.shape[0], o:o + b.shape[0]] = b
+        o += b.shape[0]
+    assert o == m and len(f) == m
+    return jnp.asarray(G, DT), jnp.asarray(np.array(f), DT)
+
+
+def noise(theta, n, m):
     sd = jnp.exp(theta)
-    return jnp.broadcast_to(sd[0], (n,)), jnp.eye(2, dtype=DT) * jnp.square(sd[1:3])
+    w2 = jnp.square(sd[1:3])
+    if m > 2:
+        w2 = jnp.concatenate([w2, jnp.broadcast_to(jnp.square(sd[0] * 0.1), (m - 2,))])
+    return jnp.broadcast_to(sd[0], (n,)), jnp.eye(m, dtype=DT) * w2
 
 
 def outer(a, b):
@@ -82,7 +117,10 @@ def rn_smoother(fo, of, G, F):
     return xs, Cs
 
 
-def inv2(a):
+def inv(a):
+    """As dlm_assoc.cc: m = 2 in closed form, larger m through LU."""
+    if a.shape[-1] != 2:
+        return jnp.linalg.inv(a)
     p, q, r, s = a[..., 0, 0], a[..., 0, 1], a[..., 1, 0], a[..., 1, 1]
     det = p * s - q * r
     return jnp.stack([jnp.stack([s, -q], -1), jnp.stack([-r, p], -1)], -2) / det[..., None, None]
@@ -120,8 +158,8 @@ def assoc_filter(y, V, x0, G, F, W, C0):
         Ai, bi, Ci, ei, Ji = i
         Aj, bj, Cj, ej, Jj = j
         Ik = jnp.eye(m, dtype=DT)
-        AjM = Aj @ inv2(Ik + Ci @ Jj)
-        AiTN = mT(Ai) @ inv2(Ik + Jj @ Ci)
+        AjM = Aj @ inv(Ik + Ci @ Jj)
+        AiTN = mT(Ai) @ inv(Ik + Jj @ Ci)
         return (AjM @ Ai, mv(AjM, bi + mv(Ci, ej)) + bj, AjM @ Ci @ mT(Aj) + Cj,
                 mv(AiTN, ej - mv(Jj, bi)) + ei, AiTN @ Jj @ Ai + Ji)
 
@@ -147,7 +185,7 @@ def assoc_smoother(af, G):
     n = xu.shape[0]
     last = jnp.arange(n) == n - 1
     GP = G @ Pu
-    Et = mT(inv2(Pp) @ GP)
+    Et = mT(inv(Pp) @ GP)
     E0 = jnp.where(last[:, None, None], 0.0, Et)
     g = xu - mv(E0, xp)
     L = Pu - E0 @ GP
@@ -164,36 +202,35 @@ def minus2_loglik(v, Cp, y):
     return jnp.sum(jnp.where(jnp.logical_not(jnp.isnan(y)), v * v / Cp + jnp.log(Cp), 0.0))
 
 
-def workloads(y):
+def workloads(y, m):
     n = y.shape[0]
-    G = jnp.array([[1.0, 1.0], [0.0, 1.0]], DT)
-    F = jnp.array([1.0, 0.0], DT)
-    x0 = jnp.array([y[0], 0.0], DT)
-    C0 = jnp.eye(2, dtype=DT)
+    G, F = system_matrices(m)
+    x0 = jnp.zeros(m, DT).at[0].set(y[0])
+    C0 = jnp.eye(m, dtype=DT)
 
     def seq_filter(th, y):
-        V, W = noise(th, n)
+        V, W = noise(th, n, m)
         (xf, Cf, v, Cp, K), _ = filt(y, V, x0, G, F, W, C0)
         return jnp.sum(v * v / Cp + jnp.log(Cp)), xf, Cf
 
     def seq_smoother(th, y):
-        V, W = noise(th, n)
+        V, W = noise(th, n, m)
         fo, of = filt(y, V, x0, G, F, W, C0)
         xs, Cs = rn_smoother(fo, of, G, F)
         return jnp.sum(xs), xs, Cs
 
     def par_filter(th, y):
-        V, W = noise(th, n)
+        V, W = noise(th, n, m)
         xf, Cf, v, Cp = assoc_outputs(assoc_filter(y, V, x0, G, F, W, C0), y, V, x0, G, F, C0)
         return jnp.sum(v * v / Cp + jnp.log(Cp)), xf, Cf
 
     def par_smoother(th, y):
-        V, W = noise(th, n)
+        V, W = noise(th, n, m)
         xs, Cs = assoc_smoother(assoc_filter(y, V, x0, G, F, W, C0), G)
         return jnp.sum(xs), xs, Cs
 
     def par_loss(th, y):
-        V, W = noise(th, n)
+        V, W = noise(th, n, m)
         _, _, v, Cp = assoc_outputs(assoc_filter(y, V, x0, G, F, W, C0), y, V, x0, G, F, C0)
         return minus2_loglik(v, Cp, y)
 
@@ -212,17 +249,25 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--n", default="100,400,1600,6400,25600,102400")
     ap.add_argument("--skip", default="", help="workload:N pairs not to run")
+    ap.add_argument("--m", default="2", help="state dimensions (2, 4, 8, 13, 16)")
+    ap.add_argument("--workloads", default="", help="only these workloads (default all)")
+    ap.add_argument("--precision", default="highest", choices=["highest", "default"],
+                    help="jax_default_matmul_precision (default TF32 matmuls lose accuracy at larger m)")
     ap.add_argument("--budget", type=float, default=0.5, help="seconds of timed calls per case")
     a = ap.parse_args()
+    if a.precision == "highest":
+        jax.config.update("jax_default_matmul_precision", "highest")
+    only = set(w for w in a.workloads.split(",") if w)
     skip = set(s for s in a.skip.split(",") if s)
     dev = jax.devices()[0]
     res = {"peer": "jax", "jax_version": jax.__version__, "platform": dev.platform,
-           "device": getattr(dev, "device_kind", str(dev)), "host": platform.node(), "results": []}
+           "device": getattr(dev, "device_kind", str(dev)), "host": platform.node(), "precision": a.precision,
+           "results": []}
     theta = jnp.log(jnp.array([0.3, 0.05, 0.002], DT))
-    for n in [int(x) for x in a.n.split(",")]:
+    for m, n in itertools.product([int(x) for x in a.m.split(",")], [int(x) for x in a.n.split(",")]):
         y = jnp.asarray(series(n), DT)
-        for name, fn in workloads(y).items():
-            if f"{name}:{n}" in skip:
+        for name, fn in workloads(y, m).items():
+            if f"{name}:{n}" in skip or f"{name}:{n}:{m}" in skip or (only and name not in only):
                 continue
             f = jax.jit(fn)
             t0 = time.perf_counter()
@@ -235,9 +280,9 @@ def main():
                 times.append(time.perf_counter() - t0)
             checksum = float(out[0])
             ms = statistics.median(times) * 1e3
-            res["results"].append({"workload": name, "n": n, "ms": ms, "first_call_ms": first * 1e3,
-                                   "calls": len(times), "checksum": checksum})
-            print(f"{name:14s} N={n:7d} {ms:10.3f} ms  (first {first * 1e3:.0f} ms, {len(times)} calls)  checksum {checksum:.6g}",
+            res["results"].append({"workload": name, "n": n, "m": m, "batch": 1, "ms": ms,
+                                   "first_call_ms": first * 1e3, "calls": len(times), "checksum": checksum})
+            print(f"{name:14s} N={n:7d} m={m:2d} {ms:10.3f} ms  (first {first * 1e3:.0f} ms, {len(times)} calls)  checksum {checksum:.6g}",
                   flush=True)
     with open(a.out + ".tmp", "w") as f:
         json.dump(res, f, indent=1)

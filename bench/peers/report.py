@@ -19,14 +19,15 @@ def plot(comp, outdir, stem):
     data = os.path.join(outdir, f"{stem}.dat")
     blocks = []
     with open(data, "w") as f:
-        for wl in WORKLOADS:
-            rows = [r for r in comp["rows"] if r["workload"] == wl]
-            for who, key in (("jxlab", "jx_ms"), ("JAX", "jax_ms")):
-                pts = [(r["n"], r[key]) for r in rows if r.get(key)]
-                if not pts:
-                    continue
-                f.write(f"# {wl} {who}\n" + "".join(f"{n} {ms}\n" for n, ms in pts) + "\n\n")
-                blocks.append(f"{wl} ({who})")
+        for m in sorted({r.get("m", 2) for r in comp["rows"]}):
+            for wl in WORKLOADS:
+                rows = [r for r in comp["rows"] if r["workload"] == wl and r.get("m", 2) == m]
+                for who, key in (("jxlab", "jx_ms"), ("JAX", "jax_ms")):
+                    pts = [(r["n"], r[key]) for r in rows if r.get(key)]
+                    if not pts:
+                        continue
+                    f.write(f"# {wl} m={m} {who}\n" + "".join(f"{n} {ms}\n" for n, ms in pts) + "\n\n")
+                    blocks.append(f"{wl} m={m} ({who})")
     title = "vulkan vs JAX on the GPU" if comp["kind"] == "gpu" else "native vs JAX on the CPU"
     script = ["set termoption noenhanced", f'set title "{title}: time per call"', "set logscale xy", 'set xlabel "N (steps)"', 'set ylabel "ms"',
               "set key outside right", "set grid"]

@@ -546,6 +546,10 @@ bool routine_has_shader(Prim p) {
   return p == Prim::pad || p == Prim::concatenate || p == Prim::argmax || p == Prim::argmin;
 }
 
+bool routine_inlines(Prim p) {
+  return routine_has_shader(p) || p == Prim::cholesky || p == Prim::triangular_solve || p == Prim::lu;
+}
+
 std::string routine_element_code(const Op& op, const std::string& elem, Shader& sh,
                                  const std::function<std::string(int, const std::string&)>& load,
                                  const StoreFn& store) {

@@ -46,6 +46,9 @@ using StoreFn = std::function<std::string(const std::string& value)>;
 std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Shader& sh, const StoreFn& store);
 // The same for the routines that have shaders (pad, concatenate, argmax, argmin).
 bool routine_has_shader(Prim p);
+// Routines a fused scan body or an associative-scan combine can inline: those, and the linear
+// algebra of glsl_linalg.h (one invocation per matrix).
+bool routine_inlines(Prim p);
 std::string routine_element_code(const Op& op, const std::string& elem, Shader& sh,
                                  const std::function<std::string(int, const std::string&)>& load, const StoreFn& store);
 

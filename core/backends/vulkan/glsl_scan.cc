@@ -1,5 +1,7 @@
 #include "core/backends/vulkan/glsl_scan.h"
 
+#include "core/backends/vulkan/glsl_linalg.h"
+
 #include <algorithm>
 #include <functional>
 #include <fmt/format.h>
@@ -85,7 +87,8 @@ std::string shared_decl(std::int64_t words, bool checked) {
 
 // reg: one register per buffer (elementwise bodies); local: a local array per buffer, indexed
 // by constants in single-invocation bodies, so the compiler keeps it in registers.
-enum class Home : std::uint8_t { global_in, global_x, shared, reg, local };
+// global_out: a body buffer spilled past the results in gout (workgroup memory too small)
+enum class Home : std::uint8_t { global_in, global_x, shared, reg, local, global_out };
 struct Loc {
   Home home;
   std::int64_t base = 0;  // words (packed buffer or shared memory)
@@ -100,6 +103,7 @@ std::string read_loc(const Loc& l, int buffer, const std::string& i) {
     case Home::shared: return sread(l.aval.dtype, std::to_string(l.base), i);
     case Home::reg: return fmt::format("r{}", buffer);
     case Home::local: return fmt::format("L{}[{}]", buffer, i);
+    case Home::global_out: return gread("gout", l.aval.dtype, l.base, i);
   }
   return "0";
 }
@@ -107,6 +111,7 @@ std::string read_loc(const Loc& l, int buffer, const std::string& i) {
 // Writes element `i` of a body buffer kept in workgroup memory or a local array.
 std::string write_loc(const Loc& l, int buffer, const std::string& i, const std::string& v) {
   if (l.home == Home::local) return fmt::format("L{}[{}] = {};\n", buffer, i, v);
+  if (l.home == Home::global_out) return gwrite(l.aval.dtype, l.base, i, v);
   return swrite(l.aval.dtype, std::to_string(l.base), i, v);
 }
 
@@ -161,7 +166,7 @@ namespace {
 std::string unsupported_body(const Program& b) {
   for (const Step& st : b.steps) {
     if (st.kind == Step::Kind::control) return "a nested scan in the body";
-    if (st.kind == Step::Kind::routine && !routine_has_shader(b.routines[st.index].prim))
+    if (st.kind == Step::Kind::routine && !routine_inlines(b.routines[st.index].prim))
       return fmt::format("the body has a {} routine (it runs on the host)", prim_name(b.routines[st.index].prim));
   }
   return "";
@@ -192,12 +197,41 @@ struct ShaderLayout {
   std::int64_t n = -1;  // elementwise: the elements of every non-constant buffer
   bool ew = false, single = false, staged = false;
   std::int64_t smem = 0;  // words of workgroup memory
+  bool spilled = false;   // some buffers live in gout past the results (barriers cover buffer memory)
   std::vector<Loc> loc = {};
   // a carry slot rewritten from elsewhere while an output still reads it (it needs staging)
   bool updated(int slot) const { return b.outputs[slot - nc] != slot; }
 };
 
-ShaderLayout layout_of(const ScanProgram& sp, const ScanShader& out) {
+constexpr std::int64_t kSpillWidest = 4 * kWorkgroup;
+
+// Buffers kept in workgroup memory when all of them do not fit in `shared_words`: the largest
+// temporaries move to global memory first, then the largest carries (spill[i] set; the carries'
+// staging copies stay in workgroup memory).
+std::vector<bool> spill_plan(const ShaderLayout& L, std::int64_t shared_words_max) {
+  const Program& b = L.b;
+  std::vector<bool> spill(b.buffers.size(), false);
+  // Only bodies of small buffers (matrices up to 32 × 32): one workgroup striding over wide
+  // buffers in global memory is no faster than a dispatch per step over the whole GPU.
+  for (std::size_t i = L.nc; i < b.buffers.size(); ++i)
+    if (b.buffers[i].size() > kSpillWidest) return spill;
+  std::int64_t need = L.smem;
+  std::vector<int> order;
+  for (std::size_t i = L.nc; i < b.buffers.size(); ++i)
+    if (i < static_cast<std::size_t>(L.nc + L.nk) || i >= static_cast<std::size_t>(L.nin)) order.push_back(int(i));
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+    const bool tx = x >= L.nin, ty = y >= L.nin;  // temporaries first, larger first
+    return tx != ty ? tx : shared_words(b.buffers[x]) > shared_words(b.buffers[y]);
+  });
+  for (int i : order) {
+    if (need <= shared_words_max) break;
+    spill[i] = true;
+    need -= shared_words(b.buffers[i]);
+  }
+  return spill;
+}
+
+ShaderLayout layout_of(const ScanProgram& sp, ScanShader& out, std::int64_t shared_words_max) {
   const Program& b = sp.body;
   ShaderLayout L{b,
                  sp.num_consts,
@@ -230,19 +264,29 @@ ShaderLayout layout_of(const ScanProgram& sp, const ScanShader& out) {
   for (int i = 0; i < nc; ++i) loc[i] = {Home::global_in, out.in_words[i], b.buffers[i]};
   for (int i = nc + nk; i < nin; ++i) loc[i] = {Home::global_x, out.in_words[i], b.buffers[i]};
   std::int64_t& smem = L.smem;
+  for (int o : b.outputs)
+    if (o >= nc && o < nc + nk && L.updated(o)) L.staged = true;
+  for (std::size_t i = nc; i < b.buffers.size(); ++i)
+    if ((i < static_cast<std::size_t>(nc + nk) || i >= static_cast<std::size_t>(nin)) && !ew && !single)
+      smem += shared_words(b.buffers[i]) +
+              (L.staged && i < static_cast<std::size_t>(nc + nk) && L.updated(int(i)) ? shared_words(b.buffers[i]) : 0);
+  const std::vector<bool> spill = spill_plan(L, shared_words_max);
+  smem = 0;
   for (std::size_t i = nc; i < b.buffers.size(); ++i) {
     if (i >= static_cast<std::size_t>(nc + nk) && i < static_cast<std::size_t>(nin)) continue;
     if (ew) {
       loc[i] = {Home::reg, 0, b.buffers[i]};
     } else if (single) {
       loc[i] = {Home::local, 0, b.buffers[i]};
+    } else if (spill[i]) {
+      loc[i] = {Home::global_out, out.out_size, b.buffers[i]};
+      out.out_size = align4(out.out_size + packed_words(b.buffers[i]));
+      L.spilled = true;
     } else {
       loc[i] = {Home::shared, smem, b.buffers[i]};
       smem += shared_words(b.buffers[i]);
     }
   }
-  for (int o : b.outputs)
-    if (o >= nc && o < nc + nk && L.updated(o)) L.staged = true;
   loc.resize(b.buffers.size() + nk);
   if (L.staged && !ew)
     for (int k = 0; k < nk; ++k)
@@ -306,6 +350,13 @@ std::string elementwise_body(const ShaderLayout& L, ScanShader& out, const ScanL
   return s;
 }
 
+std::int64_t spilled_bytes(const ShaderLayout& L) {
+  std::int64_t w = 0;
+  for (const Loc& l : L.loc)
+    if (l.home == Home::global_out) w += packed_words(l.aval);
+  return w * 4;
+}
+
 // The one-workgroup body (single: one invocation): each step's kernels and routines strided
 // over the workgroup, a barrier where a buffer is read after a write. Adds the loop iterations
 // one step costs an invocation to per_step.
@@ -325,7 +376,8 @@ std::string workgroup_body(const ShaderLayout& L, ScanShader& out, const ScanLim
                        "one workgroup, one invocation (every step has at most {} elements), carries and temporaries in "
                        "local arrays",
                        single_max())
-                 : fmt::format("one workgroup, {} bytes of carries and temporaries in workgroup memory", smem * 4);
+                 : fmt::format("one workgroup, {} bytes of carries and temporaries in workgroup memory{}", smem * 4,
+                               L.spilled ? fmt::format(" ({} bytes more in global memory)", spilled_bytes(L)) : "");
   sh.invocations = kWorkgroup;
   s += "const int lid = int(gl_LocalInvocationIndex);\n";
   if (single) {
@@ -336,7 +388,8 @@ std::string workgroup_body(const ShaderLayout& L, ScanShader& out, const ScanLim
   }
   auto strided = [single](std::int64_t m, const std::string& body) { return strided_loop(m, body, single); };
   auto strided_iterations = [single](std::int64_t m) { return loop_iterations(m, single); };
-  const std::string barrier = single ? "" : "barrier();\n";
+  // a spilled buffer's writes reach the workgroup's other invocations through buffer memory
+  const std::string barrier = single ? "" : L.spilled ? "memoryBarrierBuffer();\nbarrier();\n" : "barrier();\n";
   for (int k = 0; k < nk; ++k) {
     const Loc& l = loc[nc + k];
     const DType d = l.aval.dtype;
@@ -351,7 +404,8 @@ std::string workgroup_body(const ShaderLayout& L, ScanShader& out, const ScanLim
   int barriers = 0;
   for (const Step& st : b.steps) {
     if (st.kind == Step::Kind::free) continue;
-    bool need = written.count(st.out[0]) || read.count(st.out[0]);
+    bool need = false;
+    for (int o : st.out) need = need || written.count(o) || read.count(o);
     for (int i : st.in) need = need || written.count(i);
     if (need) {
       s += barrier;
@@ -360,7 +414,7 @@ std::string workgroup_body(const ShaderLayout& L, ScanShader& out, const ScanLim
       read.clear();
     }
     for (int i : st.in) read.insert(i);
-    written.insert(st.out[0]);
+    written.insert(st.out.begin(), st.out.end());
     const Loc& lo = loc[st.out[0]];
     auto load = [&](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); };
     auto store = [&](const std::string& v) { return write_loc(lo, st.out[0], "e", v); };
@@ -369,8 +423,15 @@ std::string workgroup_body(const ShaderLayout& L, ScanShader& out, const ScanLim
       const Kernel& k = b.kernels[st.index];
       s += "{\n" + strided(m, kernel_element_code(KernelCtx{k, lim.f64_math, load}, "e", sh, store)) + "}\n";
       per_step += strided_iterations(m) + std::max<std::int64_t>(1, strided_iterations(m)) * reduce_iterations(k);
+    } else if (const Op& op = b.routines[st.index]; is_linalg(op.prim)) {  // one invocation per matrix
+      auto store_at = [&](int o, const std::string& off, const std::string& v) {
+        return write_loc(loc[st.out[o]], st.out[o], off, v);
+      };
+      const std::int64_t mats = linalg_matrices(op);
+      s += "{\n" + strided(mats, linalg_matrix_code(op, "e", lim.f64_math, sh, load, store_at)) + "}\n";
+      per_step +=
+          strided_iterations(mats) + std::max<std::int64_t>(1, strided_iterations(mats)) * linalg_iterations(op);
     } else {
-      const Op& op = b.routines[st.index];
       s += "{\n" + strided(m, routine_element_code(op, "e", sh, load, store)) + "}\n";
       const bool arg = op.prim == Prim::argmax || op.prim == Prim::argmin;
       per_step += strided_iterations(m) +
@@ -416,7 +477,7 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
   if (why = unsupported_body(sp.body); !why.empty()) return std::nullopt;
   ScanShader out;
   pack_layouts(sp, out);
-  const ShaderLayout L = layout_of(sp, out);
+  const ShaderLayout L = layout_of(sp, out, lim.shared_bytes / 4);
   if (!L.ew && L.smem * 4 > lim.shared_bytes) {
     why = fmt::format("carries and temporaries take {} bytes, over the {} bytes of workgroup memory", L.smem * 4,
                       lim.shared_bytes);
@@ -432,7 +493,8 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
   const std::string t = sp.reverse ? fmt::format("{} - 1 - it", sp.length) : "it";
   std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
   s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
-  s += "layout(std430, set = 0, binding = 1) buffer BO { uint d[]; } gout;\n";
+  s += fmt::format("layout(std430, set = 0, binding = 1) {}buffer BO {{ uint d[]; }} gout;\n",
+                   L.spilled ? "coherent " : "");
   s += "layout(push_constant) uniform PC { int it0; int it1; } pc;\n";
   if (!L.ew && L.smem) s += shared_decl(L.smem, lim.checked_shared);
   s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
@@ -651,7 +713,7 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
   const std::int64_t n = ap.operands[nc].shape[ap.axis];
   for (const Step& st : b.steps)
     if (st.kind == Step::Kind::control ||
-        (st.kind == Step::Kind::routine && !routine_has_shader(b.routines[st.index].prim))) {
+        (st.kind == Step::Kind::routine && !routine_inlines(b.routines[st.index].prim))) {
       why =
           fmt::format("the combine has a {} step (not inlined into a shader)",
                       st.kind == Step::Kind::routine ? prim_name(b.routines[st.index].prim) : std::string_view("scan"));
@@ -730,16 +792,23 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
       if (st.kind == Step::Kind::free) continue;
       auto load = [&](int in, const std::string& off) { return rd(st.in[in], off); };
       auto store = [&](const std::string& v) { return fmt::format("r{}[e] = {};\n", st.out[0], v); };
-      const std::int64_t m = b.buffers[st.out[0]].size();
+      const Op* op = st.kind == Step::Kind::routine ? &b.routines[st.index] : nullptr;
+      const bool la = op && is_linalg(op->prim);  // the element's matrices in turn
+      const std::int64_t m = la ? linalg_matrices(*op) : b.buffers[st.out[0]].size();
       code += fmt::format("for (int e = 0; e < {}; ++e) {{\n", m);
-      if (st.kind == Step::Kind::kernel) {
+      if (!op) {
         const Kernel& kk = b.kernels[st.index];
         code += kernel_element_code(KernelCtx{kk, lim.f64_math, load}, "e", into, store) + "}\n";
         it += m * (1 + reduce_iterations(kk));
+      } else if (la) {
+        auto store_at = [&](int o, const std::string& off, const std::string& v) {
+          return fmt::format("r{}[{}] = {};\n", st.out[o], off, v);
+        };
+        code += linalg_matrix_code(*op, "e", lim.f64_math, into, load, store_at) + "}\n";
+        it += m * (1 + linalg_iterations(*op));
       } else {
-        const Op& op = b.routines[st.index];
-        code += routine_element_code(op, "e", into, load, store) + "}\n";
-        it += m * (1 + ((op.prim == Prim::argmax || op.prim == Prim::argmin) ? op.in[0].shape[op.params.axis] : 0));
+        code += routine_element_code(*op, "e", into, load, store) + "}\n";
+        it += m * (1 + ((op->prim == Prim::argmax || op->prim == Prim::argmin) ? op->in[0].shape[op->params.axis] : 0));
       }
     }
     return it;

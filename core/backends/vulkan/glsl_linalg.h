@@ -1,0 +1,34 @@
+#pragma once
+// Small dense linear algebra as GLSL, one invocation per n × n matrix of a batch: cholesky,
+// triangular_solve and lu, written the way the cpu oracle computes them (core/backends/cpu/
+// cpu_linalg.cc: the same loop orders, cholesky and triangular_solve accumulating in double
+// where the device has shaderFloat64). Inlined into fused scan bodies and associative-scan
+// combines, so a DLM model with m > 2 keeps its scans on the GPU.
+//
+// The one difference from the oracle: a shader cannot raise. Where the oracle throws
+// LinAlgError (a matrix that is not positive definite, a zero on a triangular diagonal), the
+// shader gives NaN (cholesky) or ±inf/NaN (the division by zero), as JAX does on a GPU. Top-level
+// routines stay on the host (vulkan_backend.cc), so their errors are the oracle's.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/backends/vulkan/glsl_renderer.h"
+
+namespace jx::vk {
+
+bool is_linalg(Prim p);  // cholesky, triangular_solve, lu
+
+// The matrices of the batch (the invocations a routine step is strided over).
+std::int64_t linalg_matrices(const Op& op);
+// Loop iterations one matrix costs an invocation (the driver's watchdog budget counts them).
+std::int64_t linalg_iterations(const Op& op);
+
+// Code for matrix `mat` (an int expression) of the batch: `load(b, off)` reads element `off` of
+// input b, `store_at(o, off, v)` writes element `off` of output o.
+using StoreAtFn = std::function<std::string(int out, const std::string& off, const std::string& value)>;
+std::string linalg_matrix_code(const Op& op, const std::string& mat, bool f64_math, Shader& sh,
+                               const std::function<std::string(int, const std::string&)>& load,
+                               const StoreAtFn& store_at);
+
+}  // namespace jx::vk

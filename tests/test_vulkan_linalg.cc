@@ -1,0 +1,160 @@
+// Small dense linear algebra inside scans on vulkan (core/backends/vulkan/glsl_linalg.cc):
+// cholesky, triangular_solve (every flag), lu and inv through them, inlined into fused scan
+// bodies and associative-scan combines — no host routine, no per-step recording, no odd/even
+// recursion — with values against the cpu oracle at n ∈ {1, 2, 3, 5, 13, 16}, both dtypes.
+// Registered twice in ctest like test_vulkan (plain and under the validation layer).
+#include <cmath>
+
+#include "core/instrument/instrument.h"
+#include "scanpath/scan_path_tracker.h"
+#include "tests/vulkan_helpers.h"
+
+using namespace jx;
+using jxt::all_close;
+using jxt::on;
+using jxt::vals;
+
+namespace {
+using AP = std::pair<Array, Array>;
+
+// A well-conditioned SPD matrix of size n: I·n + a smooth symmetric part.
+Array spd(std::int64_t n, DType d) {
+  Array i = np::astype(lax::iota(DType::int32, {n, n}, 0), d), j = np::astype(lax::iota(DType::int32, {n, n}, 1), d);
+  return np::eye(n, {}, 0, d) * static_cast<double>(n + 1) + np::cos(i - j) * 0.5;
+}
+// A general (non-symmetric) matrix whose pivots need row exchanges.
+Array general(std::int64_t n, DType d) {
+  Array i = np::astype(lax::iota(DType::int32, {n, n}, 0), d), j = np::astype(lax::iota(DType::int32, {n, n}, 1), d);
+  return np::sin(i * 1.7 + j * 0.3) + np::eye(n, {}, 0, d) * 0.1 + np::astype(np::equal(i + 1.0, j), d) * 3.0;
+}
+
+struct Counts {
+  vulkan::Counters k;
+  std::string path;
+};
+
+// Runs f on vulkan twice (the first compiles) and returns the second call's counters.
+template <class F>
+Counts counted(F&& f) {
+  f();
+  vulkan::synchronize();
+  vulkan::reset_counters();
+  ScanPathTracker t;
+  f();
+  vulkan::synchronize();
+  return {vulkan::counters(), t.choices().empty() ? "" : std::string(scan_path_name(t.choices().back().path))};
+}
+
+double tol_of(DType d) { return d == DType::float64 ? 1e-10 : 2e-4; }
+
+}  // namespace
+
+// Each routine in a scan body: the body stays one fused shader and matches the oracle.
+TEST(VulkanLinalg, ScanBodiesWithEveryRoutineAreFused) {
+  for (DType d : {DType::float32, DType::float64}) {
+    for (std::int64_t n : {1, 2, 3, 5, 13, 16}) {
+      const Array A = spd(n, d), B = general(n, d);
+      // carry c [n,n]; xs [4]: each step factors c·x + A, solves against B, inverts B
+      auto body = [&](const Array& c, const Array& x) {
+        Array L = np::linalg::cholesky(A + c * x * 0.01);
+        Array X = np::linalg::triangular_solve(L, B, {.left_side = true, .lower = true});
+        Array Y = np::linalg::triangular_solve(L, B,
+                                               {.left_side = false, .lower = true, .transpose_a = true,
+                                                .unit_diagonal = true});
+        Array Z = np::linalg::solve(B + c * 0.001, X + Y);
+        return AP{np::tanh(Z * 0.1), np::sum(L) + np::sum(np::linalg::inv(B))};
+      };
+      auto run = [&](const Array& c0, const Array& xs) { return lax::scan(body, c0, xs); };
+      const Array c0 = np::eye(n, {}, 0, d), xs = np::arange(1, 5, 1, d);
+      auto [wc, wy] = run(c0, xs);
+      auto v = on({c0, xs}, "vulkan");
+      auto jr = jit(run);
+      const Counts k = counted([&] { (void)jr(v[0], v[1]); });
+      EXPECT_EQ(k.path, "fused") << "n " << n;
+      EXPECT_EQ(k.k.host_routines, 0u) << "n " << n;
+      EXPECT_LE(k.k.dispatches, 4u) << "n " << n;
+      auto [c, y] = jr(v[0], v[1]);
+      const double tol = tol_of(d) * (d == DType::float32 ? static_cast<double>(n) : 1.0);
+      EXPECT_TRUE(all_close(c, vals(wc), tol, tol)) << dtype_name(d) << " n " << n;
+      EXPECT_TRUE(all_close(y, vals(wy), tol, tol)) << dtype_name(d) << " n " << n;
+    }
+  }
+}
+
+// lu's three outputs (packed factors, permutation, det P) from a scan body, on matrices whose
+// pivots need row exchanges: the same as the oracle, bit for bit on the permutation.
+TEST(VulkanLinalg, LuOutputsFromAFusedBody) {
+  for (DType d : {DType::float32, DType::float64}) {
+    for (std::int64_t n : {1, 3, 8}) {
+      const Array B = general(n, d);
+      auto run = [&](const Array& c0, const Array& xs) {
+        return lax::scan(
+            [&](const Array& c, const Array& x) {
+              auto [f, p, s] = lax::lu(B * x + c);
+              return AP{c + 1.0, np::concatenate({np::reshape(f, {n * n}), np::reshape(p, {n * n}), np::reshape(s, {1})})};
+            },
+            c0, xs);
+      };
+      const Array c0 = np::zeros({n, n}, d), xs = np::array({1.0, -2.0, 0.5}, d);
+      auto [wc, wy] = run(c0, xs);
+      auto v = on({c0, xs}, "vulkan");
+      auto jr = jit(run);
+      const Counts k = counted([&] { (void)jr(v[0], v[1]); });
+      EXPECT_EQ(k.path, "fused") << "n " << n;
+      EXPECT_EQ(k.k.host_routines, 0u) << "n " << n;
+      auto [c, y] = jr(v[0], v[1]);
+      EXPECT_TRUE(all_close(y, vals(wy), tol_of(d), tol_of(d))) << dtype_name(d) << " n " << n;
+    }
+  }
+}
+
+// The DLM combine at m > 2: inv inside an associative-scan combine. Every path (Kogge-Stone at
+// small n, blocked beyond) keeps the scan on the device: no host routine, dispatches constant in n.
+TEST(VulkanLinalg, InverseInAnAssociativeCombineStaysOnTheDevice) {
+  using E = std::vector<Array>;
+  // (M, v) is the map x ↦ M⁻¹ x + v; a then b: (M_a M_b, M_b⁻¹ v_a + v_b)
+  auto compose = [](const E& a, const E& b) {
+    return E{np::matmul(a[0], b[0]), np::einsum("nij,nj->ni", np::linalg::inv(b[0]), a[1]) + b[1]};
+  };
+  for (DType d : {DType::float32, DType::float64}) {
+    for (std::int64_t m : {3, 13}) {
+      for (std::int64_t n : {7, 300}) {
+        const Array G = np::eye(m, {}, 0, d) + general(m, d) * (0.005 / static_cast<double>(m));
+        Array Ms = np::broadcast_to(G, {n, m, m}) +
+                   np::reshape(np::sin(np::arange(0, n, 1, d)), {n, 1, 1}) * 0.01 * np::eye(m, {}, 0, d);
+        Array vs = np::cos(np::reshape(np::arange(0, n * m, 1, d), {n, m}));
+        const E want = lax::associative_scan(compose, E{Ms, vs});
+        auto v = on({Ms, vs}, "vulkan");
+        auto js = jit([&](const Array& a, const Array& b) { return lax::associative_scan(compose, E{a, b}); });
+        std::uint64_t disp = 0;
+        for (int rep = 0; rep < 2; ++rep) {
+          const Counts k = counted([&] { (void)js(v[0], v[1]); });
+          EXPECT_EQ(k.k.host_routines, 0u) << "m " << m << " n " << n;
+          disp = k.k.dispatches;
+        }
+        EXPECT_LE(disp, 12u) << "m " << m << " n " << n;
+        const E got = js(v[0], v[1]);
+        const double tol = d == DType::float64 ? 1e-9 : 2e-3;
+        EXPECT_TRUE(all_close(got[0], vals(want[0]), tol, tol)) << dtype_name(d) << " m " << m << " n " << n;
+        EXPECT_TRUE(all_close(got[1], vals(want[1]), tol, tol)) << dtype_name(d) << " m " << m << " n " << n;
+      }
+    }
+  }
+}
+
+// Where the oracle raises (a matrix that is not positive definite), the shader cannot: inside a
+// fused scan cholesky gives NaN, as JAX does on a GPU. At top level vulkan runs the oracle's
+// routine, so the error stays the oracle's.
+TEST(VulkanLinalg, NotPositiveDefiniteIsNanInsideAScanAndAnErrorOutside) {
+  const Array bad = np::array({{1.0, 2.0}, {2.0, 1.0}}, DType::float32);
+  auto run = [&](const Array& c0, const Array& xs) {
+    return lax::scan([&](const Array& c, const Array& x) { return AP{c, np::linalg::cholesky(bad * x)}; }, c0, xs);
+  };
+  auto v = on({np::zeros({1}, DType::float32), np::ones({2}, DType::float32)}, "vulkan");
+  auto [c, y] = jit(run)(v[0], v[1]);
+  const std::vector<double> got = vals(y);
+  EXPECT_EQ(got[0], 1.0);
+  EXPECT_TRUE(std::isnan(got[3])) << got[3];
+  EXPECT_TRUE(jxt::throws_with<LinAlgError>([&] { (void)np::linalg::cholesky(device_put(bad, "vulkan")); },
+                                            {"cholesky: matrix is not positive definite"}));
+}
