@@ -58,9 +58,8 @@ TEST(VulkanLinalg, ScanBodiesWithEveryRoutineAreFused) {
       auto body = [&](const Array& c, const Array& x) {
         Array L = np::linalg::cholesky(A + c * x * 0.01);
         Array X = np::linalg::triangular_solve(L, B, {.left_side = true, .lower = true});
-        Array Y = np::linalg::triangular_solve(L, B,
-                                               {.left_side = false, .lower = true, .transpose_a = true,
-                                                .unit_diagonal = true});
+        Array Y = np::linalg::triangular_solve(
+            L, B, {.left_side = false, .lower = true, .transpose_a = true, .unit_diagonal = true});
         Array Z = np::linalg::solve(B + c * 0.001, X + Y);
         return AP{np::tanh(Z * 0.1), np::sum(L) + np::sum(np::linalg::inv(B))};
       };
@@ -91,7 +90,8 @@ TEST(VulkanLinalg, LuOutputsFromAFusedBody) {
         return lax::scan(
             [&](const Array& c, const Array& x) {
               auto [f, p, s] = lax::lu(B * x + c);
-              return AP{c + 1.0, np::concatenate({np::reshape(f, {n * n}), np::reshape(p, {n * n}), np::reshape(s, {1})})};
+              return AP{c + 1.0,
+                        np::concatenate({np::reshape(f, {n * n}), np::reshape(p, {n * n}), np::reshape(s, {1})})};
             },
             c0, xs);
       };

@@ -27,28 +27,41 @@ MatrixCode types_of(const Op& op, bool f64_math, Shader& sh) {
   return m;
 }
 
+// Output o of the routine, worked on in place (workgroup memory, global memory or the combine's
+// registers): no n × n local array per invocation, whose dynamic indexing drivers put in slow
+// local memory (and NVIDIA's compiler refuses at n = 16 in float64).
+struct InPlace {
+  const LoadFn& get_;
+  const StoreAtFn& set_;
+  int o;
+  std::string base;
+  std::string get(const std::string& i) const { return get_(o, fmt::format("{} + {}", base, i)); }
+  std::string set(const std::string& i, const std::string& v) const {
+    return set_(o, fmt::format("{} + {}", base, i), v);
+  }
+};
+
 // A = L Lᵀ from A's lower triangle: L[j][j] = √(A[j][j] − Σ_{k<j} L[j][k]²),
 // L[i][j] = (A[i][j] − Σ_{k<j} L[i][k] L[j][k]) / L[j][j] for i > j; NaN where a minor is not positive.
-std::string cholesky_code(const MatrixCode& c, const LoadFn& load, const StoreAtFn& store) {
+std::string cholesky_code(const MatrixCode& c, const LoadFn& load, const InPlace& L) {
   const std::int64_t n = c.n;
-  std::string s = fmt::format("{0} l_[{1}];\nfor (int q_ = 0; q_ < {1}; ++q_) l_[q_] = {0}(0);\n", c.t, n * n);
+  auto l = [&](const std::string& i, const std::string& j) { return L.get(fmt::format("({}) * {} + ({})", i, n, j)); };
+  std::string s = fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) + L.set("q_", c.t + "(0)") + "}\n";
   s += fmt::format("for (int j_ = 0; j_ < {}; ++j_) {{\n", n);
-  s += fmt::format("  {} s_ = {}({});\n", c.acc, c.acc, load(0, fmt::format("mb_ + j_ * {} + j_", n)));
-  s += fmt::format("  for (int k_ = 0; k_ < j_; ++k_) s_ -= {0}(l_[j_ * {1} + k_]) * {0}(l_[j_ * {1} + k_]);\n", c.acc,
-                   n);
+  s += fmt::format("  {} s_ = {}({});\n", c.acc, c.acc, load(0, fmt::format("ma_ + j_ * {} + j_", n)));
+  s += fmt::format("  for (int k_ = 0; k_ < j_; ++k_) s_ -= {0}({1}) * {0}({1});\n", c.acc, l("j_", "k_"));
   s += fmt::format("  const {} d_ = s_ > {}(0) ? sqrt(s_) : {};\n", c.acc, c.acc, c.nan);
-  s += fmt::format("  l_[j_ * {}] = {}(d_);\n", n + 1, c.t);
+  s += "  " + L.set(fmt::format("j_ * {}", n + 1), fmt::format("{}(d_)", c.t));
   s += fmt::format("  for (int i_ = j_ + 1; i_ < {}; ++i_) {{\n", n);
-  s += fmt::format("    {} u_ = {}({});\n", c.acc, c.acc, load(0, fmt::format("mb_ + i_ * {} + j_", n)));
-  s += fmt::format("    for (int k_ = 0; k_ < j_; ++k_) u_ -= {0}(l_[i_ * {1} + k_]) * {0}(l_[j_ * {1} + k_]);\n",
-                   c.acc, n);
-  s += fmt::format("    l_[i_ * {} + j_] = {}(u_ / d_);\n  }}\n}}\n", n, c.t);
-  return s + fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) + store(0, "mb_ + q_", "l_[q_]") + "}\n";
+  s += fmt::format("    {} u_ = {}({});\n", c.acc, c.acc, load(0, fmt::format("ma_ + i_ * {} + j_", n)));
+  s += fmt::format("    for (int k_ = 0; k_ < j_; ++k_) u_ -= {0}({1}) * {0}({2});\n", c.acc, l("i_", "k_"),
+                   l("j_", "k_"));
+  return s + "    " + L.set(fmt::format("i_ * {} + j_", n), fmt::format("{}(u_ / d_)", c.t)) + "  }\n}\n";
 }
 
 // op(A) X = B (left side) or X op(A) = B, as the oracle: M y = r per right-hand side c, with
 // M(i, j) = op(A)(i, j) (left) or op(A)(j, i) (right), solved forward (M lower) or backward.
-std::string triangular_solve_code(const Op& op, const MatrixCode& c, const LoadFn& load, const StoreAtFn& store) {
+std::string triangular_solve_code(const Op& op, const MatrixCode& c, const LoadFn& load, const InPlace& X) {
   const Params& p = op.params;
   const std::int64_t n = c.n, nk = op.in[1].size() / std::max<std::int64_t>(linalg_matrices(op), 1), k = nk / n;
   const bool tr = p.transpose_a != !p.left_side, lower = p.lower != tr;
@@ -59,40 +72,39 @@ std::string triangular_solve_code(const Op& op, const MatrixCode& c, const LoadF
   auto at = [&](const std::string& i) {
     return p.left_side ? fmt::format("({}) * {} + c_", i, k) : fmt::format("c_ * {} + ({})", n, i);
   };
-  std::string s = fmt::format("{} x_[{}];\n", c.t, std::max<std::int64_t>(nk, 1));
-  s += fmt::format("for (int c_ = 0; c_ < {}; ++c_) {{\n  for (int s_ = 0; s_ < {}; ++s_) {{\n", k, n);
+  std::string s = fmt::format("for (int c_ = 0; c_ < {}; ++c_) {{\n  for (int s_ = 0; s_ < {}; ++s_) {{\n", k, n);
   s += fmt::format("    const int i_ = {};\n", lower ? "s_" : fmt::format("{} - s_", n - 1));
   s += fmt::format("    {} v_ = {}({});\n", c.acc, c.acc, load(1, "mb_ + " + at("i_")));
-  s += lower ? "    for (int j_ = 0; j_ < i_; ++j_)"
-             : fmt::format("    for (int j_ = i_ + 1; j_ < {}; ++j_)", n);
-  s += fmt::format(" v_ -= {0}({1}) * {0}(x_[{2}]);\n", c.acc, M("i_", "j_"), at("j_"));
+  s += lower ? "    for (int j_ = 0; j_ < i_; ++j_)" : fmt::format("    for (int j_ = i_ + 1; j_ < {}; ++j_)", n);
+  s += fmt::format(" v_ -= {0}({1}) * {0}({2});\n", c.acc, M("i_", "j_"), X.get(at("j_")));
   if (!p.unit_diagonal) s += fmt::format("    v_ /= {}({});\n", c.acc, M("i_", "i_"));
-  s += fmt::format("    x_[{}] = {}(v_);\n  }}\n}}\n", at("i_"), c.t);
-  return s + fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", nk) + store(0, "mb_ + q_", "x_[q_]") + "}\n";
+  return s + "    " + X.set(at("i_"), fmt::format("{}(v_)", c.t)) + "  }\n}\n";
 }
 
 // A = P L U with partial pivoting (the first largest |pivot|), the packed LU, P with
 // P[perm[i]][i] = 1, and det(P) = ±1; a zero pivot is left in U (no division).
-std::string lu_code(const MatrixCode& c, const LoadFn& load, const StoreAtFn& store, const std::string& mat) {
+std::string lu_code(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P, const StoreAtFn& store,
+                    const std::string& mat) {
   const std::int64_t n = c.n;
-  std::string s = fmt::format("{} f_[{}];\nint p_[{}];\n{} det_ = {}(1);\n", c.t, n * n, n, c.t, c.t);
-  s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) f_[q_] = {};\n", n * n, load(0, "ma_ + q_"));
+  auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
+  std::string s = fmt::format("int p_[{}];\n{} det_ = {}(1);\n", n, c.t, c.t);
+  s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) + F.set("q_", load(0, "ma_ + q_")) + "}\n";
   s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) p_[q_] = q_;\n", n);
   s += fmt::format("for (int c_ = 0; c_ < {}; ++c_) {{\n  int v_ = c_;\n", n);
-  s += fmt::format("  for (int r_ = c_ + 1; r_ < {0}; ++r_) if (abs(f_[r_ * {0} + c_]) > abs(f_[v_ * {0} + c_])) v_ = r_;\n",
-                   n);
+  s += fmt::format("  for (int r_ = c_ + 1; r_ < {}; ++r_) if (abs({}) > abs({})) v_ = r_;\n", n, F.get(f("r_", "c_")),
+                   F.get(f("v_", "c_")));
   s += "  if (v_ != c_) {\n";
-  s += fmt::format(
-      "    for (int j_ = 0; j_ < {0}; ++j_) {{ {1} w_ = f_[c_ * {0} + j_]; f_[c_ * {0} + j_] = f_[v_ * {0} + j_]; "
-      "f_[v_ * {0} + j_] = w_; }}\n",
-      n, c.t);
+  s += fmt::format("    for (int j_ = 0; j_ < {}; ++j_) {{\n      const {} w_ = {};\n", n, c.t, F.get(f("c_", "j_")));
+  s += "      " + F.set(f("c_", "j_"), F.get(f("v_", "j_"))) + "      " + F.set(f("v_", "j_"), "w_") + "    }\n";
   s += "    int w_ = p_[c_]; p_[c_] = p_[v_]; p_[v_] = w_;\n    det_ = -det_;\n  }\n";
-  s += fmt::format("  const {} d_ = f_[c_ * {}];\n  if (d_ != {}(0))\n", c.t, n + 1, c.t);
-  s += fmt::format("    for (int r_ = c_ + 1; r_ < {0}; ++r_) {{\n      const {1} m_ = f_[r_ * {0} + c_] / d_;\n", n, c.t);
-  s += fmt::format("      f_[r_ * {0} + c_] = m_;\n      for (int j_ = c_ + 1; j_ < {0}; ++j_) f_[r_ * {0} + j_] -= m_ * f_[c_ * {0} + j_];\n    }}\n}}\n",
-                   n);
-  s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) + store(0, "ma_ + q_", "f_[q_]");
-  s += store(1, "ma_ + q_", fmt::format("p_[q_ % {0}] == q_ / {0} ? {1}(1) : {1}(0)", n, c.t)) + "}\n";
+  s += fmt::format("  const {} d_ = {};\n  if (d_ != {}(0))\n", c.t, F.get(fmt::format("c_ * {}", n + 1)), c.t);
+  s += fmt::format("    for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n      const {} m_ = {} / d_;\n", n, c.t,
+                   F.get(f("r_", "c_")));
+  s += "      " + F.set(f("r_", "c_"), "m_");
+  s += fmt::format("      for (int j_ = c_ + 1; j_ < {}; ++j_) ", n) +
+       F.set(f("r_", "j_"), fmt::format("{} - m_ * {}", F.get(f("r_", "j_")), F.get(f("c_", "j_")))) + "    }\n}\n";
+  s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) +
+       P.set("q_", fmt::format("p_[q_ % {0}] == q_ / {0} ? {1}(1) : {1}(0)", n, c.t)) + "}\n";
   return s + store(2, mat, "det_");
 }
 
@@ -115,18 +127,22 @@ std::int64_t linalg_iterations(const Op& op) {
 }
 
 std::string linalg_matrix_code(const Op& op, const std::string& mat, bool f64_math, Shader& sh, const LoadFn& load,
-                               const StoreAtFn& store_at) {
+                               const LoadFn& load_out, const StoreAtFn& store_at) {
   const MatrixCode c = types_of(op, f64_math, sh);
   std::string s = "{\n";
   s += fmt::format("const int ma_ = ({}) * {};\n", mat, c.n * c.n);
   switch (op.prim) {
-    case Prim::cholesky: s += "const int mb_ = ma_;\n" + cholesky_code(c, load, store_at); break;
+    case Prim::cholesky: s += cholesky_code(c, load, InPlace{load_out, store_at, 0, "ma_"}); break;
     case Prim::triangular_solve: {
       const std::int64_t nk = op.in[1].size() / std::max<std::int64_t>(linalg_matrices(op), 1);
-      s += fmt::format("const int mb_ = ({}) * {};\n", mat, nk) + triangular_solve_code(op, c, load, store_at);
+      s += fmt::format("const int mb_ = ({}) * {};\n", mat, nk) +
+           triangular_solve_code(op, c, load, InPlace{load_out, store_at, 0, "mb_"});
       break;
     }
-    case Prim::lu: s += lu_code(c, load, store_at, mat); break;
+    case Prim::lu:
+      s +=
+          lu_code(c, load, InPlace{load_out, store_at, 0, "ma_"}, InPlace{load_out, store_at, 1, "ma_"}, store_at, mat);
+      break;
     default: throw Error(fmt::format("linalg_matrix_code: {} is not a linear-algebra routine", prim_name(op.prim)));
   }
   return s + "}\n";

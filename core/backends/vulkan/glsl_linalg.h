@@ -25,10 +25,12 @@ std::int64_t linalg_matrices(const Op& op);
 std::int64_t linalg_iterations(const Op& op);
 
 // Code for matrix `mat` (an int expression) of the batch: `load(b, off)` reads element `off` of
-// input b, `store_at(o, off, v)` writes element `off` of output o.
+// input b, `load_out(o, off)` and `store_at(o, off, v)` read and write element `off` of output o
+// (the factorizations and solves work in place in their outputs).
 using StoreAtFn = std::function<std::string(int out, const std::string& off, const std::string& value)>;
 std::string linalg_matrix_code(const Op& op, const std::string& mat, bool f64_math, Shader& sh,
                                const std::function<std::string(int, const std::string&)>& load,
+                               const std::function<std::string(int, const std::string&)>& load_out,
                                const StoreAtFn& store_at);
 
 }  // namespace jx::vk

@@ -427,8 +427,9 @@ std::string workgroup_body(const ShaderLayout& L, ScanShader& out, const ScanLim
       auto store_at = [&](int o, const std::string& off, const std::string& v) {
         return write_loc(loc[st.out[o]], st.out[o], off, v);
       };
+      auto load_out = [&](int o, const std::string& off) { return read_loc(loc[st.out[o]], st.out[o], off); };
       const std::int64_t mats = linalg_matrices(op);
-      s += "{\n" + strided(mats, linalg_matrix_code(op, "e", lim.f64_math, sh, load, store_at)) + "}\n";
+      s += "{\n" + strided(mats, linalg_matrix_code(op, "e", lim.f64_math, sh, load, load_out, store_at)) + "}\n";
       per_step +=
           strided_iterations(mats) + std::max<std::int64_t>(1, strided_iterations(mats)) * linalg_iterations(op);
     } else {
@@ -804,7 +805,8 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
         auto store_at = [&](int o, const std::string& off, const std::string& v) {
           return fmt::format("r{}[{}] = {};\n", st.out[o], off, v);
         };
-        code += linalg_matrix_code(*op, "e", lim.f64_math, into, load, store_at) + "}\n";
+        auto load_out = [&](int o, const std::string& off) { return fmt::format("r{}[{}]", st.out[o], off); };
+        code += linalg_matrix_code(*op, "e", lim.f64_math, into, load, load_out, store_at) + "}\n";
         it += m * (1 + linalg_iterations(*op));
       } else {
         code += routine_element_code(*op, "e", into, load, store) + "}\n";

@@ -103,7 +103,11 @@ std::shared_ptr<Pipeline> Pipelines::get(const std::vector<std::uint32_t>& spirv
               nullptr};
   ci.layout = pl;
   VkPipeline pipe = VK_NULL_HANDLE;
-  check(vkCreateComputePipelines(d, cache_.get(), 1, &ci, nullptr, &pipe), "vkCreateComputePipelines");
+  const VkResult r = vkCreateComputePipelines(d, cache_.get(), 1, &ci, nullptr, &pipe);
+  if (r != VK_SUCCESS && r != VK_ERROR_DEVICE_LOST)
+    throw PipelineCompileError(
+        fmt::format("vulkan: the driver could not build pipeline '{}' ({})", name, result_name(r)));
+  check(r, "vkCreateComputePipelines");
   p->pipeline = PipelineH(d, pipe);
   ++creations_;
   trim_unused(by_hash_);

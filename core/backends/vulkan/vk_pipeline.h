@@ -8,12 +8,19 @@
 #include <string>
 #include <vector>
 
+#include "core/array/errors.h"
 #include "core/backends/vulkan/vk_context.h"
 
 namespace jx::vk {
 
 // Throws BackendError naming the shader with glslang's log when the GLSL does not compile.
 std::vector<std::uint32_t> compile_glsl(const std::string& glsl, const std::string& name);
+
+// The driver refused to build a pipeline from valid SPIR-V (VK_ERROR_UNKNOWN on a shader its
+// compiler cannot handle, out of memory): a planner catches it and takes its next path.
+struct PipelineCompileError : BackendError {
+  using BackendError::BackendError;
+};
 
 // Shared: a batch holds every pipeline its commands bind until it completes (a cache may drop
 // one mid-recording, when the last program using it goes).

@@ -24,9 +24,16 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
     remember_scan(key, nullptr, why);
     return nullptr;
   }
+  std::shared_ptr<Pipeline> loop_pipe;
+  if (plan) try {
+      loop_pipe = make_kernel_exe(plan->sh, "scan|" + plan->sh.glsl, 8)->pipe;
+    } catch (const PipelineCompileError& e) {  // the next path: preencoded, else the host loop
+      not_fused = e.what();
+      plan.reset();
+    }
   if (plan) {
     auto x = std::make_shared<ScanExe>();
-    x->pipe = make_kernel_exe(plan->sh, "scan|" + plan->sh.glsl, 8)->pipe;
+    x->pipe = std::move(loop_pipe);
     x->operands = sp.operands;
     x->results = sp.results;
     x->length = sp.length;
@@ -110,15 +117,23 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
   x->length = ap.operands[ap.num_consts].shape[ap.axis];
   x->plan = std::move(*plan);
   // the Kogge-Stone shader is compiled only where the blocked form cannot run (each compile
-  // costs 0.1-3 s on llvmpipe)
-  if (x->plan.blocked)
-    x->blocked = make_kernel_exe(*x->plan.blocked, "assoc-blocked|" + x->plan.blocked->glsl, 8)->pipe;
-  else
-    x->pipe = make_kernel_exe(x->plan.sh, "assoc|" + x->plan.sh.glsl, 4)->pipe;
+  // costs 0.1-3 s on llvmpipe); a shader the driver cannot build leaves the odd/even recursion
+  try {
+    if (x->plan.blocked)
+      x->blocked = make_kernel_exe(*x->plan.blocked, "assoc-blocked|" + x->plan.blocked->glsl, 8)->pipe;
+    else
+      x->pipe = make_kernel_exe(x->plan.sh, "assoc|" + x->plan.sh.glsl, 4)->pipe;
+  } catch (const PipelineCompileError& e) {
+    why = e.what();
+    return nullptr;
+  }
   int rounds = 0;
   for (std::int64_t dd = 1; dd < x->length; dd *= 2) ++rounds;
-  if (x->plan.blocked_top)
-    x->top = make_kernel_exe(*x->plan.blocked_top, "assoc-top|" + x->plan.blocked_top->glsl, 8)->pipe;
+  if (x->plan.blocked_top) try {
+      x->top = make_kernel_exe(*x->plan.blocked_top, "assoc-top|" + x->plan.blocked_top->glsl, 8)->pipe;
+    } catch (const PipelineCompileError&) {  // the top level then runs one position per invocation
+      x->top = nullptr;
+    }
   const std::int64_t c_top = x->top ? x->plan.top_per_invocation : 1;
   if (x->blocked) x->levels = blocked_levels(x->length, c_top, x->plan.block);
   why = x->blocked
