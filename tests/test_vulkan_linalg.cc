@@ -1,7 +1,8 @@
 // Small dense linear algebra inside scans on vulkan (core/backends/vulkan/glsl_linalg.cc):
 // cholesky, triangular_solve (every flag), lu and inv through them, inlined into fused scan
 // bodies and associative-scan combines — no host routine, no per-step recording, no odd/even
-// recursion — with values against the cpu oracle at n ∈ {1, 2, 3, 5, 13, 16}, both dtypes.
+// recursion — with values against the cpu oracle at n ∈ {1, 2, 3, 5, 13, 16}, both dtypes; and at
+// top level, batches of matrices as one shader.
 // Registered twice in ctest like test_vulkan (plain and under the validation layer).
 #include <cmath>
 
@@ -143,8 +144,8 @@ TEST(VulkanLinalg, InverseInAnAssociativeCombineStaysOnTheDevice) {
 }
 
 // Where the oracle raises (a matrix that is not positive definite), the shader cannot: inside a
-// fused scan cholesky gives NaN, as JAX does on a GPU. At top level vulkan runs the oracle's
-// routine, so the error stays the oracle's.
+// fused scan cholesky gives NaN, as JAX does on a GPU. A single matrix at top level runs the
+// oracle's routine, so the error stays the oracle's.
 TEST(VulkanLinalg, NotPositiveDefiniteIsNanInsideAScanAndAnErrorOutside) {
   const Array bad = np::array({{1.0, 2.0}, {2.0, 1.0}}, DType::float32);
   auto run = [&](const Array& c0, const Array& xs) {
@@ -157,4 +158,55 @@ TEST(VulkanLinalg, NotPositiveDefiniteIsNanInsideAScanAndAnErrorOutside) {
   EXPECT_TRUE(std::isnan(got[3])) << got[3];
   EXPECT_TRUE(jxt::throws_with<LinAlgError>([&] { (void)np::linalg::cholesky(device_put(bad, "vulkan")); },
                                             {"cholesky: matrix is not positive definite"}));
+}
+
+// Top level: a batch of matrices is one shader (an invocation per matrix, no host routine); a
+// single matrix runs the oracle's routine on the host. Values against the cpu oracle, every flag.
+TEST(VulkanLinalg, TopLevelBatchesRunOnTheDevice) {
+  for (DType d : {DType::float32, DType::float64}) {
+    for (std::int64_t n : {2, 5, 13}) {
+      const std::int64_t B = 37;
+      Array scale = np::reshape(np::arange(1, B + 1, 1, d), {B, 1, 1}) * 0.01;
+      Array A = np::broadcast_to(spd(n, d), {B, n, n}) + scale * np::eye(n, {}, 0, d);
+      Array G = np::broadcast_to(general(n, d), {B, n, n}) + scale * np::eye(n, {}, 0, d);
+      Array R = np::broadcast_to(np::reshape(np::cos(np::arange(0, n * 3, 1, d)), {n, 3}), {B, n, 3});
+      auto all = [&](const Array& a, const Array& g, const Array& r) {
+        Array L = np::linalg::cholesky(a);
+        std::vector<Array> out{L, np::linalg::inv(g)};
+        for (bool left : {true, false})
+          for (bool lower : {true, false})
+            for (bool trans : {false, true}) {
+              Array rhs = left ? r : np::swapaxes(r, -1, -2);
+              out.push_back(np::linalg::triangular_solve(
+                  L + np::swapaxes(L, -1, -2), rhs,
+                  {.left_side = left, .lower = lower, .transpose_a = trans, .unit_diagonal = !lower}));
+            }
+        auto [f, p, s] = lax::lu(g);
+        out.push_back(f);
+        out.push_back(p);
+        out.push_back(s);
+        return out;
+      };
+      const std::vector<Array> want = all(A, G, R);
+      auto v = on({A, G, R}, "vulkan");
+      DefaultDeviceScope vk("vulkan");  // inv's identity on the device too
+      for (bool jitted : {false, true}) {
+        std::vector<Array> got;
+        const Counts k = counted([&] { got = jitted ? jit(all)(v[0], v[1], v[2]) : all(v[0], v[1], v[2]); });
+        EXPECT_EQ(k.k.host_routines, 0u) << dtype_name(d) << " n " << n << " jit " << jitted;
+        const double tol = d == DType::float64 ? 1e-10 : 1e-4 * static_cast<double>(n);
+        for (std::size_t i = 0; i < want.size(); ++i)
+          EXPECT_TRUE(all_close(got[i], vals(want[i]), tol, tol)) << dtype_name(d) << " n " << n << " output " << i;
+      }
+    }
+  }
+  // one matrix: the host routine
+  auto one = on({spd(3, DType::float32)}, "vulkan");
+  const Counts k = counted([&] { (void)np::linalg::cholesky(one[0]); });
+  EXPECT_EQ(k.k.host_routines, 1u);
+  // a batch with a matrix that is not positive definite: NaN in that matrix, the others exact
+  Array bad = np::stack({spd(2, DType::float32), np::array({{1.0, 2.0}, {2.0, 1.0}}, DType::float32)});
+  const std::vector<double> got = vals(np::linalg::cholesky(device_put(bad, "vulkan")));
+  EXPECT_FALSE(std::isnan(got[0]));
+  EXPECT_TRUE(std::isnan(got[7])) << got[7];
 }

@@ -148,4 +148,35 @@ std::string linalg_matrix_code(const Op& op, const std::string& mat, bool f64_ma
   return s + "}\n";
 }
 
+std::optional<Shader> render_linalg_routine(const Op& op, bool f64_math, int max_buffers) {
+  const DType d = op.in[0].dtype;
+  const int nin = static_cast<int>(op.in.size()), nout = static_cast<int>(op.out.size());
+  if (!is_linalg(op.prim) || !is_floating(d) || nin + nout > max_buffers) return std::nullopt;
+  Shader sh;
+  sh.name = std::string(prim_name(op.prim));
+  sh.buffers = nin + nout;
+  sh.invocations = linalg_matrices(op);
+  sh.float64 = d == DType::float64;
+  std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
+  for (int i = 0; i < nin; ++i)
+    s += fmt::format("layout(std430, set = 0, binding = {0}) readonly buffer B{0} {{ {1} d[]; }} in{0};\n", i,
+                     gtype(op.in[i].dtype));
+  for (int o = 0; o < nout; ++o)
+    s += fmt::format("layout(std430, set = 0, binding = {0}) buffer O{1} {{ {2} d[]; }} out{1};\n", nin + o, o,
+                     gtype(op.out[o].dtype));
+  std::string body = linalg_matrix_code(
+      op, "gi", f64_math, sh, [](int b, const std::string& off) { return fmt::format("in{}.d[{}]", b, off); },
+      [](int o, const std::string& off) { return fmt::format("out{}.d[{}]", o, off); },
+      [](int o, const std::string& off, const std::string& v) {
+        return fmt::format("out{}.d[{}] = {};\n", o, off, v);
+      });
+  s += prelude(sh.float64 || f64_math, f64_math);
+  s += fmt::format(
+      "void main() {{\n  const int gi = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + "
+      "gl_LocalInvocationIndex);\n  if (gi >= {}) return;\n",
+      kWorkgroup, sh.invocations);
+  sh.glsl = s + body + "}\n";
+  return sh;
+}
+
 }  // namespace jx::vk

@@ -7,10 +7,12 @@
 //
 // The one difference from the oracle: a shader cannot raise. Where the oracle throws
 // LinAlgError (a matrix that is not positive definite, a zero on a triangular diagonal), the
-// shader gives NaN (cholesky) or ±inf/NaN (the division by zero), as JAX does on a GPU. Top-level
-// routines stay on the host (vulkan_backend.cc), so their errors are the oracle's.
+// shader gives NaN (cholesky) or ±inf/NaN (the division by zero), as JAX does on a GPU. So at top
+// level vulkan runs a single matrix through the oracle's host routine (its errors are the
+// oracle's) and a batch of matrices as one shader (vulkan_backend.cc).
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "core/backends/vulkan/glsl_renderer.h"
@@ -32,5 +34,9 @@ std::string linalg_matrix_code(const Op& op, const std::string& mat, bool f64_ma
                                const std::function<std::string(int, const std::string&)>& load,
                                const std::function<std::string(int, const std::string&)>& load_out,
                                const StoreAtFn& store_at);
+
+// A top-level routine as its own shader, one invocation per matrix (inputs at bindings 0..,
+// outputs after them); nullopt where it cannot (not floating point, over the buffer budget).
+std::optional<Shader> render_linalg_routine(const Op& op, bool f64_math, int max_buffers);
 
 }  // namespace jx::vk

@@ -3,6 +3,8 @@
 // live in vk_recorder.cc, scans in vk_scan_exec.cc; the class is in vulkan_backend_impl.h.
 #include "core/backends/vulkan/vulkan_backend_impl.h"
 
+#include "core/backends/vulkan/glsl_linalg.h"
+
 namespace jx {
 namespace vk {
 
@@ -215,7 +217,12 @@ std::shared_ptr<Executable> VulkanBackend::prepare(const Op& op) {
     case PrimKind::reduce: break;
     default: return nullptr;
   }
-  if (op.prim == Prim::cholesky || op.prim == Prim::triangular_solve || op.prim == Prim::lu) {
+  if (is_linalg(op.prim)) {
+    // a batch: one shader, an invocation per matrix (failures are NaN/inf, as on JAX's GPU); a
+    // single matrix, or a dtype the device cannot hold: the oracle's routine on the host (its errors)
+    if (linalg_matrices(op) >= 2 && (ctx_->desc().float64 || op.in[0].dtype != DType::float64))
+      if (auto sh = render_linalg_routine(op, ctx_->desc().float64, max_buffers_))
+        return make_kernel_exe(*sh, fmt::format("{}|{}", prim_name(op.prim), sh->glsl));
     auto e = std::make_shared<HostRoutineExe>();
     e->op = op;
     e->host = make_host_op_executable(op);
