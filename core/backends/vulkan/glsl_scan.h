@@ -23,7 +23,7 @@ struct ScanLimits {
   std::int64_t shared_bytes = 16384;     // workgroup storage the profile allows
   std::int64_t max_loop_iterations = 0;  // per invocation (llvmpipe: 65535); 0 = unlimited
   std::int64_t max_buffers = 8;          // bindings one shader may have
-  bool checked_shared = false;           // bounds-checked workgroup memory (glsl_scan.cc: shared_decl)
+  bool checked_shared = false;           // bounds-checked workgroup memory (glsl_words.cc: shared_decl)
 };
 
 struct ScanShader {
@@ -49,7 +49,7 @@ struct AssocShader {
   Shader sh;
   std::vector<std::int64_t> const_words, leaf_words;
   std::int64_t const_size = 0, leaf_size = 0;  // words
-  // The blocked form (glsl_scan.cc: render_blocked), where `block` elements (256, else the
+  // The blocked form (glsl_assoc_scan.cc: render_blocked), where `block` elements (256, else the
   // largest power of two down to 32) fit in a workgroup's memory; run_assoc prefers it
   // (O(log_block n) dispatches, O(n) work). Its shaders' workgroups have `block` invocations.
   std::optional<Shader> blocked;      // one position per invocation

@@ -291,7 +291,7 @@ class VulkanBackend final : public Backend {
   // starts on a long call's first commands while the host records the rest
   // (JX_VK_SUBMIT_EVERY; 0: only when a batch is full or at a host wait).
   std::uint32_t submit_every_ = 64;
-  // Scan shaders bounds-check workgroup memory (glsl_scan.cc: shared_decl): on by default on
+  // Scan shaders bounds-check workgroup memory (glsl_words.cc: shared_decl): on by default on
   // llvmpipe, which hides out-of-bounds accesses that real GPUs do not (JX_VK_CHECK_SHARED=0|1).
   bool checked_shared_ = false;
   std::map<std::string, vulkan::TimedPipeline> timings_;

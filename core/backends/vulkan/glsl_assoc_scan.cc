@@ -1,0 +1,333 @@
+// Associative scans as shaders: the blocked scan (work-efficient over workgroups) and the
+// Kogge-Stone rounds, each combine inlined (kernels, routines, linear algebra).
+#include <algorithm>
+#include <functional>
+#include <fmt/format.h>
+
+#include "core/backends/vulkan/glsl_linalg.h"
+#include "core/backends/vulkan/glsl_scan.h"
+#include "core/backends/vulkan/glsl_words.h"
+
+namespace jx::vk {
+namespace {
+
+// The blocked scan (work-efficient over workgroups; Kogge-Stone inside one): in place on the
+// packed leaves, push constants {mode, s}. Invocation m owns C consecutive positions p = C·m + c,
+// each at j = s·p + s - 1 (logical order, mirrored for reverse); a workgroup of B invocations
+// (256, halved down to 32 while B elements overflow workgroup memory) owns a block of B·C
+// positions. mode 0: each invocation scans its C elements in registers, the workgroup scans the
+// B totals in workgroup memory (log2 B rounds), and every element takes the total of the
+// invocations before it, so position j holds the combine of its block's from the block's first
+// on. mode 1 (fix-up, C = 1): j outside the first superblock of S = B·s positions, and not the
+// last of its superblock, becomes x[q] ⊕ x[j] with q the last position of the previous superblock
+// (already holding its full prefix). run_assoc scans up s = 1, B, ... with C = 1 (one position
+// per invocation: the most workgroups in flight, which is what a GPU's latency needs) until a
+// level fits one workgroup: the top level, where C = ceil(positions / B) ≤ 4 (its own shader);
+// then fixes up the levels below: 3 dispatches at n = 102400 and B = 256 (400 totals, C = 2 at
+// the top).
+// Element values live in module-scope arrays (private per invocation), so the combine,
+// xa := pa ⊕ xa, is one function called from every place. Where the budget has 2k + 1 bindings
+// (k leaves), each leaf binds its input and its output (no packing copies): mode 2 is mode 0
+// reading the inputs, for the first level; every other dispatch works in place on the outputs.
+template <class LeafIndex, class Combine>
+void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& out, const LeafIndex& leaf_index,
+                    const Combine& combine) {
+  const bool direct = static_cast<std::int64_t>(ap.operands.size() - ap.num_consts) * 2 + 1 <= lim.max_buffers;
+  const Program& b = ap.body;
+  const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
+  const std::int64_t n = ap.operands[nc].shape[ap.axis];
+  std::vector<std::int64_t> sm_base;  // words of each leaf's element in a position's slot
+  std::int64_t W = 0, regs = 0;
+  for (int l = 0; l < k; ++l) {
+    sm_base.push_back(W);
+    W += shared_words(b.buffers[nc + l]);
+    regs += b.buffers[nc + l].size();
+  }
+  // positions per workgroup: 256, or fewer where 256 elements overflow the workgroup's memory
+  std::int64_t B = kWorkgroup;
+  while (B > 32 && B * W * 4 > lim.shared_bytes) B /= 2;
+  if (W == 0 || B * W * 4 > lim.shared_bytes) return;
+  const std::int64_t c_max =
+      std::clamp<std::int64_t>(128 / std::max<std::int64_t>(regs, 1), 1, 4);  // elements held in registers
+  std::int64_t top = n;  // positions of the top level (strides B^L while more than a workgroup's worth)
+  while (top > B * c_max) top /= B;
+  const std::int64_t c_top = top > B ? (top + B - 1) / B : 1;
+  std::int64_t loops = 0;
+  auto render = [&](std::int64_t C) -> std::optional<Shader> {
+    auto read = [&](int buf, const std::string& off) -> std::string {
+      if (buf < nc) return gread("gin", b.buffers[buf].dtype, out.const_words[buf], off);
+      if (buf < nc + k) return fmt::format("pa{}[{}]", buf - nc, off);
+      if (buf < nc + 2 * k) return fmt::format("xa{}[{}]", buf - nc - k, off);
+      return fmt::format("r{}[{}]", buf, off);
+    };
+    Shader sh;
+    sh.buffers = 2;
+    sh.name = C > 1 ? "associative_scan_top" : "associative_scan_blocked";
+    sh.invocations = (n + C - 1) / C;  // the largest level; run_assoc dispatches fewer for the others
+    sh.float64 = out.sh.float64;
+    std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", B);
+    s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
+    if (direct) {
+      sh.buffers = 1 + 2 * k;
+      for (int l = 0; l < k; ++l)
+        s += fmt::format("layout(std430, set = 0, binding = {}) readonly buffer BL{} {{ uint d[]; }} li{};\n", 1 + l, l,
+                         l);
+      for (int l = 0; l < k; ++l)
+        s += fmt::format("layout(std430, set = 0, binding = {}) buffer BO{} {{ uint d[]; }} lo{};\n", 1 + k + l, l, l);
+    } else {
+      s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
+    }
+    s += "layout(push_constant) uniform PC { int mode; int s; } pc;\n";
+    s += shared_decl(B * W, lim.checked_shared);
+    s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
+    auto arrays = [&](const std::string& name) {
+      std::string d;
+      for (int l = 0; l < k; ++l) {
+        const AVal& e = b.buffers[nc + l];
+        d += fmt::format("{} {}{}[{}];\n", gtype(e.dtype), name, l, std::max<std::int64_t>(e.size(), 1));
+      }
+      return d;
+    };
+    s += arrays("xa") + arrays("pa") + arrays("nx");
+    for (std::int64_t c = 0; c < C; ++c) s += arrays(fmt::format("x{}_", c));
+    auto each = [&](int l, const std::string& body) {
+      return fmt::format("for (int e = 0; e < {}; ++e) {{ {} }}\n", b.buffers[nc + l].size(), body);
+    };
+    auto assign = [&](const std::string& to, const std::string& from) {
+      std::string c;
+      for (int l = 0; l < k; ++l) c += each(l, fmt::format("{0}{1}[e] = {2}{1}[e];", to, l, from));
+      return c;
+    };
+    std::string comb;
+    loops = combine(read, sh, comb);
+    for (int l = 0; l < k; ++l) comb += each(l, fmt::format("nx{}[e] = {};", l, read(b.outputs[l], "e")));
+    s += "void combine_() {\n" + comb + assign("xa", "nx") + "}\n";
+    auto phys = [&](const std::string& logical) {
+      return ap.reverse ? fmt::format("({} - 1 - ({}))", n, logical) : logical;
+    };
+    // leaf l at an index: in the packed buffer, or (direct) in the leaf's own input or output
+    auto leaf_read = [&](int l, bool from_in, const std::string& idx) {
+      const AVal& e = b.buffers[nc + l];
+      if (!direct) return gread("dst", e.dtype, out.leaf_words[l], idx);
+      return gread(fmt::format("{}{}", from_in ? "li" : "lo", l).c_str(), e.dtype, 0, idx);
+    };
+    auto load_global = [&](const std::string& arr, const std::string& pos, bool from_in = false) {
+      std::string c;
+      for (int l = 0; l < k; ++l)
+        c += each(l, fmt::format("{}{}[e] = {};", arr, l, leaf_read(l, from_in, leaf_index(l, pos, "e"))));
+      return c;
+    };
+    auto store_global = [&](const std::string& arr, const std::string& pos) {
+      std::string c;
+      for (int l = 0; l < k; ++l) {
+        const std::string buf = direct ? fmt::format("lo{}", l) : std::string("dst");
+        c += each(l, gwrite(b.buffers[nc + l].dtype, direct ? 0 : out.leaf_words[l], leaf_index(l, pos, "e"),
+                            fmt::format("{}{}[e]", arr, l), buf.c_str()));
+      }
+      return c;
+    };
+    // a position's slot in workgroup memory: W words, leaf l's element from word sm_base[l] on
+    auto slot_base = [&](const std::string& slot, int l) { return fmt::format("({}) * {} + {}", slot, W, sm_base[l]); };
+    auto to_shared = [&](const std::string& slot) {
+      std::string c;
+      for (int l = 0; l < k; ++l)
+        c += each(l, swrite(b.buffers[nc + l].dtype, slot_base(slot, l), "e", fmt::format("xa{}[e]", l)));
+      return c;
+    };
+    auto from_shared = [&](const std::string& slot) {
+      std::string c;
+      for (int l = 0; l < k; ++l)
+        c += each(l, fmt::format("pa{}[e] = {};", l, sread(b.buffers[nc + l].dtype, slot_base(slot, l), "e")));
+      return c;
+    };
+    s += fmt::format(
+        "void main() {{\nconst int m = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + "
+        "gl_LocalInvocationIndex);\n"
+        "const int lid = int(gl_LocalInvocationIndex);\n",
+        B);
+    for (std::int64_t c = 0; c < C; ++c)
+      s += fmt::format(
+          "const int j{0} = pc.s * ({1} * m + {0}) + pc.s - 1;\nconst bool live{0} = j{0} < {2};\nconst int i{0} = "
+          "{3};\n",
+          c, C, n, phys(fmt::format("j{}", c)));
+    // mode 1: fix-up, one partner for the invocation's C positions (B is a multiple of C)
+    s += fmt::format("if (pc.mode == 1) {{\nconst int S = pc.s * {};\n", B * C);
+    s += "if (!live0 || j0 < S) return;\n";
+    s += load_global("pa", phys("(j0 / S) * S - 1"));
+    for (std::int64_t c = 0; c < C; ++c)
+      s += fmt::format("if (live{0} && (j{0} + 1) % S != 0) {{\n", c) + load_global("xa", fmt::format("i{}", c)) +
+           "combine_();\n" + store_global("xa", fmt::format("i{}", c)) + "}\n";
+    s += "return;\n}\n";
+    // mode 0: the invocation's elements in order, then the workgroup's totals
+    for (std::int64_t c = 0; c < C; ++c) {  // mode 2 (direct): the first level reads the inputs
+      const std::string arr = fmt::format("x{}_", c), pos = fmt::format("i{}", c);
+      s +=
+          fmt::format("if (live{}) {{\n", c) +
+          (direct ? "if (pc.mode == 2) {\n" + load_global(arr, pos, true) + "} else {\n" + load_global(arr, pos) + "}\n"
+                  : load_global(arr, pos)) +
+          "}\n";
+    }
+    for (std::int64_t c = 1; c < C; ++c)
+      s += fmt::format("if (live{}) {{\n", c) + assign("pa", fmt::format("x{}_", c - 1)) +
+           assign("xa", fmt::format("x{}_", c)) + "combine_();\n" + assign(fmt::format("x{}_", c), "xa") + "}\n";
+    s += assign("xa", "x0_");
+    for (std::int64_t c = 1; c < C; ++c)
+      s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "}\n";
+    s += fmt::format("for (int d = 1; d < {}; d <<= 1) {{\n", B) + to_shared("lid") +
+         "barrier();\nif (live0 && lid >= d) {\n" + from_shared("lid - d") + "combine_();\n}\nbarrier();\n}\n";
+    if (C == 1) {  // the inclusive total is the element's prefix
+      s += "if (live0) {\n" + assign("x0_", "xa") + "}\n";
+    } else {
+      s += to_shared("lid") + "barrier();\nif (live0 && lid > 0) {\n" + from_shared("lid - 1");
+      for (std::int64_t c = 0; c < C; ++c)
+        s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "combine_();\n" +
+             assign(fmt::format("x{}_", c), "xa") + "}\n";
+      s += "}\n";
+    }
+    for (std::int64_t c = 0; c < C; ++c)
+      s += fmt::format("if (live{}) {{\n", c) + store_global(fmt::format("x{}_", c), fmt::format("i{}", c)) + "}\n";
+    sh.glsl = s + "}\n";
+    const std::int64_t per_combine = loops + 3 * regs;
+    if (lim.max_loop_iterations > 0 && per_combine * (2 * C + 9) + 8 * regs * C > lim.max_loop_iterations)
+      return std::nullopt;
+    return sh;
+  };
+  out.blocked = render(1);
+  out.direct = direct;
+  out.block = B;
+  if (out.blocked && c_top > 1) {
+    out.blocked_top = render(c_top);
+    if (out.blocked_top) out.top_per_invocation = c_top;
+  }
+}
+
+}  // namespace
+
+std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanLimits& lim, std::string& why) {
+  const Program& b = ap.body;
+  const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
+  const std::int64_t n = ap.operands[nc].shape[ap.axis];
+  for (const Step& st : b.steps)
+    if (st.kind == Step::Kind::control ||
+        (st.kind == Step::Kind::routine && !routine_inlines(b.routines[st.index].prim))) {
+      why =
+          fmt::format("the combine has a {} step (not inlined into a shader)",
+                      st.kind == Step::Kind::routine ? prim_name(b.routines[st.index].prim) : std::string_view("scan"));
+      return std::nullopt;
+    }
+  AssocShader out;
+  std::int64_t w = 0;
+  for (int i = 0; i < nc; ++i) {
+    out.const_words.push_back(w);
+    w = align4(w + packed_words(ap.operands[i]));
+  }
+  out.const_size = std::max<std::int64_t>(w, 4);
+  w = 0;
+  for (int l = 0; l < k; ++l) {
+    out.leaf_words.push_back(w);
+    w = align4(w + packed_words(ap.operands[nc + l]));
+  }
+  out.leaf_size = std::max<std::int64_t>(w, 4);
+  // element e of leaf l at position pos: the leaf's row-major index with `axis` = pos
+  auto leaf_index = [&](int l, const std::string& pos, const std::string& e) {
+    const Shape& s = ap.operands[nc + l].shape;
+    std::int64_t post = 1;
+    for (std::size_t d = ap.axis + 1; d < s.size(); ++d) post *= s[d];
+    return fmt::format("((({2}) / {0}) * {1} + ({3})) * {0} + ({2}) % {0}", std::max<std::int64_t>(post, 1), n, e, pos);
+  };
+  std::int64_t local = 0;
+  for (std::size_t i = nc + 2 * k; i < b.buffers.size(); ++i) local += shared_words(b.buffers[i]);
+  if (local > 4096) {
+    why = fmt::format("the combine's temporaries take {} words per element, over 4096 registers", local);
+    return std::nullopt;
+  }
+  auto read = [&](int buf, const std::string& off) -> std::string {
+    if (buf < nc) return gread("gin", b.buffers[buf].dtype, out.const_words[buf], off);
+    if (buf < nc + 2 * k) {
+      const int l = (buf - nc) % k;
+      return gread("src", b.buffers[buf].dtype, out.leaf_words[l], leaf_index(l, buf < nc + k ? "partner" : "i", off));
+    }
+    return fmt::format("r{}[{}]", buf, off);
+  };
+  Shader& sh = out.sh;
+  sh.name = "associative_scan";
+  sh.buffers = 3;
+  sh.invocations = n;
+  std::vector<KNode> nodes;
+  for (const Kernel& kk : b.kernels) nodes.insert(nodes.end(), kk.nodes.begin(), kk.nodes.end());
+  sh.float64 = uses_double(ap.operands, DType::float32, nodes);
+  std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
+  s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
+  s += "layout(std430, set = 0, binding = 1) readonly buffer BS { uint d[]; } src;\n";
+  s += "layout(std430, set = 0, binding = 2) buffer BD { uint d[]; } dst;\n";
+  s += "layout(push_constant) uniform PC { int d; } pc;\n";
+  s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
+  s += fmt::format(
+      "void main() {{\nconst int i = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + "
+      "gl_LocalInvocationIndex);\n"
+      "if (i >= {}) return;\nconst int partner = {};\n",
+      kWorkgroup, n, ap.reverse ? "i + pc.d" : "i - pc.d");
+  std::int64_t loops = 0;
+  // Kogge-Stone round: x[i] := x[partner] ⊕ x[i] where the partner exists, else copied
+  s += fmt::format("if (partner < 0 || partner >= {}) {{\n", n);
+  for (int l = 0; l < k; ++l) {
+    const AVal& e = b.buffers[nc + l];
+    const std::string idx = leaf_index(l, "i", "e");
+    s += fmt::format("for (int e = 0; e < {}; ++e) {}", e.size(),
+                     gwrite(e.dtype, out.leaf_words[l], idx, gread("src", e.dtype, out.leaf_words[l], idx), "dst"));
+    loops += e.size();
+  }
+  s += "return;\n}\n";
+  // the combine's steps into temporaries r<buffer>; returns the loop iterations they run
+  auto combine = [&](const std::function<std::string(int, const std::string&)>& rd, Shader& into, std::string& code) {
+    std::int64_t it = 0;
+    for (std::size_t i = nc + 2 * k; i < b.buffers.size(); ++i)
+      code +=
+          fmt::format("{} r{}[{}];\n", gtype(b.buffers[i].dtype), i, std::max<std::int64_t>(b.buffers[i].size(), 1));
+    for (const Step& st : b.steps) {
+      if (st.kind == Step::Kind::free) continue;
+      auto load = [&](int in, const std::string& off) { return rd(st.in[in], off); };
+      auto store = [&](const std::string& v) { return fmt::format("r{}[e] = {};\n", st.out[0], v); };
+      const Op* op = st.kind == Step::Kind::routine ? &b.routines[st.index] : nullptr;
+      const bool la = op && is_linalg(op->prim);  // the element's matrices in turn
+      const std::int64_t m = la ? linalg_matrices(*op) : b.buffers[st.out[0]].size();
+      code += fmt::format("for (int e = 0; e < {}; ++e) {{\n", m);
+      if (!op) {
+        const Kernel& kk = b.kernels[st.index];
+        code += kernel_element_code(KernelCtx{kk, lim.f64_math, load}, "e", into, store) + "}\n";
+        it += m * (1 + reduce_iterations(kk));
+      } else if (la) {
+        auto store_at = [&](int o, const std::string& off, const std::string& v) {
+          return fmt::format("r{}[{}] = {};\n", st.out[o], off, v);
+        };
+        auto load_out = [&](int o, const std::string& off) { return fmt::format("r{}[{}]", st.out[o], off); };
+        code += linalg_matrix_code(*op, "e", lim.f64_math, into, load, load_out, store_at) + "}\n";
+        it += m * (1 + linalg_iterations(*op));
+      } else {
+        code += routine_element_code(*op, "e", into, load, store) + "}\n";
+        it += m * (1 + ((op->prim == Prim::argmax || op->prim == Prim::argmin) ? op->in[0].shape[op->params.axis] : 0));
+      }
+    }
+    return it;
+  };
+  loops += combine(read, sh, s);
+  for (int l = 0; l < k; ++l) {
+    const int o = b.outputs[l];
+    const AVal& e = b.buffers[nc + l];
+    s += fmt::format("for (int e = 0; e < {}; ++e) {}", e.size(),
+                     gwrite(e.dtype, out.leaf_words[l], leaf_index(l, "i", "e"), read(o, "e"), "dst"));
+    loops += e.size();
+  }
+  sh.glsl = s + "}\n";
+  sh.max_loop = 0;
+  if (lim.max_loop_iterations > 0 && loops > lim.max_loop_iterations) {
+    why = fmt::format("one combine runs {} loop iterations, over the driver's {} per invocation", loops,
+                      lim.max_loop_iterations);
+    return std::nullopt;
+  }
+  render_blocked(ap, lim, out, leaf_index, combine);
+  return out;
+}
+
+
+}  // namespace jx::vk
