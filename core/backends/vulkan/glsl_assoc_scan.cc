@@ -329,5 +329,4 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
   return out;
 }
 
-
 }  // namespace jx::vk
