@@ -4,61 +4,14 @@
 
 #include "core/backends/vulkan/glsl_linalg.h"
 #include "core/backends/vulkan/glsl_words.h"
+#include "core/backends/vulkan/glsl_workgroup.h"
 
 #include <algorithm>
 #include <functional>
 #include <fmt/format.h>
-#include <set>
 
 namespace jx::vk {
 namespace {
-
-// reg: one register per buffer (elementwise bodies); local: a local array per buffer, indexed
-// by constants in single-invocation bodies, so the compiler keeps it in registers.
-// global_out: a body buffer spilled past the results in gout (workgroup memory too small)
-enum class Home : std::uint8_t { global_in, global_x, shared, reg, local, global_out };
-struct Loc {
-  Home home;
-  std::int64_t base = 0;  // words (packed buffer or shared memory)
-  AVal aval;
-};
-
-// Reads element `i` of a body buffer wherever it lives (t: the step's x index).
-std::string read_loc(const Loc& l, int buffer, const std::string& i) {
-  switch (l.home) {
-    case Home::global_in: return gread("gin", l.aval.dtype, l.base, i);
-    case Home::global_x: return gread("gin", l.aval.dtype, l.base, fmt::format("t * {} + ({})", l.aval.size(), i));
-    case Home::shared: return sread(l.aval.dtype, std::to_string(l.base), i);
-    case Home::reg: return fmt::format("r{}", buffer);
-    case Home::local: return fmt::format("L{}[{}]", buffer, i);
-    case Home::global_out: return gread("gout", l.aval.dtype, l.base, i);
-  }
-  return "0";
-}
-
-// Writes element `i` of a body buffer kept in workgroup memory or a local array.
-std::string write_loc(const Loc& l, int buffer, const std::string& i, const std::string& v) {
-  if (l.home == Home::local) return fmt::format("L{}[{}] = {};\n", buffer, i, v);
-  if (l.home == Home::global_out) return gwrite(l.aval.dtype, l.base, i, v);
-  return swrite(l.aval.dtype, std::to_string(l.base), i, v);
-}
-
-// Invocations of one workgroup striding over n elements (no loop when one pass suffices); in
-// single mode invocation 0 alone runs every element (the others have returned).
-std::string strided_loop(std::int64_t n, const std::string& body, bool single) {
-  if (n == 0) return "";
-  if (single) {  // unrolled: constant indices, and no loop for llvmpipe's limiter to count
-    std::string u;
-    for (std::int64_t e = 0; e < n; ++e) u += fmt::format("{{\nconst int e = {};\n{}}}\n", e, body);
-    return u;
-  }
-  if (n <= kWorkgroup) return fmt::format("if (lid < {}) {{\nconst int e = lid;\n{}}}\n", n, body);
-  return fmt::format("for (int e = lid; e < {}; e += {}) {{\n{}}}\n", n, kWorkgroup, body);
-}
-std::int64_t loop_iterations(std::int64_t n, bool single) {
-  if (single) return 0;
-  return n <= kWorkgroup ? 0 : (n + kWorkgroup - 1) / kWorkgroup;
-}
 
 // Bodies whose every step has at most this many elements run in one invocation, without
 // barriers (a barrier costs more than a few scalar operations); JX_SCAN_SINGLE_MAX overrides
@@ -322,45 +275,10 @@ std::string workgroup_body(const ShaderLayout& L, ScanShader& out, const ScanLim
   }
   s += barrier + "for (int it = pc.it0; it < pc.it1; ++it) {\n";
   s += fmt::format("const int t = {};\n", t);
-  std::set<int> written, read;  // shared buffers since the last barrier
-  int barriers = 0;
-  for (const Step& st : b.steps) {
-    if (st.kind == Step::Kind::free) continue;
-    bool need = false;
-    for (int o : st.out) need = need || written.count(o) || read.count(o);
-    for (int i : st.in) need = need || written.count(i);
-    if (need) {
-      s += barrier;
-      ++barriers;
-      written.clear();
-      read.clear();
-    }
-    for (int i : st.in) read.insert(i);
-    written.insert(st.out.begin(), st.out.end());
-    const Loc& lo = loc[st.out[0]];
-    auto load = [&](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); };
-    auto store = [&](const std::string& v) { return write_loc(lo, st.out[0], "e", v); };
-    const std::int64_t m = lo.aval.size();
-    if (st.kind == Step::Kind::kernel) {
-      const Kernel& k = b.kernels[st.index];
-      s += "{\n" + strided(m, kernel_element_code(KernelCtx{k, lim.f64_math, load}, "e", sh, store)) + "}\n";
-      per_step += strided_iterations(m) + std::max<std::int64_t>(1, strided_iterations(m)) * reduce_iterations(k);
-    } else if (const Op& op = b.routines[st.index]; is_linalg(op.prim)) {  // one invocation per matrix
-      auto store_at = [&](int o, const std::string& off, const std::string& v) {
-        return write_loc(loc[st.out[o]], st.out[o], off, v);
-      };
-      auto load_out = [&](int o, const std::string& off) { return read_loc(loc[st.out[o]], st.out[o], off); };
-      const std::int64_t mats = linalg_matrices(op);
-      s += "{\n" + strided(mats, linalg_matrix_code(op, "e", lim.f64_math, sh, load, load_out, store_at)) + "}\n";
-      per_step +=
-          strided_iterations(mats) + std::max<std::int64_t>(1, strided_iterations(mats)) * linalg_iterations(op);
-    } else {
-      s += "{\n" + strided(m, routine_element_code(op, "e", sh, load, store)) + "}\n";
-      const bool arg = op.prim == Prim::argmax || op.prim == Prim::argmin;
-      per_step += strided_iterations(m) +
-                  (arg ? std::max<std::int64_t>(1, strided_iterations(m)) * op.in[0].shape[op.params.axis] : 0);
-    }
-  }
+  const WorkgroupSteps steps = workgroup_steps(b, loc, single, kWorkgroup, barrier, lim.f64_math, sh);
+  s += steps.code;
+  per_step += steps.iterations;
+  const int barriers = steps.barriers;
   s += barrier;
   for (int j = 0; j < ny; ++j) {
     const int o = b.outputs[nk + j];

@@ -40,25 +40,25 @@ std::int64_t shared_words(const AVal& a) { return a.size() * (a.dtype == DType::
 // Workgroup memory is one array of words, `sm`, read and written only through sm_ld/sm_st
 // (shared_decl). Element i of a value whose words start at word `base` (an expression) is at
 // base + i, or base + 2i (two words) for float64: `base` is in words, `i` in elements.
-std::string sread(DType d, const std::string& base, const std::string& i) {
+std::string sread(DType d, const std::string& base, const std::string& i, const char* mem) {
   switch (d) {
-    case DType::float32: return fmt::format("uintBitsToFloat(sm_ld({} + ({})))", base, i);
-    case DType::int32: return fmt::format("int(sm_ld({} + ({})))", base, i);
+    case DType::float32: return fmt::format("uintBitsToFloat({}_ld({} + ({})))", mem, base, i);
+    case DType::int32: return fmt::format("int({}_ld({} + ({})))", mem, base, i);
     case DType::float64:
-      return fmt::format("packDouble2x32(uvec2(sm_ld({0} + 2 * ({1})), sm_ld({0} + 2 * ({1}) + 1)))", base, i);
-    case DType::bool_: return fmt::format("(sm_ld({} + ({})) != 0u)", base, i);
+      return fmt::format("packDouble2x32(uvec2({2}_ld({0} + 2 * ({1})), {2}_ld({0} + 2 * ({1}) + 1)))", base, i, mem);
+    case DType::bool_: return fmt::format("({}_ld({} + ({})) != 0u)", mem, base, i);
   }
   return "0";
 }
-std::string swrite(DType d, const std::string& base, const std::string& i, const std::string& v) {
+std::string swrite(DType d, const std::string& base, const std::string& i, const std::string& v, const char* mem) {
   switch (d) {
-    case DType::float32: return fmt::format("sm_st({} + ({}), floatBitsToUint({}));\n", base, i, v);
+    case DType::float32: return fmt::format("{}_st({} + ({}), floatBitsToUint({}));\n", mem, base, i, v);
     case DType::int32:
-    case DType::bool_: return fmt::format("sm_st({} + ({}), uint({}));\n", base, i, v);
+    case DType::bool_: return fmt::format("{}_st({} + ({}), uint({}));\n", mem, base, i, v);
     case DType::float64:
       return fmt::format(
-          "{{ uvec2 u_ = unpackDouble2x32({2}); sm_st({0} + 2 * ({1}), u_.x); sm_st({0} + 2 * ({1}) + 1, u_.y); }}\n",
-          base, i, v);
+          "{{ uvec2 u_ = unpackDouble2x32({2}); {3}_st({0} + 2 * ({1}), u_.x); {3}_st({0} + 2 * ({1}) + 1, u_.y); }}\n",
+          base, i, v, mem);
   }
   return "";
 }

@@ -15,9 +15,11 @@ std::int64_t align4(std::int64_t w);
 std::string gread(const char* buf, DType d, std::int64_t base, const std::string& i);
 std::string gwrite(DType d, std::int64_t base, const std::string& i, const std::string& v, const char* buf = "gout");
 std::int64_t shared_words(const AVal& a);
-// Element i of a value in workgroup memory whose words start at word `base` (an expression).
-std::string sread(DType d, const std::string& base, const std::string& i);
-std::string swrite(DType d, const std::string& base, const std::string& i, const std::string& v);
+// Element i of a value in workgroup memory whose words start at word `base` (an expression);
+// `mem` names another word array with the same accessors (`sc`: a workgroup's global scratch).
+std::string sread(DType d, const std::string& base, const std::string& i, const char* mem = "sm");
+std::string swrite(DType d, const std::string& base, const std::string& i, const std::string& v,
+                   const char* mem = "sm");
 // The declaration of `words` words of workgroup memory and its accessors (checked: an access
 // outside [0, words) reads 0xffffffff and writes nothing).
 std::string shared_decl(std::int64_t words, bool checked);

@@ -1,0 +1,103 @@
+#include "core/backends/vulkan/glsl_workgroup.h"
+
+#include <fmt/format.h>
+#include <set>
+
+#include "core/backends/vulkan/glsl_linalg.h"
+#include "core/backends/vulkan/glsl_words.h"
+
+namespace jx::vk {
+
+std::string read_loc(const Loc& l, int buffer, const std::string& i) {
+  switch (l.home) {
+    case Home::global_in: return gread("gin", l.aval.dtype, l.base, i);
+    case Home::global_x: return gread("gin", l.aval.dtype, l.base, fmt::format("t * {} + ({})", l.aval.size(), i));
+    case Home::shared: return sread(l.aval.dtype, std::to_string(l.base), i);
+    case Home::reg: return fmt::format("r{}", buffer);
+    case Home::local: return fmt::format("L{}[{}]", buffer, i);
+    case Home::global_out: return gread("gout", l.aval.dtype, l.base, i);
+    case Home::scratch: return sread(l.aval.dtype, std::to_string(l.base), i, "sc");
+  }
+  return "0";
+}
+
+std::string write_loc(const Loc& l, int buffer, const std::string& i, const std::string& v) {
+  if (l.home == Home::local) return fmt::format("L{}[{}] = {};\n", buffer, i, v);
+  if (l.home == Home::global_out) return gwrite(l.aval.dtype, l.base, i, v);
+  if (l.home == Home::scratch) return swrite(l.aval.dtype, std::to_string(l.base), i, v, "sc");
+  return swrite(l.aval.dtype, std::to_string(l.base), i, v);
+}
+
+std::string strided_loop(std::int64_t n, const std::string& body, bool single, std::int64_t wg) {
+  if (n == 0) return "";
+  if (single) {  // unrolled: constant indices, and no loop for llvmpipe's limiter to count
+    std::string u;
+    for (std::int64_t e = 0; e < n; ++e) u += fmt::format("{{\nconst int e = {};\n{}}}\n", e, body);
+    return u;
+  }
+  if (n <= wg) return fmt::format("if (lid < {}) {{\nconst int e = lid;\n{}}}\n", n, body);
+  return fmt::format("for (int e = lid; e < {}; e += {}) {{\n{}}}\n", n, wg, body);
+}
+
+std::int64_t loop_iterations(std::int64_t n, bool single, std::int64_t wg) {
+  if (single) return 0;
+  return n <= wg ? 0 : (n + wg - 1) / wg;
+}
+
+namespace {
+
+// One step's code, strided over the workgroup; adds the loop iterations it costs to `it`.
+std::string step_code(const Program& b, const Step& st, const std::vector<Loc>& loc, bool single, std::int64_t wg,
+                      bool f64_math, Shader& sh, std::int64_t& it) {
+  auto strided = [&](std::int64_t m, const std::string& body) { return strided_loop(m, body, single, wg); };
+  auto strided_iterations = [&](std::int64_t m) { return loop_iterations(m, single, wg); };
+  const Loc& lo = loc[st.out[0]];
+  auto load = [&](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); };
+  auto store = [&](const std::string& v) { return write_loc(lo, st.out[0], "e", v); };
+  const std::int64_t m = lo.aval.size();
+  if (st.kind == Step::Kind::kernel) {
+    const Kernel& k = b.kernels[st.index];
+    it += strided_iterations(m) + std::max<std::int64_t>(1, strided_iterations(m)) * reduce_iterations(k);
+    return "{\n" + strided(m, kernel_element_code(KernelCtx{k, f64_math, load}, "e", sh, store)) + "}\n";
+  }
+  const Op& op = b.routines[st.index];
+  if (is_linalg(op.prim)) {  // one invocation per matrix
+    auto store_at = [&](int o, const std::string& off, const std::string& v) {
+      return write_loc(loc[st.out[o]], st.out[o], off, v);
+    };
+    auto load_out = [&](int o, const std::string& off) { return read_loc(loc[st.out[o]], st.out[o], off); };
+    const std::int64_t mats = linalg_matrices(op);
+    it += strided_iterations(mats) + std::max<std::int64_t>(1, strided_iterations(mats)) * linalg_iterations(op);
+    return "{\n" + strided(mats, linalg_matrix_code(op, "e", f64_math, sh, load, load_out, store_at)) + "}\n";
+  }
+  const bool arg = op.prim == Prim::argmax || op.prim == Prim::argmin;
+  it += strided_iterations(m) +
+        (arg ? std::max<std::int64_t>(1, strided_iterations(m)) * op.in[0].shape[op.params.axis] : 0);
+  return "{\n" + strided(m, routine_element_code(op, "e", sh, load, store)) + "}\n";
+}
+
+}  // namespace
+
+WorkgroupSteps workgroup_steps(const Program& b, const std::vector<Loc>& loc, bool single, std::int64_t wg,
+                               const std::string& barrier, bool f64_math, Shader& sh) {
+  WorkgroupSteps out;
+  std::set<int> written, read;  // buffers since the last barrier
+  for (const Step& st : b.steps) {
+    if (st.kind == Step::Kind::free) continue;
+    bool need = false;
+    for (int o : st.out) need = need || written.count(o) || read.count(o);
+    for (int i : st.in) need = need || written.count(i);
+    if (need) {
+      out.code += barrier;
+      ++out.barriers;
+      written.clear();
+      read.clear();
+    }
+    for (int i : st.in) read.insert(i);
+    written.insert(st.out.begin(), st.out.end());
+    out.code += step_code(b, st, loc, single, wg, f64_math, sh, out.iterations);
+  }
+  return out;
+}
+
+}  // namespace jx::vk
