@@ -8,6 +8,7 @@
 using namespace jx;
 using jxt::all_close;
 using jxt::on;
+using jxt::ScopedEnv;
 using jxt::vals;
 
 namespace {
@@ -455,7 +456,8 @@ TEST(VulkanAssociativeScan, ForwardModeGradientIsOneBatchedPairScanSubmittedEarl
 // Sizes around the invocation, block and superblock edges, forward and reverse; an int32 sum
 // (exact), an affine composition (not commutative) and a bool or, against the interpreter. An
 // element over 16 words takes 128-position workgroups in the WebGPU profile's 16 KiB; one over
-// 128 words fits no workgroup: Kogge-Stone.
+// 128 words fits no workgroup: the cooperative form (a workgroup per combine), or Kogge-Stone
+// rounds where that is forced (JX_VK_ASSOC=ks).
 TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
   using V = std::vector<Array>;
   auto op = [](const V& p, const V& q) {
@@ -524,10 +526,15 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
   }
   // Wider elements: 17 float32 words overflow 256 positions of the profile's workgroup memory, so
   // a workgroup scans 128 (n = 1000: 2 scans + 1 fix-up; n = 128² + 1 likewise, across the
-  // superblock edge); 129 words do not fit even 32 positions: Kogge-Stone rounds.
+  // superblock edge); 129 words do not fit even 32 positions: the cooperative form, 4 positions
+  // per workgroup in turn (scans at strides 1, 4, 16, 64, 256 and fix-ups below the top: 9), or
+  // forced, Kogge-Stone rounds (10).
   auto wide = [](const V& p, const V& q) { return V{p[0] + q[0]}; };
-  for (auto [n, words, dispatches] :
-       {std::tuple{1000, 17, 3u}, std::tuple{128 * 128 + 1, 17, 3u}, std::tuple{1000, 129, 10u}}) {
+  const ScopedEnv chunk("JX_VK_COOP_CHUNK", "4");
+  for (auto [n, words, dispatches, form] : {std::tuple{1000, 17, 3u, "auto"}, std::tuple{128 * 128 + 1, 17, 3u, "auto"},
+                                            std::tuple{1000, 129, 9u, "auto"}, std::tuple{1000, 129, 10u, "ks"}}) {
+    const ScopedEnv forced("JX_VK_ASSOC", form);
+    if (std::string(form) == "ks") clear_caches();
     Array x;
     V want;
     {
@@ -539,8 +546,44 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
     Array xv = device_put(x, "vulkan");
     V got;
     EXPECT_EQ(dispatches_of([&] { got = lax::associative_scan_flat(wide, {xv}, false, 0); }), dispatches)
-        << n << " " << words;
-    EXPECT_TRUE(all_close(got[0], vals(want[0]), 1e-3, 1e-3)) << n << " " << words;
+        << n << " " << words << " " << form;
+    EXPECT_TRUE(all_close(got[0], vals(want[0]), 1e-3, 1e-3)) << n << " " << words << " " << form;
+  }
+}
+
+// The cooperative form's homes: an element of 3000 float32 words keeps the running total in
+// workgroup memory (the WebGPU profile's 4096 words) and the right operand and the combine's
+// result in the workgroup's slice of global scratch (a buffer barrier between steps); a combine
+// whose results are its own operands (first of the left, last of the right: associative) copies
+// them aside before the next operands overwrite them. n = 200, 4 positions per workgroup in turn:
+// scans at strides 1, 4, 16, 64 and fix-ups of the three lower levels, 7 dispatches.
+TEST(VulkanAssociativeScan, CooperativeFormThroughScratchAndStaging) {
+  using V = std::vector<Array>;
+  const ScopedEnv chunk("JX_VK_COOP_CHUNK", "4"), forced("JX_VK_ASSOC", "coop");
+  vulkan::set_limits("webgpu");
+  auto sum = [](const V& p, const V& q) { return V{p[0] + q[0]}; };
+  auto first_last = [](const V& p, const V& q) { return V{p[0], q[1]}; };
+  const std::int64_t n = 200;
+  V in, want_sum;
+  {
+    DefaultDeviceScope cpu("cpu");
+    in = {np::reshape(np::sin(np::arange(0, n * 3000, 1, DType::float32)), {n, 3000}),
+          np::reshape(np::cos(np::arange(0, n * 5, 1, DType::float64)), {n, 5})};
+    want_sum = lax::associative_scan_flat(sum, {in[0]}, false, 0);
+  }
+  DefaultDeviceScope vk("vulkan");
+  const V ev = on(in, "vulkan");
+  for (bool reverse : {false, true}) {
+    V got;
+    EXPECT_EQ(dispatches_of([&] { got = lax::associative_scan_flat(sum, {ev[0]}, reverse, 0); }), 7u) << reverse;
+    if (!reverse) EXPECT_TRUE(all_close(got[0], vals(want_sum[0]), 1e-4, 1e-4));
+    got = lax::associative_scan_flat(first_last, {ev[1], ev[0]}, reverse, 0);
+    const std::vector<double> x1 = vals(in[1]), x0 = vals(in[0]), g0 = vals(got[0]), g1 = vals(got[1]);
+    const std::size_t first = reverse ? static_cast<std::size_t>(n - 1) : 0;
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
+      for (std::size_t c = 0; c < 5; ++c) ASSERT_EQ(g0[i * 5 + c], x1[first * 5 + c]) << i << " " << reverse;
+      for (std::size_t c = 0; c < 3000; c += 599) ASSERT_EQ(g1[i * 3000 + c], x0[i * 3000 + c]) << i << " " << reverse;
+    }
   }
 }
 
@@ -560,6 +603,7 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
 // bounds-checks workgroup memory, so an addressing error reads NaN there and fails in CI.
 TEST(VulkanAssociativeScan, EveryPathEveryDtypeAroundEveryLevelEdge) {
   using V = std::vector<Array>;
+  const ScopedEnv chunk("JX_VK_COOP_CHUNK", "4");
   if (!std::getenv("JX_VK_CHECK_SHARED"))
     EXPECT_EQ(vulkan::checked_shared(), backend("vulkan").info().device.find("llvmpipe") != std::string::npos)
         << "workgroup memory is bounds-checked on llvmpipe, and only there";
@@ -611,36 +655,47 @@ TEST(VulkanAssociativeScan, EveryPathEveryDtypeAroundEveryLevelEdge) {
     else
       sizes.insert(sizes.end(), {B - 1, B + 1, 4 * B + 1, B * B + 1});
     if (B == 32) sizes.push_back(B * B * B + 1);
-    for (std::int64_t n : sizes) {
-      const V in = inputs(n, pad);
-      DefaultDeviceScope vk("vulkan");
-      const V ev = on(in, "vulkan");
-      for (bool reverse : {false, true}) {
-        const Ref want = sequential(in, reverse);
-        const bool edge = n == B + 1 || (full && (n == 4 * B + 1 || n == B * B + 1)) || (B == 0 && n == 257);
-        for (const std::string profile : {"webgpu", "device"}) {
-          if (profile == "device" && !edge) continue;
-          vulkan::set_limits(profile);
-          for (bool use_jit : {false, true}) {
-            const std::string where =
-                fmt::format("pad {} n {} reverse {} {} {}", pad, n, reverse, profile, use_jit ? "jit" : "eager");
-            vulkan::synchronize();
-            vulkan::reset_counters();
-            const V got = use_jit ? jitted(ev, reverse) : lax::associative_scan_flat(op, ev, reverse, 0);
-            vulkan::synchronize();
-            const std::uint64_t disp = vulkan::counters().dispatches;
-            if (profile == "webgpu" && B == 0) EXPECT_EQ(disp, static_cast<std::uint64_t>(ceil_log(n, 2))) << where;
-            if (profile == "webgpu" && B > 0)
-              EXPECT_LE(disp, static_cast<std::uint64_t>(std::max<std::int64_t>(2 * ceil_log(n, B) - 1, 0))) << where;
-            EXPECT_EQ(vals(got[0]), want[0]) << where;
-            EXPECT_EQ(vals(got[1]), want[1]) << where;
-            EXPECT_TRUE(all_close(got[2], want[2], 1e-12, 0)) << where;
-            EXPECT_TRUE(all_close(got[3], want[3], 1e-9, 1e-12)) << where;
-            EXPECT_EQ(vals(got[4]), want[4]) << where;
-            EXPECT_TRUE(all_close(got[5], want[5], 1e-9, 1e-9)) << where;
+    // p = 64: the cooperative form (auto), then Kogge-Stone rounds (forced); plans are made at
+    // compile time, so the caches are cleared where the form changes
+    const std::vector<std::string> forms =
+        B == 0 ? std::vector<std::string>{"auto", "ks"} : std::vector<std::string>{"auto"};
+    for (const std::string& form : forms) {
+      const ScopedEnv forced("JX_VK_ASSOC", form.c_str());
+      if (form != "auto") clear_caches();
+      for (std::int64_t n : sizes) {
+        const V in = inputs(n, pad);
+        DefaultDeviceScope vk("vulkan");
+        const V ev = on(in, "vulkan");
+        for (bool reverse : {false, true}) {
+          const Ref want = sequential(in, reverse);
+          const bool edge = n == B + 1 || (full && (n == 4 * B + 1 || n == B * B + 1)) || (B == 0 && n == 257);
+          for (const std::string profile : {"webgpu", "device"}) {
+            if (profile == "device" && !edge) continue;
+            vulkan::set_limits(profile);
+            for (bool use_jit : {false, true}) {
+              const std::string where = fmt::format("pad {} n {} reverse {} {} {} {}", pad, n, reverse, profile,
+                                                    use_jit ? "jit" : "eager", form);
+              vulkan::synchronize();
+              vulkan::reset_counters();
+              const V got = use_jit ? jitted(ev, reverse) : lax::associative_scan_flat(op, ev, reverse, 0);
+              vulkan::synchronize();
+              const std::uint64_t disp = vulkan::counters().dispatches;
+              if (profile == "webgpu" && B == 0 && form == "ks")
+                EXPECT_EQ(disp, static_cast<std::uint64_t>(ceil_log(n, 2))) << where;
+              if (B == 0 && form == "auto")  // 4 positions per workgroup in turn: at most 2L - 1 for L = ceil(log4 n)
+                EXPECT_LE(disp, static_cast<std::uint64_t>(std::max<std::int64_t>(2 * ceil_log(n, 4) - 1, 0))) << where;
+              if (profile == "webgpu" && B > 0)
+                EXPECT_LE(disp, static_cast<std::uint64_t>(std::max<std::int64_t>(2 * ceil_log(n, B) - 1, 0))) << where;
+              EXPECT_EQ(vals(got[0]), want[0]) << where;
+              EXPECT_EQ(vals(got[1]), want[1]) << where;
+              EXPECT_TRUE(all_close(got[2], want[2], 1e-12, 0)) << where;
+              EXPECT_TRUE(all_close(got[3], want[3], 1e-9, 1e-12)) << where;
+              EXPECT_EQ(vals(got[4]), want[4]) << where;
+              EXPECT_TRUE(all_close(got[5], want[5], 1e-9, 1e-9)) << where;
+            }
           }
+          vulkan::set_limits("webgpu");
         }
-        vulkan::set_limits("webgpu");
       }
     }
   }

@@ -1,6 +1,7 @@
 // Associative scans as shaders: the blocked scan (work-efficient over workgroups) and the
 // Kogge-Stone rounds, each combine inlined (kernels, routines, linear algebra).
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <fmt/format.h>
 
@@ -201,46 +202,49 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
   }
 }
 
-}  // namespace
+// The combine's steps into temporaries r<buffer>, each invocation alone (`rd` reads a buffer
+// wherever it lives); returns the loop iterations they run.
+std::int64_t combine_code(const AssocProgram& ap, const ScanLimits& lim,
+                          const std::function<std::string(int, const std::string&)>& rd, Shader& into,
+                          std::string& code) {
+  const Program& b = ap.body;
+  const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
+  std::int64_t it = 0;
+  for (std::size_t i = nc + 2 * k; i < b.buffers.size(); ++i)
+    code += fmt::format("{} r{}[{}];\n", gtype(b.buffers[i].dtype), i, std::max<std::int64_t>(b.buffers[i].size(), 1));
+  for (const Step& st : b.steps) {
+    if (st.kind == Step::Kind::free) continue;
+    auto load = [&](int in, const std::string& off) { return rd(st.in[in], off); };
+    auto store = [&](const std::string& v) { return fmt::format("r{}[e] = {};\n", st.out[0], v); };
+    const Op* op = st.kind == Step::Kind::routine ? &b.routines[st.index] : nullptr;
+    const bool la = op && is_linalg(op->prim);  // the element's matrices in turn
+    const std::int64_t m = la ? linalg_matrices(*op) : b.buffers[st.out[0]].size();
+    code += fmt::format("for (int e = 0; e < {}; ++e) {{\n", m);
+    if (!op) {
+      const Kernel& kk = b.kernels[st.index];
+      code += kernel_element_code(KernelCtx{kk, lim.f64_math, load}, "e", into, store) + "}\n";
+      it += m * (1 + reduce_iterations(kk));
+    } else if (la) {
+      auto store_at = [&](int o, const std::string& off, const std::string& v) {
+        return fmt::format("r{}[{}] = {};\n", st.out[o], off, v);
+      };
+      auto load_out = [&](int o, const std::string& off) { return fmt::format("r{}[{}]", st.out[o], off); };
+      code += linalg_matrix_code(*op, "e", lim.f64_math, into, load, load_out, store_at) + "}\n";
+      it += m * (1 + linalg_iterations(*op));
+    } else {
+      code += routine_element_code(*op, "e", into, load, store) + "}\n";
+      it += m * (1 + ((op->prim == Prim::argmax || op->prim == Prim::argmin) ? op->in[0].shape[op->params.axis] : 0));
+    }
+  }
+  return it;
+}
 
-std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanLimits& lim, std::string& why) {
+// The Kogge-Stone round shader into out.sh; false (the reason in `why`) where it cannot run.
+bool render_kogge_stone(const AssocProgram& ap, const ScanLimits& lim, AssocShader& out, const LeafIndexFn& leaf_index,
+                        std::string& why) {
   const Program& b = ap.body;
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
   const std::int64_t n = ap.operands[nc].shape[ap.axis];
-  for (const Step& st : b.steps)
-    if (st.kind == Step::Kind::control ||
-        (st.kind == Step::Kind::routine && !routine_inlines(b.routines[st.index].prim))) {
-      why =
-          fmt::format("the combine has a {} step (not inlined into a shader)",
-                      st.kind == Step::Kind::routine ? prim_name(b.routines[st.index].prim) : std::string_view("scan"));
-      return std::nullopt;
-    }
-  AssocShader out;
-  std::int64_t w = 0;
-  for (int i = 0; i < nc; ++i) {
-    out.const_words.push_back(w);
-    w = align4(w + packed_words(ap.operands[i]));
-  }
-  out.const_size = std::max<std::int64_t>(w, 4);
-  w = 0;
-  for (int l = 0; l < k; ++l) {
-    out.leaf_words.push_back(w);
-    w = align4(w + packed_words(ap.operands[nc + l]));
-  }
-  out.leaf_size = std::max<std::int64_t>(w, 4);
-  // element e of leaf l at position pos: the leaf's row-major index with `axis` = pos
-  auto leaf_index = [&](int l, const std::string& pos, const std::string& e) {
-    const Shape& s = ap.operands[nc + l].shape;
-    std::int64_t post = 1;
-    for (std::size_t d = ap.axis + 1; d < s.size(); ++d) post *= s[d];
-    return fmt::format("((({2}) / {0}) * {1} + ({3})) * {0} + ({2}) % {0}", std::max<std::int64_t>(post, 1), n, e, pos);
-  };
-  std::int64_t local = 0;
-  for (std::size_t i = nc + 2 * k; i < b.buffers.size(); ++i) local += shared_words(b.buffers[i]);
-  if (local > 4096) {
-    why = fmt::format("the combine's temporaries take {} words per element, over 4096 registers", local);
-    return std::nullopt;
-  }
   auto read = [&](int buf, const std::string& off) -> std::string {
     if (buf < nc) return gread("gin", b.buffers[buf].dtype, out.const_words[buf], off);
     if (buf < nc + 2 * k) {
@@ -278,39 +282,7 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
     loops += e.size();
   }
   s += "return;\n}\n";
-  // the combine's steps into temporaries r<buffer>; returns the loop iterations they run
-  auto combine = [&](const std::function<std::string(int, const std::string&)>& rd, Shader& into, std::string& code) {
-    std::int64_t it = 0;
-    for (std::size_t i = nc + 2 * k; i < b.buffers.size(); ++i)
-      code +=
-          fmt::format("{} r{}[{}];\n", gtype(b.buffers[i].dtype), i, std::max<std::int64_t>(b.buffers[i].size(), 1));
-    for (const Step& st : b.steps) {
-      if (st.kind == Step::Kind::free) continue;
-      auto load = [&](int in, const std::string& off) { return rd(st.in[in], off); };
-      auto store = [&](const std::string& v) { return fmt::format("r{}[e] = {};\n", st.out[0], v); };
-      const Op* op = st.kind == Step::Kind::routine ? &b.routines[st.index] : nullptr;
-      const bool la = op && is_linalg(op->prim);  // the element's matrices in turn
-      const std::int64_t m = la ? linalg_matrices(*op) : b.buffers[st.out[0]].size();
-      code += fmt::format("for (int e = 0; e < {}; ++e) {{\n", m);
-      if (!op) {
-        const Kernel& kk = b.kernels[st.index];
-        code += kernel_element_code(KernelCtx{kk, lim.f64_math, load}, "e", into, store) + "}\n";
-        it += m * (1 + reduce_iterations(kk));
-      } else if (la) {
-        auto store_at = [&](int o, const std::string& off, const std::string& v) {
-          return fmt::format("r{}[{}] = {};\n", st.out[o], off, v);
-        };
-        auto load_out = [&](int o, const std::string& off) { return fmt::format("r{}[{}]", st.out[o], off); };
-        code += linalg_matrix_code(*op, "e", lim.f64_math, into, load, load_out, store_at) + "}\n";
-        it += m * (1 + linalg_iterations(*op));
-      } else {
-        code += routine_element_code(*op, "e", into, load, store) + "}\n";
-        it += m * (1 + ((op->prim == Prim::argmax || op->prim == Prim::argmin) ? op->in[0].shape[op->params.axis] : 0));
-      }
-    }
-    return it;
-  };
-  loops += combine(read, sh, s);
+  loops += combine_code(ap, lim, read, sh, s);
   for (int l = 0; l < k; ++l) {
     const int o = b.outputs[l];
     const AVal& e = b.buffers[nc + l];
@@ -323,9 +295,74 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
   if (lim.max_loop_iterations > 0 && loops > lim.max_loop_iterations) {
     why = fmt::format("one combine runs {} loop iterations, over the driver's {} per invocation", loops,
                       lim.max_loop_iterations);
-    return std::nullopt;
+    return false;
   }
-  render_blocked(ap, lim, out, leaf_index, combine);
+  return true;
+}
+
+}  // namespace
+
+std::string assoc_form() {
+  const char* e = std::getenv("JX_VK_ASSOC");
+  return e && *e ? e : "auto";
+}
+
+std::string assoc_overrides() {
+  std::string k = assoc_form();
+  for (const char* name : {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG"}) {
+    const char* e = std::getenv(name);
+    k += fmt::format("|{}", e ? e : "");
+  }
+  return k;
+}
+
+std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanLimits& lim, std::string& why) {
+  const Program& b = ap.body;
+  const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
+  const std::int64_t n = ap.operands[nc].shape[ap.axis];
+  for (const Step& st : b.steps)
+    if (st.kind == Step::Kind::control ||
+        (st.kind == Step::Kind::routine && !routine_inlines(b.routines[st.index].prim))) {
+      why =
+          fmt::format("the combine has a {} step (not inlined into a shader)",
+                      st.kind == Step::Kind::routine ? prim_name(b.routines[st.index].prim) : std::string_view("scan"));
+      return std::nullopt;
+    }
+  AssocShader out;
+  std::int64_t w = 0;
+  for (int i = 0; i < nc; ++i) {
+    out.const_words.push_back(w);
+    w = align4(w + packed_words(ap.operands[i]));
+  }
+  out.const_size = std::max<std::int64_t>(w, 4);
+  w = 0;
+  for (int l = 0; l < k; ++l) {
+    out.leaf_words.push_back(w);
+    w = align4(w + packed_words(ap.operands[nc + l]));
+  }
+  out.leaf_size = std::max<std::int64_t>(w, 4);
+  // element e of leaf l at position pos: the leaf's row-major index with `axis` = pos
+  LeafIndexFn leaf_index = [&](int l, const std::string& pos, const std::string& e) {
+    const Shape& s = ap.operands[nc + l].shape;
+    std::int64_t post = 1;
+    for (std::size_t d = ap.axis + 1; d < s.size(); ++d) post *= s[d];
+    return fmt::format("((({2}) / {0}) * {1} + ({3})) * {0} + ({2}) % {0}", std::max<std::int64_t>(post, 1), n, e, pos);
+  };
+  const std::string form = assoc_form();
+  std::int64_t local = 0;
+  for (std::size_t i = nc + 2 * k; i < b.buffers.size(); ++i) local += shared_words(b.buffers[i]);
+  bool ks = local <= 4096;  // the per-invocation forms keep the temporaries in registers
+  if (!ks) why = fmt::format("the combine's temporaries take {} words per element, over 4096 registers", local);
+  ks = ks && render_kogge_stone(ap, lim, out, leaf_index, why);
+  if (ks && form != "coop" && form != "ks")
+    render_blocked(ap, lim, out, leaf_index,
+                   [&](auto rd, Shader& into, std::string& code) { return combine_code(ap, lim, rd, into, code); });
+  if (!out.blocked && form != "ks" && form != "blocked") {
+    std::string coop_why;
+    out.coop = render_coop_assoc(ap, lim, out, leaf_index, coop_why);
+    if (!out.coop && !ks) why += "; not cooperative: " + coop_why;
+  }
+  if (!ks && !out.coop) return std::nullopt;
   return out;
 }
 

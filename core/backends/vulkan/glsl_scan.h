@@ -9,6 +9,7 @@
 //     body kernel is computed by the invocations striding over its elements, with barrier()
 //     between a kernel and the next one that reads (or rewrites) what it wrote.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,7 +58,32 @@ struct AssocShader {
   std::int64_t top_per_invocation = 1;
   std::int64_t block = 256;
   bool direct = false;  // the blocked shaders bind consts | leaf inputs | leaf outputs
+  // The cooperative form (glsl_assoc_coop.cc), for elements too large for the blocked one: a
+  // workgroup per combine. Bindings: constants (0), the packed leaves scanned in place (1), and
+  // where buffers overflow workgroup memory a scratch buffer of max_groups · scratch_words words (2).
+  struct Coop {
+    Shader sh;
+    std::int64_t chunk = 16;         // positions a workgroup combines in turn at one level
+    std::int64_t wg = 128;           // invocations per workgroup
+    std::int64_t max_groups = 1;     // workgroups per dispatch (each loops over its share)
+    std::int64_t scratch_words = 0;  // per workgroup
+    std::string mode;                // for the path report
+  };
+  std::optional<Coop> coop;
 };
 std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanLimits& lim, std::string& why);
+// JX_VK_ASSOC: auto (blocked, else cooperative, else Kogge-Stone), or one form forced where it can
+// run: blocked, coop, ks (tests, A/B runs). Read at every plan; plans are cached per form.
+std::string assoc_form();
+// The form and the cooperative form's overrides (JX_VK_COOP_CHUNK, JX_VK_COOP_WG): part of a plan's key.
+std::string assoc_overrides();
+
+// Element e of leaf l at position pos (int expressions), as an index into the leaf's own buffer.
+using LeafIndexFn = std::function<std::string(int l, const std::string& pos, const std::string& e)>;
+// The cooperative form of `ap` with the packed layout of `layout` (const_words, leaf_words);
+// nullopt, with the reason in `why`, where it cannot run on this device.
+std::optional<AssocShader::Coop> render_coop_assoc(const AssocProgram& ap, const ScanLimits& lim,
+                                                   const AssocShader& layout, const LeafIndexFn& leaf_index,
+                                                   std::string& why);
 
 }  // namespace jx::vk

@@ -103,7 +103,7 @@ std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std
 std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocProgram& ap, std::string& why) {
   std::lock_guard lock(mu_);
   alive();
-  const std::string key = fmt::format("{}|{}", ap.key(), profile_);
+  const std::string key = fmt::format("{}|{}|{}", ap.key(), profile_, assoc_overrides());
   if (auto it = scans_.find(key); it != scans_.end()) {
     why = it->second.second;
     return it->second.first;
@@ -121,11 +121,20 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
   try {
     if (x->plan.blocked)
       x->blocked = make_kernel_exe(*x->plan.blocked, "assoc-blocked|" + x->plan.blocked->glsl, 8)->pipe;
+    else if (x->plan.coop)
+      x->coop = make_kernel_exe(x->plan.coop->sh, "assoc-coop|" + x->plan.coop->sh.glsl, 8)->pipe;
     else
       x->pipe = make_kernel_exe(x->plan.sh, "assoc|" + x->plan.sh.glsl, 4)->pipe;
   } catch (const PipelineCompileError& e) {
     why = e.what();
     return nullptr;
+  }
+  if (x->coop) {
+    x->levels = blocked_levels(x->length, 1, x->plan.coop->chunk);
+    why = fmt::format("{} dispatches, {} (then fix-ups); leaves packed into one buffer", x->levels.size(),
+                      x->plan.coop->mode);
+    remember_scan(key, x, why);
+    return x;
   }
   int rounds = 0;
   for (std::int64_t dd = 1; dd < x->length; dd *= 2) ++rounds;
@@ -188,7 +197,7 @@ void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span
   std::unique_ptr<Buf> q[2];
   if (!direct) {
     q[0] = acquire(static_cast<std::size_t>(p.leaf_size) * 4);
-    if (!x.blocked) q[1] = acquire(static_cast<std::size_t>(p.leaf_size) * 4);
+    if (!x.blocked && !x.coop) q[1] = acquire(static_cast<std::size_t>(p.leaf_size) * 4);
   }
   std::vector<Region> pack;
   for (std::size_t i = 0; i < nc; ++i)
@@ -200,7 +209,9 @@ void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span
                       x.operands[nc + l].bytes()});
   copy_disjoint(b, pack);
   int cur = 0;
-  if (x.blocked) {
+  if (x.coop) {
+    record_coop(x, b, gin->buf.get(), q[0]->buf.get());
+  } else if (x.blocked) {
     std::vector<VkBuffer> bufs{gin->buf.get()}, reads{gin->buf.get()}, writes;
     if (direct) {
       for (std::size_t l = 0; l < k; ++l) bufs.push_back(get(in[nc + l]).buf->buf.get());
@@ -253,6 +264,26 @@ void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span
   for (auto& buf : q)
     if (buf) b.released.push_back(std::move(buf));
   touch(in, out);
+}
+
+void VulkanBackend::record_coop(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer leaves) {
+  const AssocShader::Coop& c = *x.plan.coop;
+  std::unique_ptr<Buf> scratch;
+  std::vector<VkBuffer> bufs{gin, leaves}, writes{leaves};
+  if (c.scratch_words) {
+    scratch = acquire(static_cast<std::size_t>(c.max_groups * c.scratch_words) * 4);
+    bufs.push_back(scratch->buf.get());
+    writes.push_back(scratch->buf.get());
+  }
+  VkDescriptorSet set = bind_set(b, *x.coop, bufs);
+  for (const BlockedLevel& lv : x.levels) {
+    barrier_for(bufs, writes, b);
+    const std::int32_t pc[2] = {lv.mode, static_cast<std::int32_t>(lv.s)};
+    vkCmdPushConstants(b.cmd, x.coop->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
+    const std::int64_t count = x.length / lv.s, items = lv.mode == 0 ? (count + c.chunk - 1) / c.chunk : count;
+    record_dispatch(b, *x.coop, set, std::min(items, c.max_groups) * c.wg, static_cast<int>(bufs.size()), c.wg);
+  }
+  if (scratch) b.released.push_back(std::move(scratch));
 }
 
 void VulkanBackend::run_preencoded(PreencodedExe& x, std::span<const SlotId> in, std::span<const SlotId> out) {

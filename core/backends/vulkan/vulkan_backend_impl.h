@@ -84,7 +84,7 @@ struct PreencodedExe final : Executable {
   bool preencoded() const override { return true; }
 };
 
-// An associative scan as Kogge-Stone rounds of one shader.
+// A dispatch of the blocked or cooperative associative scan.
 struct BlockedLevel {
   std::int32_t mode;  // 0 scan, 1 fix-up (2: a scan reading the inputs, set at dispatch)
   std::int64_t s;     // stride
@@ -95,7 +95,8 @@ struct AssocExe final : Executable {
   std::shared_ptr<Pipeline> pipe;     // Kogge-Stone rounds; null where the blocked form runs
   std::shared_ptr<Pipeline> blocked;  // null where a workgroup's elements do not fit its memory
   std::shared_ptr<Pipeline> top;      // the blocked form's top level, several positions per invocation
-  std::vector<BlockedLevel> levels;   // the blocked form's dispatches (vk_scan_exec.cc: blocked_levels)
+  std::shared_ptr<Pipeline> coop;     // the cooperative form (a workgroup per combine), where it runs
+  std::vector<BlockedLevel> levels;   // the blocked or cooperative form's dispatches (blocked_levels)
   AssocShader plan;
   std::vector<AVal> operands;
   int num_consts = 0;
@@ -250,8 +251,11 @@ class VulkanBackend final : public Backend {
   // one per chunk of steps where the driver limits loop iterations), results copied out.
   void run_scan(ScanExe& x, std::span<const SlotId> in, std::span<const SlotId> out);
 
-  // Kogge-Stone: leaves packed into one buffer, rounds d = 1, 2, 4, ... ping-pong between two.
+  // Kogge-Stone: leaves packed into one buffer, rounds d = 1, 2, 4, ... ping-pong between two;
+  // the blocked and cooperative forms: levels and fix-ups (vk_scan_exec.cc: blocked_levels).
   void run_assoc(AssocExe& x, std::span<const SlotId> in, std::span<const SlotId> out);
+  // The cooperative form's levels and fix-ups, in place on the packed leaves.
+  void record_coop(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer leaves);
 
   // Preencoded scan: the body's dispatches for every step recorded in order, x slices and ys
   // moved by buffer copies, carries in buffers of their own (staged when a carry output is

@@ -1,0 +1,203 @@
+// The cooperative associative scan: elements too large for the blocked scan (glsl_assoc_scan.cc)
+// are combined by a whole workgroup at once, an invocation per element (a matrix entry, a series
+// of a batch) and an invocation per matrix of a linear-algebra step, the combine's buffers in
+// workgroup memory (the largest in a per-workgroup slice of global scratch where they overflow).
+//
+// Levels as in the blocked scan, with K = `chunk` positions per workgroup: at stride s the level's
+// positions are j = s·p + s − 1 (p = 0 .. n/s − 1, logical order; mirrored for reverse).
+//   mode 0 (scan): workgroup g takes positions p ∈ [gK, gK + K) in turn, x[j_p] := x[j_{p−1}] ⊕ x[j_p]
+//     with the running total kept in its memory, so each holds the combine of its chunk up to it.
+//   mode 1 (fix-up): every j outside the first superchunk (S = K·s positions) and not the last of
+//     its own becomes x[q] ⊕ x[j], q the last position of the previous superchunk (its full prefix).
+// run_assoc scans up s = 1, K, K², ... (vk_scan_exec.cc: blocked_levels) until a level has at most
+// K positions, then fixes up the levels below top down. Work: ~2n combines; n/K workgroups in flight
+// at the first level, each combine's latency that of its steps (a barrier between dependent steps).
+// A dispatch has at most max_groups workgroups; each loops over its share of the level.
+#include <algorithm>
+#include <cstdlib>
+#include <fmt/format.h>
+
+#include "core/backends/vulkan/glsl_scan.h"
+#include "core/backends/vulkan/glsl_words.h"
+#include "core/backends/vulkan/glsl_workgroup.h"
+
+namespace jx::vk {
+namespace {
+
+std::int64_t env_or(const char* name, std::int64_t fallback) {
+  const char* e = std::getenv(name);
+  return e && *e ? std::atoll(e) : fallback;
+}
+
+// Where the combine's buffers live. Body buffers: constants | left leaves (the running total
+// or x[q]) | right leaves (x[j]) | temporaries; then, where an output is one of the body's own
+// inputs, k staging buffers (the results are copied out of the way before the inputs change).
+struct CoopLayout {
+  std::vector<Loc> loc;
+  bool staged = false;
+  std::int64_t smem = 0, scratch = 0;  // words of workgroup memory / of the workgroup's scratch
+  std::int64_t wg = kWorkgroup;
+};
+
+CoopLayout coop_layout(const AssocProgram& ap, const AssocShader& layout, std::int64_t shared_words_max) {
+  const Program& b = ap.body;
+  const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
+  const int nbuf = static_cast<int>(b.buffers.size());
+  CoopLayout L;
+  for (int o : b.outputs) L.staged = L.staged || o < nc + 2 * k;
+  L.loc.resize(nbuf + (L.staged ? k : 0));
+  for (int i = 0; i < nc; ++i) L.loc[i] = {Home::global_in, layout.const_words[i], b.buffers[i]};
+  std::vector<int> order;  // kept in workgroup memory first: leaves, staging, small temporaries
+  for (int i = nc; i < static_cast<int>(L.loc.size()); ++i) {
+    L.loc[i].aval = i < nbuf ? b.buffers[i] : b.buffers[nc + (i - nbuf)];
+    order.push_back(i);
+  }
+  auto rank = [&](int i) { return i < nc + 2 * k ? 0 : i >= nbuf ? 1 : 2; };
+  std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+    if (rank(x) != rank(y)) return rank(x) < rank(y);
+    return shared_words(L.loc[x].aval) < shared_words(L.loc[y].aval);
+  });
+  std::int64_t widest = 1;
+  for (int i : order) {
+    const std::int64_t w = shared_words(L.loc[i].aval);
+    widest = std::max(widest, L.loc[i].aval.size());
+    if (L.smem + w <= shared_words_max) {
+      L.loc[i].home = Home::shared;
+      L.loc[i].base = L.smem;
+      L.smem += w;
+    } else {
+      L.loc[i].home = Home::scratch;
+      L.loc[i].base = L.scratch;
+      L.scratch += w;
+    }
+  }
+  // an invocation per element of the widest buffer, 32 to 256 (JX_VK_COOP_WG overrides)
+  std::int64_t wg = 32;
+  while (wg < widest && wg < kWorkgroup) wg *= 2;
+  L.wg = std::clamp<std::int64_t>(env_or("JX_VK_COOP_WG", wg), 1, kWorkgroup);
+  return L;
+}
+
+// The shader's functions: load_(lid, side, i) fills the left (side 0) or right (1) leaves from
+// physical position i; combine_(lid) runs the combine's steps; commit_(lid, i, keep) stores the
+// results at position i and, with keep, makes them the left leaves (the running total).
+std::string coop_functions(const AssocProgram& ap, const AssocShader& layout, const CoopLayout& L,
+                           const LeafIndexFn& leaf_index, const std::string& barrier, const ScanLimits& lim, Shader& sh,
+                           std::int64_t& per_combine) {
+  const Program& b = ap.body;
+  const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
+  const int nbuf = static_cast<int>(b.buffers.size());
+  auto strided = [&](std::int64_t m, const std::string& body) { return strided_loop(m, body, false, L.wg); };
+  auto iterations = [&](std::int64_t m) { return loop_iterations(m, false, L.wg); };
+  std::string s = "void load_(int lid, int side, int i) {\n";
+  for (int l = 0; l < k; ++l) {
+    const AVal& e = b.buffers[nc + l];
+    const std::string v = gread("dst", e.dtype, layout.leaf_words[l], leaf_index(l, "i", "e"));
+    s += "if (side == 0) {\n" + strided(e.size(), write_loc(L.loc[nc + l], nc + l, "e", v)) + "} else {\n" +
+         strided(e.size(), write_loc(L.loc[nc + k + l], nc + k + l, "e", v)) + "}\n";
+    per_combine += 2 * iterations(e.size());
+  }
+  s += "}\nvoid combine_(int lid) {\n";
+  const WorkgroupSteps steps = workgroup_steps(b, L.loc, false, L.wg, barrier, lim.f64_math, sh);
+  s += steps.code + "}\nvoid commit_(int lid, int i, bool keep) {\n";
+  per_combine += steps.iterations;
+  std::vector<int> from(k);  // where leaf l's result is read from at the store
+  for (int l = 0; l < k; ++l) {
+    from[l] = b.outputs[l];
+    if (!L.staged) continue;
+    const AVal& e = b.buffers[nc + l];
+    s += strided(e.size(), write_loc(L.loc[nbuf + l], nbuf + l, "e", read_loc(L.loc[from[l]], from[l], "e")));
+    per_combine += iterations(e.size());
+    from[l] = nbuf + l;
+  }
+  if (L.staged) s += barrier;
+  for (int l = 0; l < k; ++l) {
+    const AVal& e = b.buffers[nc + l];
+    const std::string v = read_loc(L.loc[from[l]], from[l], "e");
+    s += strided(e.size(), fmt::format("{} v_ = {};\n", gtype(e.dtype), v) +
+                               gwrite(e.dtype, layout.leaf_words[l], leaf_index(l, "i", "e"), "v_", "dst") +
+                               "if (keep) {\n" + write_loc(L.loc[nc + l], nc + l, "e", "v_") + "}\n");
+    per_combine += iterations(e.size());
+  }
+  return s + "}\n";
+}
+
+// main(): the mode 0 and mode 1 loops of the header comment, over the workgroup's share.
+std::string coop_main(const AssocProgram& ap, std::int64_t K, const CoopLayout& L, const std::string& barrier) {
+  const std::int64_t n = ap.operands[ap.num_consts].shape[ap.axis];
+  auto phys = [&](const std::string& logical) {
+    return ap.reverse ? fmt::format("({} - 1 - ({}))", n, logical) : "(" + logical + ")";
+  };
+  std::string s = "void main() {\nconst int lid = int(gl_LocalInvocationIndex);\n";
+  s += "const int G = int(gl_NumWorkGroups.x), g0 = int(gl_WorkGroupID.x);\n";
+  if (L.scratch) s += fmt::format("sb = g0 * {};\n", L.scratch);
+  s += fmt::format("const int count = {} / pc.s;\n", n);
+  s += fmt::format("if (pc.mode == 0) {{\nfor (int g = g0; g < (count + {0} - 1) / {0}; g += G) {{\n", K);
+  s += fmt::format("const int p0 = g * {};\n", K);
+  s += "load_(lid, 0, " + phys("pc.s * p0 + pc.s - 1") + ");\n";
+  s += fmt::format("for (int c = 1; c < {} && p0 + c < count; ++c) {{\n", K);
+  s += "const int i = " + phys("pc.s * (p0 + c) + pc.s - 1") + ";\n";
+  s += "load_(lid, 1, i);\n" + barrier + "combine_(lid);\n" + barrier + "commit_(lid, i, true);\n" + barrier;
+  s += "}\n}\n} else {\n";
+  s += fmt::format("const int S = pc.s * {};\n", K);
+  s += "for (int p = g0; p < count; p += G) {\nconst int j = pc.s * p + pc.s - 1;\n";
+  s += "if (j < S || (j + 1) % S == 0) continue;\n";
+  s += "load_(lid, 0, " + phys("(j / S) * S - 1") + ");\nload_(lid, 1, " + phys("j") + ");\n" + barrier;
+  s += "combine_(lid);\n" + barrier + "commit_(lid, " + phys("j") + ", false);\n" + barrier;
+  return s + "}\n}\n}\n";
+}
+
+}  // namespace
+
+std::optional<AssocShader::Coop> render_coop_assoc(const AssocProgram& ap, const ScanLimits& lim,
+                                                   const AssocShader& layout, const LeafIndexFn& leaf_index,
+                                                   std::string& why) {
+  const std::int64_t n = ap.operands[ap.num_consts].shape[ap.axis];
+  const CoopLayout L = coop_layout(ap, layout, lim.shared_bytes / 4);
+  AssocShader::Coop out;
+  out.wg = L.wg;
+  out.scratch_words = L.scratch;
+  // a workgroup per chunk or position where the scratch allows (at most 64 MiB of it)
+  out.max_groups = std::clamp<std::int64_t>(L.scratch ? (std::int64_t{1} << 24) / L.scratch : 65535, 1, 65535);
+  // a spilled buffer's writes reach the workgroup's other invocations through buffer memory
+  const std::string barrier = L.scratch ? "memoryBarrierBuffer();\nbarrier();\n" : "barrier();\n";
+  Shader& sh = out.sh;
+  sh.name = "associative_scan_coop";
+  sh.buffers = L.scratch ? 3 : 2;
+  std::vector<KNode> nodes;
+  for (const Kernel& kk : ap.body.kernels) nodes.insert(nodes.end(), kk.nodes.begin(), kk.nodes.end());
+  sh.float64 = uses_double(ap.operands, DType::float32, nodes);
+  std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", L.wg);
+  s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
+  s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
+  if (L.scratch)
+    s += "layout(std430, set = 0, binding = 2) coherent buffer BS { uint d[]; } scr;\nint sb = 0;\n"
+         "uint sc_ld(int i) { return scr.d[sb + i]; }\nvoid sc_st(int i, uint v) { scr.d[sb + i] = v; }\n";
+  s += "layout(push_constant) uniform PC { int mode; int s; } pc;\n";
+  if (L.smem) s += shared_decl(L.smem, lim.checked_shared);
+  s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
+  std::int64_t per_combine = 3;
+  s += coop_functions(ap, layout, L, leaf_index, barrier, lim, sh, per_combine);
+  // positions per workgroup in turn (JX_VK_COOP_CHUNK overrides); fewer where llvmpipe's loop
+  // limit counts the iterations of a chunk's combines, more workgroups where it counts a share's
+  std::int64_t K = std::max<std::int64_t>(2, env_or("JX_VK_COOP_CHUNK", 16));
+  if (lim.max_loop_iterations > 0) {
+    while (K > 2 && K * per_combine > lim.max_loop_iterations) K /= 2;
+    const std::int64_t groups_needed = (n * per_combine + lim.max_loop_iterations - 1) / lim.max_loop_iterations;
+    if (K * per_combine > lim.max_loop_iterations || groups_needed > out.max_groups) {
+      why = fmt::format("a combine runs {} loop iterations per invocation; {} positions exceed the driver's {}",
+                        per_combine, n, lim.max_loop_iterations);
+      return std::nullopt;
+    }
+  }
+  out.chunk = K;
+  sh.glsl = s + coop_main(ap, K, L, barrier);
+  sh.invocations = L.wg;
+  out.mode = fmt::format(
+      "cooperative: a workgroup of {} invocations per combine, {} positions in turn per workgroup, {} bytes of "
+      "workgroup memory{}",
+      L.wg, K, L.smem * 4, L.scratch ? fmt::format(", {} bytes of scratch per workgroup", L.scratch * 4) : "");
+  return out;
+}
+
+}  // namespace jx::vk
