@@ -59,9 +59,10 @@ std::string cholesky_code(const MatrixCode& c, const LoadFn& load, const InPlace
   return s + "    " + L.set(fmt::format("i_ * {} + j_", n), fmt::format("{}(u_ / d_)", c.t)) + "  }\n}\n";
 }
 
-// op(A) X = B (left side) or X op(A) = B, as the oracle: M y = r per right-hand side c, with
-// M(i, j) = op(A)(i, j) (left) or op(A)(j, i) (right), solved forward (M lower) or backward.
-std::string triangular_solve_code(const Op& op, const MatrixCode& c, const LoadFn& load, const InPlace& X) {
+// op(A) X = B (left side) or X op(A) = B, as the oracle: M y = r per right-hand side c_ (an int
+// in scope), with M(i, j) = op(A)(i, j) (left) or op(A)(j, i) (right), solved forward (M lower) or
+// backward. Right-hand sides are independent: the caller loops over them or strides them.
+std::string triangular_column_code(const Op& op, const MatrixCode& c, const LoadFn& load, const InPlace& X) {
   const Params& p = op.params;
   const std::int64_t n = c.n, nk = op.in[1].size() / std::max<std::int64_t>(linalg_matrices(op), 1), k = nk / n;
   const bool tr = p.transpose_a != !p.left_side, lower = p.lower != tr;
@@ -72,13 +73,24 @@ std::string triangular_solve_code(const Op& op, const MatrixCode& c, const LoadF
   auto at = [&](const std::string& i) {
     return p.left_side ? fmt::format("({}) * {} + c_", i, k) : fmt::format("c_ * {} + ({})", n, i);
   };
-  std::string s = fmt::format("for (int c_ = 0; c_ < {}; ++c_) {{\n  for (int s_ = 0; s_ < {}; ++s_) {{\n", k, n);
+  std::string s = fmt::format("  for (int s_ = 0; s_ < {}; ++s_) {{\n", n);
   s += fmt::format("    const int i_ = {};\n", lower ? "s_" : fmt::format("{} - s_", n - 1));
   s += fmt::format("    {} v_ = {}({});\n", c.acc, c.acc, load(1, "mb_ + " + at("i_")));
   s += lower ? "    for (int j_ = 0; j_ < i_; ++j_)" : fmt::format("    for (int j_ = i_ + 1; j_ < {}; ++j_)", n);
   s += fmt::format(" v_ -= {0}({1}) * {0}({2});\n", c.acc, M("i_", "j_"), X.get(at("j_")));
   if (!p.unit_diagonal) s += fmt::format("    v_ /= {}({});\n", c.acc, M("i_", "i_"));
-  return s + "    " + X.set(at("i_"), fmt::format("{}(v_)", c.t)) + "  }\n}\n";
+  return s + "    " + X.set(at("i_"), fmt::format("{}(v_)", c.t)) + "  }\n";
+}
+
+// Right-hand sides per matrix of a triangular_solve.
+std::int64_t rhs_columns(const Op& op) {
+  const std::int64_t n = op.in[0].shape.back();
+  return op.in[1].size() / std::max<std::int64_t>(linalg_matrices(op) * n, 1);
+}
+
+std::string triangular_solve_code(const Op& op, const MatrixCode& c, const LoadFn& load, const InPlace& X) {
+  return fmt::format("for (int c_ = 0; c_ < {}; ++c_) {{\n", rhs_columns(op)) + triangular_column_code(op, c, load, X) +
+         "}\n";
 }
 
 // A = P L U with partial pivoting (the first largest |pivot|), the packed LU, P with
@@ -108,7 +120,95 @@ std::string lu_code(const MatrixCode& c, const LoadFn& load, const InPlace& F, c
   return s + store(2, mat, "det_");
 }
 
+// Workgroup forms: every invocation runs this code (uniform control flow), `lid` its index;
+// decisions (the pivot, the diagonal) are computed by all from the same workgroup-visible values,
+// so they agree, and each write is one invocation's. Same operations in the same order as above.
+struct Together {
+  std::int64_t wg;
+  std::string barrier;
+  // body for t = lid, lid + wg, ... < count (an int expression), t_ in scope
+  std::string strided(const std::string& count, const std::string& body) const {
+    return fmt::format("for (int t_ = lid; t_ < {}; t_ += {}) {{\n{}}}\n", count, wg, body);
+  }
+};
+
+std::string cholesky_together(const MatrixCode& c, const LoadFn& load, const InPlace& L, const Together& w) {
+  const std::int64_t n = c.n;
+  auto l = [&](const std::string& i, const std::string& j) { return L.get(fmt::format("({}) * {} + ({})", i, n, j)); };
+  std::string s = w.strided(std::to_string(n * n), L.set("t_", c.t + "(0)")) + w.barrier;
+  s += fmt::format("for (int j_ = 0; j_ < {}; ++j_) {{\n", n);
+  s += fmt::format("  {} s_ = {}({});\n", c.acc, c.acc, load(0, fmt::format("ma_ + j_ * {} + j_", n)));
+  s += fmt::format("  for (int k_ = 0; k_ < j_; ++k_) s_ -= {0}({1}) * {0}({1});\n", c.acc, l("j_", "k_"));
+  s += fmt::format("  const {} d_ = s_ > {}(0) ? sqrt(s_) : {};\n", c.acc, c.acc, c.nan);
+  std::string row = "const int i_ = j_ + 1 + t_;\n";
+  row += fmt::format("{} u_ = {}({});\n", c.acc, c.acc, load(0, fmt::format("ma_ + i_ * {} + j_", n)));
+  row +=
+      fmt::format("for (int k_ = 0; k_ < j_; ++k_) u_ -= {0}({1}) * {0}({2});\n", c.acc, l("i_", "k_"), l("j_", "k_"));
+  row += L.set(fmt::format("i_ * {} + j_", n), fmt::format("{}(u_ / d_)", c.t));
+  s += w.strided(fmt::format("{} - 1 - j_", n), row);
+  s += "  if (lid == 0) " + L.set(fmt::format("j_ * {}", n + 1), fmt::format("{}(d_)", c.t));
+  return s + w.barrier + "}\n";
+}
+
+std::string lu_together(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P,
+                        const StoreAtFn& store, const std::string& mat, const Together& w) {
+  const std::int64_t n = c.n;
+  auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
+  std::string s = fmt::format("int p_[{}];\n{} det_ = {}(1);\n", n, c.t, c.t);
+  s += w.strided(std::to_string(n * n), F.set("t_", load(0, "ma_ + t_"))) + w.barrier;
+  s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) p_[q_] = q_;\n", n);
+  s += fmt::format("for (int c_ = 0; c_ < {}; ++c_) {{\n  int v_ = c_;\n", n);
+  s += fmt::format("  for (int r_ = c_ + 1; r_ < {}; ++r_) if (abs({}) > abs({})) v_ = r_;\n", n, F.get(f("r_", "c_")),
+                   F.get(f("v_", "c_")));
+  s += w.barrier + "  if (v_ != c_) {\n";
+  s += w.strided(std::to_string(n), fmt::format("const {} w_ = {};\n", c.t, F.get(f("c_", "t_"))) +
+                                        F.set(f("c_", "t_"), F.get(f("v_", "t_"))) + F.set(f("v_", "t_"), "w_"));
+  s += "    int w_ = p_[c_]; p_[c_] = p_[v_]; p_[v_] = w_;\n    det_ = -det_;\n  }\n" + w.barrier;
+  s += fmt::format("  const {} d_ = {};\n  if (d_ != {}(0)) {{\n", c.t, F.get(fmt::format("c_ * {}", n + 1)), c.t);
+  s += fmt::format("  const int w_ = {} - 1 - c_;\n", n);  // the trailing block is w_ × w_
+  s += w.strided("w_ * w_", "const int r_ = c_ + 1 + t_ / w_, j_ = c_ + 1 + t_ % w_;\n" +
+                                F.set(f("r_", "j_"), fmt::format("{} - ({} / d_) * {}", F.get(f("r_", "j_")),
+                                                                 F.get(f("r_", "c_")), F.get(f("c_", "j_")))));
+  s += w.barrier +
+       w.strided("w_", "const int r_ = c_ + 1 + t_;\n" + F.set(f("r_", "c_"), F.get(f("r_", "c_")) + " / d_"));
+  s += "  }\n" + w.barrier + "}\n";
+  s += w.strided(std::to_string(n * n), P.set("t_", fmt::format("p_[t_ % {0}] == t_ / {0} ? {1}(1) : {1}(0)", n, c.t)));
+  return s + "if (lid == 0) {\n" + store(2, mat, "det_") + "}\n";
+}
+
 }  // namespace
+
+std::string linalg_workgroup_code(const Op& op, std::int64_t wg, const std::string& barrier, bool f64_math, Shader& sh,
+                                  const LoadFn& load, const LoadFn& load_out, const StoreAtFn& store_at,
+                                  std::int64_t& iterations) {
+  const MatrixCode c = types_of(op, f64_math, sh);
+  const std::int64_t n = c.n, mats = linalg_matrices(op);
+  auto strides = [&](std::int64_t m) { return (m + wg - 1) / wg; };
+  const Together w{wg, barrier};
+  if (op.prim == Prim::triangular_solve) {  // an invocation per (matrix, right-hand side)
+    const std::int64_t k = rhs_columns(op), nk = n * k;
+    iterations += strides(mats * k) * (1 + n * (n + 1));
+    std::string body =
+        fmt::format("const int m_ = t_ / {0}, c_ = t_ % {0};\nconst int ma_ = m_ * {1};\nconst int mb_ = m_ * {2};\n",
+                    std::max<std::int64_t>(k, 1), n * n, nk);
+    return "{\n" +
+           w.strided(std::to_string(mats * k),
+                     body + triangular_column_code(op, c, load, InPlace{load_out, store_at, 0, "mb_"})) +
+           "}\n";
+  }
+  std::string s = fmt::format("for (int mat_ = 0; mat_ < {}; ++mat_) {{\nconst int ma_ = mat_ * {};\n", mats, n * n);
+  if (op.prim == Prim::cholesky) {
+    s += cholesky_together(c, load, InPlace{load_out, store_at, 0, "ma_"}, w);
+    iterations += mats * (strides(n * n) + n * (n + strides(n) * (1 + n)));
+  } else if (op.prim == Prim::lu) {
+    s += lu_together(c, load, InPlace{load_out, store_at, 0, "ma_"}, InPlace{load_out, store_at, 1, "ma_"}, store_at,
+                     "mat_", w);
+    iterations += mats * (3 * strides(n * n) + 2 * n + n * (n + strides(n) + strides(n * n) + strides(n)));
+  } else {
+    throw Error(fmt::format("linalg_workgroup_code: {} is not a linear-algebra routine", prim_name(op.prim)));
+  }
+  return "{\n" + s + "}\n}\n";
+}
 
 bool is_linalg(Prim p) { return p == Prim::cholesky || p == Prim::triangular_solve || p == Prim::lu; }
 

@@ -35,6 +35,17 @@ std::string linalg_matrix_code(const Op& op, const std::string& mat, bool f64_ma
                                const std::function<std::string(int, const std::string&)>& load_out,
                                const StoreAtFn& store_at);
 
+// The same run by a whole workgroup together: all its `wg` invocations reach this code in uniform
+// control flow (`lid` their index), `barrier` is the code of one barrier. triangular_solve takes
+// an invocation per (matrix, right-hand side); lu and cholesky take the matrices in turn, each
+// elimination step's rows strided over the workgroup, a barrier between steps: the per-matrix
+// code's operations in its order (bit for bit its results), at a workgroup's parallelism. Adds
+// the loop iterations one invocation runs to `iterations`.
+std::string linalg_workgroup_code(const Op& op, std::int64_t wg, const std::string& barrier, bool f64_math, Shader& sh,
+                                  const std::function<std::string(int, const std::string&)>& load,
+                                  const std::function<std::string(int, const std::string&)>& load_out,
+                                  const StoreAtFn& store_at, std::int64_t& iterations);
+
 // A top-level routine as its own shader, one invocation per matrix (inputs at bindings 0..,
 // outputs after them); nullopt where it cannot (not floating point, over the buffer budget).
 std::optional<Shader> render_linalg_routine(const Op& op, bool f64_math, int max_buffers);

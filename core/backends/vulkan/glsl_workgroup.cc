@@ -48,7 +48,7 @@ namespace {
 
 // One step's code, strided over the workgroup; adds the loop iterations it costs to `it`.
 std::string step_code(const Program& b, const Step& st, const std::vector<Loc>& loc, bool single, std::int64_t wg,
-                      bool f64_math, Shader& sh, std::int64_t& it) {
+                      const std::string& barrier, bool f64_math, Shader& sh, std::int64_t& it) {
   auto strided = [&](std::int64_t m, const std::string& body) { return strided_loop(m, body, single, wg); };
   auto strided_iterations = [&](std::int64_t m) { return loop_iterations(m, single, wg); };
   const Loc& lo = loc[st.out[0]];
@@ -61,12 +61,16 @@ std::string step_code(const Program& b, const Step& st, const std::vector<Loc>& 
     return "{\n" + strided(m, kernel_element_code(KernelCtx{k, f64_math, load}, "e", sh, store)) + "}\n";
   }
   const Op& op = b.routines[st.index];
-  if (is_linalg(op.prim)) {  // one invocation per matrix
+  if (is_linalg(op.prim)) {
     auto store_at = [&](int o, const std::string& off, const std::string& v) {
       return write_loc(loc[st.out[o]], st.out[o], off, v);
     };
     auto load_out = [&](int o, const std::string& off) { return read_loc(loc[st.out[o]], st.out[o], off); };
     const std::int64_t mats = linalg_matrices(op);
+    // fewer matrices than invocations: the workgroup works on each together (right-hand sides,
+    // elimination rows in parallel), else an invocation per matrix
+    if (!single && (op.prim == Prim::triangular_solve || mats < wg))
+      return linalg_workgroup_code(op, wg, barrier, f64_math, sh, load, load_out, store_at, it);
     it += strided_iterations(mats) + std::max<std::int64_t>(1, strided_iterations(mats)) * linalg_iterations(op);
     return "{\n" + strided(mats, linalg_matrix_code(op, "e", f64_math, sh, load, load_out, store_at)) + "}\n";
   }
@@ -95,7 +99,7 @@ WorkgroupSteps workgroup_steps(const Program& b, const std::vector<Loc>& loc, bo
     }
     for (int i : st.in) read.insert(i);
     written.insert(st.out.begin(), st.out.end());
-    out.code += step_code(b, st, loc, single, wg, f64_math, sh, out.iterations);
+    out.code += step_code(b, st, loc, single, wg, barrier, f64_math, sh, out.iterations);
   }
   return out;
 }
