@@ -172,10 +172,11 @@ def main():
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of both sides")
     ap.add_argument("--jax-default", action="store_true", help="also time JAX at its default matmul precision")
     ap.add_argument("--commit", default=os.environ.get("JX_COMMIT", "unknown"))
+    ap.add_argument("--machine", default="", help="the machine's name in the results (default: host name and CPU)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     log = os.path.join(a.out, "peers.log")
-    doc = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.node()} ({platform.processor() or platform.machine()})",
+    doc = {"date": time.strftime("%Y-%m-%d"), "machine": a.machine or f"{platform.node()} ({platform.processor() or platform.machine()})",
            "commit": a.commit, "driver": "bench/peers/compare.py", "comparisons": []}
     kinds = (["gpu"] if a.gpu else []) + (["cpu"] if a.cpu else [])
     for kind in kinds:
