@@ -70,6 +70,7 @@ void register_losses(std::map<std::string, Repro>& m);
 void register_dispatch(std::map<std::string, Repro>& m);
 void register_memory(std::map<std::string, Repro>& m);
 void register_selftest(std::map<std::string, Repro>& m);
+void register_dlm_peer(std::map<std::string, Repro>& m);
 
 const std::map<std::string, Repro>& repros() {
   static const std::map<std::string, Repro> m = [] {
@@ -78,6 +79,7 @@ const std::map<std::string, Repro>& repros() {
     register_dispatch(r);
     register_memory(r);
     register_selftest(r);
+    register_dlm_peer(r);
     return r;
   }();
   return m;

@@ -27,7 +27,7 @@ struct Point {
   std::string error_type, error_message;
   bool values_before = false;
   std::vector<std::string> paths;
-  std::int64_t dispatches = 0, submits = -1, leaked = 0;
+  std::int64_t dispatches = 0, submits = -1, host_routines = -1, leaked = 0;
   int max_buffers = 0;
   double seconds = 0;  // the measured part (from the workload's measure() mark, else its start) to the device's idle
   std::vector<double> rounds;  // every call's seconds when the point was timed more than once
@@ -100,6 +100,7 @@ Point call(const Scenario& s, const std::string& backend, const json& param) {
       const auto c = vulkan::counters();
       p.dispatches = static_cast<std::int64_t>(c.dispatches);
       p.submits = static_cast<std::int64_t>(c.submits);
+      p.host_routines = static_cast<std::int64_t>(c.host_routines);
       p.max_buffers = static_cast<int>(
           std::max<std::uint64_t>(c.max_buffers_per_dispatch, static_cast<std::uint64_t>(dispatches.max_buffers())));
     } else {
@@ -121,6 +122,7 @@ json point_json(const Point& p) {
             {"metrics", p.run.metrics}};
   if (!p.param.is_null()) j["param"] = p.param;
   if (p.submits >= 0) j["submits"] = p.submits;
+  if (p.host_routines >= 0) j["host_routines"] = p.host_routines;
   if (p.rounds.size() > 1) j["seconds_rounds"] = seconds_spread(p.rounds);
   if (p.failed) j["error"] = {{"type", p.error_type}, {"message", p.error_message}, {"values_before", p.values_before}};
   for (const auto& [k, v] : p.run.series) j["series"][k] = v;
@@ -367,6 +369,11 @@ CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend
     if (x.max_buffers_per_dispatch && p.max_buffers > *x.max_buffers_per_dispatch)
       fails.push_back(fmt::format("{} buffers in one dispatch{}, expected at most {}", p.max_buffers, at,
                                   *x.max_buffers_per_dispatch));
+    if (x.host_routines && p.host_routines < 0)
+      fails.push_back(fmt::format("host routines{}: counted only on vulkan", at));
+    else if (x.host_routines && p.host_routines > *x.host_routines)
+      fails.push_back(
+          fmt::format("{} primitives ran on the host{}, expected at most {}", p.host_routines, at, *x.host_routines));
     if (x.leaked_slots && p.leaked != *x.leaked_slots)
       fails.push_back(fmt::format("{} leaked slots{}, expected {}", p.leaked, at, *x.leaked_slots));
     if (x.memory) check_memory(*x.memory, p, fails);

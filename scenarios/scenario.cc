@@ -117,8 +117,8 @@ class Reader {
 
   Expect expect(const json& v, const std::string& ptr) const {
     only(v, ptr,
-         {"error", "values", "scan_paths", "max_buffers_per_dispatch", "dispatches", "submits", "leaked_slots",
-          "memory"});
+         {"error", "values", "scan_paths", "max_buffers_per_dispatch", "dispatches", "submits", "host_routines",
+          "leaked_slots", "memory"});
     Expect e;
     if (v.contains("error")) {
       const std::string p = ptr + "/error";
@@ -183,6 +183,7 @@ class Reader {
           static_cast<int>(integer(v["max_buffers_per_dispatch"], ptr + "/max_buffers_per_dispatch"));
     if (v.contains("dispatches")) e.dispatches = count(v["dispatches"], ptr + "/dispatches");
     if (v.contains("submits")) e.submits = count(v["submits"], ptr + "/submits");
+    if (v.contains("host_routines")) e.host_routines = integer(v["host_routines"], ptr + "/host_routines");
     if (v.contains("leaked_slots")) e.leaked_slots = integer(v["leaked_slots"], ptr + "/leaked_slots");
     if (v.contains("memory")) {
       const std::string p = ptr + "/memory";

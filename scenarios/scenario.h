@@ -44,6 +44,7 @@ struct Expect {
   std::vector<std::string> scan_paths;  // every scan took one of these (and at least one ran)
   std::optional<int> max_buffers_per_dispatch;
   std::optional<CountExpect> dispatches, submits;
+  std::optional<std::int64_t> host_routines;  // at most this many primitives run on the host (vulkan)
   std::optional<std::int64_t> leaked_slots;
   std::optional<MemoryExpect> memory;
 };

@@ -5,6 +5,7 @@
 // top level, batches of matrices as one shader.
 // Registered twice in ctest like test_vulkan (plain and under the validation layer).
 #include <cmath>
+#include <optional>
 
 #include "core/instrument/instrument.h"
 #include "scanpath/scan_path_tracker.h"
@@ -34,16 +35,16 @@ struct Counts {
   std::string path;
 };
 
-// Runs f on vulkan twice (the first compiles) and returns the second call's counters.
+// Runs f on vulkan twice (the first compiles) and returns the second call's counters and the
+// last scan path it took.
 template <class F>
 Counts counted(F&& f) {
-  f();
-  vulkan::synchronize();
-  vulkan::reset_counters();
-  ScanPathTracker t;
-  f();
-  vulkan::synchronize();
-  return {vulkan::counters(), t.choices().empty() ? "" : std::string(scan_path_name(t.choices().back().path))};
+  std::optional<ScanPathTracker> t;
+  const vulkan::Counters k = jxt::second_call_counters([&] {
+    t.emplace();
+    f();
+  });
+  return {k, t->choices().empty() ? "" : std::string(scan_path_name(t->choices().back().path))};
 }
 
 double tol_of(DType d) { return d == DType::float64 ? 1e-10 : 2e-4; }

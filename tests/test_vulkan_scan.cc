@@ -18,12 +18,7 @@ Array f64(std::initializer_list<np::Nested> v) { return np::array(v, DType::floa
 // Dispatches recorded while f runs (after a warm-up call that compiles).
 template <class F>
 std::uint64_t dispatches_of(F&& f) {
-  f();
-  vulkan::synchronize();
-  vulkan::reset_counters();
-  f();
-  vulkan::synchronize();
-  return vulkan::counters().dispatches;
+  return jxt::second_call_counters(f).dispatches;
 }
 
 std::string details_of(const ScanPathTracker& t) { return t.choices().empty() ? "" : t.choices().back().details; }

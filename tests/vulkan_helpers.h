@@ -12,6 +12,17 @@ inline std::vector<jx::Array> on(const std::vector<jx::Array>& xs, const std::st
   return r;
 }
 
+// Runs f twice on vulkan (the first call compiles) and returns the second call's counters.
+template <class F>
+jx::vulkan::Counters second_call_counters(F&& f) {
+  f();
+  jx::vulkan::synchronize();
+  jx::vulkan::reset_counters();
+  f();
+  jx::vulkan::synchronize();
+  return jx::vulkan::counters();
+}
+
 class ValidationListener : public ::testing::EmptyTestEventListener {
   std::size_t before_ = 0;
   void OnTestStart(const ::testing::TestInfo&) override { before_ = jx::vulkan::validation_message_count(); }
