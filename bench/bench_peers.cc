@@ -4,7 +4,7 @@
 // harmonics of period 12; m = 13 the trend plus a full seasonal of period 12; m = 16 the trend
 // plus 7 harmonics of period 52 (dlm::system_matrices builds G and F). W = diag(σ_level²,
 // σ_slope², (σ_obs/10)² for each seasonal state): full rank, so P_{t|t-1} stays well conditioned
-// in float32. Benchmarks are named kalman/<workload>/<backend>/<N>/<m>; median_ms is the median of
+// in float32. Benchmarks are named kalman/<workload>/<backend>/<N>/<m>/<B>; median_ms is the median of
 // the per-call times (the statistic the JAX peer reports).
 //   seq_filter    jit(dlm::filter, scan)           sequential filter (one lax.scan)
 //   seq_smoother  jit(dlm::smoothed_states, scan)  filter + reverse r/N smoother scan
@@ -16,8 +16,10 @@
 // Every call's result is read back inside the timed loop (the GPU's work and its wait included).
 // Counters per call: dispatches, submits, host_waits (vulkan), and a checksum the driver
 // compares with JAX's. Backends: JX_PEER_BACKENDS (default "native,vulkan"); sizes: JX_PEER_N
-// (default 100,400,1600,6400,25600,102400); JX_PEER_M (default 2); JX_PEER_WORKLOADS (default
-// all); JX_PEER_SKIP ("seq_smoother:vulkan:102400" or "...:102400:13" for one m);
+// (default 100,400,1600,6400,25600,102400); JX_PEER_M (default 2); JX_PEER_B (series at once,
+// default 1: B > 1 runs jit(vmap(workload)) over B series, dlm_peer.h: batched_workload);
+// JX_PEER_WORKLOADS (default all); JX_PEER_SKIP ("seq_smoother:vulkan:102400", "...:102400:13"
+// for one m, "...:102400:2:64" for one m and B);
 // JX_PEER_MIN_TIME (seconds per benchmark, default 0.5).
 #include <benchmark/benchmark.h>
 
@@ -42,8 +44,10 @@ namespace {
 void run(benchmark::State& st, const std::string& name, const std::string& be) {
   DefaultDeviceScope scope(be);
   Model m = model(st.range(0), st.range(1));
-  auto f = jit(workload(name, m));
+  const std::int64_t batch = st.range(2);
+  auto f = jit(batched_workload(name, m, batch));
   Array th = theta0();
+  if (batch > 1) m.y = batch_series(m, batch);
   double check = f(th, m.y)[0].item<double>();  // compile and warm up
   if (be == "vulkan") {
     vulkan::reset_counters();
@@ -105,6 +109,7 @@ int main(int argc, char** argv) {
   const auto sizes = split(env("JX_PEER_N", "100,400,1600,6400,25600,102400"));
   const auto skip = split(env("JX_PEER_SKIP", ""));
   const auto ms = split(env("JX_PEER_M", "2"));
+  const auto batches = split(env("JX_PEER_B", "1"));
   const auto workloads =
       split(env("JX_PEER_WORKLOADS", "seq_filter,seq_smoother,par_filter,par_smoother,par_grad,par_grad_fwd"));
   const double min_time = std::stod(env("JX_PEER_MIN_TIME", "0.5"));  // seconds per benchmark
@@ -115,18 +120,20 @@ int main(int argc, char** argv) {
     }
     for (const auto& w : workloads)
       for (const auto& m : ms)
-        for (const auto& n : sizes) {
-          const std::string tag = w + ":" + be + ":" + n, tag_m = tag + ":" + m;
-          if (std::find(skip.begin(), skip.end(), tag) != skip.end() ||
-              std::find(skip.begin(), skip.end(), tag_m) != skip.end())
-            continue;
-          benchmark::RegisterBenchmark(("kalman/" + w + "/" + be).c_str(),
-                                       [w, be](benchmark::State& st) { run(st, w, be); })
-              ->Args({std::stoll(n), std::stoll(m)})
-              ->Unit(benchmark::kMillisecond)
-              ->UseRealTime()
-              ->MinTime(min_time);
-        }
+        for (const auto& b : batches)
+          for (const auto& n : sizes) {
+            const std::string tag = w + ":" + be + ":" + n, tag_m = tag + ":" + m, tag_b = tag_m + ":" + b;
+            if (std::find(skip.begin(), skip.end(), tag) != skip.end() ||
+                std::find(skip.begin(), skip.end(), tag_m) != skip.end() ||
+                std::find(skip.begin(), skip.end(), tag_b) != skip.end())
+              continue;
+            benchmark::RegisterBenchmark(("kalman/" + w + "/" + be).c_str(),
+                                         [w, be](benchmark::State& st) { run(st, w, be); })
+                ->Args({std::stoll(n), std::stoll(m), std::stoll(b)})
+                ->Unit(benchmark::kMillisecond)
+                ->UseRealTime()
+                ->MinTime(min_time);
+          }
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -16,8 +16,8 @@ void dlm_peer(Run& r) {
   if (n < 2) throw Error(fmt::format("parameter 'n' must be at least 2, got {}", n));
   const dlm::peer::Model md = dlm::peer::model(n, m);
   const dlm::peer::Fn f = dlm::peer::workload(name, md);
-  outputs_under_transform(
-      r, [f](const std::vector<Array>& in) { return f(in[0], in[1]); }, {dlm::peer::theta0(), md.y});
+  outputs_under_transform(r, [f](const std::vector<Array>& in) { return f(in[0], in[1]); },
+                          {dlm::peer::theta0(), md.y});
 }
 
 }  // namespace

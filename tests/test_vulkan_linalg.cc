@@ -110,8 +110,10 @@ TEST(VulkanLinalg, LuOutputsFromAFusedBody) {
   }
 }
 
-// The DLM combine at m > 2: inv inside an associative-scan combine. Every path (Kogge-Stone at
-// small n, blocked beyond) keeps the scan on the device: no host routine, dispatches constant in n.
+// The DLM combine at m > 2: inv inside an associative-scan combine. Every path (blocked where
+// elements fit, else cooperative on a GPU and Kogge-Stone on llvmpipe; the cooperative form also
+// forced, its LUs run by the whole workgroup) keeps the scan on the device: no host routine, and
+// at most 12 dispatches.
 TEST(VulkanLinalg, InverseInAnAssociativeCombineStaysOnTheDevice) {
   using E = std::vector<Array>;
   // (M, v) is the map x ↦ M⁻¹ x + v; a then b: (M_a M_b, M_b⁻¹ v_a + v_b)
@@ -120,25 +122,31 @@ TEST(VulkanLinalg, InverseInAnAssociativeCombineStaysOnTheDevice) {
   };
   for (DType d : {DType::float32, DType::float64}) {
     for (std::int64_t m : {3, 13}) {
-      for (std::int64_t n : {7, 300}) {
-        const Array G = np::eye(m, {}, 0, d) + general(m, d) * (0.005 / static_cast<double>(m));
-        Array Ms = np::broadcast_to(G, {n, m, m}) +
-                   np::reshape(np::sin(np::arange(0, n, 1, d)), {n, 1, 1}) * 0.01 * np::eye(m, {}, 0, d);
-        Array vs = np::cos(np::reshape(np::arange(0, n * m, 1, d), {n, m}));
-        const E want = lax::associative_scan(compose, E{Ms, vs});
-        auto v = on({Ms, vs}, "vulkan");
-        auto js = jit([&](const Array& a, const Array& b) { return lax::associative_scan(compose, E{a, b}); });
-        std::uint64_t disp = 0;
-        for (int rep = 0; rep < 2; ++rep) {
-          const Counts k = counted([&] { (void)js(v[0], v[1]); });
-          EXPECT_EQ(k.k.host_routines, 0u) << "m " << m << " n " << n;
-          disp = k.k.dispatches;
+      for (const char* form : {"auto", "coop"}) {
+        const jxt::ScopedEnv forced("JX_VK_ASSOC", form);
+        clear_caches();  // plans are made at compile time
+        for (std::int64_t n : {7, 300}) {
+          const Array G = np::eye(m, {}, 0, d) + general(m, d) * (0.005 / static_cast<double>(m));
+          Array Ms = np::broadcast_to(G, {n, m, m}) +
+                     np::reshape(np::sin(np::arange(0, n, 1, d)), {n, 1, 1}) * 0.01 * np::eye(m, {}, 0, d);
+          Array vs = np::cos(np::reshape(np::arange(0, n * m, 1, d), {n, m}));
+          const E want = lax::associative_scan(compose, E{Ms, vs});
+          auto v = on({Ms, vs}, "vulkan");
+          auto js = jit([&](const Array& a, const Array& b) { return lax::associative_scan(compose, E{a, b}); });
+          std::uint64_t disp = 0;
+          for (int rep = 0; rep < 2; ++rep) {
+            const Counts k = counted([&] { (void)js(v[0], v[1]); });
+            EXPECT_EQ(k.k.host_routines, 0u) << "m " << m << " n " << n << " " << form;
+            disp = k.k.dispatches;
+          }
+          EXPECT_LE(disp, 12u) << "m " << m << " n " << n << " " << form;
+          const E got = js(v[0], v[1]);
+          const double tol = d == DType::float64 ? 1e-9 : 2e-3;
+          EXPECT_TRUE(all_close(got[0], vals(want[0]), tol, tol))
+              << dtype_name(d) << " m " << m << " n " << n << " " << form;
+          EXPECT_TRUE(all_close(got[1], vals(want[1]), tol, tol))
+              << dtype_name(d) << " m " << m << " n " << n << " " << form;
         }
-        EXPECT_LE(disp, 12u) << "m " << m << " n " << n;
-        const E got = js(v[0], v[1]);
-        const double tol = d == DType::float64 ? 1e-9 : 2e-3;
-        EXPECT_TRUE(all_close(got[0], vals(want[0]), tol, tol)) << dtype_name(d) << " m " << m << " n " << n;
-        EXPECT_TRUE(all_close(got[1], vals(want[1]), tol, tol)) << dtype_name(d) << " m " << m << " n " << n;
       }
     }
   }

@@ -521,13 +521,13 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
   }
   // Wider elements: 17 float32 words overflow 256 positions of the profile's workgroup memory, so
   // a workgroup scans 128 (n = 1000: 2 scans + 1 fix-up; n = 128² + 1 likewise, across the
-  // superblock edge); 129 words do not fit even 32 positions: the cooperative form, 4 positions
-  // per workgroup in turn (scans at strides 1, 4, 16, 64, 256 and fix-ups below the top: 9), or
-  // forced, Kogge-Stone rounds (10).
+  // superblock edge); 129 words do not fit even 32 positions: the cooperative form (a GPU's
+  // choice; forced here, as llvmpipe prefers Kogge-Stone), 4 positions per workgroup in turn
+  // (scans at strides 1, 4, 16, 64, 256 and fix-ups below the top: 9), or Kogge-Stone rounds (10).
   auto wide = [](const V& p, const V& q) { return V{p[0] + q[0]}; };
   const ScopedEnv chunk("JX_VK_COOP_CHUNK", "4");
   for (auto [n, words, dispatches, form] : {std::tuple{1000, 17, 3u, "auto"}, std::tuple{128 * 128 + 1, 17, 3u, "auto"},
-                                            std::tuple{1000, 129, 9u, "auto"}, std::tuple{1000, 129, 10u, "ks"}}) {
+                                            std::tuple{1000, 129, 9u, "coop"}, std::tuple{1000, 129, 10u, "ks"}}) {
     const ScopedEnv forced("JX_VK_ASSOC", form);
     if (std::string(form) == "ks") clear_caches();
     Array x;
@@ -650,13 +650,13 @@ TEST(VulkanAssociativeScan, EveryPathEveryDtypeAroundEveryLevelEdge) {
     else
       sizes.insert(sizes.end(), {B - 1, B + 1, 4 * B + 1, B * B + 1});
     if (B == 32) sizes.push_back(B * B * B + 1);
-    // p = 64: the cooperative form (auto), then Kogge-Stone rounds (forced); plans are made at
+    // p = 64: the cooperative form, then Kogge-Stone rounds (both forced); plans are made at
     // compile time, so the caches are cleared where the form changes
     const std::vector<std::string> forms =
-        B == 0 ? std::vector<std::string>{"auto", "ks"} : std::vector<std::string>{"auto"};
+        B == 0 ? std::vector<std::string>{"coop", "ks"} : std::vector<std::string>{"auto"};
     for (const std::string& form : forms) {
       const ScopedEnv forced("JX_VK_ASSOC", form.c_str());
-      if (form != "auto") clear_caches();
+      if (form == "ks") clear_caches();
       for (std::int64_t n : sizes) {
         const V in = inputs(n, pad);
         DefaultDeviceScope vk("vulkan");
@@ -677,7 +677,7 @@ TEST(VulkanAssociativeScan, EveryPathEveryDtypeAroundEveryLevelEdge) {
               const std::uint64_t disp = vulkan::counters().dispatches;
               if (profile == "webgpu" && B == 0 && form == "ks")
                 EXPECT_EQ(disp, static_cast<std::uint64_t>(ceil_log(n, 2))) << where;
-              if (B == 0 && form == "auto")  // 4 positions per workgroup in turn: at most 2L - 1 for L = ceil(log4 n)
+              if (B == 0 && form == "coop")  // 4 positions per workgroup in turn: at most 2L - 1 for L = ceil(log4 n)
                 EXPECT_LE(disp, static_cast<std::uint64_t>(std::max<std::int64_t>(2 * ceil_log(n, 4) - 1, 0))) << where;
               if (profile == "webgpu" && B > 0)
                 EXPECT_LE(disp, static_cast<std::uint64_t>(std::max<std::int64_t>(2 * ceil_log(n, B) - 1, 0))) << where;

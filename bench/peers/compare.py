@@ -62,12 +62,13 @@ def jx_results(path):
         doc = json.load(f)
     out = {}
     for b in doc["benchmarks"]:
-        # kalman/<workload>/<backend>/<N>/<m>/min_time:.../real_time
+        # kalman/<workload>/<backend>/<N>/<m>/<B>/min_time:.../real_time (older runs: no B, or no m)
         parts = b["name"].split("/")
         wl, be, n = parts[1], parts[2], int(parts[3])
         m = int(parts[4]) if len(parts) > 4 and parts[4].isdigit() else 2
+        batch = int(parts[5]) if len(parts) > 5 and parts[5].isdigit() else 1
         ms = b.get("median_ms", b["real_time"] * {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]])
-        out[(wl, n, m)] = {"ms": ms, "backend": be, "checksum": b.get("checksum"),
+        out[(wl, n, m, batch)] = {"ms": ms, "backend": be, "checksum": b.get("checksum"),
                         **{k: b[k] for k in ("dispatches", "submits", "host_waits", "barriers") if k in b}}
     return out, doc.get("context", {})
 
@@ -75,7 +76,7 @@ def jx_results(path):
 def jax_results(path):
     with open(path) as f:
         doc = json.load(f)
-    return ({(r["workload"], r["n"], r.get("m", 2)): r for r in doc["results"]},
+    return ({(r["workload"], r["n"], r.get("m", 2), r.get("batch", 1)): r for r in doc["results"]},
             {k: v for k, v in doc.items() if k != "results"})
 
 
@@ -95,11 +96,11 @@ def compare(kind, jx_rounds, jx_ctx, jax_rounds, jax_ctx, jax_default=None):
     for r in jx_rounds + jax_rounds:
         keys |= set(r)
     rows = []
-    for key in sorted(keys, key=lambda k: (k[2], WORKLOADS.index(k[0]), k[1])):
-        wl, n, m = key
+    for key in sorted(keys, key=lambda k: (k[2], k[3], WORKLOADS.index(k[0]), k[1])):
+        wl, n, m, batch = key
         a = [r[key] for r in jx_rounds if key in r]
         b = [r[key] for r in jax_rounds if key in r]
-        row = {"workload": wl, "n": n, "m": m, "batch": 1, "jx_ms": med([x["ms"] for x in a]),
+        row = {"workload": wl, "n": n, "m": m, "batch": batch, "jx_ms": med([x["ms"] for x in a]),
                "jax_ms": med([x["ms"] for x in b])}
         if jax_default and key in jax_default:
             row["jax_default_ms"] = jax_default[key]["ms"]
@@ -113,21 +114,22 @@ def compare(kind, jx_rounds, jx_ctx, jax_rounds, jax_ctx, jax_default=None):
                 row["ratio"] = med(row["rounds"])
                 row["ratio_min"], row["ratio_max"] = min(row["rounds"]), max(row["rounds"])
         rows.append(row)
-    by = {(r["workload"], r["n"], r["m"]): r for r in rows}
+    by = {(r["workload"], r["n"], r["m"], r["batch"]): r for r in rows}
     targets = []
     for wl in WORKLOADS:
         peer = VERSUS.get(wl, wl)
-        for m in sorted({k[2] for k in by}):
-            t = target_of(kind, wl, m)
-            ns = [n for (w, n, mm) in by if w == wl and mm == m and "ratio" in by[(w, n, mm)] and (peer, n, m) in by
-                  and "ratio" in by[(peer, n, m)]]
+        for m, b in sorted({(k[2], k[3]) for k in by}):
+            t = target_of(kind, wl, m if b == 1 else 0)
+            ns = [n for (w, n, mm, bb) in by if w == wl and mm == m and bb == b and "ratio" in by[(w, n, mm, bb)]
+                  and (peer, n, m, b) in by and "ratio" in by[(peer, n, m, b)]]
             if not ns:
                 continue
             n = max(ns)
-            ratios = [x["ms"] / y["ms"] for x, y in zip([r[(wl, n, m)] for r in jx_rounds if (wl, n, m) in r],
-                                                         [r[(peer, n, m)] for r in jax_rounds if (peer, n, m) in r])]
+            k_jx, k_jax = (wl, n, m, b), (peer, n, m, b)
+            ratios = [x["ms"] / y["ms"] for x, y in zip([r[k_jx] for r in jx_rounds if k_jx in r],
+                                                         [r[k_jax] for r in jax_rounds if k_jax in r])]
             ratio = med(ratios)
-            targets.append({"workload": wl, "versus": peer, "n": n, "m": m, "target": t, "ratio": ratio,
+            targets.append({"workload": wl, "versus": peer, "n": n, "m": m, "batch": b, "target": t, "ratio": ratio,
                             "ratio_min": min(ratios), "ratio_max": max(ratios), "met": ratio <= t})
     return {"kind": kind, "rounds": len(jx_rounds), "jx_context": jx_ctx, "jax": jax_ctx, "rows": rows,
             "targets": targets}
@@ -140,18 +142,18 @@ def markdown(doc):
     for c in doc["comparisons"]:
         who = "vulkan vs JAX on the GPU" if c["kind"] == "gpu" else "native vs JAX on the CPU"
         lines += [f"## {who} ({c['jax'].get('device', '?')}, JAX {c['jax'].get('jax_version', '?')})", "",
-                  "| workload | m | N | jxlab ms | JAX ms | JAX default ms | ratio [min, max] | dispatches | submits |",
-                  "|---|---|---|---|---|---|---|---|---|"]
+                  "| workload | m | B | N | jxlab ms | JAX ms | JAX default ms | ratio [min, max] | dispatches | submits |",
+                  "|---|---|---|---|---|---|---|---|---|---|"]
         for r in c["rows"]:
             f = lambda v, p=3: "—" if v is None else f"{v:.{p}f}"
             spread = f" [{r['ratio_min']:.3f}, {r['ratio_max']:.3f}]" if "ratio_min" in r else " (one run)"
             ratio = (f"{r['ratio']:.3f}{spread}" if "ratio" in r else ("checksums differ" if "checksums" in r else "—"))
-            lines.append(f"| {r['workload']} | {r.get('m', 2)} | {r['n']} | {f(r['jx_ms'])} | {f(r['jax_ms'])} | "
+            lines.append(f"| {r['workload']} | {r.get('m', 2)} | {r.get('batch', 1)} | {r['n']} | {f(r['jx_ms'])} | {f(r['jax_ms'])} | "
                          f"{f(r.get('jax_default_ms'))} | {ratio} | {f(r.get('dispatches'), 0)} | {f(r.get('submits'), 0)} |")
-        lines += ["", "| target | m | N | ratio [min, max] | target | met |", "|---|---|---|---|---|---|"]
+        lines += ["", "| target | m | B | N | ratio [min, max] | target | met |", "|---|---|---|---|---|---|---|"]
         for t in c["targets"]:
             vs = f" (vs JAX {t['versus']})" if t.get("versus", t["workload"]) != t["workload"] else ""
-            lines.append(f"| {t['workload']}{vs} | {t.get('m', 2)} | {t['n']} | {t['ratio']:.3f} "
+            lines.append(f"| {t['workload']}{vs} | {t.get('m', 2)} | {t.get('batch', 1)} | {t['n']} | {t['ratio']:.3f} "
                          + (f"[{t['ratio_min']:.3f}, {t['ratio_max']:.3f}] | " if "ratio_min" in t else "(one run) | ")
                          + f"≤ {t['target']} | {'yes' if t['met'] else 'no'} |")
         lines.append("")
@@ -168,6 +170,7 @@ def main():
     ap.add_argument("--skip-jax", default="", help="workload:N pairs JAX does not run (too slow)")
     ap.add_argument("--skip-jx", default="", help="workload:backend:N triples jxlab does not run")
     ap.add_argument("--m", default="2", help="state dimensions (2, 4, 8, 13, 16)")
+    ap.add_argument("--batch", default="1", help="series at once (1, 64, 1024): jit(vmap(workload)) on both sides")
     ap.add_argument("--workloads", default="", help="only these workloads (default all)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of both sides")
     ap.add_argument("--jax-default", action="store_true", help="also time JAX at its default matmul precision")
@@ -181,14 +184,15 @@ def main():
     kinds = (["gpu"] if a.gpu else []) + (["cpu"] if a.cpu else [])
     for kind in kinds:
         be, plat = ("vulkan", "cuda") if kind == "gpu" else ("native", "cpu")
-        jax_cmd = [sys.executable, os.path.join(HERE, "jax_kalman.py"), "--n", a.n, "--m", a.m, "--skip", a.skip_jax,
+        jax_cmd = [sys.executable, os.path.join(HERE, "jax_kalman.py"), "--n", a.n, "--m", a.m, "--batch", a.batch,
+                   "--skip", a.skip_jax,
                    "--workloads", a.workloads]
         jx_rounds, jax_rounds = [], []
         for r in range(a.rounds):
             jx_json = os.path.join(a.out, f"jx-{kind}-{r}.json")
             jax_json = os.path.join(a.out, f"jax-{kind}-{r}.json")
             run(f"{a.jx} --benchmark_out={jx_json} --benchmark_out_format=json",
-                {"JX_PEER_BACKENDS": be, "JX_PEER_N": a.n, "JX_PEER_M": a.m, "JX_PEER_SKIP": a.skip_jx,
+                {"JX_PEER_BACKENDS": be, "JX_PEER_N": a.n, "JX_PEER_M": a.m, "JX_PEER_B": a.batch, "JX_PEER_SKIP": a.skip_jx,
                  "JX_LIMITS": "device", **({"JX_PEER_WORKLOADS": a.workloads} if a.workloads else {})}, log)
             run(jax_cmd + ["--out", jax_json], {"JAX_PLATFORMS": plat}, log)
             jx, jx_ctx = jx_results(jx_json)

@@ -9,7 +9,7 @@ C0 = I. The equations follow
 workloads/dlm/dlm.cc (prediction-form filter, r/N smoother) and workloads/dlm/dlm_assoc.cc
 (associative-scan filter and smoother) line by line, so the checksums agree.
 
-  python3 jax_kalman.py --out FILE [--n 100,400,...] [--m 2,13] [--skip seq_smoother:102400[:m],...]
+  python3 jax_kalman.py --out FILE [--n 100,400,...] [--m 2,13] [--batch 1,64] [--skip seq_smoother:102400[:m[:B]],...]
         [--precision highest|default] [--workloads seq_filter,...]
 Platform: JAX_PLATFORMS=cpu or cuda (the driver sets it). Each case: one call to compile and warm
 up, then timed calls (result blocked on) until 0.5 s or 20 calls, at least one; the median is kept.
@@ -244,12 +244,32 @@ def workloads(y, m):
             "par_smoother": par_smoother, "par_grad": par_grad, "par_grad_fwd": par_grad_fwd}
 
 
+def batch_series(base, b):
+    """B series at once, as bench_peers.cc's batch_series: series b is y · (1 + b/1000), y rounded to
+    float32 first."""
+    y = np.asarray(np.asarray(base, np.float32), np.float64)
+    return y[None, :] * (1.0 + np.arange(b, dtype=np.float64)[:, None] / 1000.0)
+
+
+def batched(fn, b):
+    """jax.vmap over the series (theta shared); the first output summed over them (the checksum)."""
+    if b == 1:
+        return fn
+
+    def f(th, ys):
+        out = jax.vmap(fn, in_axes=(None, 0))(th, ys)
+        return (jnp.sum(out[0]),) + tuple(out[1:])
+
+    return f
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--n", default="100,400,1600,6400,25600,102400")
     ap.add_argument("--skip", default="", help="workload:N pairs not to run")
     ap.add_argument("--m", default="2", help="state dimensions (2, 4, 8, 13, 16)")
+    ap.add_argument("--batch", default="1", help="series at once: B > 1 runs jit(vmap(workload)) over B series")
     ap.add_argument("--workloads", default="", help="only these workloads (default all)")
     ap.add_argument("--precision", default="highest", choices=["highest", "default"],
                     help="jax_default_matmul_precision (default TF32 matmuls lose accuracy at larger m)")
@@ -264,12 +284,16 @@ def main():
            "device": getattr(dev, "device_kind", str(dev)), "host": platform.node(), "precision": a.precision,
            "results": []}
     theta = jnp.log(jnp.array([0.3, 0.05, 0.002], DT))
-    for m, n in itertools.product([int(x) for x in a.m.split(",")], [int(x) for x in a.n.split(",")]):
-        y = jnp.asarray(series(n), DT)
+    for m, bb, n in itertools.product([int(x) for x in a.m.split(",")], [int(x) for x in a.batch.split(",")],
+                                      [int(x) for x in a.n.split(",")]):
+        base = series(n)
+        y = jnp.asarray(base, DT)
         for name, fn in workloads(y, m).items():
-            if f"{name}:{n}" in skip or f"{name}:{n}:{m}" in skip or (only and name not in only):
+            if (f"{name}:{n}" in skip or f"{name}:{n}:{m}" in skip or f"{name}:{n}:{m}:{bb}" in skip
+                    or (only and name not in only)):
                 continue
-            f = jax.jit(fn)
+            f = jax.jit(batched(fn, bb))
+            y = jnp.asarray(batch_series(base, bb), DT) if bb > 1 else jnp.asarray(base, DT)
             t0 = time.perf_counter()
             out = jax.block_until_ready(f(theta, y))
             first = time.perf_counter() - t0
@@ -280,9 +304,9 @@ def main():
                 times.append(time.perf_counter() - t0)
             checksum = float(out[0])
             ms = statistics.median(times) * 1e3
-            res["results"].append({"workload": name, "n": n, "m": m, "batch": 1, "ms": ms,
+            res["results"].append({"workload": name, "n": n, "m": m, "batch": bb, "ms": ms,
                                    "first_call_ms": first * 1e3, "calls": len(times), "checksum": checksum})
-            print(f"{name:14s} N={n:7d} m={m:2d} {ms:10.3f} ms  (first {first * 1e3:.0f} ms, {len(times)} calls)  checksum {checksum:.6g}",
+            print(f"{name:14s} N={n:7d} m={m:2d} B={bb:5d} {ms:10.3f} ms  (first {first * 1e3:.0f} ms, {len(times)} calls)  checksum {checksum:.6g}",
                   flush=True)
     with open(a.out + ".tmp", "w") as f:
         json.dump(res, f, indent=1)

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "core/jx.h"
+
 namespace jx::dlm::peer {
 
 std::vector<double> series(std::int64_t n) {
@@ -60,7 +62,6 @@ std::pair<Array, Array> noise(const Array& theta, std::int64_t n, std::int64_t m
 }
 Array theta0() { return np::log(np::array({0.3, 0.05, 0.002}, DType::float32)); }
 
-
 Fn workload(const std::string& name, const Model& m) {
   const bool par = name.rfind("par_", 0) == 0;
   const Algorithm alg = par ? Algorithm::assoc : Algorithm::scan;
@@ -89,7 +90,28 @@ Fn workload(const std::string& name, const Model& m) {
       auto [v, g] = name == "par_grad" ? value_and_grad(loss)(th) : value_and_grad(loss, argnums<0>, forward_mode)(th);
       return std::vector<Array>{v, g};
     };
-  throw Error("dlm peer workloads: unknown workload '" + name + "' (seq_filter, seq_smoother, par_filter, par_smoother, par_grad, par_grad_fwd)");
+  throw Error("dlm peer workloads: unknown workload '" + name +
+              "' (seq_filter, seq_smoother, par_filter, par_smoother, par_grad, par_grad_fwd)");
+}
+
+Array batch_series(const Model& m, std::int64_t batch) {
+  const std::vector<double> y = m.y.to_vector<double>();
+  std::vector<double> ys;
+  ys.reserve(y.size() * static_cast<std::size_t>(batch));
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (double v : y) ys.push_back(v * (1.0 + static_cast<double>(b) / 1000.0));
+  return np::array(ys, Shape{batch, m.n}, DType::float32);
+}
+
+Fn batched_workload(const std::string& name, const Model& m, std::int64_t batch) {
+  Fn f = workload(name, m);
+  if (batch == 1) return f;
+  auto mapped = vmap(f, {std::nullopt, 0});
+  return [mapped](const Array& th, const Array& ys) {
+    std::vector<Array> out = mapped(th, ys);
+    out[0] = np::sum(out[0]);
+    return out;
+  };
 }
 
 const std::vector<std::string>& workload_names() {

@@ -33,6 +33,11 @@ Array theta0();
 // par_smoother, par_grad, par_grad_fwd (bench/bench_peers.cc says what each is).
 using Fn = std::function<std::vector<Array>(const Array&, const Array&)>;
 Fn workload(const std::string& name, const Model& m);
+// B series at once (jx's vmap, as jax.vmap in the peer): series b is y · (1 + b/1000) (rounded to
+// float32), theta shared; every output gains a leading batch axis, and the first is summed over
+// it (the checksum). B = 1 is the unbatched workload.
+Array batch_series(const Model& m, std::int64_t batch);
+Fn batched_workload(const std::string& name, const Model& m, std::int64_t batch);
 const std::vector<std::string>& workload_names();
 
 }  // namespace jx::dlm::peer

@@ -363,8 +363,12 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
   bool linalg = false;
   for (const Step& st : b.steps)
     linalg = linalg || (st.kind == Step::Kind::routine && is_linalg(b.routines[st.index].prim));
-  const bool small_blocks = out.blocked && form == "auto" && linalg && out.block < 128;
-  if ((!out.blocked || small_blocks) && form != "ks" && form != "blocked") {
+  const bool small_blocks = out.blocked && form == "auto" && linalg && out.block < 128 && !lim.costly_barriers;
+  // llvmpipe: the cooperative form only where neither per-invocation form runs (a DLM gradient's
+  // exact Hessian took 246 s cooperatively there, its barriers coroutine switches, against seconds
+  // with Kogge-Stone)
+  const bool prefer_ks = ks && form == "auto" && lim.costly_barriers;
+  if ((!out.blocked || small_blocks) && !prefer_ks && form != "ks" && form != "blocked") {
     std::string coop_why;
     out.coop = render_coop_assoc(ap, lim, out, leaf_index, coop_why);
     if (!out.coop && !ks) why += "; not cooperative: " + coop_why;

@@ -25,6 +25,9 @@ struct ScanLimits {
   std::int64_t max_loop_iterations = 0;  // per invocation (llvmpipe: 65535); 0 = unlimited
   std::int64_t max_buffers = 8;          // bindings one shader may have
   bool checked_shared = false;           // bounds-checked workgroup memory (glsl_words.cc: shared_decl)
+  // a CPU device (llvmpipe) runs a workgroup's invocations as coroutines switched at every barrier:
+  // there the associative scan prefers Kogge-Stone (no barriers) to the cooperative form
+  bool costly_barriers = false;
 };
 
 struct ScanShader {

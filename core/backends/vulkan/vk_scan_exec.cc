@@ -79,8 +79,12 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
 // What scan shaders may use under the current limits profile.
 ScanLimits VulkanBackend::scan_limits() const {
   const auto& d = ctx_->desc();
-  return {d.float64, profile_ == "webgpu" ? std::int64_t{16384} : static_cast<std::int64_t>(d.max_shared_bytes),
-          llvmpipe() ? std::int64_t{65535} : std::int64_t{0}, max_buffers_, checked_shared_};
+  return {d.float64,
+          profile_ == "webgpu" ? std::int64_t{16384} : static_cast<std::int64_t>(d.max_shared_bytes),
+          llvmpipe() ? std::int64_t{65535} : std::int64_t{0},
+          max_buffers_,
+          checked_shared_,
+          llvmpipe()};
 }
 
 std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std::int64_t B) {
