@@ -23,6 +23,12 @@ jx::vulkan::Counters second_call_counters(F&& f) {
   return jx::vulkan::counters();
 }
 
+// Dispatches recorded while f runs (after a warm-up call that compiles).
+template <class F>
+std::uint64_t dispatches_of(F&& f) {
+  return second_call_counters(f).dispatches;
+}
+
 class ValidationListener : public ::testing::EmptyTestEventListener {
   std::size_t before_ = 0;
   void OnTestStart(const ::testing::TestInfo&) override { before_ = jx::vulkan::validation_message_count(); }

@@ -1,0 +1,397 @@
+// Associative scans on vulkan (part of the test_vulkan_scan binary): the blocked, cooperative and
+// Kogge-Stone forms, their dispatch counts, and values against the interpreter, around every
+// level's edge, in every leaf dtype, forward and reverse.
+#include <fmt/format.h>
+
+#include "core/instrument/instrument.h"
+#include "tests/vulkan_helpers.h"
+
+using namespace jx;
+using jxt::all_close;
+using jxt::dispatches_of;
+using jxt::on;
+using jxt::ScopedEnv;
+using jxt::vals;
+
+namespace {
+// Kalman filtering elements (A [m,m], b [m,1], S [m,m]) composed as (A_b·A_a, A_b·b_a + b_b, A_b·S_a·A_bᵀ + S_b).
+using Elem = std::tuple<Array, Array, Array>;
+Elem kcompose(const Elem& x, const Elem& y) {
+  const auto& [A0, b0, S0] = x;
+  const auto& [A1, b1, S1] = y;
+  return {np::matmul(A1, A0), np::matmul(A1, b0) + b1, np::matmul(np::matmul(A1, S0), np::swapaxes(A1, -1, -2)) + S1};
+}
+Elem kelems(int n, DType d) {
+  Array t = np::arange(0, n, 1, d);
+  Array A = np::stack({np::stack({np::cos(t * 0.1) * 0.9, np::sin(t * 0.1) * 0.1}, -1),
+                       np::stack({np::sin(t * 0.2) * -0.1, np::cos(t * 0.3) * 0.8}, -1)},
+                      -2);
+  Array b = np::reshape(np::stack({np::sin(t), np::cos(t)}, -1), {n, 2, 1});
+  Array S = np::eye(2, {}, 0, d) * 0.1 + np::reshape(np::abs(np::sin(t)), {n, 1, 1}) * 0.01;
+  return {A, b, S};
+}
+int ceil_log2(std::int64_t n) {
+  int r = 0;
+  while ((std::int64_t{1} << r) < n) ++r;
+  return r;
+}
+}  // namespace
+
+TEST(VulkanAssociativeScan, KoggeStoneRoundsEagerAndJit) {
+  for (DType d : {DType::float32, DType::float64}) {
+    for (int n : {1, 2, 100, 400, 1600}) {
+      Elem e = kelems(n, d);
+      auto [wA, wb, wS] = lax::associative_scan(kcompose, e);
+      DefaultDeviceScope vk("vulkan");
+      Elem ev{device_put(std::get<0>(e), "vulkan"), device_put(std::get<1>(e), "vulkan"),
+              device_put(std::get<2>(e), "vulkan")};
+      const double tol = d == DType::float64 ? 1e-10 : 1e-4;
+      for (bool jitted : {false, true}) {
+        auto run = [&] {
+          return jitted ? jit([](const Array& A, const Array& b, const Array& S) {
+            auto r = lax::associative_scan(kcompose, Elem{A, b, S});
+            return std::vector<Array>{std::get<0>(r), std::get<1>(r), std::get<2>(r)};
+          })(std::get<0>(ev), std::get<1>(ev), std::get<2>(ev))
+                        : [&] {
+                            auto r = lax::associative_scan(kcompose, ev);
+                            return std::vector<Array>{std::get<0>(r), std::get<1>(r), std::get<2>(r)};
+                          }();
+        };
+        const std::uint64_t disp = dispatches_of([&] { (void)run(); });
+        EXPECT_LE(disp, static_cast<std::uint64_t>(ceil_log2(n) + 1)) << "n " << n << " jit " << jitted;
+        auto got = run();
+        EXPECT_TRUE(all_close(got[0], vals(wA), tol, tol)) << n;
+        EXPECT_TRUE(all_close(got[1], vals(wb), tol, tol)) << n;
+        EXPECT_TRUE(all_close(got[2], vals(wS), tol, tol)) << n;
+      }
+    }
+  }
+}
+
+// The forward-mode gradient of a loss over an associative scan: one scan of (element, tangent)
+// pairs on the device for both parameters (the tangent leaves batched; blocked at n = 70000), no
+// odd/even recursion; the scan is submitted as soon as it is recorded (the rest of the call is
+// recorded while it runs), and the call waits for nothing. Reverse mode transposes that pair scan
+// into one reverse associative scan (no odd/even recursion either): under twice forward mode's
+// dispatches. Values of both against reverse mode on the cpu.
+TEST(VulkanAssociativeScan, ForwardModeGradientIsOneBatchedPairScanSubmittedEarly) {
+  for (int n : {100, 70000}) {
+    auto loss = [n](const Array& th) {
+      Elem e = kelems(n, th.dtype());
+      Array A = std::get<0>(e) * np::exp(np::index(th, {std::int64_t{0}})),
+            S = std::get<2>(e) * np::exp(np::index(th, {std::int64_t{1}}));
+      auto [pA, pb, pS] = lax::associative_scan(kcompose, Elem{A, std::get<1>(e), S});
+      return np::mean(np::square(pb)) + np::mean(pS);
+    };
+    Array th = np::array({-0.05, 0.2}, DType::float32);
+    auto [v, g] = value_and_grad(loss)(th);
+    DefaultDeviceScope vk("vulkan");
+    auto f = jit(value_and_grad(loss, argnums<0>, forward_mode));
+    Array tv = device_put(th, "vulkan");
+    std::size_t scans = 0;
+    for (const Eqn& e : make_jaxpr(value_and_grad(loss, argnums<0>, forward_mode))(th).jaxpr.eqns)
+      scans += e.prim == Prim::associative_scan;
+    EXPECT_EQ(scans, 1u) << n;  // for both parameters
+    (void)f(tv);
+    vulkan::synchronize();
+    vulkan::reset_counters();
+    auto [fv, fg] = f(tv);
+    const auto c = vulkan::counters();  // the call itself: nothing waited for
+    EXPECT_EQ(c.submits, 1u) << n;      // the scan, submitted as soon as recorded
+    EXPECT_EQ(c.host_waits, 0u) << n;
+    EXPECT_NEAR(fv.item<double>(), v.item<double>(), 1e-4 * std::abs(v.item<double>())) << n;
+    EXPECT_TRUE(all_close(fg, vals(g), 1e-3, 1e-3)) << n;
+    auto r = jit(value_and_grad(loss));
+    const std::uint64_t reverse = dispatches_of([&] { (void)r(tv); });
+    EXPECT_LT(reverse, 2 * c.dispatches) << n;
+    auto [rv, rg] = r(tv);
+    EXPECT_NEAR(rv.item<double>(), v.item<double>(), 1e-4 * std::abs(v.item<double>())) << n;
+    EXPECT_TRUE(all_close(rg, vals(g), 1e-3, 1e-3)) << n;
+  }
+}
+
+// Blocked scans: each workgroup scans 256 positions in its memory, levels of stride 256^L go up
+// until a level fits one workgroup, then fix-ups come down. A top level of up to 1024 positions
+// (these elements: 6 values, so up to 4 in an invocation's registers) is one workgroup of the top
+// shader: n = 1000 is one dispatch, n = 70000 (273 totals) 2 scans + 1 fix-up, n = 256^2 + 1 2
+// scans + 1 fix-up, n = 1024·256 + 1 (1024 totals) 2 + 1, n = 1025·256 (1025 totals) 3 scans + 2.
+// Sizes around the invocation, block and superblock edges, forward and reverse; an int32 sum
+// (exact), an affine composition (not commutative) and a bool or, against the interpreter. An
+// element over 16 words takes 128-position workgroups in the WebGPU profile's 16 KiB; one over
+// 128 words fits no workgroup: the cooperative form (a workgroup per combine), or Kogge-Stone
+// rounds where that is forced (JX_VK_ASSOC=ks).
+TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
+  using V = std::vector<Array>;
+  auto op = [](const V& p, const V& q) {
+    return V{p[0] + q[0], q[1] * p[1], q[1] * p[2] + q[2], np::logical_or(p[3], q[3])};
+  };
+  vulkan::set_limits("webgpu");
+  // the reference: one sequential pass on the host (the interpreter's odd/even recursion over
+  // 262400 positions took minutes under ASan); checked against the interpreter where n is small
+  using Ref = std::array<std::vector<double>, 4>;
+  auto sequential = [](const V& in, bool reverse) {
+    Ref x{vals(in[0]), vals(in[1]), vals(in[2]), vals(in[3])};
+    const std::size_t n = x[0].size();
+    Ref r = x;
+    for (std::size_t k = 1; k < n; ++k) {
+      const std::size_t i = reverse ? n - 1 - k : k, prev = reverse ? i + 1 : i - 1;  // r[i] = op(r[prev], x[i])
+      r[0][i] = r[0][prev] + x[0][i];
+      r[1][i] = x[1][i] * r[1][prev];
+      r[2][i] = x[1][i] * r[2][prev] + x[2][i];
+      r[3][i] = (r[3][prev] != 0 || x[3][i] != 0) ? 1.0 : 0.0;
+    }
+    return r;
+  };
+  for (std::int64_t n : std::vector<std::int64_t>{1, 2, 3, 5, 255, 256, 257, 1000, 1023, 1024, 1025, 2047, 70000, 65537,
+                                                  1024 * 256 + 1, 1025 * 256}) {
+    for (bool reverse : {false, true}) {
+      Ref want;
+      V in;
+      {
+        DefaultDeviceScope cpu("cpu");
+        Array t = np::arange(0, static_cast<double>(n), 1, DType::float64);
+        in = {np::astype(np::sin(t) * 3.5, DType::int32), np::sin(t) * 1e-6 + 1.0, np::cos(t) * 1e-3,
+              np::greater(np::sin(t * 0.001), np::full({}, 0.999, DType::float64))};
+        want = sequential(in, reverse);
+        if (n <= 257) {
+          const V interp = lax::associative_scan_flat(op, in, reverse, 0);
+          ASSERT_EQ(vals(interp[0]), want[0]) << n << " reverse " << reverse;
+          ASSERT_TRUE(all_close(interp[1], want[1], 1e-13, 0)) << n << " reverse " << reverse;
+          ASSERT_TRUE(all_close(interp[2], want[2], 1e-10, 1e-13)) << n << " reverse " << reverse;
+          ASSERT_EQ(vals(interp[3]), want[3]) << n << " reverse " << reverse;
+        }
+      }
+      DefaultDeviceScope vk("vulkan");
+      V ev = on(in, "vulkan");
+      // webgpu: 9 bindings are over the budget, the leaves are packed into one buffer; device:
+      // each leaf binds its input and output
+      for (const char* profile : {"webgpu", "device"}) {
+        vulkan::set_limits(profile);
+        V got;
+        const std::uint64_t disp = dispatches_of([&] { got = lax::associative_scan_flat(op, ev, reverse, 0); });
+        // scans at strides 1, 256, 256² while their level has more than one position and the
+        // level below did not fit one workgroup; a fix-up for each level but the top
+        std::uint64_t levels = 0;
+        for (std::int64_t s = 1; n / s > 1; s *= 256) {
+          ++levels;
+          if (n / s <= 1024) break;
+        }
+        const std::uint64_t fixups = levels > 0 ? levels - 1 : 0;
+        EXPECT_EQ(disp, levels + fixups) << n << " " << profile;
+        EXPECT_EQ(vals(got[0]), want[0]) << n << " reverse " << reverse << " " << profile;
+        EXPECT_TRUE(all_close(got[1], want[1], 1e-12, 0)) << n << " reverse " << reverse << " " << profile;
+        EXPECT_TRUE(all_close(got[2], want[2], 1e-9, 1e-12)) << n << " reverse " << reverse << " " << profile;
+        EXPECT_EQ(vals(got[3]), want[3]) << n << " reverse " << reverse << " " << profile;
+      }
+      vulkan::set_limits("webgpu");
+    }
+  }
+  // Wider elements: 17 float32 words overflow 256 positions of the profile's workgroup memory, so
+  // a workgroup scans 128 (n = 1000: 2 scans + 1 fix-up; n = 128² + 1 likewise, across the
+  // superblock edge); 129 words do not fit even 32 positions: the cooperative form (a GPU's
+  // choice; forced here, as llvmpipe prefers Kogge-Stone), 4 positions per workgroup in turn
+  // (scans at strides 1, 4, 16, 64, 256 and fix-ups below the top: 9), or Kogge-Stone rounds (10).
+  auto wide = [](const V& p, const V& q) { return V{p[0] + q[0]}; };
+  const ScopedEnv chunk("JX_VK_COOP_CHUNK", "4");
+  for (auto [n, words, dispatches, form] : {std::tuple{1000, 17, 3u, "auto"}, std::tuple{128 * 128 + 1, 17, 3u, "auto"},
+                                            std::tuple{1000, 129, 9u, "coop"}, std::tuple{1000, 129, 10u, "ks"}}) {
+    const ScopedEnv forced("JX_VK_ASSOC", form);
+    if (std::string(form) == "ks") clear_caches();
+    Array x;
+    V want;
+    {
+      DefaultDeviceScope cpu("cpu");
+      x = np::reshape(np::sin(np::arange(0, n * words, 1, DType::float32)), {n, words});
+      want = lax::associative_scan_flat(wide, {x}, false, 0);
+    }
+    DefaultDeviceScope vk("vulkan");
+    Array xv = device_put(x, "vulkan");
+    V got;
+    EXPECT_EQ(dispatches_of([&] { got = lax::associative_scan_flat(wide, {xv}, false, 0); }), dispatches)
+        << n << " " << words << " " << form;
+    EXPECT_TRUE(all_close(got[0], vals(want[0]), 1e-3, 1e-3)) << n << " " << words << " " << form;
+  }
+}
+
+// The cooperative form's homes: an element of 3000 float32 words keeps the running total in
+// workgroup memory (the WebGPU profile's 4096 words) and the right operand and the combine's
+// result in the workgroup's slice of global scratch (a buffer barrier between steps); a combine
+// whose results are its own operands (first of the left, last of the right: associative) copies
+// them aside before the next operands overwrite them. n = 200, 4 positions per workgroup in turn:
+// scans at strides 1, 4, 16, 64 and fix-ups of the three lower levels, 7 dispatches.
+TEST(VulkanAssociativeScan, CooperativeFormThroughScratchAndStaging) {
+  using V = std::vector<Array>;
+  const ScopedEnv chunk("JX_VK_COOP_CHUNK", "4"), forced("JX_VK_ASSOC", "coop");
+  vulkan::set_limits("webgpu");
+  auto sum = [](const V& p, const V& q) { return V{p[0] + q[0]}; };
+  auto first_last = [](const V& p, const V& q) { return V{p[0], q[1]}; };
+  const std::int64_t n = 200;
+  V in, want_sum;
+  {
+    DefaultDeviceScope cpu("cpu");
+    in = {np::reshape(np::sin(np::arange(0, n * 3000, 1, DType::float32)), {n, 3000}),
+          np::reshape(np::cos(np::arange(0, n * 5, 1, DType::float64)), {n, 5})};
+    want_sum = lax::associative_scan_flat(sum, {in[0]}, false, 0);
+  }
+  DefaultDeviceScope vk("vulkan");
+  const V ev = on(in, "vulkan");
+  for (bool reverse : {false, true}) {
+    V got;
+    EXPECT_EQ(dispatches_of([&] { got = lax::associative_scan_flat(sum, {ev[0]}, reverse, 0); }), 7u) << reverse;
+    if (!reverse) EXPECT_TRUE(all_close(got[0], vals(want_sum[0]), 1e-4, 1e-4));
+    got = lax::associative_scan_flat(first_last, {ev[1], ev[0]}, reverse, 0);
+    const std::vector<double> x1 = vals(in[1]), x0 = vals(in[0]), g0 = vals(got[0]), g1 = vals(got[1]);
+    const std::size_t first = reverse ? static_cast<std::size_t>(n - 1) : 0;
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
+      for (std::size_t c = 0; c < 5; ++c) ASSERT_EQ(g0[i * 5 + c], x1[first * 5 + c]) << i << " " << reverse;
+      for (std::size_t c = 0; c < 3000; c += 599) ASSERT_EQ(g1[i * 3000 + c], x0[i * 3000 + c]) << i << " " << reverse;
+    }
+  }
+}
+
+// Every associative-scan path with every leaf dtype in one element, around every level's edge
+// (issue 27: the blocked shader put a float64 leaf of slot s at word 2·s·W instead of s·W, past
+// the end of workgroup memory from slot B/2 on; llvmpipe's slack after the array hid it, the
+// H100 dropped the writes). A position holds an int32 sum, a float32 sum of small integers, a
+// float64 product, a float64 affine x·p + q, a bool or, and p float64 words of padding (a sum)
+// that set how many positions fit the webgpu profile's 16 KiB: p = 0, 8, 20, 40 give B = 256,
+// 128, 64, 32 per workgroup (7 + 2p words); p = 64 fits no 32: Kogge-Stone rounds. Sizes:
+// B - 1, B, B + 1 (the first fix-up), 2B + 1 and 4B + 1 (the top level, several positions per
+// invocation), B² ± 1 (a second level and its fix-up), 4B² + 1 and B³ + 1 (B = 32); both
+// directions, eager and jit; the device profile (each leaf bound directly where 13 bindings
+// are allowed) at the fix-up edges. The slowest to compile on llvmpipe (B = 128, 64) take the
+// edges alone: 30-60 s cold there, ~10 s with mesa's shader cache. The path shows in the dispatches: ceil(log2 n) Kogge-Stone
+// rounds, at most 2L - 1 blocked dispatches for L = ceil(log_B n) levels. llvmpipe
+// bounds-checks workgroup memory, so an addressing error reads NaN there and fails in CI.
+TEST(VulkanAssociativeScan, EveryPathEveryDtypeAroundEveryLevelEdge) {
+  using V = std::vector<Array>;
+  const ScopedEnv chunk("JX_VK_COOP_CHUNK", "4");
+  if (!std::getenv("JX_VK_CHECK_SHARED"))
+    EXPECT_EQ(vulkan::checked_shared(), backend("vulkan").info().device.find("llvmpipe") != std::string::npos)
+        << "workgroup memory is bounds-checked on llvmpipe, and only there";
+  auto op = [](const V& p, const V& q) {
+    return V{p[0] + q[0], p[1] + q[1], q[2] * p[2], q[2] * p[3] + q[3], np::logical_or(p[4], q[4]), p[5] + q[5]};
+  };
+  using Ref = std::array<std::vector<double>, 6>;
+  auto sequential = [](const V& in, bool reverse) {  // r[i] = op(r[prev], x[i])
+    Ref x{vals(in[0]), vals(in[1]), vals(in[2]), vals(in[3]), vals(in[4]), vals(in[5])};
+    Ref r = x;
+    const std::int64_t n = static_cast<std::int64_t>(x[0].size()), pad = in[5].shape()[1];
+    for (std::int64_t k = 1; k < n; ++k) {
+      const std::size_t i = static_cast<std::size_t>(reverse ? n - 1 - k : k), prev = reverse ? i + 1 : i - 1;
+      r[0][i] = r[0][prev] + x[0][i];
+      r[1][i] = r[1][prev] + x[1][i];
+      r[2][i] = x[2][i] * r[2][prev];
+      r[3][i] = x[2][i] * r[3][prev] + x[3][i];
+      r[4][i] = (r[4][prev] != 0 || x[4][i] != 0) ? 1.0 : 0.0;
+      for (std::int64_t c = 0; c < pad; ++c) r[5][i * pad + c] = r[5][prev * pad + c] + x[5][i * pad + c];
+    }
+    return r;
+  };
+  auto inputs = [](std::int64_t n, std::int64_t pad) {
+    DefaultDeviceScope cpu("cpu");
+    Array t = np::arange(0, static_cast<double>(n), 1, DType::float64);
+    Array small = np::astype(np::astype(np::sin(t) * 3.5, DType::int32), DType::float64);  // -3 .. 3
+    return V{np::astype(small, DType::int32),
+             np::astype(small, DType::float32),
+             np::sin(t * 0.7) * 1e-6 + 1.0,
+             np::cos(t) * 1e-3,
+             np::greater(np::sin(t * 0.001), np::full({}, 0.999, DType::float64)),
+             np::reshape(np::cos(np::arange(0, static_cast<double>(n * pad), 1, DType::float64)), {n, pad})};
+  };
+  auto jitted = jit([op](const V& x, bool reverse) { return lax::associative_scan_flat(op, x, reverse, 0); });
+  auto ceil_log = [](std::int64_t n, std::int64_t base) {
+    std::int64_t l = 0;
+    for (std::int64_t s = 1; s < n; s *= base) ++l;
+    return l;
+  };
+  for (auto [pad, B] : {std::pair<std::int64_t, std::int64_t>{0, 256}, {8, 128}, {20, 64}, {40, 32}, {64, 0}}) {
+    // B = 128 and 64 (4 positions per invocation at the top level: slow compiles on llvmpipe)
+    // at the edges themselves; B = 256 and 32 at every size
+    const bool full = B == 256 || B == 32;
+    std::vector<std::int64_t> sizes{2};
+    if (B == 0)
+      sizes.insert(sizes.end(), {1, 3, 64, 65, 257, 1000});
+    else if (full)
+      sizes.insert(sizes.end(), {1, 3, B - 1, B, B + 1, 2 * B + 1, 4 * B + 1, B * B - 1, B * B + 1, 4 * B * B + 1});
+    else
+      sizes.insert(sizes.end(), {B - 1, B + 1, 4 * B + 1, B * B + 1});
+    if (B == 32) sizes.push_back(B * B * B + 1);
+    // p = 64: the cooperative form, then Kogge-Stone rounds (both forced); plans are made at
+    // compile time, so the caches are cleared where the form changes
+    const std::vector<std::string> forms =
+        B == 0 ? std::vector<std::string>{"coop", "ks"} : std::vector<std::string>{"auto"};
+    for (const std::string& form : forms) {
+      const ScopedEnv forced("JX_VK_ASSOC", form.c_str());
+      if (form == "ks") clear_caches();
+      for (std::int64_t n : sizes) {
+        const V in = inputs(n, pad);
+        DefaultDeviceScope vk("vulkan");
+        const V ev = on(in, "vulkan");
+        for (bool reverse : {false, true}) {
+          const Ref want = sequential(in, reverse);
+          const bool edge = n == B + 1 || (full && (n == 4 * B + 1 || n == B * B + 1)) || (B == 0 && n == 257);
+          for (const std::string profile : {"webgpu", "device"}) {
+            if (profile == "device" && !edge) continue;
+            vulkan::set_limits(profile);
+            for (bool use_jit : {false, true}) {
+              const std::string where = fmt::format("pad {} n {} reverse {} {} {} {}", pad, n, reverse, profile,
+                                                    use_jit ? "jit" : "eager", form);
+              vulkan::synchronize();
+              vulkan::reset_counters();
+              const V got = use_jit ? jitted(ev, reverse) : lax::associative_scan_flat(op, ev, reverse, 0);
+              vulkan::synchronize();
+              const std::uint64_t disp = vulkan::counters().dispatches;
+              if (profile == "webgpu" && B == 0 && form == "ks")
+                EXPECT_EQ(disp, static_cast<std::uint64_t>(ceil_log(n, 2))) << where;
+              if (B == 0 && form == "coop")  // 4 positions per workgroup in turn: at most 2L - 1 for L = ceil(log4 n)
+                EXPECT_LE(disp, static_cast<std::uint64_t>(std::max<std::int64_t>(2 * ceil_log(n, 4) - 1, 0))) << where;
+              if (profile == "webgpu" && B > 0)
+                EXPECT_LE(disp, static_cast<std::uint64_t>(std::max<std::int64_t>(2 * ceil_log(n, B) - 1, 0))) << where;
+              EXPECT_EQ(vals(got[0]), want[0]) << where;
+              EXPECT_EQ(vals(got[1]), want[1]) << where;
+              EXPECT_TRUE(all_close(got[2], want[2], 1e-12, 0)) << where;
+              EXPECT_TRUE(all_close(got[3], want[3], 1e-9, 1e-12)) << where;
+              EXPECT_EQ(vals(got[4]), want[4]) << where;
+              EXPECT_TRUE(all_close(got[5], want[5], 1e-9, 1e-9)) << where;
+            }
+          }
+          vulkan::set_limits("webgpu");
+        }
+      }
+    }
+  }
+}
+
+TEST(VulkanAssociativeScan, ReverseAxisBoolsAndTheTripleLoss) {
+  Array x = np::reshape(np::arange(0, 60, 1, DType::float64), {3, 20});
+  auto add = [](const std::vector<Array>& a, const std::vector<Array>& b) {
+    return std::vector<Array>{a[0] + b[0], np::logical_or(a[1], b[1])};
+  };
+  Array flags = np::greater(np::sin(x), np::full({}, 0.9, DType::float64));
+  auto want = lax::associative_scan_flat(add, {x, flags}, true, 1);
+  DefaultDeviceScope vk("vulkan");
+  auto got = lax::associative_scan_flat(add, on({x, flags}, "vulkan"), true, 1);
+  EXPECT_TRUE(all_close(got[0], vals(want[0]), 1e-12, 1e-12));
+  EXPECT_EQ(vals(got[1]), vals(want[1]));
+  // the documented 3-tuple loss: jit(value_and_grad) on the webgpu profile
+  auto loss = [](const Array& theta) {
+    Array e = np::exp(theta) * np::ones({20}, theta.dtype());
+    auto [a, b, c] = lax::associative_scan(
+        [](const Elem& p, const Elem& q) {
+          const auto& [a0, b0, c0] = p;
+          const auto& [a1, b1, c1] = q;
+          return Elem{a1 * a0, a1 * b0 + b1, a1 * c0 + c1};
+        },
+        Elem{e, e, np::ones({20}, theta.dtype())});
+    return np::sum(a + b + c);
+  };
+  vulkan::set_limits("webgpu");
+  vulkan::reset_counters();
+  Array th = device_put(np::array({0.5}, DType::float64), "vulkan");
+  EXPECT_NEAR(jit(loss)(th).item<double>(), 284451.7727, 1e-3);
+  auto [v, g] = jit(value_and_grad(loss))(th);
+  EXPECT_NEAR(v.item<double>(), 284451.7727, 1e-3);
+  EXPECT_NEAR(g.item<double>(), 4813870.52, 1e-2);
+  EXPECT_LE(vulkan::counters().max_buffers_per_dispatch, 8u);
+}
