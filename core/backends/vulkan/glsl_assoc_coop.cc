@@ -1,7 +1,8 @@
 // The cooperative associative scan: elements too large for the blocked scan (glsl_assoc_scan.cc)
 // are combined by a whole workgroup at once, an invocation per element (a matrix entry, a series
-// of a batch) and an invocation per matrix of a linear-algebra step, the combine's buffers in
-// workgroup memory (the largest in a per-workgroup slice of global scratch where they overflow).
+// of a batch), a linear-algebra step's matrices worked on by the workgroup together (glsl_linalg:
+// linalg_workgroup_code), the combine's buffers in workgroup memory (the largest in a
+// per-workgroup slice of global scratch where they overflow).
 //
 // Levels as in the blocked scan, with K = `chunk` positions per workgroup: at stride s the level's
 // positions are j = s·p + s − 1 (p = 0 .. n/s − 1, logical order; mirrored for reverse).
