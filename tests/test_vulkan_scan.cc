@@ -405,3 +405,74 @@ TEST(VulkanScan, SwappedCarriesAndOldCarryOutputsAreStaged) {
     EXPECT_TRUE(all_close(y, vals(wy), tol, tol));
   }
 }
+
+// A vmapped scan whose batched body would take one workgroup for the whole batch runs its
+// unbatched body per series: an invocation per series where every buffer fits one invocation
+// (the m = 2 filter), a workgroup per series otherwise; batched and shared consts and xs, and
+// values equal to the cpu oracle and to the batched form (JX_VK_SERIES=0).
+TEST(VulkanScan, VmappedScansRunPerSeries) {
+  for (DType d : {DType::float32, DType::float64}) {
+    std::vector<std::uint64_t> counts;
+    for (std::int64_t B : {3, 100}) {
+      const int n = 40;
+      Array ys = np::reshape(nile(n * static_cast<int>(B), d), {B, n});
+      Array ls = np::reshape(np::astype(lax::iota(DType::int32, {B * 3}, 0), d), {B, 3}) * 0.01 + 3.0;
+      auto f = [](const Array& l, const Array& y) { return kalman_loglik(l, y); };
+      Array want = vmap(f)(ls, ys), want_shared = vmap(f, {0, std::nullopt})(ls, np::index(ys, {std::int64_t{0}}));
+      Array lv = device_put(ls, "vulkan"), yv = device_put(ys, "vulkan");
+      auto jf = jit(vmap(f));
+      ScanPathTracker t;
+      Array got = jf(lv, yv);
+      t.expect_path(ScanPath::fused);
+      EXPECT_NE(details_of(t).find(fmt::format("per series ({} invocations)", B)), std::string::npos) << details_of(t);
+      const double tol = d == DType::float32 ? 1e-4 : 1e-10;
+      EXPECT_TRUE(all_close(got, vals(want), tol, 0));
+      counts.push_back(dispatches_of([&] { (void)jf(lv, yv); }));
+      Array shared = jit(vmap(f, {0, std::nullopt}))(lv, device_put(np::index(ys, {std::int64_t{0}}), "vulkan"));
+      EXPECT_NE(details_of(t).find("per series"), std::string::npos) << details_of(t);
+      EXPECT_TRUE(all_close(shared, vals(want_shared), tol, 0));
+      ScopedEnv off("JX_VK_SERIES", "0");
+      clear_caches();  // the jit program holds its plan
+      ScanPathTracker t0;
+      Array batched = jit(vmap(f))(lv, yv);
+      EXPECT_EQ(details_of(t0).find("per series"), std::string::npos) << details_of(t0);
+      EXPECT_TRUE(all_close(batched, vals(want), tol, 0));
+      clear_caches();
+    }
+    EXPECT_EQ(counts[0], counts[1]);  // the batch is parallel work, not more dispatches
+  }
+  {  // the gradient's scans (forward and transposed) per series too
+    const std::int64_t B = 5;
+    Array ys = np::reshape(nile(30 * B, DType::float64), {B, 30});
+    Array ls = np::full({B, 3}, 3.0, DType::float64);
+    auto g = [](const Array& l, const Array& y) {
+      return grad([&](const Array& a) { return kalman_loglik(a, y); })(l);
+    };
+    Array want = vmap(g)(ls, ys);
+    ScanPathTracker t;
+    Array got = jit(vmap(g))(device_put(ls, "vulkan"), device_put(ys, "vulkan"));
+    ASSERT_GE(t.choices().size(), 2u);
+    for (const auto& c : t.choices()) EXPECT_NE(c.details.find("per series (5 "), std::string::npos) << c.details;
+    EXPECT_TRUE(all_close(got, vals(want), 1e-9, 1e-9));
+  }
+  // m = 5, reversed: a workgroup per series (25-element buffers), A batched, S shared
+  const std::int64_t B = 6, m = 5, n = 30;
+  Array A = np::reshape(np::sin(np::arange(0, B * m * m, 1, DType::float64) * 0.37), {B, m, m}) * 0.3;
+  Array S = np::eye(m, {}, 0, DType::float64) * 0.1;
+  Array bs = np::reshape(np::cos(np::arange(0, B * n * m, 1, DType::float64) * 0.11), {B, n, m});
+  auto rts_m = [&](const Array& a, const Array& b) {
+    auto [fin, hist] = lax::scan(
+        [&](const AP& c, const Array& x) {
+          AP next{np::matmul(np::transpose(a), c.first) + x, np::matmul(np::matmul(np::transpose(a), c.second), a) + S};
+          return std::pair{next, next.first};
+        },
+        AP{np::zeros({m}, a.dtype()), np::zeros({m, m}, a.dtype())}, b, {.reverse = true});
+    return std::vector<Array>{fin.first, fin.second, hist};
+  };
+  auto want = vmap(rts_m)(A, bs);
+  ScanPathTracker t;
+  auto got = jit(vmap(rts_m))(device_put(A, "vulkan"), device_put(bs, "vulkan"));
+  t.expect_path(ScanPath::fused);
+  EXPECT_NE(details_of(t).find(fmt::format("per series ({} workgroups)", B)), std::string::npos) << details_of(t);
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_TRUE(all_close(got[i], vals(want[i]), 1e-12, 1e-12)) << i;
+}

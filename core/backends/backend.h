@@ -32,6 +32,9 @@ struct BackendLimits {
   // a reduction over at least this many elements per output binds one buffer more (vulkan
   // splits it over workgroups with a scratch buffer); 0 = never
   std::int64_t scratch_reduction_min = 0;
+  // jit also lowers a vmapped scan's body before batching (ScanProgram::series), which the
+  // backend may run once per series
+  bool series_scans = false;
 };
 
 struct DeviceInfo {

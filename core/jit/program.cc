@@ -40,11 +40,28 @@ CompiledProgram::CompiledProgram(Program p, Backend& be, int budget) : prog_(std
     }
     Program body = lower(simplify(scan_body_jaxpr(op.params)), lower_options(be_, budget));
     ScanStep s;
-    ScanProgram sp{body, op.params.num_consts, op.params.num_carry, op.params.length, op.params.reverse, op.in, op.out};
+    ScanProgram sp{
+        body, op.params.num_consts, op.params.num_carry, op.params.length, op.params.reverse, op.in, op.out, nullptr};
+    sp.series = series_of(op, budget);
     s.fused = be_.prepare_scan(sp, s.why);
     if (!s.fused) s.body = std::make_shared<const CompiledProgram>(std::move(body), be, budget);
     scans_.push_back(std::move(s));
   }
+}
+
+// A vmapped scan's body before batching, lowered, where the backend runs scans per series.
+std::shared_ptr<const ScanProgram::Series> CompiledProgram::series_of(const Op& op, int budget) const {
+  const Params& p = op.params;
+  const Jaxpr* j = scan_unbatched_jaxpr(p);
+  if (!be_.info().limits.series_scans || !j || p.batch_size < 2 || p.batched.size() > op.in.size()) return nullptr;
+  auto s = std::make_shared<ScanProgram::Series>();
+  s->body = lower(simplify(*j), lower_options(be_, budget));
+  if (s->body.num_inputs != static_cast<int>(p.batched.size())) return nullptr;
+  s->first = static_cast<int>(op.in.size() - p.batched.size());
+  s->size = p.batch_size;
+  for (std::int64_t b : p.batched) s->batched.push_back(b != 0);
+  s->num_consts = s->body.num_inputs - p.num_carry - static_cast<int>(op.in.size() - p.num_consts - p.num_carry);
+  return s;
 }
 
 // An associative scan: the backend's own routine (vulkan: Kogge-Stone rounds), else its

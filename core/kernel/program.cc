@@ -40,7 +40,14 @@ std::string signature_key(std::string k, const std::vector<AVal>& operands, cons
 }  // namespace
 
 std::string ScanProgram::key() const {
-  return signature_key(fmt::format("scan|{}|{}|{}|{}|", num_consts, num_carry, length, reverse), operands, body);
+  std::string k =
+      signature_key(fmt::format("scan|{}|{}|{}|{}|", num_consts, num_carry, length, reverse), operands, body);
+  if (series) {
+    k += fmt::format("|series|{}|{}|{}|", series->first, series->size, series->num_consts);
+    for (bool b : series->batched) k += b ? '1' : '0';
+    k = signature_key(k + "|", {}, series->body);
+  }
+  return k;
 }
 
 std::string AssocProgram::key() const {

@@ -1,4 +1,5 @@
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,19 @@ struct ScanProgram {
   std::int64_t length = 0;
   bool reverse = false;
   std::vector<AVal> operands, results;
-  std::string key() const;  // structural identity: body program + signature
+  // A scan made by vmap (Params::unbatched), where the backend asked for it: its body before
+  // batching, whose inputs are the operands from `first` on (operand first + i has the batch
+  // axis of `size` where batched[i]: consts and carries on axis 0, xs on axis 1). Each series
+  // runs `body` over its slices; every result has the batch axis (carries 0, ys 1).
+  struct Series {
+    Program body;
+    int first = 0;
+    std::int64_t size = 0;
+    std::vector<bool> batched;
+    int num_consts = 0;  // of `body`
+  };
+  std::shared_ptr<const Series> series;
+  std::string key() const;  // structural identity: body program + signature (and series body)
 };
 
 // An associative scan whose combine is a program: body inputs consts | a leaves | b leaves (each

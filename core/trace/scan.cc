@@ -32,12 +32,22 @@ namespace {
 
 const Jaxpr& body_of(const Params& p) { return static_cast<const JaxprBody&>(*p.body).jaxpr; }
 
+// A vmapped scan's unbatched body (Params::unbatched, batch_size, batched).
+struct SeriesHint {
+  std::shared_ptr<const SubProgram> unbatched;
+  std::int64_t size = 0;
+  std::vector<std::int64_t> batched;
+};
+
 // Traces fn on avals and binds a scan of it over operands (leading: the traced constants).
 std::vector<Array> bind_scan(const FlatFn& fn, const std::vector<AVal>& in_avals, std::vector<Array> consts,
                              const std::vector<Array>& carry, const std::vector<Array>& xs, std::int64_t length,
-                             bool reverse, unsigned require) {
+                             bool reverse, unsigned require, const SeriesHint& series = {}) {
   auto [j, hoisted] = hoist(make_jaxpr_flat(fn, in_avals));
   Params p;
+  p.unbatched = series.unbatched;
+  p.batch_size = series.size;
+  p.batched = series.batched;
   p.num_consts = static_cast<int>(hoisted.size() + consts.size());
   p.num_carry = static_cast<int>(carry.size());
   p.length = length;
@@ -152,6 +162,9 @@ const bool g_registered = [] {
 }  // namespace
 
 const Jaxpr& scan_body_jaxpr(const Params& p) { return body_of(p); }
+const Jaxpr* scan_unbatched_jaxpr(const Params& p) {
+  return p.unbatched ? &static_cast<const JaxprBody&>(*p.unbatched).jaxpr : nullptr;
+}
 
 std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std::vector<Array>& ops,
                                   const std::string& why) {
@@ -375,7 +388,10 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(
     avals.push_back(bd[i] ? with_batch_axis(bin[i], 0, size) : bin[i]);
   }
   FlatFn body = vmap_flat([&](const std::vector<Array>& a) { return eval_jaxpr(j, {}, a); }, in_axes, {0});
-  auto out = bind_scan(body, avals, consts, carry, xs, p.length, p.reverse, p.require_paths);
+  // per series, the scan is the one vmap was given: its body over one slice of every batched operand
+  SeriesHint series{p.body, size, {}};
+  for (const auto& ax : in_axes) series.batched.push_back(ax ? 1 : 0);
+  auto out = bind_scan(body, avals, consts, carry, xs, p.length, p.reverse, p.require_paths, series);
   std::vector<std::pair<Array, std::optional<std::int64_t>>> res;
   for (std::size_t k = 0; k < out.size(); ++k) res.push_back({out[k], k < nk ? 0 : 1});
   return res;

@@ -30,6 +30,11 @@ bool identity_view(const Kernel& k, const KLoad& l, std::int64_t n) {
 
 }  // namespace
 
+bool series_scans() {
+  const char* e = std::getenv("JX_VK_SERIES");
+  return !e || std::string(e) != "0";
+}
+
 std::int64_t packed_words(const AVal& a) {
   if (a.dtype == DType::bool_) return (a.size() + 3) / 4;
   return a.size() * (a.dtype == DType::float64 ? 2 : 1);
@@ -66,9 +71,14 @@ void pack_layouts(const ScanProgram& sp, ScanShader& out) {
 // Where the body's buffers live and how the shader runs it: elementwise (one invocation per
 // element, carries in registers), single (one invocation, local arrays, no barriers) or one
 // workgroup (workgroup memory, barriers). The staging buffer of carry k is loc[nbuf + k].
+// Per series (B > 0: a vmapped scan's unbatched body, ScanProgram::series): the same run by an
+// invocation (single) or a workgroup per series `ser`, on its slice of every batched operand
+// and result; body input i is operand first + i.
 struct ShaderLayout {
   const Program& b;
   int nc, nk, nin, ny, nbuf;
+  int first = 0;
+  std::int64_t B = 0;
   std::int64_t n = -1;  // elementwise: the elements of every non-constant buffer
   bool ew = false, single = false, staged = false;
   std::int64_t smem = 0;  // words of workgroup memory
@@ -76,6 +86,12 @@ struct ShaderLayout {
   std::vector<Loc> loc = {};
   // a carry slot rewritten from elsewhere while an output still reads it (it needs staging)
   bool updated(int slot) const { return b.outputs[slot - nc] != slot; }
+  // element e of this series' slice of a packed operand or result of m elements per series:
+  // carries and batched consts (B, ...), or (x_row) the step's row of xs and ys (length, B, ...)
+  std::string at(std::int64_t m, const std::string& e, bool x_row) const {
+    if (!B) return x_row ? fmt::format("t * {} + {}", m, e) : e;
+    return x_row ? fmt::format("t * {} + ser * {} + {}", B * m, m, e) : fmt::format("ser * {} + {}", m, e);
+  }
 };
 
 constexpr std::int64_t kSpillWidest = 4 * kWorkgroup;
@@ -106,15 +122,20 @@ std::vector<bool> spill_plan(const ShaderLayout& L, std::int64_t shared_words_ma
   return spill;
 }
 
-ShaderLayout layout_of(const ScanProgram& sp, ScanShader& out, std::int64_t shared_words_max) {
-  const Program& b = sp.body;
+ShaderLayout layout_of(const ScanProgram& sp, ScanShader& out, std::int64_t shared_words_max, bool per_series) {
+  const ScanProgram::Series* ser = per_series ? sp.series.get() : nullptr;
+  const Program& b = ser ? ser->body : sp.body;
   ShaderLayout L{b,
-                 sp.num_consts,
+                 ser ? ser->num_consts : sp.num_consts,
                  sp.num_carry,
                  b.num_inputs,
                  static_cast<int>(b.outputs.size()) - sp.num_carry,
                  static_cast<int>(b.buffers.size())};
   const int nc = L.nc, nk = L.nk, nin = L.nin;
+  if (ser) {
+    L.first = ser->first;
+    L.B = ser->size;
+  }
   // elementwise bodies: every non-constant buffer has n elements and is read element for element
   const std::int64_t n = nk ? b.buffers[nc].size() : (nin > nc ? b.buffers[nc].size() : -1);
   bool ew = n > 0;
@@ -136,8 +157,13 @@ ShaderLayout layout_of(const ScanProgram& sp, ScanShader& out, std::int64_t shar
   const bool single = L.single = !ew && widest <= single_max();
   std::vector<Loc>& loc = L.loc;
   loc.resize(b.buffers.size());
-  for (int i = 0; i < nc; ++i) loc[i] = {Home::global_in, out.in_words[i], b.buffers[i]};
-  for (int i = nc + nk; i < nin; ++i) loc[i] = {Home::global_x, out.in_words[i], b.buffers[i]};
+  for (int i = 0; i < nc; ++i) loc[i] = {Home::global_in, out.in_words[L.first + i], b.buffers[i]};
+  for (int i = nc + nk; i < nin; ++i) loc[i] = {Home::global_x, out.in_words[L.first + i], b.buffers[i]};
+  for (int i = 0; ser && i < nin; ++i)
+    if (ser->batched[i] && (i < nc || i >= nc + nk)) {
+      loc[i].shift = fmt::format("ser * {}", b.buffers[i].size());
+      if (i >= nc + nk) loc[i].row = L.B * b.buffers[i].size();
+    }
   std::int64_t& smem = L.smem;
   for (int o : b.outputs)
     if (o >= nc && o < nc + nk && L.updated(o)) L.staged = true;
@@ -246,17 +272,24 @@ std::string workgroup_body(const ShaderLayout& L, ScanShader& out, const ScanLim
   auto updated = [&](int slot) { return L.updated(slot); };
   std::string s;
   out.one_workgroup = true;
-  out.mode = single
-                 ? fmt::format(
-                       "one workgroup, one invocation (every step has at most {} elements), carries and temporaries in "
-                       "local arrays",
-                       single_max())
-                 : fmt::format("one workgroup, {} bytes of carries and temporaries in workgroup memory{}", smem * 4,
-                               L.spilled ? fmt::format(" ({} bytes more in global memory)", spilled_bytes(L)) : "");
+  const char* unit = L.B ? (single ? "" : "a workgroup per series, ") : "one workgroup, ";
+  out.mode = single ? fmt::format("{}{} (every step has at most {} elements), carries and temporaries in local arrays",
+                                  unit, L.B ? "one invocation per series" : "one invocation", single_max())
+                    : fmt::format("{}{} bytes of carries and temporaries in workgroup memory{}", unit, smem * 4,
+                                  L.spilled ? fmt::format(" ({} bytes more in global memory)", spilled_bytes(L)) : "");
   sh.invocations = kWorkgroup;
   s += "const int lid = int(gl_LocalInvocationIndex);\n";
+  if (L.B) {  // an invocation (single) or a workgroup per series
+    sh.invocations = L.B * (single ? 1 : kWorkgroup);
+    s += single ? fmt::format(
+                      "const int ser = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + "
+                      "gl_LocalInvocationIndex);\nif (ser >= {}) return;\n",
+                      kSeriesWorkgroup, L.B)
+                : "const int ser = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x);\n";
+    out.mode = fmt::format("per series ({} {}): {}", L.B, single ? "invocations" : "workgroups", out.mode);
+  }
   if (single) {
-    s += "if (lid != 0) return;\n";
+    if (!L.B) s += "if (lid != 0) return;\n";
     for (std::size_t i = nc; i < loc.size(); ++i)
       if (loc[i].home == Home::local)
         s += fmt::format("{} L{}[{}];\n", gtype(loc[i].aval.dtype), i, std::max<std::int64_t>(loc[i].aval.size(), 1));
@@ -270,8 +303,9 @@ std::string workgroup_body(const ShaderLayout& L, ScanShader& out, const ScanLim
     const DType d = l.aval.dtype;
     s += strided(l.aval.size(),
                  write_loc(l, nc + k, "e",
-                           fmt::format("pc.it0 == 0 ? {} : {}", gread("gin", d, out.in_words[nc + k], "e"),
-                                       gread("gout", d, out.out_words[k], "e"))));
+                           fmt::format("pc.it0 == 0 ? {} : {}",
+                                       gread("gin", d, out.in_words[L.first + nc + k], L.at(l.aval.size(), "e", false)),
+                                       gread("gout", d, out.out_words[k], L.at(l.aval.size(), "e", false)))));
   }
   s += barrier + "for (int it = pc.it0; it < pc.it1; ++it) {\n";
   s += fmt::format("const int t = {};\n", t);
@@ -283,8 +317,7 @@ std::string workgroup_body(const ShaderLayout& L, ScanShader& out, const ScanLim
   for (int j = 0; j < ny; ++j) {
     const int o = b.outputs[nk + j];
     const std::int64_t m = loc[o].aval.size();
-    s += strided(
-        m, gwrite(loc[o].aval.dtype, out.out_words[nk + j], fmt::format("t * {} + e", m), read_loc(loc[o], o, "e")));
+    s += strided(m, gwrite(loc[o].aval.dtype, out.out_words[nk + j], L.at(m, "e", true), read_loc(loc[o], o, "e")));
     per_step += strided_iterations(m);
   }
   for (int k = 0; k < nk; ++k) {
@@ -306,22 +339,28 @@ std::string workgroup_body(const ShaderLayout& L, ScanShader& out, const ScanLim
   s += barrier + "}\n";
   for (int k = 0; k < nk; ++k) {
     const Loc& l = loc[nc + k];
-    s += strided(l.aval.size(), gwrite(l.aval.dtype, out.out_words[k], "e", read_loc(l, nc + k, "e")));
+    s += strided(l.aval.size(),
+                 gwrite(l.aval.dtype, out.out_words[k], L.at(l.aval.size(), "e", false), read_loc(l, nc + k, "e")));
   }
   out.mode += single ? ", no barriers" : fmt::format(", {} barriers per step", barriers + 2 + (staged ? 1 : 0));
   return s;
 }
 
-}  // namespace
-
-std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLimits& lim, std::string& why) {
-  if (why = unsupported_body(sp.body); !why.empty()) return std::nullopt;
+// The loop shader of `sp`'s body, or (per_series) of its unbatched body run per series.
+std::optional<ScanShader> render_scan_shader(const ScanProgram& sp, const ScanLimits& lim, std::string& why,
+                                             bool per_series) {
+  const Program& body = per_series ? sp.series->body : sp.body;
+  if (why = unsupported_body(body); !why.empty()) return std::nullopt;
   ScanShader out;
   pack_layouts(sp, out);
-  const ShaderLayout L = layout_of(sp, out, lim.shared_bytes / 4);
+  const ShaderLayout L = layout_of(sp, out, lim.shared_bytes / 4, per_series);
   if (!L.ew && L.smem * 4 > lim.shared_bytes) {
     why = fmt::format("carries and temporaries take {} bytes, over the {} bytes of workgroup memory", L.smem * 4,
                       lim.shared_bytes);
+    return std::nullopt;
+  }
+  if (per_series && (L.ew || L.spilled)) {  // the batched body runs as well or better
+    why = L.ew ? "the body is elementwise" : "the body's buffers overflow workgroup memory";
     return std::nullopt;
   }
 
@@ -329,10 +368,11 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
   sh.name = "scan";
   sh.buffers = 2;
   std::vector<KNode> nodes;
-  for (const Kernel& k : sp.body.kernels) nodes.insert(nodes.end(), k.nodes.begin(), k.nodes.end());
-  sh.float64 = uses_double(sp.body.buffers, DType::float32, nodes);
+  for (const Kernel& k : body.kernels) nodes.insert(nodes.end(), k.nodes.begin(), k.nodes.end());
+  sh.float64 = uses_double(body.buffers, DType::float32, nodes);
   const std::string t = sp.reverse ? fmt::format("{} - 1 - it", sp.length) : "it";
-  std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
+  out.workgroup = L.B && L.single ? kSeriesWorkgroup : kWorkgroup;
+  std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", out.workgroup);
   s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
   s += fmt::format("layout(std430, set = 0, binding = 1) {}buffer BO {{ uint d[]; }} gout;\n",
                    L.spilled ? "coherent " : "");
@@ -356,6 +396,20 @@ std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLim
     sh.max_loop = std::min(sh.max_loop, out.steps_per_dispatch);
   }
   return out;
+}
+
+}  // namespace
+
+// A vmapped scan runs per series where its batched body would need one workgroup for the whole
+// batch (the series are independent: B workgroups, or B invocations, instead of one), unless
+// the batched body is elementwise (already an invocation per element).
+std::optional<ScanShader> render_fused_scan(const ScanProgram& sp, const ScanLimits& lim, std::string& why) {
+  std::optional<ScanShader> batched = render_scan_shader(sp, lim, why, false);
+  if (!sp.series || !lim.series || (batched && !batched->one_workgroup)) return batched;
+  std::string not_series;
+  if (auto s = render_scan_shader(sp, lim, not_series, true)) return s;
+  if (batched) batched->mode += fmt::format(" (not per series: {})", not_series);
+  return batched;
 }
 
 }  // namespace jx::vk

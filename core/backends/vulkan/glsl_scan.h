@@ -8,6 +8,9 @@
 //   other bodies: one workgroup; carries and temporaries in workgroup (shared) memory; each
 //     body kernel is computed by the invocations striding over its elements, with barrier()
 //     between a kernel and the next one that reads (or rewrites) what it wrote.
+//   vmapped scans (ScanProgram::series) whose batched body would take one workgroup: the
+//     unbatched body, a workgroup per series (an invocation per series where every buffer is
+//     small enough for one invocation), each on its slices of the packed operands and results.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -28,16 +31,27 @@ struct ScanLimits {
   // a CPU device (llvmpipe) runs a workgroup's invocations as coroutines switched at every barrier:
   // there the associative scan prefers Kogge-Stone (no barriers) to the cooperative form
   bool costly_barriers = false;
+  // a vmapped scan may run its unbatched body per series (ScanProgram::series); JX_VK_SERIES=0: never
+  bool series = true;
 };
+
+// Invocations per workgroup of a scan run with an invocation per series (a warp on NVIDIA: the
+// series, each a serial chain of steps, spread over as many multiprocessors as they can).
+constexpr std::uint32_t kSeriesWorkgroup = 32;
 
 struct ScanShader {
   Shader sh;  // two bindings: packed operands (0), packed results (1); push constants it0, it1
   std::vector<std::int64_t> in_words, out_words;  // word offset of every operand / result
   std::int64_t in_size = 0, out_size = 0;         // words
   std::int64_t steps_per_dispatch = 0;            // the whole length unless loops are limited
-  bool one_workgroup = false;
-  std::string mode;  // for the path report
+  bool one_workgroup = false;                     // a workgroup runs the loop (per series: each series' loop)
+  std::int64_t workgroup = kWorkgroup;            // invocations per workgroup
+  std::string mode;                               // for the path report
 };
+
+// JX_VK_SERIES (read at every plan; plans are keyed by it): unset or 1, vmapped scans may run per
+// series; 0, never (A/B runs, tests of the batched form).
+bool series_scans();
 
 // Words (32-bit) a buffer of this aval takes in a packed buffer.
 std::int64_t packed_words(const AVal& a);

@@ -9,9 +9,11 @@
 namespace jx::vk {
 
 std::string read_loc(const Loc& l, int buffer, const std::string& i) {
+  const std::string at = l.shift.empty() ? i : fmt::format("{} + ({})", l.shift, i);
   switch (l.home) {
-    case Home::global_in: return gread("gin", l.aval.dtype, l.base, i);
-    case Home::global_x: return gread("gin", l.aval.dtype, l.base, fmt::format("t * {} + ({})", l.aval.size(), i));
+    case Home::global_in: return gread("gin", l.aval.dtype, l.base, at);
+    case Home::global_x:
+      return gread("gin", l.aval.dtype, l.base, fmt::format("t * {} + ({})", l.row ? l.row : l.aval.size(), at));
     case Home::shared: return sread(l.aval.dtype, std::to_string(l.base), i);
     case Home::reg: return fmt::format("r{}", buffer);
     case Home::local: return fmt::format("L{}[{}]", buffer, i);

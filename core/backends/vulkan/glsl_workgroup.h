@@ -23,6 +23,10 @@ struct Loc {
   Home home;
   std::int64_t base = 0;  // words (packed buffer, shared memory or the workgroup's scratch)
   AVal aval;
+  // global_in / global_x of a scan run per series: the series' first element in the operand (an
+  // int expression, "" for none) and, for global_x, the elements of one x row (0: aval.size())
+  std::string shift = {};
+  std::int64_t row = 0;
 };
 
 // Reads element `i` of a buffer wherever it lives (t: the step's x index).

@@ -9,12 +9,12 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
   std::lock_guard lock(mu_);
   alive();
   const bool no_wg = replay::policy().no_workgroup_scan_fusion;
-  const std::string key = fmt::format("{}|{}|{}", sp.key(), profile_, no_wg);
+  const ScanLimits lim = scan_limits();
+  const std::string key = fmt::format("{}|{}|{}|{}", sp.key(), profile_, no_wg, lim.series);
   if (auto it = scans_.find(key); it != scans_.end()) {
     why = it->second.second;
     return it->second.first;
   }
-  const ScanLimits lim = scan_limits();
   std::string not_fused;
   std::shared_ptr<Executable> exe;
   auto plan = render_fused_scan(sp, lim, not_fused);
@@ -84,7 +84,8 @@ ScanLimits VulkanBackend::scan_limits() const {
           llvmpipe() ? std::int64_t{65535} : std::int64_t{0},
           max_buffers_,
           checked_shared_,
-          llvmpipe()};
+          llvmpipe(),
+          series_scans()};
 }
 
 std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std::int64_t B) {
@@ -178,7 +179,7 @@ void VulkanBackend::run_scan(ScanExe& x, std::span<const SlotId> in, std::span<c
     const std::int32_t range[2] = {static_cast<std::int32_t>(it0),
                                    static_cast<std::int32_t>(std::min(x.length, it0 + p.steps_per_dispatch))};
     vkCmdPushConstants(b.cmd, x.pipe->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(range), range);
-    record_dispatch(b, *x.pipe, set, p.sh.invocations, 2);
+    record_dispatch(b, *x.pipe, set, p.sh.invocations, 2, p.workgroup);
   }
   std::vector<Region> unpack;
   for (std::size_t r = 0; r < out.size(); ++r)

@@ -75,7 +75,7 @@ void VulkanBackend::apply_limits(const std::string& profile) {
   } else {
     throw BackendError(fmt::format("vulkan: unknown limits profile '{}' (webgpu or device)", profile));
   }
-  info_.limits = {max_buffers_, ctx_->desc().float64, true, kSplitReductionMin};
+  info_.limits = {max_buffers_, ctx_->desc().float64, true, kSplitReductionMin, true};
 }
 
 SlotId VulkanBackend::malloc(const AVal& tag) {
