@@ -395,3 +395,56 @@ TEST(VulkanAssociativeScan, ReverseAxisBoolsAndTheTripleLoss) {
   EXPECT_NEAR(g.item<double>(), 4813870.52, 1e-2);
   EXPECT_LE(vulkan::counters().max_buffers_per_dispatch, 8u);
 }
+
+// A vmapped associative scan whose every leaf is batched runs its unbatched combine as the blocked
+// form for all series at once (the series the dispatches' depth), on its slice of the leaves (the
+// batch axis right after the scan axis) and of the batched constants; values equal to the cpu
+// oracle (one position per workgroup's level; three levels, reversed) and to the batched form
+// (JX_VK_SERIES=0). The gradient through it: scenario dlm-b1024-gradient.
+TEST(VulkanAssociativeScan, VmappedScansRunPerSeries) {
+  using V = std::vector<Array>;
+  const std::int64_t B = 7;
+  for (std::int64_t n : {5, 1000}) {
+    const bool reverse = n > 5;
+    {
+      // elements (n, B, 2, 2), (n, B, 2, 1), (n, B, 2, 2) and (n, B, 1); a batched constant in the combine
+      Array scale = np::reshape(np::arange(1, B + 1, 1, DType::float32), {B}) * 0.01 + 1.0;
+      auto per_series = [reverse](const Array& s, const Array& A, const Array& b, const Array& S) {
+        auto out = lax::associative_scan_flat(
+            [&](const V& x, const V& y) {
+              Elem e = kcompose({x[0], x[1], x[2]}, {y[0], y[1], y[2]});
+              return V{std::get<0>(e), std::get<1>(e), std::get<2>(e), x[3] + y[3] + s};  // associative in s too
+            },
+            {A, b, S, np::ones({A.shape()[0], 1}, A.dtype())}, reverse, 0);
+        return out;
+      };
+      auto [A, b, S] = kelems(static_cast<int>(n * B), DType::float32);
+      A = np::reshape(A, {B, n, 2, 2}), b = np::reshape(b, {B, n, 2, 1}), S = np::reshape(S, {B, n, 2, 2});
+      auto f = vmap(
+          [&](const Array& s, const Array& a, const Array& bb, const Array& ss) { return per_series(s, a, bb, ss); });
+      V want = f(scale, A, b, S);
+      auto jf = jit(f);
+      V in = on({scale, A, b, S}, "vulkan");
+      std::vector<std::string> shaders;  // compiled by the first call
+      V got;
+      {
+        trace::Subscription sub([&](const trace::Event& e) {
+          if (e.kind == trace::EventKind::compile) shaders.push_back(e.detail);
+        });
+        got = jf(in[0], in[1], in[2], in[3]);
+      }
+      EXPECT_NE(std::find(shaders.begin(), shaders.end(), "associative_scan_series"), shaders.end())
+          << "n " << n << ": " << fmt::format("{}", fmt::join(shaders, ", "));
+      for (std::size_t i = 0; i < 4; ++i)
+        EXPECT_TRUE(all_close(got[i], vals(want[i]), 2e-4, 2e-4))
+            << "n " << n << " reverse " << reverse << " leaf " << i;
+      const std::uint64_t per = dispatches_of([&] { (void)jf(in[0], in[1], in[2], in[3]); });
+      ScopedEnv off("JX_VK_SERIES", "0");
+      clear_caches();
+      V batched = jit(f)(in[0], in[1], in[2], in[3]);
+      for (std::size_t i = 0; i < 4; ++i) EXPECT_TRUE(all_close(batched[i], vals(want[i]), 2e-4, 2e-4));
+      clear_caches();
+      EXPECT_LE(per, 12u) << n;
+    }
+  }
+}

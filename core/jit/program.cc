@@ -49,18 +49,23 @@ CompiledProgram::CompiledProgram(Program p, Backend& be, int budget) : prog_(std
   }
 }
 
-// A vmapped scan's body before batching, lowered, where the backend runs scans per series.
-std::shared_ptr<const ScanProgram::Series> CompiledProgram::series_of(const Op& op, int budget) const {
+// A vmapped scan's or associative scan's body before batching, lowered, where the backend runs
+// them per series. Its operands: consts | carries | xs (scan), consts | leaves (associative scan,
+// whose combine takes consts | a leaves | b leaves).
+std::shared_ptr<const SeriesBody> CompiledProgram::series_of(const Op& op, int budget) const {
   const Params& p = op.params;
-  const Jaxpr* j = scan_unbatched_jaxpr(p);
+  const Jaxpr* j = unbatched_jaxpr(p);
   if (!be_.info().limits.series_scans || !j || p.batch_size < 2 || p.batched.size() > op.in.size()) return nullptr;
-  auto s = std::make_shared<ScanProgram::Series>();
+  const int n = static_cast<int>(p.batched.size()), k = static_cast<int>(op.out.size());
+  const int nc =
+      op.prim == Prim::scan ? n - p.num_carry - static_cast<int>(op.in.size() - p.num_consts - p.num_carry) : n - k;
+  auto s = std::make_shared<SeriesBody>();
   s->body = lower(simplify(*j), lower_options(be_, budget));
-  if (s->body.num_inputs != static_cast<int>(p.batched.size())) return nullptr;
-  s->first = static_cast<int>(op.in.size() - p.batched.size());
+  if (nc < 0 || s->body.num_inputs != (op.prim == Prim::scan ? n : nc + 2 * k)) return nullptr;
+  s->first = static_cast<int>(op.in.size()) - n;
   s->size = p.batch_size;
   for (std::int64_t b : p.batched) s->batched.push_back(b != 0);
-  s->num_consts = s->body.num_inputs - p.num_carry - static_cast<int>(op.in.size() - p.num_consts - p.num_carry);
+  s->num_consts = nc;
   return s;
 }
 
@@ -71,8 +76,12 @@ CompiledProgram::ScanStep CompiledProgram::prepare_associative_scan(const Op& op
   ScanStep s;
   s.associative = true;
   const Params& p = op.params;
-  AssocProgram ap{lower(simplify(assoc_body_jaxpr(p)), lower_options(be_, budget)), p.num_consts, p.axis, p.reverse,
-                  op.in};
+  AssocProgram ap{lower(simplify(assoc_body_jaxpr(p)), lower_options(be_, budget)),
+                  p.num_consts,
+                  p.axis,
+                  p.reverse,
+                  op.in,
+                  series_of(op, budget)};
   s.fused = be_.prepare_associative_scan(ap, s.why);
   if (s.fused) {
     debug_log(1, fmt::format("associative_scan on {}: {}", be_.info().backend, s.why));

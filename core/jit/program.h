@@ -61,7 +61,7 @@ class CompiledProgram {
   };
   std::vector<ScanStep> scans_;
   ScanStep prepare_associative_scan(const Op& op, int budget) const;
-  std::shared_ptr<const ScanProgram::Series> series_of(const Op& op, int budget) const;
+  std::shared_ptr<const SeriesBody> series_of(const Op& op, int budget) const;
   int budget_ = 0;
   class Run;  // one call's slots (program.cc)
 };

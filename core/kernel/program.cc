@@ -37,21 +37,22 @@ std::string signature_key(std::string k, const std::vector<AVal>& operands, cons
   for (const auto& op : body.routines) k += "|" + std::string(prim_name(op.prim)) + op.params.str(op.prim);
   return k;
 }
+
+std::string series_key(std::string k, const std::shared_ptr<const SeriesBody>& series) {
+  if (!series) return k;
+  k += fmt::format("|series|{}|{}|{}|", series->first, series->size, series->num_consts);
+  for (bool b : series->batched) k += b ? '1' : '0';
+  return signature_key(k + "|", {}, series->body);
+}
 }  // namespace
 
 std::string ScanProgram::key() const {
-  std::string k =
-      signature_key(fmt::format("scan|{}|{}|{}|{}|", num_consts, num_carry, length, reverse), operands, body);
-  if (series) {
-    k += fmt::format("|series|{}|{}|{}|", series->first, series->size, series->num_consts);
-    for (bool b : series->batched) k += b ? '1' : '0';
-    k = signature_key(k + "|", {}, series->body);
-  }
-  return k;
+  return series_key(
+      signature_key(fmt::format("scan|{}|{}|{}|{}|", num_consts, num_carry, length, reverse), operands, body), series);
 }
 
 std::string AssocProgram::key() const {
-  return signature_key(fmt::format("assoc|{}|{}|{}|", num_consts, axis, reverse), operands, body);
+  return series_key(signature_key(fmt::format("assoc|{}|{}|{}|", num_consts, axis, reverse), operands, body), series);
 }
 
 }  // namespace jx

@@ -27,6 +27,19 @@ struct Program {
   std::string str() const;  // set_debug(4)
 };
 
+// A primitive made by vmap (Params::unbatched), where the backend asked for it: its body before
+// batching, whose operands are the batched primitive's from `first` on (operand first + i has the
+// batch axis of `size` where batched[i]: consts on axis 0, a scan's carries on axis 0 and its xs
+// on axis 1, an associative scan's leaves right after its scan axis). Each series runs `body`
+// over its slices; every result has the batch axis where its operands do.
+struct SeriesBody {
+  Program body;
+  int first = 0;
+  std::int64_t size = 0;
+  std::vector<bool> batched;
+  int num_consts = 0;  // of `body`
+};
+
 // A scan whose body is a program: what a backend needs to compile the whole loop.
 //   body inputs  consts (num_consts) | carry (num_carry) | x slices; outputs carry | y
 //   operands     consts | init | xs (stacked on a leading axis of `length`); results carry | ys
@@ -36,17 +49,8 @@ struct ScanProgram {
   std::int64_t length = 0;
   bool reverse = false;
   std::vector<AVal> operands, results;
-  // A scan made by vmap (Params::unbatched), where the backend asked for it: its body before
-  // batching, whose inputs are the operands from `first` on (operand first + i has the batch
-  // axis of `size` where batched[i]: consts and carries on axis 0, xs on axis 1). Each series
-  // runs `body` over its slices; every result has the batch axis (carries 0, ys 1).
-  struct Series {
-    Program body;
-    int first = 0;
-    std::int64_t size = 0;
-    std::vector<bool> batched;
-    int num_consts = 0;  // of `body`
-  };
+  // a scan made by vmap: its unbatched body (every carry, and so every result, batched)
+  using Series = SeriesBody;
   std::shared_ptr<const Series> series;
   std::string key() const;  // structural identity: body program + signature (and series body)
 };
@@ -60,6 +64,7 @@ struct AssocProgram {
   std::int64_t axis = 0;
   bool reverse = false;
   std::vector<AVal> operands;
+  std::shared_ptr<const SeriesBody> series;  // an associative scan made by vmap: its unbatched combine
   std::string key() const;
 };
 

@@ -44,8 +44,8 @@ std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const st
 // The scan body's jaxpr (from a scan eqn's params), and the host loop that runs it with `body`
 // (reports the path choice and enforces require_path). Used by compiled programs.
 const Jaxpr& scan_body_jaxpr(const Params& p);
-// A vmapped scan's body before batching (Params::unbatched), or nullptr.
-const Jaxpr* scan_unbatched_jaxpr(const Params& p);
+// A vmapped scan's or associative scan's body before batching (Params::unbatched), or nullptr.
+const Jaxpr* unbatched_jaxpr(const Params& p);
 std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std::vector<Array>& ops,
                                   const std::string& why);
 // Emits the scan-path event and callback, logs at debug level 1, enforces require_path.

@@ -59,13 +59,14 @@ struct Params {
   std::int64_t length = 0;
   bool reverse = false;
   unsigned require_paths = 0;  // scan: bitmask of acceptable ScanPath values; 0 = any
-  // scan made by vmap (core/trace/scan.cc: control_batch): `unbatched` is the body before
-  // batching, which backends may run once per series (vulkan: a workgroup or an invocation per
-  // series) instead of `body` over the whole batch. Its inputs are the scan's operands after the
-  // first (operands - batched.size()) (the batched body's own hoisted constants); batched[i] is 1
-  // where operand i of those has the batch axis of `batch_size` (consts and carries: axis 0; xs:
-  // axis 1, after the scan axis). Every result has it: carries on axis 0, ys on axis 1. A hint:
-  // not printed, and a scan without it means the same.
+  // scan / associative_scan made by vmap (core/trace/scan.cc: control_batch, assoc_scan.cc:
+  // assoc_batch): `unbatched` is the body before batching, which backends may run once per series
+  // (vulkan: a workgroup or an invocation per series, or a grid of blocked scans) instead of `body`
+  // over the whole batch. Its operands are the primitive's after the first (operands -
+  // batched.size()) (the batched body's own hoisted constants); batched[i] is 1 where operand i of
+  // those has the batch axis of `batch_size` (consts and scan carries: axis 0; scan xs: axis 1,
+  // after the scan axis; associative-scan leaves: right after `axis`). A hint: not printed, and a
+  // primitive without it means the same; a rule that copies these Params for another body clears it.
   std::shared_ptr<const SubProgram> unbatched;
   std::int64_t batch_size = 0;
   std::vector<std::int64_t> batched;

@@ -234,6 +234,9 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
   Params q = p;
   q.num_consts = static_cast<int>(consts.size() + nt);
   q.body = std::make_shared<JaxprBody>(std::move(body));
+  q.unbatched = nullptr;  // a vmapped scan's unbatched body is not its pair scan's
+  q.batch_size = 0;
+  q.batched.clear();
   q.tangent_of = p.body;
   q.tangent_consts.assign(tc.begin(), tc.end());
   q.tangent_leaves.assign(fl.begin(), fl.end());
@@ -303,6 +306,12 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
   q.tangent_of = nullptr;  // a batched pair scan's layout is not the one its transpose reads
   q.tangent_consts.clear();
   q.tangent_leaves.clear();
+  // per series it is the scan vmap was given (Params::unbatched): leaves batched right after the axis
+  q.unbatched = p.body;
+  q.batch_size = size;
+  q.batched.clear();
+  for (std::size_t i = 0; i < nc; ++i) q.batched.push_back(bd[i] ? 1 : 0);
+  for (std::size_t l = 0; l < k; ++l) q.batched.push_back(leaf[l] ? 1 : 0);
   auto out = bind(Prim::associative_scan, ops, q);
   std::vector<std::pair<Array, std::optional<std::int64_t>>> r;
   for (std::size_t l = 0; l < k; ++l)

@@ -162,7 +162,7 @@ const bool g_registered = [] {
 }  // namespace
 
 const Jaxpr& scan_body_jaxpr(const Params& p) { return body_of(p); }
-const Jaxpr* scan_unbatched_jaxpr(const Params& p) {
+const Jaxpr* unbatched_jaxpr(const Params& p) {
   return p.unbatched ? &static_cast<const JaxprBody&>(*p.unbatched).jaxpr : nullptr;
 }
 

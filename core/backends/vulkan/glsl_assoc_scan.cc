@@ -56,6 +56,9 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
   std::int64_t loops = 0;
   auto render = [&](std::int64_t C) -> std::optional<Shader> {
     auto read = [&](int buf, const std::string& off) -> std::string {
+      if (buf < nc && !out.const_shift.empty() && !out.const_shift[buf].empty())
+        return gread("gin", b.buffers[buf].dtype, out.const_words[buf],
+                     fmt::format("{} + ({})", out.const_shift[buf], off));
       if (buf < nc) return gread("gin", b.buffers[buf].dtype, out.const_words[buf], off);
       if (buf < nc + k) return fmt::format("pa{}[{}]", buf - nc, off);
       if (buf < nc + 2 * k) return fmt::format("xa{}[{}]", buf - nc - k, off);
@@ -316,19 +319,22 @@ std::string assoc_overrides() {
   return k;
 }
 
-std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanLimits& lim, std::string& why) {
-  const Program& b = ap.body;
-  const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
-  const std::int64_t n = ap.operands[nc].shape[ap.axis];
+namespace {
+
+// Why the combine cannot be inlined into a shader, or "".
+std::string not_inlined(const Program& b) {
   for (const Step& st : b.steps)
     if (st.kind == Step::Kind::control ||
-        (st.kind == Step::Kind::routine && !routine_inlines(b.routines[st.index].prim))) {
-      why =
-          fmt::format("the combine has a {} step (not inlined into a shader)",
-                      st.kind == Step::Kind::routine ? prim_name(b.routines[st.index].prim) : std::string_view("scan"));
-      return std::nullopt;
-    }
-  AssocShader out;
+        (st.kind == Step::Kind::routine && !routine_inlines(b.routines[st.index].prim)))
+      return fmt::format(
+          "the combine has a {} step (not inlined into a shader)",
+          st.kind == Step::Kind::routine ? prim_name(b.routines[st.index].prim) : std::string_view("scan"));
+  return "";
+}
+
+// The packed layout of the constants (gin) and of the leaves.
+void pack_assoc(const AssocProgram& ap, AssocShader& out) {
+  const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
   std::int64_t w = 0;
   for (int i = 0; i < nc; ++i) {
     out.const_words.push_back(w);
@@ -341,13 +347,94 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
     w = align4(w + packed_words(ap.operands[nc + l]));
   }
   out.leaf_size = std::max<std::int64_t>(w, 4);
-  // element e of leaf l at position pos: the leaf's row-major index with `axis` = pos
-  LeafIndexFn leaf_index = [&](int l, const std::string& pos, const std::string& e) {
-    const Shape& s = ap.operands[nc + l].shape;
-    std::int64_t post = 1;
-    for (std::size_t d = ap.axis + 1; d < s.size(); ++d) post *= s[d];
-    return fmt::format("((({2}) / {0}) * {1} + ({3})) * {0} + ({2}) % {0}", std::max<std::int64_t>(post, 1), n, e, pos);
+}
+
+// Elements after `axis` of a shape (at least 1).
+std::int64_t post_axis(const Shape& s, std::int64_t axis) {
+  std::int64_t post = 1;
+  for (std::size_t d = axis + 1; d < s.size(); ++d) post *= s[d];
+  return std::max<std::int64_t>(post, 1);
+}
+
+// Element e of leaf l at position pos: the leaf's row-major index with `axis` = pos.
+LeafIndexFn leaf_index_of(const AssocProgram& ap) {
+  return [&ap](int l, const std::string& pos, const std::string& e) {
+    const Shape& s = ap.operands[ap.num_consts + l].shape;
+    return fmt::format("((({2}) / {0}) * {1} + ({3})) * {0} + ({2}) % {0}", post_axis(s, ap.axis), s[ap.axis], e, pos);
   };
+}
+
+// A vmapped associative scan's unbatched combine as the blocked form run for every series at once:
+// series z = gl_WorkGroupID.z reads and writes its slice of the batched leaves (the batch axis
+// right after `axis`: per-series element e is batched element (e / post)·B·post + z·post + e % post)
+// and of its batched constants (axis 0). Every leaf must be batched.
+std::optional<AssocShader> render_series_assoc(const AssocProgram& ap, const ScanLimits& lim, std::string& why) {
+  const SeriesBody& S = *ap.series;
+  const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc, ncu = S.num_consts;
+  const std::string form = assoc_form();
+  if (form != "auto" && form != "blocked") return std::nullopt;
+  if (S.size > 65535 || S.first + ncu != nc || static_cast<int>(S.batched.size()) != ncu + k) {
+    why = "the batch does not fit one dispatch's depth";
+    return std::nullopt;
+  }
+  for (int l = 0; l < k; ++l)
+    if (!S.batched[ncu + l]) {
+      why = "a leaf is not batched";
+      return std::nullopt;
+    }
+  if (why = not_inlined(S.body); !why.empty()) return std::nullopt;
+  AssocProgram u{S.body, ncu, ap.axis, ap.reverse, {}, nullptr};  // one series' operands
+  for (int i = 0; i < ncu; ++i) u.operands.push_back(S.body.buffers[i]);
+  for (int l = 0; l < k; ++l) {
+    AVal a = S.body.buffers[ncu + l];
+    a.shape[ap.axis] = ap.operands[nc + l].shape[ap.axis];
+    u.operands.push_back(a);
+  }
+  AssocShader batched, out;
+  pack_assoc(ap, batched);
+  for (int i = 0; i < ncu; ++i) {
+    out.const_words.push_back(batched.const_words[S.first + i]);
+    out.const_shift.push_back(S.batched[i] ? fmt::format("int(gl_WorkGroupID.z) * {}", u.operands[i].size()) : "");
+  }
+  out.const_size = batched.const_size;
+  out.leaf_words = batched.leaf_words;
+  out.leaf_size = batched.leaf_size;
+  const LeafIndexFn whole = leaf_index_of(ap);
+  LeafIndexFn leaf_index = [&](int l, const std::string& pos, const std::string& e) {
+    const std::int64_t post = post_axis(u.operands[ncu + l].shape, ap.axis);
+    return whole(
+        l, pos, fmt::format("(({0}) / {1}) * {2} + int(gl_WorkGroupID.z) * {1} + ({0}) % {1}", e, post, S.size * post));
+  };
+  std::int64_t local = 0;
+  for (std::size_t i = ncu + 2 * k; i < S.body.buffers.size(); ++i) local += shared_words(S.body.buffers[i]);
+  std::vector<KNode> nodes;
+  for (const Kernel& kk : S.body.kernels) nodes.insert(nodes.end(), kk.nodes.begin(), kk.nodes.end());
+  out.sh.float64 = uses_double(u.operands, DType::float32, nodes);
+  if (local <= 4096)
+    render_blocked(u, lim, out, leaf_index,
+                   [&](auto rd, Shader& into, std::string& code) { return combine_code(u, lim, rd, into, code); });
+  if (!out.blocked) {
+    why = "the unbatched combine has no blocked form";
+    return std::nullopt;
+  }
+  out.series = S.size;
+  out.blocked->name = "associative_scan_series";
+  if (out.blocked_top) out.blocked_top->name = "associative_scan_series_top";
+  return out;
+}
+
+}  // namespace
+
+std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanLimits& lim, std::string& why) {
+  const Program& b = ap.body;
+  const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
+  std::string not_series;
+  if (ap.series && lim.series)
+    if (auto s = render_series_assoc(ap, lim, not_series)) return s;
+  if (why = not_inlined(b); !why.empty()) return std::nullopt;
+  AssocShader out;
+  pack_assoc(ap, out);
+  const LeafIndexFn leaf_index = leaf_index_of(ap);
   const std::string form = assoc_form();
   std::int64_t local = 0;
   for (std::size_t i = nc + 2 * k; i < b.buffers.size(); ++i) local += shared_words(b.buffers[i]);

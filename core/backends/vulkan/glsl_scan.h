@@ -75,6 +75,11 @@ struct AssocShader {
   std::int64_t top_per_invocation = 1;
   std::int64_t block = 256;
   bool direct = false;  // the blocked shaders bind consts | leaf inputs | leaf outputs
+  // > 0: the blocked form of a vmapped scan's unbatched combine, run for `series` series at once
+  // (dispatches of that depth, gl_WorkGroupID.z the series); const_shift[i]: the series' first
+  // element in const i ("" where it is shared)
+  std::int64_t series = 0;
+  std::vector<std::string> const_shift;
   // The cooperative form (glsl_assoc_coop.cc), for elements too large for the blocked one: a
   // workgroup per combine. Bindings: constants (0), the packed leaves scanned in place (1), and
   // where buffers overflow workgroup memory a scratch buffer of max_groups · scratch_words words (2).

@@ -111,14 +111,14 @@ VkDescriptorSet VulkanBackend::cached_set(Batch& b, const Pipeline& pipe, const 
 }
 
 void VulkanBackend::record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptorSet set, std::int64_t invocations,
-                                    int buffers, std::int64_t workgroup) {
+                                    int buffers, std::int64_t workgroup, std::uint32_t depth) {
   if (b.pipes.empty() || b.pipes.back().get() != &pipe) b.pipes.push_back(pipe.shared_from_this());
   auto [gx, gy] = workgroups(invocations, workgroup);
   {
     HostTimer ht(timing_, counters_.host_driver_ns);
     vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.pipeline.get());
     vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.layout.get(), 0, 1, &set, 0, nullptr);
-    vkCmdDispatch(b.cmd, gx, gy, 1);
+    vkCmdDispatch(b.cmd, gx, gy, depth);
   }
   time_dispatch(b, pipe, invocations);
   b.commands++;

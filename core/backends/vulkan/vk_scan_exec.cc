@@ -108,7 +108,7 @@ std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std
 std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocProgram& ap, std::string& why) {
   std::lock_guard lock(mu_);
   alive();
-  const std::string key = fmt::format("{}|{}|{}", ap.key(), profile_, assoc_overrides());
+  const std::string key = fmt::format("{}|{}|{}|{}", ap.key(), profile_, assoc_overrides(), series_scans());
   if (auto it = scans_.find(key); it != scans_.end()) {
     why = it->second.second;
     return it->second.first;
@@ -150,12 +150,16 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
     }
   const std::int64_t c_top = x->top ? x->plan.top_per_invocation : 1;
   if (x->blocked) x->levels = blocked_levels(x->length, c_top, x->plan.block);
+  const std::string series =
+      x->plan.series ? fmt::format("per series ({} series, the unbatched combine): ", x->plan.series) : "";
   why = x->blocked
-            ? fmt::format(
-                  "blocked: {} dispatches (each workgroup scans {} positions in its memory, the top level {} per "
-                  "invocation, then fix-ups; "
-                  "leaves {})",
-                  x->levels.size(), x->plan.block, c_top, x->plan.direct ? "bound directly" : "packed into one buffer")
+            ? series +
+                  fmt::format(
+                      "blocked: {} dispatches (each workgroup scans {} positions in its memory, the top level {} per "
+                      "invocation, then fix-ups; "
+                      "leaves {})",
+                      x->levels.size(), x->plan.block, c_top,
+                      x->plan.direct ? "bound directly" : "packed into one buffer")
             : fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)",
                           rounds);
   remember_scan(key, x, why);
@@ -246,7 +250,7 @@ void VulkanBackend::run_assoc(AssocExe& x, std::span<const SlotId> in, std::span
       const std::int32_t pc[2] = {direct && i == 0 ? 2 : lv.mode, static_cast<std::int32_t>(lv.s)};
       vkCmdPushConstants(b.cmd, pipe.layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
       record_dispatch(b, pipe, lv.top ? top_set : set, (x.length / lv.s + C - 1) / C, static_cast<int>(bufs.size()),
-                      p.block);
+                      p.block, static_cast<std::uint32_t>(std::max<std::int64_t>(p.series, 1)));
     }
   } else {  // Kogge-Stone rounds, ping-pong between q[0] and q[1]
     VkDescriptorSet sets[2] = {bind_set(b, *x.pipe, {gin->buf.get(), q[0]->buf.get(), q[1]->buf.get()}),

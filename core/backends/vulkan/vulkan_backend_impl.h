@@ -241,9 +241,10 @@ class VulkanBackend final : public Backend {
   bool set_pool_full_ = false;
   std::unordered_map<std::string, VkDescriptorSet> sets_;
   std::uint64_t next_buf_id_ = 0;
-  // invocations in workgroups of `workgroup` (the shader's local_size_x)
+  // invocations in workgroups of `workgroup` (the shader's local_size_x), `depth` times over
+  // (gl_WorkGroupID.z: a series of a vmapped associative scan)
   void record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptorSet set, std::int64_t invocations, int buffers,
-                       std::int64_t workgroup = kWorkgroup);
+                       std::int64_t workgroup = kWorkgroup, std::uint32_t depth = 1);
   Batch& batch_with_room(std::uint32_t sets, std::uint32_t descriptors);
   void touch(std::span<const SlotId> in, std::span<const SlotId> out);
 
