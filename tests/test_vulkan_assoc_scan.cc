@@ -422,7 +422,11 @@ TEST(VulkanAssociativeScan, VmappedScansRunPerSeries) {
       A = np::reshape(A, {B, n, 2, 2}), b = np::reshape(b, {B, n, 2, 1}), S = np::reshape(S, {B, n, 2, 2});
       auto f = vmap(
           [&](const Array& s, const Array& a, const Array& bb, const Array& ss) { return per_series(s, a, bb, ss); });
-      V want = f(scale, A, b, S);
+      V want;
+      {
+        DefaultDeviceScope cpu("cpu");  // the oracle (and, under JX_DEVICE=vulkan, no compile before the jit call)
+        want = f(device_put(scale, "cpu"), device_put(A, "cpu"), device_put(b, "cpu"), device_put(S, "cpu"));
+      }
       auto jf = jit(f);
       V in = on({scale, A, b, S}, "vulkan");
       std::vector<std::string> shaders;  // compiled by the first call
