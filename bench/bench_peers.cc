@@ -13,6 +13,8 @@
 //   par_grad      jit(value_and_grad(-2 log L, assoc)) w.r.t. the three log standard deviations
 //   par_grad_fwd  the same in forward mode (value_and_grad(..., forward_mode): three jvps, each
 //                 one associative scan of (element, tangent) pairs)
+//   par_mle       the end-to-end fit: jit(fori_loop of 100 Adam steps on par_grad's loss); the
+//                 checksum is the final -2 log L (opt-in: name it in JX_PEER_WORKLOADS)
 // Every call's result is read back inside the timed loop (the GPU's work and its wait included).
 // Counters per call: dispatches, submits, host_waits (vulkan), and a checksum the driver
 // compares with JAX's. Backends: JX_PEER_BACKENDS (default "native,vulkan"); sizes: JX_PEER_N

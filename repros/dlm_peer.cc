@@ -39,13 +39,14 @@ void register_dlm_peer(std::map<std::string, Repro>& m) {
     }
     return "";
   };
-  m["dlm_peer"] = {"dlm_peer",
-                   "the DLM workloads compared with JAX (params workload: seq_filter, seq_smoother, par_filter, "
-                   "par_smoother, par_grad, par_grad_fwd; m: 2, 4, 8, 13, 16; n; batch: series at once), float32",
-                   dlm_peer,
-                   {"workload", "m", "n", "batch"},
-                   {"eager", "jit"},
-                   check};
+  m["dlm_peer"] = {
+      "dlm_peer",
+      "the DLM workloads compared with JAX (params workload: seq_filter, seq_smoother, par_filter, "
+      "par_smoother, par_grad, par_grad_fwd, par_mle; m: 2, 4, 8, 13, 16; n; batch: series at once), float32",
+      dlm_peer,
+      {"workload", "m", "n", "batch"},
+      {"eager", "jit"},
+      check};
 }
 
 }  // namespace jx::lab

@@ -27,7 +27,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-WORKLOADS = ["seq_filter", "seq_smoother", "par_filter", "par_smoother", "par_grad", "par_grad_fwd"]
+WORKLOADS = ["seq_filter", "seq_smoother", "par_filter", "par_smoother", "par_grad", "par_grad_fwd", "par_mle"]
 # targets of the performance issue (#31; jxlab / JAX at N = 102400, medians of the rounds), by
 # comparison, workload and state dimension m: (ratio, JAX workload it is measured against).
 # par_grad_fwd is the same value and gradient in forward mode; its target row compares it with

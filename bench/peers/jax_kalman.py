@@ -240,8 +240,20 @@ def workloads(y, m):
     def par_grad_fwd(th, y):  # the same value and gradient in forward mode (jvps batched by jacfwd)
         return par_loss(th, y), jax.jacfwd(par_loss)(th, y)
 
+    def par_mle(th, y):  # 100 steps of Adam (optax.adam's update, written out) in one fori_loop
+        def step(i, c):
+            t, mo, ve = c
+            g = jax.grad(par_loss)(t, y)
+            mo, ve = 0.9 * mo + 0.1 * g, 0.999 * ve + 0.001 * g * g
+            k = (i + 1).astype(DT)
+            mh, vh = mo / (1.0 - jnp.exp(k * np.log(0.9))), ve / (1.0 - jnp.exp(k * np.log(0.999)))
+            return t - 0.05 * mh / (jnp.sqrt(vh) + 1e-8), mo, ve
+
+        t, _, _ = jax.lax.fori_loop(0, 100, step, (th, jnp.zeros_like(th), jnp.zeros_like(th)))
+        return par_loss(t, y), t
+
     return {"seq_filter": seq_filter, "seq_smoother": seq_smoother, "par_filter": par_filter,
-            "par_smoother": par_smoother, "par_grad": par_grad, "par_grad_fwd": par_grad_fwd}
+            "par_smoother": par_smoother, "par_grad": par_grad, "par_grad_fwd": par_grad_fwd, "par_mle": par_mle}
 
 
 def batch_series(base, b):
@@ -290,7 +302,7 @@ def main():
         y = jnp.asarray(base, DT)
         for name, fn in workloads(y, m).items():
             if (f"{name}:{n}" in skip or f"{name}:{n}:{m}" in skip or f"{name}:{n}:{m}:{bb}" in skip
-                    or (only and name not in only)):
+                    or (only and name not in only) or (not only and name == "par_mle")):  # par_mle: opt-in
                 continue
             f = jax.jit(batched(fn, bb))
             y = jnp.asarray(batch_series(base, bb), DT) if bb > 1 else jnp.asarray(base, DT)

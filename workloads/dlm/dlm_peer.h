@@ -30,7 +30,8 @@ std::pair<Array, Array> noise(const Array& theta, std::int64_t n, std::int64_t m
 Array theta0();
 
 // (theta, y) -> outputs, the first a scalar checksum: seq_filter, seq_smoother, par_filter,
-// par_smoother, par_grad, par_grad_fwd (bench/bench_peers.cc says what each is).
+// par_smoother, par_grad, par_grad_fwd, par_mle (100 Adam steps on the parallel -2 log L from
+// theta; the checksum is the final -2 log L) (bench/bench_peers.cc says what each is).
 using Fn = std::function<std::vector<Array>(const Array&, const Array&)>;
 Fn workload(const std::string& name, const Model& m);
 // B series at once (jx's vmap, as jax.vmap in the peer): series b is y · (1 + b/1000) (rounded to
