@@ -9,9 +9,10 @@
 #include <functional>
 #include <algorithm>
 
-#include "core/backends/vulkan/vulkan.h"
 #include "bench/bench_util.h"
+#include "core/backends/vulkan/vulkan.h"
 #include "core/jx.h"
+#include "core/replay/policy.h"
 
 using namespace jx;
 

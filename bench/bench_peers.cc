@@ -106,7 +106,7 @@ using jxbench::split;
 }  // namespace
 
 int main(int argc, char** argv) {
-  vulkan::ShutdownAtExit vulkan_teardown;
+  ShutdownAtExit vulkan_teardown;
   const auto backends = split(env("JX_PEER_BACKENDS", "native,vulkan"));
   const auto sizes = split(env("JX_PEER_N", "100,400,1600,6400,25600,102400"));
   const auto skip = split(env("JX_PEER_SKIP", ""));

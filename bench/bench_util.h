@@ -29,7 +29,7 @@ inline std::string env(const char* k, const char* def) {
 
 #define JXBENCH_MAIN()                                                \
   int main(int argc, char** argv) {                                   \
-    jx::vulkan::ShutdownAtExit vulkan_teardown;                       \
+    jx::ShutdownAtExit vulkan_teardown;                               \
     benchmark::Initialize(&argc, argv);                               \
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1; \
     benchmark::RunSpecifiedBenchmarks();                              \

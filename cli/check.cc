@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "cli/lab_commands.h"
+#include "core/instrument/instrument.h"
 #include "core/jx.h"
 #include "core/text/interp.h"
 #include "core/text/load.h"

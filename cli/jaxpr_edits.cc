@@ -6,7 +6,7 @@
 #include <set>
 
 #include "core/text/load.h"
-#include "core/trace/control_internal.h"
+#include "core/transform/control_internal.h"
 
 namespace jx::lab {
 
@@ -131,7 +131,7 @@ std::optional<Jaxpr> body_cut(const Jaxpr& j, std::size_t e, std::size_t which, 
   try {
     typecheck(b);
     *subs[which] = std::make_shared<JaxprBody>(std::move(b));
-    Params& p = out.eqns[e].params;  // vmap's hint (the body before batching) no longer matches
+    PrimParams& p = out.eqns[e].params;  // vmap's hint (the body before batching) no longer matches
     p.unbatched = nullptr;
     p.batch_size = 0;
     p.batched.clear();

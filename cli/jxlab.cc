@@ -18,7 +18,7 @@
 #include "cli/diff.h"
 #include "cli/reduce.h"
 #include "cli/lab_commands.h"
-#include "scenarios/soak.h"
+#include "reports/soak.h"
 #include "scenarios/scenario.h"
 #include "workloads/dlm/dlm_io.h"
 #include "workloads/dlm/dlm_stream.h"
@@ -183,7 +183,7 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  jx::vulkan::ShutdownAtExit vulkan_teardown;
+  jx::ShutdownAtExit vulkan_teardown;
   CLI::App app{"jxlab: a reproduction lab for array/autodiff/JIT runtimes"};
   app.set_version_flag("--version", fmt::format("jxlab {}", jx::kVersion));
   app.require_subcommand(1);

@@ -18,7 +18,7 @@
 #include "cli/workers.h"
 #include "core/jx.h"
 #include "reports/report.h"
-#include "scenarios/soak.h"
+#include "reports/soak.h"
 #include "scenarios/runner.h"
 
 #ifndef JX_GIT_COMMIT

@@ -28,7 +28,7 @@
 #include "cli/jaxpr_edits.h"
 #include "cli/lab_commands.h"
 #include "core/text/load.h"
-#include "core/trace/control_internal.h"
+#include "core/transform/control_internal.h"
 #include "repros/program.h"
 #include "scenarios/scenario.h"
 

@@ -1,16 +1,17 @@
 #pragma once
-// The public jx API: arrays, backends, jx::lax (one function per primitive), jx::np.
+// The public jx API: arrays, devices, jx::lax (one function per primitive, control flow),
+// jx::np, the transformations (grad, vmap, jit, ...). The lab and the backends' own controls
+// (core/backends/vulkan/vulkan.h) include what else they use explicitly.
 #include "core/array/array.h"
-#include "core/array/dtype.h"
-#include "core/array/errors.h"
-#include "core/array/shape.h"
-#include "core/backends/backend.h"
-#include "core/instrument/instrument.h"
-#include "core/lax/control.h"
+#include "core/backends/devices.h"
+#include "core/base/dtype.h"
+#include "core/base/errors.h"
+#include "core/base/scan_path.h"
+#include "core/base/shape.h"
+#include "core/instrument/debug.h"
 #include "core/lax/lax.h"
 #include "core/np/np.h"
-#include "core/prim/bind.h"
-#include "core/replay/policy.h"
+#include "core/transform/control.h"
 #include "core/transforms.h"
 
 namespace jx {

@@ -12,7 +12,7 @@
 
 #include "core/jit/jit.h"
 #include "core/np/np.h"
-#include "core/trace/autodiff.h"
+#include "core/transform/autodiff.h"
 #include "core/trace/pytree.h"
 
 namespace jx {

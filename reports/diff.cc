@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "core/array/errors.h"
+#include "core/base/errors.h"
 
 namespace jx::lab {
 namespace {

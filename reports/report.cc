@@ -11,7 +11,7 @@
 #include <thread>
 #include <unistd.h>
 
-#include "core/array/errors.h"
+#include "core/base/errors.h"
 #include "core/instrument/faults.h"
 #include "reports/diff.h"
 #include "reports/html.h"

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "core/instrument/instrument.h"
-#include "core/lax/control.h"
+#include "core/transform/control.h"
 
 namespace jx {
 

@@ -12,7 +12,7 @@
 #include <regex>
 #include <set>
 
-#include "core/array/errors.h"
+#include "core/base/errors.h"
 #include "core/text/load.h"
 #include "repros/program.h"
 #include "core/replay/policy.h"

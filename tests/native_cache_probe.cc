@@ -2,6 +2,7 @@
 // "compiled" (cc ran) or "disk cache" (a previous process built it). ctest runs it twice.
 #include <cstdio>
 
+#include "core/instrument/instrument.h"
 #include "core/jx.h"
 
 int main() {

@@ -1,5 +1,6 @@
 #include <cstdlib>
 
+#include "core/backends/backend.h"
 #include "tests/helpers.h"
 
 using namespace jx;
@@ -164,7 +165,7 @@ TEST(Prim, TableIsTotalAndNamed) {
   EXPECT_EQ(prim_arity(Prim::concatenate), -1);
   EXPECT_EQ(prim_kind(Prim::cholesky), PrimKind::routine);
   for (int i = 0; i < kNumPrims; ++i) EXPECT_NE(prim_name(static_cast<Prim>(i)), "invalid");
-  Params p;
+  PrimParams p;
   p.axes = {0, 1};
   EXPECT_EQ(p.str(Prim::reduce_sum), "axes=(0, 1)");
 }

@@ -1,6 +1,7 @@
 #include <bit>
 #include "core/instrument/instrument.h"
-#include "core/ir/passes.h"
+#include "core/jit/passes.h"
+#include "core/jit/program.h"
 #include "leakcheck/leakcheck.h"
 #include "tests/prim_cases.h"
 

@@ -6,7 +6,7 @@
 
 #include "reports/report.h"
 #include "scenarios/runner.h"
-#include "scenarios/soak.h"
+#include "reports/soak.h"
 #include "tests/helpers.h"
 #include "workloads/dlm/dlm_io.h"
 

@@ -3,10 +3,11 @@
 #include <gtest/gtest.h>
 
 #include "core/backends/vulkan/vulkan.h"
+#include "core/jit/jit.h"
 #include "leakcheck/gtest_listener.h"
 
 int main(int argc, char** argv) {
-  jx::vulkan::ShutdownAtExit vulkan_teardown;
+  jx::ShutdownAtExit vulkan_teardown;
   ::testing::InitGoogleTest(&argc, argv);
   jx::install_leak_check_listener();
   return RUN_ALL_TESTS();

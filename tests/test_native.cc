@@ -5,6 +5,7 @@
 #include <unistd.h>
 #include <fstream>
 
+#include "core/backends/backend.h"
 #include "core/backends/native/c_renderer.h"
 #include "core/backends/native/compiler.h"
 #include "core/instrument/instrument.h"

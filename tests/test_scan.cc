@@ -1,3 +1,4 @@
+#include "core/backends/backend.h"
 #include "scanpath/scan_path_tracker.h"
 #include "tests/helpers.h"
 

@@ -5,10 +5,10 @@
 #include <map>
 #include <set>
 
-#include "core/lax/control.h"
+#include "core/transform/control.h"
 #include "core/text/interp.h"
 #include "core/text/load.h"
-#include "core/trace/control_internal.h"
+#include "core/transform/control_internal.h"
 #include "tests/prim_cases.h"
 
 namespace jxt {

@@ -1,3 +1,4 @@
+#include "core/transform/rules.h"
 #include "leakcheck/leakcheck.h"
 #include "tests/helpers.h"
 

@@ -1,4 +1,4 @@
-// A program that returns from main() without vulkan::shutdown(), leaving recorded work that was
+// A program that returns from main() without jx::shutdown(), leaving recorded work that was
 // never read and a compiled program in the cache: the exit handler must submit and destroy
 // nothing (lavapipe's LLVM has destroyed part of its static state by then), so the process
 // exits with status 0. Prints "exit probe: <value>" once the first result is read.

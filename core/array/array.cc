@@ -115,4 +115,19 @@ std::vector<std::byte> Array::raw_bytes() const {
   return raw;
 }
 
+Array device_put(const Array& x, const std::string& name) {
+  Backend& to = backend(name);
+  if (&x.backend() == &to) return x;
+  return array_from_bytes(x.raw_bytes(), x.aval(), &to);
+}
+
+Array array_from_bytes(std::span<const std::byte> bytes, const AVal& aval, Backend* on) {
+  if (bytes.size() != aval.bytes())
+    throw ShapeError(fmt::format("array: {} bytes given for {} ({} bytes)", bytes.size(), aval.str(), aval.bytes()));
+  Backend& be = on ? *on : default_backend();
+  Array a(&be, be.malloc(aval), aval);
+  be.write(a.slot(), bytes);
+  return a;
+}
+
 }  // namespace jx

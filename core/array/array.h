@@ -1,9 +1,11 @@
 #pragma once
 #include <cstring>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
-#include "core/array/shape.h"
+#include "core/base/shape.h"
 
 namespace jx {
 
@@ -63,6 +65,12 @@ class Array {
 };
 
 std::vector<double> to_f64(const std::vector<std::byte>& raw, DType d);
+
+// Copies a concrete array to another backend (or returns it when already there).
+Array device_put(const Array& x, const std::string& backend_name);
+
+// Uploads host bytes (row-major, aval.bytes() long) to a fresh slot.
+Array array_from_bytes(std::span<const std::byte> bytes, const AVal& aval, Backend* on = nullptr);
 
 template <class T>
 std::vector<T> Array::to_vector() const {

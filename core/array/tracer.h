@@ -1,7 +1,7 @@
 #pragma once
 #include <memory>
 
-#include "core/array/shape.h"
+#include "core/base/shape.h"
 
 namespace jx {
 

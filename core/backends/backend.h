@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/backends/devices.h"
 #include "core/kernel/program.h"
 #include "core/prim/prim.h"
 
@@ -20,29 +21,6 @@ struct SlotInfo {
   SlotId id;
   std::size_t bytes;
   AVal tag;  // the aval the slot was allocated for (diagnostics only)
-};
-
-struct BackendLimits {
-  int max_buffers_per_kernel = 0;  // inputs + outputs one kernel may bind; 0 = unlimited
-  bool float64 = true;
-  // a kernel launch costs more than recomputing a few dozen operations per element (a GPU): jit
-  // unrolls small sums and recomputes multi-use elementwise values in each consumer (a CPU
-  // backend keeps them kernels of their own: there the recomputation costs more)
-  bool launch_bound = false;
-  // a reduction over at least this many elements per output binds one buffer more (vulkan
-  // splits it over workgroups with a scratch buffer); 0 = never
-  std::int64_t scratch_reduction_min = 0;
-  // jit also lowers a vmapped scan's body before batching (ScanProgram::series), which the
-  // backend may run once per series
-  bool series_scans = false;
-};
-
-struct DeviceInfo {
-  std::string backend;  // "cpu"
-  std::string device;   // human-readable device description
-  bool available = false;
-  std::string reason;  // why not available
-  BackendLimits limits;
 };
 
 class Executable {
@@ -111,16 +89,11 @@ class Backend {
   // Starts executing what has been recorded so far, without waiting (a backend that records
   // commands submits them; the others run at dispatch and do nothing).
   virtual void flush() {}
+  // Releases the device: recorded work is finished and every device object destroyed; the backend
+  // is unavailable afterwards (slots still referenced only drop their references). Default: nothing.
+  virtual void shutdown() {}
 };
 
-// Registry. Backends live for the whole process (never destroyed, so handles released during
-// static destruction stay valid). The default comes from JX_DEVICE, else "cpu".
-Backend& backend(const std::string& name);  // throws BackendError for unknown/unavailable
-std::vector<std::string> backend_names();
-std::vector<DeviceInfo> devices();                // every registered backend, usable or not
-bool backend_available(const std::string& name);  // registered and usable (false for unknown)
-Backend& default_backend();
-void default_device(const std::string& name);  // throws BackendError; leaves the default unchanged
 // The backend a jit trace is staged for and its buffer budget (storage buffers per kernel, 0 =
 // none), while jit traces on this thread (else nullptr, 0): a transformation that picks its
 // formulation by the backend's limits reads them.
@@ -137,22 +110,9 @@ class StagingScope {
   const Backend* prev_;
   int prev_budget_;
 };
-// RAII: makes `name` the default backend for the scope, restoring the previous one after.
-class DefaultDeviceScope {
- public:
-  explicit DefaultDeviceScope(const std::string& name);
-  ~DefaultDeviceScope();
-  DefaultDeviceScope(const DefaultDeviceScope&) = delete;
-  DefaultDeviceScope& operator=(const DefaultDeviceScope&) = delete;
-
- private:
-  Backend* prev_;
-};
-// The JIT registers how to drop every cached program: a backend shutting down at process exit
-// calls it first, so compiled programs release its pipelines before its device goes.
-using ProgramCacheClearer = void (*)();
-void set_program_cache_clearer(ProgramCacheClearer f);
-void clear_program_caches_for_shutdown();
+// Shuts down every started backend (Backend::shutdown); jx::shutdown() (core/jit) drops the
+// compiled programs first, so they release their executables before the devices go.
+void shutdown_backends();
 std::size_t slot_count();  // live slots over every instantiated backend
 std::vector<SlotInfo> live_slots();
 

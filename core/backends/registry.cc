@@ -105,7 +105,6 @@ DefaultDeviceScope::~DefaultDeviceScope() {
 namespace {
 thread_local const Backend* g_staging = nullptr;
 thread_local int g_staging_budget = 0;
-ProgramCacheClearer g_clearer = nullptr;
 }  // namespace
 
 const Backend* staging_backend() { return g_staging; }
@@ -119,9 +118,10 @@ StagingScope::~StagingScope() {
   g_staging_budget = prev_budget_;
 }
 
-void set_program_cache_clearer(ProgramCacheClearer f) { g_clearer = f; }
-void clear_program_caches_for_shutdown() {
-  if (g_clearer) g_clearer();
+void shutdown_backends() {
+  auto& r = registry();
+  std::lock_guard lock(r.mu);
+  for (auto& [_, b] : r.live) b->shutdown();
 }
 
 std::size_t slot_count() {

@@ -7,7 +7,7 @@
 #include <map>
 #include <mutex>
 
-#include "core/array/errors.h"
+#include "core/base/errors.h"
 
 namespace jx::faults {
 namespace {

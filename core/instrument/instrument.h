@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 
+#include "core/instrument/debug.h"
+
 // Events from every layer, delivered synchronously to subscribers, plus the debug level.
 namespace jx {
 
@@ -59,14 +61,5 @@ class DispatchTracker {
 };
 
 }  // namespace trace
-
-// 0 off, 1 compile logs (and scan-path choices), 2 generated code, 3 kernel expressions,
-// 4 programs. Printed to stderr with a "[jx]" prefix. JX_DEBUG sets the initial level.
-void set_debug(int level);
-int debug_level();
-void debug_log(int level, const std::string& msg);
-
-// This process's resident set size in KiB (/proc/self/statm).
-double process_rss_kb();
 
 }  // namespace jx

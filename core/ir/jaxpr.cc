@@ -6,7 +6,6 @@
 #include <fmt/ranges.h>
 
 #include "core/prim/abstract_eval.h"
-#include "core/prim/bind.h"
 
 namespace jx {
 namespace {
@@ -124,30 +123,6 @@ void typecheck(const Jaxpr& j) {
     }
   }
   for (const Atom& a : j.outs) check_use(a, "the outputs");
-}
-
-std::vector<Array> eval_jaxpr(const Jaxpr& j, const std::vector<Array>& consts, const std::vector<Array>& args) {
-  if (args.size() != j.invars.size() || consts.size() != j.constvars.size())
-    throw Error(fmt::format("eval_jaxpr: expected {} arguments and {} constants, got {} and {}", j.invars.size(),
-                            j.constvars.size(), args.size(), consts.size()));
-  std::vector<Array> env(j.avals.size());
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (!(args[i].aval() == j.avals[j.invars[i]]))
-      throw ShapeError(fmt::format("eval_jaxpr: argument {} is {}, expected {}", i, args[i].aval().str(),
-                                   j.avals[j.invars[i]].str()));
-    env[j.invars[i]] = args[i];
-  }
-  for (std::size_t i = 0; i < consts.size(); ++i) env[j.constvars[i]] = consts[i];
-  auto read = [&](const Atom& a) { return a.is_literal() ? literal_array(a) : env[a.var]; };
-  for (const Eqn& e : j.eqns) {
-    std::vector<Array> in;
-    for (const Atom& a : e.in) in.push_back(read(a));
-    auto out = bind(e.prim, in, e.params);
-    for (std::size_t k = 0; k < out.size(); ++k) env[e.out[k]] = std::move(out[k]);
-  }
-  std::vector<Array> outs;
-  for (const Atom& a : j.outs) outs.push_back(read(a));
-  return outs;
 }
 
 }  // namespace jx

@@ -23,7 +23,7 @@ Array literal_array(const Atom& a);
 
 struct Eqn {
   Prim prim;
-  Params params;
+  PrimParams params;
   std::vector<Atom> in;
   std::vector<int> out;
 };
@@ -59,8 +59,5 @@ struct ClosedJaxpr {
 // Re-derives every equation's output avals with abstract_eval and checks them, plus
 // define-before-use and the input/output lists. Throws jx::Error("typecheck: ...").
 void typecheck(const Jaxpr& j);
-
-// Binds each equation in order: concrete values evaluate, tracers are traced further.
-std::vector<Array> eval_jaxpr(const Jaxpr& j, const std::vector<Array>& consts, const std::vector<Array>& args);
 
 }  // namespace jx

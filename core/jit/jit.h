@@ -5,9 +5,7 @@
 #include <mutex>
 #include <string>
 
-#include "core/ir/jaxpr.h"
-#include "core/jit/program.h"
-#include "core/trace/builder.h"
+#include "core/trace/make_jaxpr.h"
 
 namespace jx {
 
@@ -37,14 +35,7 @@ class JitCore {
   std::size_t traced_signatures() const;
 
  private:
-  struct Entry {
-    ClosedJaxpr jaxpr;
-    std::string key;
-    int max_buffers;
-    std::string deferred_error;  // replay borrowed_residuals: thrown after every run
-    std::any out_tree;
-    std::uint64_t last_use = 0;
-  };
+  struct Entry;  // one traced signature (jit.cc)
   JitOptions o_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Entry>> entries_;
@@ -61,5 +52,20 @@ MemoryStats memory_stats();
 void set_cache_capacity(std::size_t n);  // programs kept in the LRU (default 256); evicts down to n
 std::size_t cache_capacity();
 void clear_caches();  // jit programs and every backend's compiled kernels
+
+// Drops compiled programs (so they release their executables), then shuts down every started
+// backend (vulkan: submits, waits and destroys every Vulkan object, the instance included; the
+// backend is unavailable afterwards and arrays still on it only drop their references). Call it
+// (or hold a ShutdownAtExit) before main returns: without it the vulkan exit handler submits and
+// destroys nothing and leaves the device to the OS (a driver may have freed its own static state
+// by then, as lavapipe's LLVM does, and work on the driver's threads would race the exit handlers).
+void shutdown();
+// shutdown() when it leaves scope: the first line of main().
+struct ShutdownAtExit {
+  ShutdownAtExit() = default;
+  ShutdownAtExit(const ShutdownAtExit&) = delete;
+  ShutdownAtExit& operator=(const ShutdownAtExit&) = delete;
+  ~ShutdownAtExit() { shutdown(); }
+};
 
 }  // namespace jx

@@ -158,7 +158,7 @@ class Lowering {
 
   std::vector<EP> lower_eqn(const Eqn& e, std::vector<EP> args) {
     const AVal& out = j_.avals[e.out[0]];
-    const Params& pr = e.params;
+    const PrimParams& pr = e.params;
     Memo memo;
     if (alu_prim(e.prim)) return {fuse_elementwise(e.prim, out, std::move(args))};
     switch (e.prim) {
@@ -235,7 +235,7 @@ class Lowering {
   }
 
   EP lower_dot(const Eqn& e, std::vector<EP>& args, const AVal& out) {
-    const Params& pr = e.params;
+    const PrimParams& pr = e.params;
     const AVal &la = j_.aval_of(e.in[0]), &ra = j_.aval_of(e.in[1]);
     const auto nb = pr.lhs_batch.size(), nc = pr.lhs_contract.size();
     // An elementwise operand is fused into the reduction's body when it is recomputed at most
@@ -339,7 +339,7 @@ class Lowering {
     for (int o : e.out) outs.push_back(j_.avals[o]);
     return opaque(kind, list, e.prim, e.params, args, outs);
   }
-  std::vector<EP> opaque(Step::Kind kind, std::vector<Op>& list, Prim prim, const Params& params,
+  std::vector<EP> opaque(Step::Kind kind, std::vector<Op>& list, Prim prim, const PrimParams& params,
                          const std::vector<EP>& args, const std::vector<AVal>& out_avals) {
     Step st{kind, static_cast<int>(list.size()), {}, {}};
     Op op{prim, params, {}, {}};
@@ -407,7 +407,7 @@ class Lowering {
 
   EP pad(const Eqn& e, const EP& arg) {
     const AVal& out = j_.avals[e.out[0]];
-    const Params& pr = e.params;
+    const PrimParams& pr = e.params;
     if (numel(arg->shape) == 0) return constant(pr.value, out.dtype, out.shape);
     EP x = without_reduction(arg), inside;
     for (std::size_t d = 0; d < out.ndim(); ++d) {

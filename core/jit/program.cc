@@ -5,8 +5,8 @@
 #include <fmt/ranges.h>
 
 #include "core/instrument/instrument.h"
-#include "core/ir/passes.h"
-#include "core/lax/control.h"
+#include "core/jit/passes.h"
+#include "core/transform/control_internal.h"
 
 namespace jx {
 
@@ -53,7 +53,7 @@ CompiledProgram::CompiledProgram(Program p, Backend& be, int budget) : prog_(std
 // them per series. Its operands: consts | carries | xs (scan), consts | leaves (associative scan,
 // whose combine takes consts | a leaves | b leaves).
 std::shared_ptr<const SeriesBody> CompiledProgram::series_of(const Op& op, int budget) const {
-  const Params& p = op.params;
+  const PrimParams& p = op.params;
   const Jaxpr* j = unbatched_jaxpr(p);
   if (!be_.info().limits.series_scans || !j || p.batch_size < 2 || p.batched.size() > op.in.size()) return nullptr;
   const int n = static_cast<int>(p.batched.size()), k = static_cast<int>(op.out.size());
@@ -75,7 +75,7 @@ std::shared_ptr<const SeriesBody> CompiledProgram::series_of(const Op& op, int b
 CompiledProgram::ScanStep CompiledProgram::prepare_associative_scan(const Op& op, int budget) const {
   ScanStep s;
   s.associative = true;
-  const Params& p = op.params;
+  const PrimParams& p = op.params;
   AssocProgram ap{lower(simplify(assoc_body_jaxpr(p)), lower_options(be_, budget)),
                   p.num_consts,
                   p.axis,
@@ -223,7 +223,7 @@ class CompiledProgram::Run {
     if (early_submit()) be_.flush();
   }
   void fused_scan(const Step& st, const ScanStep& sc) {
-    const Params& sp = p_.controls[st.index].params;
+    const PrimParams& sp = p_.controls[st.index].params;
     Executable& exe = *sc.fused;
     if (exe.preencoded())
       report_scan_path(ScanPath::preencoded, be_.info().backend,

@@ -16,7 +16,7 @@ namespace jx {
 // One primitive application with everything resolved: the unit a backend prepares.
 struct Op {
   Prim prim;
-  Params params;
+  PrimParams params;
   std::vector<AVal> in, out;
 };
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "core/prim/bind.h"
+#include "core/trace/trace.h"
 
 namespace jx::lax {
 
@@ -45,7 +45,7 @@ JX_BINARY(logical_or)
 #undef JX_BINARY
 
 Array convert_element_type(const Array& x, DType d) {
-  Params p;
+  PrimParams p;
   p.dtype = d;
   return bind1(Prim::convert, {x}, p);
 }
@@ -55,7 +55,7 @@ Array select(const Array& pred, const Array& on_true, const Array& on_false) {
 }
 
 static Array reduce(Prim prim, const Array& x, std::vector<std::int64_t> axes) {
-  Params p;
+  PrimParams p;
   p.axes = std::move(axes);
   return bind1(prim, {x}, p);
 }
@@ -73,7 +73,7 @@ Array reduce_prod(const Array& x, std::vector<std::int64_t> axes) {
 }
 
 static Array arg(Prim prim, const Array& x, std::int64_t axis) {
-  Params p;
+  PrimParams p;
   p.axis = axis;
   return bind1(prim, {x}, p);
 }
@@ -81,7 +81,7 @@ Array argmax(const Array& x, std::int64_t axis) { return arg(Prim::argmax, x, ax
 Array argmin(const Array& x, std::int64_t axis) { return arg(Prim::argmin, x, axis); }
 
 Array dot_general(const Array& lhs, const Array& rhs, const DotDims& d) {
-  Params p;
+  PrimParams p;
   p.lhs_contract = d.lhs_contract;
   p.rhs_contract = d.rhs_contract;
   p.lhs_batch = d.lhs_batch;
@@ -90,19 +90,19 @@ Array dot_general(const Array& lhs, const Array& rhs, const DotDims& d) {
 }
 
 Array reshape(const Array& x, Shape shape) {
-  Params p;
+  PrimParams p;
   p.shape = std::move(shape);
   return bind1(Prim::reshape, {x}, p);
 }
 
 Array transpose(const Array& x, std::vector<std::int64_t> perm) {
-  Params p;
+  PrimParams p;
   p.perm = std::move(perm);
   return bind1(Prim::transpose, {x}, p);
 }
 
 Array broadcast_in_dim(const Array& x, Shape shape, std::vector<std::int64_t> dims) {
-  Params p;
+  PrimParams p;
   p.shape = std::move(shape);
   p.dims = std::move(dims);
   return bind1(Prim::broadcast_in_dim, {x}, p);
@@ -110,7 +110,7 @@ Array broadcast_in_dim(const Array& x, Shape shape, std::vector<std::int64_t> di
 
 Array slice(const Array& x, std::vector<std::int64_t> start, std::vector<std::int64_t> limit,
             std::vector<std::int64_t> strides) {
-  Params p;
+  PrimParams p;
   if (strides.empty()) strides.assign(start.size(), 1);
   p.start = std::move(start);
   p.limit = std::move(limit);
@@ -133,13 +133,13 @@ Array slice_in_dim(const Array& x, std::int64_t start, std::int64_t stop, std::i
 Array rev(const Array& x, std::vector<std::int64_t> axes) { return reduce(Prim::rev, x, std::move(axes)); }
 
 Array concatenate(const std::vector<Array>& xs, std::int64_t axis) {
-  Params p;
+  PrimParams p;
   p.axis = axis;
   return bind1(Prim::concatenate, xs, p);
 }
 
 Array pad(const Array& x, std::vector<std::int64_t> lo, std::vector<std::int64_t> hi, double value) {
-  Params p;
+  PrimParams p;
   p.lo = std::move(lo);
   p.hi = std::move(hi);
   p.value = value;
@@ -147,7 +147,7 @@ Array pad(const Array& x, std::vector<std::int64_t> lo, std::vector<std::int64_t
 }
 
 Array iota(DType d, Shape shape, std::int64_t dimension) {
-  Params p;
+  PrimParams p;
   p.dtype = d;
   p.shape = std::move(shape);
   p.axis = dimension;
@@ -155,7 +155,7 @@ Array iota(DType d, Shape shape, std::int64_t dimension) {
 }
 
 Array triangular_solve(const Array& a, const Array& b, const TriangularSolveOptions& o) {
-  Params p;
+  PrimParams p;
   p.left_side = o.left_side;
   p.lower = o.lower;
   p.transpose_a = o.transpose_a;

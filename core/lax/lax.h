@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "core/array/array.h"
-#include "core/prim/prim.h"
+#include "core/base/dtype.h"
 
 // jx::lax: one function per primitive, strict like jax.lax (no broadcasting, no promotion).
 namespace jx::lax {

@@ -10,7 +10,6 @@
 
 #include "core/array/array.h"
 #include "core/lax/lax.h"
-#include "core/prim/bind.h"
 
 // jx::np: the numpy-like API. Numpy broadcasting and dtype promotion (bool < int32 < float32 <
 // float64; C++ double scalars are weakly typed and take the array's float dtype), built on

@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include "core/np/np.h"
+#include "core/trace/trace.h"
 
 namespace jx::np::detail {
 

@@ -45,7 +45,7 @@ void require_square(Prim p, const AVal& a) {
     fail(p, fmt::format("expected a (batch of) square matrices, got {}", a.str()));
 }
 
-std::vector<AVal> dot_general_aval(Prim p, const AVal& l, const AVal& r, const Params& pr) {
+std::vector<AVal> dot_general_aval(Prim p, const AVal& l, const AVal& r, const PrimParams& pr) {
   if (l.dtype != r.dtype) fail(p, "operand dtypes differ: " + operands({l, r}));
   require_numeric(p, l);
   if (pr.lhs_contract.size() != pr.rhs_contract.size() || pr.lhs_batch.size() != pr.rhs_batch.size())
@@ -72,7 +72,7 @@ std::vector<AVal> dot_general_aval(Prim p, const AVal& l, const AVal& r, const P
   return {{l.dtype, out}};
 }
 
-std::vector<AVal> movement_aval(Prim p, const std::vector<AVal>& in, const Params& pr) {
+std::vector<AVal> movement_aval(Prim p, const std::vector<AVal>& in, const PrimParams& pr) {
   const AVal& a = in[0];
   const std::size_t nd = a.ndim();
   switch (p) {
@@ -153,7 +153,7 @@ std::vector<AVal> movement_aval(Prim p, const std::vector<AVal>& in, const Param
 namespace {
 
 // reduce_sum/prod/max/min and argmax/argmin: the operand's shape without the reduced axes.
-std::vector<AVal> reduction_aval(Prim p, const AVal& a, const Params& pr) {
+std::vector<AVal> reduction_aval(Prim p, const AVal& a, const PrimParams& pr) {
   if (p == Prim::argmax || p == Prim::argmin) {
     check_axes_unique(p, {pr.axis}, a.ndim(), a);
     if (a.shape[pr.axis] == 0) fail(p, fmt::format("empty axis {} of {}", pr.axis, a.str()));
@@ -172,7 +172,7 @@ std::vector<AVal> reduction_aval(Prim p, const AVal& a, const Params& pr) {
   return {{a.dtype, out}};
 }
 
-std::vector<AVal> iota_aval(Prim p, const Params& pr) {
+std::vector<AVal> iota_aval(Prim p, const PrimParams& pr) {
   if (pr.dtype == DType::bool_) fail(p, "dtype must be numeric");
   for (auto d : pr.shape)
     if (d < 0) fail(p, fmt::format("negative dimension in shape {}", shape_str(pr.shape)));
@@ -182,7 +182,7 @@ std::vector<AVal> iota_aval(Prim p, const Params& pr) {
 }
 
 // lax.scan: operands (consts, init, xs) against the body's inputs; carries in and out agree.
-std::vector<AVal> scan_aval(Prim p, const std::vector<AVal>& in, const Params& pr) {
+std::vector<AVal> scan_aval(Prim p, const std::vector<AVal>& in, const PrimParams& pr) {
   if (!pr.body) fail(p, "missing body");
   const auto bin = pr.body->in_avals(), bout = pr.body->out_avals();
   const std::size_t nc = pr.num_consts, nk = pr.num_carry;
@@ -208,7 +208,7 @@ std::vector<AVal> scan_aval(Prim p, const std::vector<AVal>& in, const Params& p
 }
 
 // cond: an int32[] index, then operands every branch takes; every branch returns branch 0's types.
-std::vector<AVal> cond_aval(Prim p, const std::vector<AVal>& in, const Params& pr) {
+std::vector<AVal> cond_aval(Prim p, const std::vector<AVal>& in, const PrimParams& pr) {
   if (pr.branches.empty()) fail(p, "no branches");
   if (in.empty() || !(in[0] == AVal{DType::int32, {}}))
     fail(p, fmt::format("the index must be int32[], got {}", in.empty() ? "nothing" : in[0].str()));
@@ -223,7 +223,7 @@ std::vector<AVal> cond_aval(Prim p, const std::vector<AVal>& in, const Params& p
 }
 
 // while_loop: (cond consts, body consts, carry); cond maps to bool[], body keeps the carry's types.
-std::vector<AVal> while_aval(Prim p, const std::vector<AVal>& in, const Params& pr) {
+std::vector<AVal> while_aval(Prim p, const std::vector<AVal>& in, const PrimParams& pr) {
   if (!pr.body || !pr.cond) fail(p, "missing body or cond");
   const auto cin = pr.cond->in_avals(), cout = pr.cond->out_avals(), bin = pr.body->in_avals(),
              bout = pr.body->out_avals();
@@ -241,7 +241,7 @@ std::vector<AVal> while_aval(Prim p, const std::vector<AVal>& in, const Params& 
 }
 
 // associative_scan: elements of one length along the axis, combined by the body one slice at a time.
-std::vector<AVal> associative_scan_aval(Prim p, const std::vector<AVal>& in, const Params& pr) {
+std::vector<AVal> associative_scan_aval(Prim p, const std::vector<AVal>& in, const PrimParams& pr) {
   if (!pr.body) fail(p, "missing body");
   const auto bin = pr.body->in_avals(), bout = pr.body->out_avals();
   const std::size_t nc = pr.num_consts, k = in.size() - std::min(in.size(), nc);
@@ -260,7 +260,7 @@ std::vector<AVal> associative_scan_aval(Prim p, const std::vector<AVal>& in, con
 }
 
 // lu (factors, pivots, permutation) and triangular_solve (the right-hand side's type).
-std::vector<AVal> linalg_aval(Prim p, const std::vector<AVal>& in, const Params& pr) {
+std::vector<AVal> linalg_aval(Prim p, const std::vector<AVal>& in, const PrimParams& pr) {
   if (p == Prim::lu) {
     require_square(p, in[0]);
     Shape batch(in[0].shape.begin(), in[0].shape.end() - 2);
@@ -280,7 +280,7 @@ std::vector<AVal> linalg_aval(Prim p, const std::vector<AVal>& in, const Params&
 
 }  // namespace
 
-std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const Params& pr) {
+std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const PrimParams& pr) {
   const int arity = prim_arity(p);
   if (arity >= 0 && static_cast<int>(in.size()) != arity)
     fail(p, fmt::format("expected {} operands, got {}", arity, in.size()));

@@ -45,7 +45,7 @@ std::string tup(const std::vector<std::int64_t>& v) {
 }
 }  // namespace
 
-std::string Params::str(Prim p) const {
+std::string PrimParams::str(Prim p) const {
   switch (p) {
     case Prim::neg:
     case Prim::exp:

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/array/shape.h"
+#include "core/base/shape.h"
 
 namespace jx {
 
@@ -39,7 +39,7 @@ PrimKind prim_kind(Prim p);
 // Static parameters of a primitive application. One flat struct rather than a variant per
 // primitive: each primitive reads only the fields its rule documents, the rest stay default,
 // and equality/hash/printing cover all of them (the jit cache key needs exactly that).
-struct Params {
+struct PrimParams {
   std::vector<std::int64_t> axes;                   // reduce_*: reduced axes; rev: flipped axes
   std::int64_t axis = 0;                            // argmax/argmin, concatenate; iota: dimension
   Shape shape;                                      // reshape, broadcast_in_dim, iota: output shape
@@ -66,7 +66,7 @@ struct Params {
   // batched.size()) (the batched body's own hoisted constants); batched[i] is 1 where operand i of
   // those has the batch axis of `batch_size` (consts and scan carries: axis 0; scan xs: axis 1,
   // after the scan axis; associative-scan leaves: right after `axis`). A hint: not printed, and a
-  // primitive without it means the same; a rule that copies these Params for another body clears it.
+  // primitive without it means the same; a rule that copies these PrimParams for another body clears it.
   std::shared_ptr<const SubProgram> unbatched;
   std::int64_t batch_size = 0;
   std::vector<std::int64_t> batched;
@@ -83,7 +83,7 @@ struct Params {
   // cond (lax.cond / lax.switch): operands index (int32[]) | ops; branches[k](ops...) -> outs
   std::vector<std::shared_ptr<const SubProgram>> branches;
 
-  bool operator==(const Params&) const = default;
+  bool operator==(const PrimParams&) const = default;
   std::string str(Prim p) const;  // only the fields p uses, JAX style: "axes=(0, 1)"
 };
 

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "core/array/errors.h"
+#include "core/base/errors.h"
 
 namespace jx::replay {
 namespace {

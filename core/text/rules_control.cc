@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/text/rules.h"
-#include "core/trace/control_internal.h"
+#include "core/transform/control_internal.h"
 
 namespace jx::text {
 namespace {
@@ -70,7 +70,7 @@ std::vector<Array> scan(Call& c) {
   const std::int64_t length = c.int_param("length");
   auto [nc, nk] = scan_split(c, sub, length);
   auto [body, hoisted] = body_of(c, sub);
-  Params p;
+  PrimParams p;
   p.num_consts = nc + int(hoisted.size());
   p.num_carry = nk;
   p.length = length;
@@ -85,7 +85,7 @@ std::vector<Array> scan(Call& c) {
 std::vector<Array> associative_scan(Call& c) {
   auto [body, hoisted] = body_of(c, c.jaxpr_param("jaxpr"));
   if (!hoisted.empty()) c.fail("a combine that makes array constants is not supported");
-  Params p;
+  PrimParams p;
   p.axis = c.int_param("axis");
   p.reverse = c.flag("reverse", false);
   p.num_consts = c.count_param("num_consts");
@@ -106,7 +106,7 @@ std::vector<Array> while_loop(Call& c) {
   const std::size_t cc = static_cast<std::size_t>(c.count_param("cond_nconsts")),
                     bc = static_cast<std::size_t>(c.count_param("body_nconsts"));
   if (cc + bc > c.in.size()) c.fail("more constants than operands");
-  Params p;
+  PrimParams p;
   p.cond = cond;
   p.body = body;
   p.cond_consts = static_cast<int>(ch.size() + cc);
@@ -123,7 +123,7 @@ std::vector<Array> while_loop(Call& c) {
 std::vector<Array> cond(Call& c) {
   const Value& br = c.param("branches");
   if (br.kind != Value::Kind::tuple || br.items.empty()) c.fail("branches must be a tuple of jaxprs");
-  Params p;
+  PrimParams p;
   std::vector<Array> consts;
   std::vector<std::shared_ptr<const JaxprBody>> bodies;
   for (const Value& b : br.items) {

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/array/errors.h"
+#include "core/base/errors.h"
 
 namespace jx::text {
 

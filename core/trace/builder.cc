@@ -64,7 +64,7 @@ Atom JaxprBuilder::atom(const Array& x) {
   return {v};
 }
 
-std::vector<Array> JaxprBuilder::process(Prim p, const std::vector<Array>& args, const Params& params) {
+std::vector<Array> JaxprBuilder::process(Prim p, const std::vector<Array>& args, const PrimParams& params) {
   Eqn e{p, params, {}, {}};
   std::vector<AVal> in;
   for (const Array& a : args) {

@@ -3,11 +3,10 @@
 #include <map>
 
 #include "core/ir/jaxpr.h"
+#include "core/trace/make_jaxpr.h"
 #include "core/trace/trace.h"
 
 namespace jx {
-
-using FlatFn = std::function<std::vector<Array>(const std::vector<Array>&)>;
 
 // Records every primitive applied to its tracers as a jaxpr equation. Operands that are not its
 // own tracers (concrete arrays, tracers of lower-level transformations) become constants, owned
@@ -15,7 +14,7 @@ using FlatFn = std::function<std::vector<Array>(const std::vector<Array>&)>;
 class JaxprBuilder final : public MainTrace {
  public:
   std::string_view kind() const override { return "jaxpr"; }
-  std::vector<Array> process(Prim p, const std::vector<Array>& args, const Params& params) override;
+  std::vector<Array> process(Prim p, const std::vector<Array>& args, const PrimParams& params) override;
   Array new_arg(const AVal& aval);
   Atom atom(const Array& x);
   ClosedJaxpr finish(const std::vector<Array>& outs);
@@ -26,7 +25,6 @@ class JaxprBuilder final : public MainTrace {
   std::map<std::pair<int, std::uintptr_t>, int> const_ids_;
 };
 
-// Traces fn on abstract arguments of avals `in` (typechecked).
 // replay borrowed_residuals: the jvp trace notes which tracer each primal value came from; a
 // builder constant made from such a value borrows that tracer's liveness.
 void note_borrow(const Array& primal, const std::shared_ptr<Tracer>& from);
@@ -36,7 +34,5 @@ void clear_borrows();
 // after the jitted computation ran. The check defers the error here; jit throws it after the run.
 void defer_disposal_error(std::string message);
 std::string take_deferred_disposal_error();  // "" when none; clears it
-
-ClosedJaxpr make_jaxpr_flat(const FlatFn& fn, const std::vector<AVal>& in);
 
 }  // namespace jx

@@ -5,9 +5,43 @@
 
 #include "core/array/array.h"
 #include "core/array/tracer.h"
+#include "core/ir/jaxpr.h"
 #include "core/prim/prim.h"
 
 namespace jx {
+
+class Backend;
+struct Op;
+
+// Applies a primitive (Autodidax's bind): to the highest-level transformation among the
+// operands' tracers and the dynamic trace, or, with concrete operands only, eval_bind.
+std::vector<Array> bind(Prim p, const std::vector<Array>& args, const PrimParams& params = {});
+Array bind1(Prim p, const std::vector<Array>& args, const PrimParams& params = {});
+// The bottom of the stack: the dispatcher evaluates on concrete arrays.
+std::vector<Array> eval_bind(Prim p, const std::vector<Array>& args, const PrimParams& params);
+// Binds each equation in order: concrete values evaluate, tracers are traced further.
+std::vector<Array> eval_jaxpr(const Jaxpr& j, const std::vector<Array>& consts, const std::vector<Array>& args);
+
+// How primitives run on concrete arrays: the one object through which this layer reaches the
+// layers above it. The default runs what a backend prepares alone (Backend::prepare) and
+// refuses the rest; the JIT (core/jit/dispatch.cc) registers one that also runs control
+// primitives (compiled where the backend can, else on the host) and, on kernel-only backends
+// (vulkan), an eager primitive as a one-equation program.
+class Dispatcher {
+ public:
+  virtual ~Dispatcher() = default;
+  // Validates (abstract_eval, operands on one backend), then runs: control primitives through
+  // apply_control, others prepared on the operands' backend (the default one for nullary
+  // primitives), or through apply_unprepared where the backend returns no executable.
+  std::vector<Array> apply(Prim p, const std::vector<Array>& args, const PrimParams& params);
+
+ protected:
+  virtual std::vector<Array> apply_control(Prim p, const std::vector<Array>& args, const PrimParams& params);
+  virtual std::vector<Array> apply_unprepared(const Op& op, const std::vector<Array>& args, Backend& be);
+};
+// The registered dispatcher (the default until one is set); set_dispatcher(nullptr) restores it.
+Dispatcher& dispatcher();
+void set_dispatcher(Dispatcher* d);
 
 // One running transformation (a jvp, a jaxpr build, a vmap): Autodidax's MainTrace and Trace in
 // one object. Levels grow with nesting; bind() sends a primitive to the highest-level main among
@@ -16,7 +50,7 @@ class MainTrace : public std::enable_shared_from_this<MainTrace> {
  public:
   virtual ~MainTrace() = default;
   virtual std::string_view kind() const = 0;
-  virtual std::vector<Array> process(Prim p, const std::vector<Array>& args, const Params& params) = 0;
+  virtual std::vector<Array> process(Prim p, const std::vector<Array>& args, const PrimParams& params) = 0;
   int level = 0;
   bool active = true;
 };

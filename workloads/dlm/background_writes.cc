@@ -1,5 +1,7 @@
 #include "workloads/dlm/background_writes.h"
 
+#include "core/backends/backend.h"
+
 namespace jx::dlm {
 
 namespace {

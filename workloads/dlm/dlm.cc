@@ -5,6 +5,8 @@
 #include <cmath>
 #include <span>
 
+#include "core/backends/backend.h"
+#include "core/instrument/instrument.h"
 #include "workloads/dlm/dlm_assoc.h"
 #include "workloads/dlm/dlm_steps.h"
 

@@ -1,5 +1,6 @@
 #include "workloads/dlm/dlm_stream.h"
 
+#include "core/backends/backend.h"
 #include "workloads/dlm/background_writes.h"
 #include "workloads/dlm/dlm_io.h"
 #include "workloads/dlm/dlm_steps.h"

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "core/backends/backend.h"
 #include "workloads/dlm/dlm_npz.h"
 #include "workloads/dlm/dlm_output_file.h"
 

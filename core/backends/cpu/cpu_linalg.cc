@@ -38,7 +38,7 @@ void cholesky(const T* a, T* l, std::int64_t n, std::int64_t batch) {
 
 template <class T>
 void triangular_solve(const T* a, const T* b, T* x, std::int64_t n, std::int64_t k, std::int64_t batch,
-                      const Params& p) {
+                      const PrimParams& p) {
   // Solve M y = r for each right-hand side, with M(i, j) = op(A)(i, j) on the left side and
   // op(A)(j, i) on the right side (X op(A) = B  <=>  op(A)ᵀ Xᵀ = Bᵀ).
   const bool tr = p.transpose_a != !p.left_side;

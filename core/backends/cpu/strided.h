@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/array/shape.h"
+#include "core/base/shape.h"
 
 namespace jx {
 

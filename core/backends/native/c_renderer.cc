@@ -4,7 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "core/array/errors.h"
+#include "core/base/errors.h"
 #include "core/instrument/faults.h"
 
 namespace jx::native {

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "core/array/errors.h"
+#include "core/base/errors.h"
 #include "core/backends/native/c_renderer.h"
 
 namespace jx::native {

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "core/array/errors.h"
+#include "core/base/errors.h"
 #include "core/instrument/instrument.h"
 
 namespace fs = std::filesystem;

@@ -63,7 +63,7 @@ std::string cholesky_code(const MatrixCode& c, const LoadFn& load, const InPlace
 // in scope), with M(i, j) = op(A)(i, j) (left) or op(A)(j, i) (right), solved forward (M lower) or
 // backward. Right-hand sides are independent: the caller loops over them or strides them.
 std::string triangular_column_code(const Op& op, const MatrixCode& c, const LoadFn& load, const InPlace& X) {
-  const Params& p = op.params;
+  const PrimParams& p = op.params;
   const std::int64_t n = c.n, nk = op.in[1].size() / std::max<std::int64_t>(linalg_matrices(op), 1), k = nk / n;
   const bool tr = p.transpose_a != !p.left_side, lower = p.lower != tr;
   auto M = [&](const std::string& i, const std::string& j) {

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <fmt/format.h>
 
-#include "core/array/errors.h"
+#include "core/base/errors.h"
 
 namespace jx::vk {
 
@@ -553,7 +553,7 @@ bool routine_inlines(Prim p) {
 std::string routine_element_code(const Op& op, const std::string& elem, Shader& sh,
                                  const std::function<std::string(int, const std::string&)>& load,
                                  const StoreFn& store) {
-  const Params& p = op.params;
+  const PrimParams& p = op.params;
   const AVal& out = op.out[0];
   auto rm_offset = [](const Shape& sh_, const std::vector<std::string>& names) {  // row-major offset expression
     std::string e = "0";

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <mutex>
 
-#include "core/array/errors.h"
+#include "core/base/errors.h"
 
 namespace jx::vk {
 namespace {

@@ -15,7 +15,7 @@ std::string result_name(VkResult r);
 // Throws BackendError "vulkan: <what> failed: VK_ERROR_..." unless r is VK_SUCCESS.
 void check(VkResult r, const char* what);
 
-// Set once the process's exit handlers run without vulkan::shutdown() having been called: from
+// Set once the process's exit handlers run without jx::shutdown() having been called: from
 // then on no Vulkan object is destroyed (the OS reclaims them). lavapipe's libLLVM registers some
 // of its static objects (the JIT's GDB listener) on first compile, after our exit handler, so they
 // are destroyed before it runs: destroying a pipeline or compiling a shader then touches freed memory.

@@ -7,7 +7,7 @@
 #include <glslang/Public/ShaderLang.h>
 #include <glslang/SPIRV/GlslangToSpv.h>
 
-#include "core/array/errors.h"
+#include "core/base/errors.h"
 
 namespace jx::vk {
 namespace {

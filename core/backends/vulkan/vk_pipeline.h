@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/array/errors.h"
+#include "core/base/errors.h"
 #include "core/backends/vulkan/vk_context.h"
 
 namespace jx::vk {

@@ -54,20 +54,8 @@ bool checked_shared();
 // Submits recorded work and waits for it (the host normally waits only when it reads data);
 // nothing to do when the backend never started or was shut down.
 void synchronize();
-// Submits what is recorded, waits, and destroys every Vulkan object, the instance included; the
-// backend is unavailable afterwards (arrays still on it only drop their references). No-op when
-// the backend was never started or is already shut down. Call it (or hold a ShutdownAtExit)
-// before main returns: without it the exit handler submits and destroys nothing and leaves the
-// device to the OS, as a driver may have freed its own static state by then (lavapipe's LLVM
-// does), and work still running on the driver's threads races with the exit handlers.
-void shutdown();
-// shutdown() when it leaves scope: the first line of main().
-struct ShutdownAtExit {
-  ShutdownAtExit() = default;
-  ShutdownAtExit(const ShutdownAtExit&) = delete;
-  ShutdownAtExit& operator=(const ShutdownAtExit&) = delete;
-  ~ShutdownAtExit() { shutdown(); }
-};
+// (Teardown: jx::shutdown() / jx::ShutdownAtExit in core/trace/trace.h drop the compiled
+// programs, then shut this backend down: submit, wait, destroy every Vulkan object.)
 // Validation messages (JX_VULKAN_VALIDATION=1 enables VK_LAYER_KHRONOS_validation).
 std::size_t validation_message_count();
 std::vector<std::string> validation_messages();

@@ -296,7 +296,6 @@ void VulkanBackend::reset_counters() {
 
 void VulkanBackend::shutdown(bool at_exit) {
   if (at_exit) mark_process_exiting();
-  clear_program_caches_for_shutdown();  // compiled programs drop their pipelines first
   std::lock_guard lock(mu_);
   if (!ctx_) return;
   if (!at_exit) {
@@ -320,8 +319,8 @@ void VulkanBackend::shutdown(bool at_exit) {
   pipes_.reset();
   ctx_.reset();  // the last reference: the device and the instance go (unless at_exit)
   info_.available = false;
-  info_.reason = at_exit ? "the vulkan backend was shut down (process exit)"
-                         : "the vulkan backend was shut down (vulkan::shutdown)";
+  info_.reason =
+      at_exit ? "the vulkan backend was shut down (process exit)" : "the vulkan backend was shut down (jx::shutdown)";
   g_instance = nullptr;
 }
 
@@ -538,9 +537,6 @@ std::string limits() { return instance()->profile(); }
 bool checked_shared() { return instance()->checked_shared(); }
 void synchronize() {
   if (g_instance) g_instance->synchronize();  // never started or shut down: nothing is pending
-}
-void shutdown() {
-  if (g_instance) g_instance->shutdown(false);
 }
 std::size_t validation_message_count() { return vk::validation_message_count(); }
 std::vector<std::string> validation_messages() { return vk::validation_messages(); }

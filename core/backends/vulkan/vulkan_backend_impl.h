@@ -182,10 +182,12 @@ class VulkanBackend final : public Backend {
   std::vector<vulkan::TimedPipeline> timings() const;
   void reset_timings();
 
-  // From the program (vulkan::shutdown()): submits what is recorded, waits for the device, then
-  // destroys every Vulkan object, the instance included. From the exit handler (at_exit): submits
-  // and destroys nothing (see process_exiting()); recorded work is dropped. Either way handles
-  // still alive afterwards only drop their references.
+  // From the program (jx::shutdown(), after the compiled programs dropped their pipelines):
+  // submits what is recorded, waits for the device, then destroys every Vulkan object, the
+  // instance included. From the exit handler (at_exit): submits and destroys nothing (see
+  // process_exiting()); recorded work is dropped. Either way handles still alive afterwards only
+  // drop their references.
+  void shutdown() override { shutdown(false); }
   void shutdown(bool at_exit);
 
  private:

@@ -4,8 +4,8 @@
 // params shifted by one axis. Linear-algebra routines batch over leading axes natively.
 #include <fmt/format.h>
 
-#include "core/trace/autodiff.h"
-#include "core/trace/rules_util.h"
+#include "core/transform/rules.h"
+#include "core/transform/rules_util.h"
 
 namespace jx {
 namespace {
@@ -46,7 +46,7 @@ class BatchTrace final : public MainTrace {
     return batch_axis_at(v, b, 0, size_);
   }
 
-  std::vector<Array> process(Prim p, const std::vector<Array>& args, const Params& params) override {
+  std::vector<Array> process(Prim p, const std::vector<Array>& args, const PrimParams& params) override {
     std::vector<Array> vals;
     std::vector<std::optional<std::int64_t>> bd;
     for (const Array& a : args) {
@@ -63,7 +63,7 @@ class BatchTrace final : public MainTrace {
  private:
   using Out = std::vector<std::pair<Array, std::optional<std::int64_t>>>;
 
-  Out all_front(Prim p, const std::vector<Array>& args, const Params& params) {
+  Out all_front(Prim p, const std::vector<Array>& args, const PrimParams& params) {
     std::vector<Array> f;
     for (const Array& a : args) f.push_back(front(a));
     Out o;
@@ -72,8 +72,8 @@ class BatchTrace final : public MainTrace {
   }
 
   Out rule(Prim p, const std::vector<Array>& args, const std::vector<Array>& vals,
-           const std::vector<std::optional<std::int64_t>>& bd, const Params& params) {
-    Params q = params;
+           const std::vector<std::optional<std::int64_t>>& bd, const PrimParams& params) {
+    PrimParams q = params;
     switch (p) {
       case Prim::neg:
       case Prim::exp:

@@ -9,10 +9,10 @@
 // assoc_transpose.cc).
 #include <fmt/format.h>
 
-#include "core/lax/control.h"
+#include "core/transform/control.h"
 #include "core/replay/policy.h"
-#include "core/trace/control_internal.h"
-#include "core/trace/autodiff.h"
+#include "core/transform/control_internal.h"
+#include "core/transform/rules.h"
 
 namespace jx {
 namespace {
@@ -73,7 +73,7 @@ std::vector<Array> assoc_tree(const lax::AssocFn& fn, const std::vector<Array>& 
   return out;
 }
 
-const Jaxpr& body_of(const Params& p) { return static_cast<const JaxprBody&>(*p.body).jaxpr; }
+const Jaxpr& body_of(const PrimParams& p) { return static_cast<const JaxprBody&>(*p.body).jaxpr; }
 
 }  // namespace
 
@@ -106,7 +106,7 @@ lax::AssocFn assoc_combine_fn(const Jaxpr& j, const std::vector<Array>& consts, 
 namespace {
 
 // The primitive's meaning in other primitives (ops: consts | elems).
-std::vector<Array> decompose(const std::vector<Array>& ops, const Params& p) {
+std::vector<Array> decompose(const std::vector<Array>& ops, const PrimParams& p) {
   const std::vector<Array> consts(ops.begin(), ops.begin() + p.num_consts),
       elems(ops.begin() + p.num_consts, ops.end());
   return assoc_tree(assoc_combine_fn(body_of(p), consts, static_cast<int>(p.axis)), elems, p.reverse,
@@ -116,7 +116,7 @@ std::vector<Array> decompose(const std::vector<Array>& ops, const Params& p) {
 }  // namespace
 
 // The same as a fold: carry = the first element, one combine per later element (a lax.scan).
-std::vector<Array> assoc_fold(const std::vector<Array>& ops, const Params& p) {
+std::vector<Array> assoc_fold(const std::vector<Array>& ops, const PrimParams& p) {
   const int ax = static_cast<int>(p.axis);
   const std::size_t nc = p.num_consts;
   const Jaxpr& j = body_of(p);
@@ -163,20 +163,20 @@ std::vector<Array> assoc_fold(const std::vector<Array>& ops, const Params& p) {
   return out;
 }
 
-const Jaxpr& assoc_body_jaxpr(const Params& p) { return body_of(p); }
+const Jaxpr& assoc_body_jaxpr(const PrimParams& p) { return body_of(p); }
 
-Jaxpr assoc_decomposition(const Params& p, const std::vector<AVal>& in, bool use_fold) {
+Jaxpr assoc_decomposition(const PrimParams& p, const std::vector<AVal>& in, bool use_fold) {
   return hoist(
              make_jaxpr_flat(
                  [&](const std::vector<Array>& ops) { return use_fold ? assoc_fold(ops, p) : decompose(ops, p); }, in))
       .first;
 }
 
-std::vector<Array> assoc_eval(const std::vector<Array>& ops, const Params& p) { return decompose(ops, p); }
+std::vector<Array> assoc_eval(const std::vector<Array>& ops, const PrimParams& p) { return decompose(ops, p); }
 
 std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Array>& x,
-                                                            const std::vector<std::optional<Array>>& t, const Params& p,
-                                                            bool linearizing) {
+                                                            const std::vector<std::optional<Array>>& t,
+                                                            const PrimParams& p, bool linearizing) {
   auto tan = [&](std::size_t i) { return t[i] ? *t[i] : np::zeros_like(x[i]); };
   const AssocGradForm form = !linearizing ? AssocGradForm::pairs
                              : replay::policy().models_recursive_assoc_grad()
@@ -231,7 +231,7 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
   for (std::size_t i : tc) ops.push_back(*t[i]);
   ops.insert(ops.end(), x.begin() + nc, x.end());
   for (std::size_t l : fl) ops.push_back(tan(nc + l));
-  Params q = p;
+  PrimParams q = p;
   q.num_consts = static_cast<int>(consts.size() + nt);
   q.body = std::make_shared<JaxprBody>(std::move(body));
   q.unbatched = nullptr;  // a vmapped scan's unbatched body is not its pair scan's
@@ -253,7 +253,7 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
 
 std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
     const std::vector<Array>& vals, const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
-    const Params& p) {
+    const PrimParams& p) {
   // The primitive stays whole: a batched leaf carries its batch axis right after the scan axis
   // (every leaf still scans along `axis`), a batched const in front, and the body is the combine
   // vmapped over those axes. A leaf is batched when its operand is, or when the combine makes its
@@ -300,13 +300,13 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
   for (std::size_t i = 0; i < nc; ++i) ops.push_back(bd[i] ? batch_axis_at(vals[i], bd[i], 0, size) : vals[i]);
   for (std::size_t l = 0; l < k; ++l)
     ops.push_back(leaf[l] ? batch_axis_at(vals[nc + l], bd[nc + l], ax + 1, size) : vals[nc + l]);
-  Params q = p;
+  PrimParams q = p;
   q.num_consts = static_cast<int>(hoisted.size() + nc);
   q.body = std::make_shared<JaxprBody>(std::move(body));
   q.tangent_of = nullptr;  // a batched pair scan's layout is not the one its transpose reads
   q.tangent_consts.clear();
   q.tangent_leaves.clear();
-  // per series it is the scan vmap was given (Params::unbatched): leaves batched right after the axis
+  // per series it is the scan vmap was given (PrimParams::unbatched): leaves batched right after the axis
   q.unbatched = p.body;
   q.batch_size = size;
   q.batched.clear();
@@ -350,7 +350,7 @@ std::vector<Array> associative_scan_flat(const AssocFn& fn, const std::vector<Ar
         return out;
       },
       avals));
-  Params p;
+  PrimParams p;
   p.num_consts = static_cast<int>(consts.size());
   p.axis = ax;
   p.reverse = reverse;

@@ -11,8 +11,9 @@
 
 #include "core/backends/backend.h"
 #include "core/instrument/instrument.h"
-#include "core/lax/control.h"
-#include "core/trace/control_internal.h"
+#include "core/transform/control.h"
+#include "core/transform/control_internal.h"
+#include "core/transform/rules.h"
 #include "core/trace/trace.h"
 
 namespace jx {
@@ -30,9 +31,9 @@ std::pair<Jaxpr, std::vector<Array>> hoist(ClosedJaxpr cj) {
 
 namespace {
 
-const Jaxpr& body_of(const Params& p) { return static_cast<const JaxprBody&>(*p.body).jaxpr; }
+const Jaxpr& body_of(const PrimParams& p) { return static_cast<const JaxprBody&>(*p.body).jaxpr; }
 
-// A vmapped scan's unbatched body (Params::unbatched, batch_size, batched).
+// A vmapped scan's unbatched body (PrimParams::unbatched, batch_size, batched).
 struct SeriesHint {
   std::shared_ptr<const SubProgram> unbatched;
   std::int64_t size = 0;
@@ -44,7 +45,7 @@ std::vector<Array> bind_scan(const FlatFn& fn, const std::vector<AVal>& in_avals
                              const std::vector<Array>& carry, const std::vector<Array>& xs, std::int64_t length,
                              bool reverse, unsigned require, const SeriesHint& series = {}) {
   auto [j, hoisted] = hoist(make_jaxpr_flat(fn, in_avals));
-  Params p;
+  PrimParams p;
   p.unbatched = series.unbatched;
   p.batch_size = series.size;
   p.batched = series.batched;
@@ -77,11 +78,7 @@ unsigned mask_of(const std::vector<ScanPath>& ps) {
   return m;
 }
 
-ScanCompiler g_compiler = nullptr;
-
 }  // namespace
-
-void set_scan_compiler(ScanCompiler c) { g_compiler = c; }
 
 // Reports a path choice (event + callback) and enforces require_path.
 void report_scan_path(ScanPath path, const std::string& backend, const std::string& why, unsigned require) {
@@ -106,7 +103,7 @@ void report_scan_path(ScanPath path, const std::string& backend, const std::stri
 namespace {
 
 // The host loop: one body evaluation per step.
-std::vector<Array> run_fallback(const FlatFn& body, const Params& p, const std::vector<Array>& ops,
+std::vector<Array> run_fallback(const FlatFn& body, const PrimParams& p, const std::vector<Array>& ops,
                                 const std::vector<AVal>& y_avals) {
   const std::size_t nc = p.num_consts, nk = p.num_carry;
   std::vector<Array> consts(ops.begin(), ops.begin() + nc);
@@ -141,32 +138,28 @@ std::vector<Array> run_fallback(const FlatFn& body, const Params& p, const std::
   return res;
 }
 
-std::vector<Array> control_eval(Prim prim, const std::vector<Array>& ops, const Params& p) {
+}  // namespace
+
+std::vector<Array> control_eval(Prim prim, const std::vector<Array>& ops, const PrimParams& p,
+                                const CompiledControl& compiled) {
   if (prim == Prim::while_loop) return while_eval(ops, p);
   if (prim == Prim::cond) return cond_eval(ops, p);
   if (prim != Prim::scan && prim != Prim::associative_scan)
     throw Error(fmt::format("no control implementation for {}", prim_name(prim)));
   std::string why = "no scan compiler is linked";
-  if (g_compiler)
-    if (auto r = g_compiler(prim, p, ops, why)) return *r;
+  if (compiled)
+    if (auto r = compiled(prim, p, ops, why)) return *r;
   if (prim == Prim::associative_scan) return assoc_eval(ops, p);
   const Jaxpr& j = body_of(p);
   return scan_host_loop([&](const std::vector<Array>& in) { return eval_jaxpr(j, {}, in); }, p, ops, why);
 }
 
-const bool g_registered = [] {
-  set_control_impl(&control_eval);
-  return true;
-}();
-
-}  // namespace
-
-const Jaxpr& scan_body_jaxpr(const Params& p) { return body_of(p); }
-const Jaxpr* unbatched_jaxpr(const Params& p) {
+const Jaxpr& scan_body_jaxpr(const PrimParams& p) { return body_of(p); }
+const Jaxpr* unbatched_jaxpr(const PrimParams& p) {
   return p.unbatched ? &static_cast<const JaxprBody&>(*p.unbatched).jaxpr : nullptr;
 }
 
-std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std::vector<Array>& ops,
+std::vector<Array> scan_host_loop(const FlatFn& body, const PrimParams& p, const std::vector<Array>& ops,
                                   const std::string& why) {
   const Backend& be = ops.empty() ? default_backend() : ops[0].backend();
   report_scan_path(ScanPath::fallback, be.info().backend, fmt::format("{} steps as a host loop: {}", p.length, why),
@@ -176,15 +169,6 @@ std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std
   return run_fallback(body, p, ops, y_avals);
 }
 
-std::string_view scan_path_name(ScanPath p) {
-  switch (p) {
-    case ScanPath::fused: return "fused";
-    case ScanPath::preencoded: return "preencoded";
-    case ScanPath::fallback: return "fallback";
-  }
-  return "?";
-}
-
 void set_scan_path_callback(ScanPathCallback cb) {
   std::lock_guard lock(g_cb_mu);
   g_cb = std::move(cb);
@@ -192,7 +176,6 @@ void set_scan_path_callback(ScanPathCallback cb) {
 
 std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const std::vector<Array>& init,
                              const std::vector<Array>& xs, const ScanOptions& o) {
-  (void)g_registered;
   if (num_carry != init.size())
     throw ShapeError(fmt::format("scan: {} carries declared, {} given", num_carry, init.size()));
   std::optional<std::int64_t> length = o.length;
@@ -225,7 +208,7 @@ std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const st
 // ---- jvp ----
 std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim prim, const std::vector<Array>& x,
                                                               const std::vector<std::optional<Array>>& t,
-                                                              const Params& p, bool linearizing) {
+                                                              const PrimParams& p, bool linearizing) {
   if (prim == Prim::associative_scan) return assoc_jvp(x, t, p, linearizing);
   if (prim == Prim::while_loop) return while_jvp(x, t, p, linearizing);
   if (prim == Prim::cond) return cond_jvp(x, t, p, linearizing);
@@ -279,7 +262,7 @@ std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim prim, const s
 
 // ---- transpose ----
 std::vector<std::optional<Array>> control_transpose(Prim prim, const std::vector<LinearIn>& in,
-                                                    const std::vector<Array>& cts, const Params& p) {
+                                                    const std::vector<Array>& cts, const PrimParams& p) {
   if (prim == Prim::associative_scan) return assoc_transpose(in, cts, p);
   if (prim == Prim::cond) return cond_transpose(in, cts, p);
   if (prim == Prim::while_loop)
@@ -361,7 +344,7 @@ std::vector<std::optional<Array>> control_transpose(Prim prim, const std::vector
 // ---- vmap ----
 std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(
     Prim prim, const std::vector<Array>& vals, const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
-    const Params& p) {
+    const PrimParams& p) {
   if (prim == Prim::associative_scan) return assoc_batch(vals, bd, size, p);
   if (prim == Prim::while_loop) return while_batch(vals, bd, size, p);
   if (prim == Prim::cond) return cond_batch(vals, bd, size, p);

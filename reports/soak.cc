@@ -1,4 +1,4 @@
-#include "scenarios/soak.h"
+#include "reports/soak.h"
 
 #include <chrono>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "core/array/shape.h"
+#include "core/base/shape.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

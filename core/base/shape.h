@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "core/array/dtype.h"
+#include "core/base/dtype.h"
 
 namespace jx {
 

@@ -3,8 +3,8 @@
 // dropped by the JVP trace, so rules for comparisons etc. return nullopt.
 #include <fmt/format.h>
 
-#include "core/trace/autodiff.h"
-#include "core/trace/rules_util.h"
+#include "core/transform/rules.h"
+#include "core/transform/rules_util.h"
 
 namespace jx {
 
@@ -64,7 +64,7 @@ Array max_min_jvp(const Array& x, const Array& t, const Array& y, const std::vec
 }
 
 // Triangle of a tangent matrix that triangular_solve actually reads.
-Array read_triangle(const Array& da, const Params& p) {
+Array read_triangle(const Array& da, const PrimParams& p) {
   return tri(da, p.lower ? (p.unit_diagonal ? Tri::strictly_lower : Tri::lower)
                          : (p.unit_diagonal ? Tri::strictly_upper : Tri::upper));
 }
@@ -72,7 +72,7 @@ Array read_triangle(const Array& da, const Params& p) {
 }  // namespace
 
 std::vector<Opt> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector<Opt>& t, const std::vector<Array>& y,
-                          const Params& params) {
+                          const PrimParams& params) {
   auto T = [&](std::size_t i) { return t[i] ? *t[i] : np::zeros_like(x[i]); };
   switch (p) {
     case Prim::neg: return {neg_opt(t[0])};
@@ -142,7 +142,7 @@ std::vector<Opt> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector
     case Prim::slice:
     case Prim::rev: return {bind1(p, {T(0)}, params)};
     case Prim::pad: {
-      Params q = params;
+      PrimParams q = params;
       q.value = 0.0;  // the padding value is a constant
       return {bind1(p, {T(0)}, q)};
     }

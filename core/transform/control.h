@@ -8,17 +8,12 @@
 #include <optional>
 #include <string>
 
-#include "core/trace/autodiff.h"
+#include "core/base/scan_path.h"
 #include "core/np/np.h"
 #include "core/trace/pytree.h"
+#include "core/transform/autodiff.h"
 
 namespace jx {
-
-// How a scan runs: the whole loop without a host round trip per step (fused), every step's
-// dispatches recorded into one submission (preencoded, GPU backends), or a host loop running
-// the body once per step (fallback).
-enum class ScanPath : std::uint8_t { fused = 1, preencoded = 2, fallback = 4 };
-std::string_view scan_path_name(ScanPath p);
 
 using ScanPathCallback = std::function<void(ScanPath path, const std::string& backend, const std::string& details)>;
 void set_scan_path_callback(ScanPathCallback cb);  // nullptr: none
@@ -40,26 +35,6 @@ std::vector<Array> while_loop_flat(const FlatFn& cond, const FlatFn& body, const
 // Flat scan: body(consts..., carry..., x...) -> (carry..., y...). Returns (carry..., ys...).
 std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const std::vector<Array>& init,
                              const std::vector<Array>& xs, const ScanOptions& o = {});
-
-// The scan body's jaxpr (from a scan eqn's params), and the host loop that runs it with `body`
-// (reports the path choice and enforces require_path). Used by compiled programs.
-const Jaxpr& scan_body_jaxpr(const Params& p);
-// A vmapped scan's or associative scan's body before batching (Params::unbatched), or nullptr.
-const Jaxpr* unbatched_jaxpr(const Params& p);
-std::vector<Array> scan_host_loop(const FlatFn& body, const Params& p, const std::vector<Array>& ops,
-                                  const std::string& why);
-// Emits the scan-path event and callback, logs at debug level 1, enforces require_path.
-void report_scan_path(ScanPath path, const std::string& backend, const std::string& details, unsigned require);
-// An associative_scan eqn's combine body (consts..., a..., b...) -> c... on single elements, and
-// its decomposition into other primitives over operand avals `in`: the odd/even recursion, or
-// (fold) a sequential lax.scan for backends that compile loops.
-const Jaxpr& assoc_body_jaxpr(const Params& p);
-Jaxpr assoc_decomposition(const Params& p, const std::vector<AVal>& in, bool fold);
-// The JIT layer registers how to run a control primitive (scan, associative_scan) compiled on a
-// backend (nullopt: not possible, with the reason in `why`); eager applications try it first.
-using ScanCompiler = std::optional<std::vector<Array>> (*)(Prim prim, const Params& p, const std::vector<Array>& ops,
-                                                           std::string& why);
-void set_scan_compiler(ScanCompiler c);
 
 namespace lax {
 

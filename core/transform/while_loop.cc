@@ -7,7 +7,8 @@
 // false keeps its carry (select), as JAX's batching rule does.
 #include <fmt/format.h>
 
-#include "core/trace/control_internal.h"
+#include "core/transform/control_internal.h"
+#include "core/transform/rules.h"
 #include "core/trace/trace.h"
 
 namespace jx {
@@ -32,7 +33,7 @@ std::vector<Array> bind_while(const FlatFn& cond, const std::vector<AVal>& cond_
                               const std::vector<Array>& bc, const std::vector<Array>& init) {
   auto [cj, ch] = hoist(make_jaxpr_flat(cond, cond_in));
   auto [bj, bh] = hoist(make_jaxpr_flat(body, body_in));
-  Params p;
+  PrimParams p;
   p.cond = std::make_shared<JaxprBody>(std::move(cj));
   p.body = std::make_shared<JaxprBody>(std::move(bj));
   p.cond_consts = static_cast<int>(ch.size() + cc.size());
@@ -66,7 +67,7 @@ std::vector<Array> while_loop_flat(const FlatFn& cond, const FlatFn& body, const
   return bind_while(checked_cond, in, checked_body, in, {}, {}, init);
 }
 
-std::vector<Array> while_eval(const std::vector<Array>& ops, const Params& p) {
+std::vector<Array> while_eval(const std::vector<Array>& ops, const PrimParams& p) {
   const std::size_t cc = p.cond_consts, bc = p.num_consts;
   const auto cconsts = part(ops, 0, cc), bconsts = part(ops, cc, bc);
   std::vector<Array> carry = part(ops, cc + bc, ops.size() - cc - bc);
@@ -76,8 +77,8 @@ std::vector<Array> while_eval(const std::vector<Array>& ops, const Params& p) {
 }
 
 std::pair<std::vector<Array>, std::vector<Array>> while_jvp(const std::vector<Array>& x,
-                                                            const std::vector<std::optional<Array>>& t, const Params& p,
-                                                            bool linearizing) {
+                                                            const std::vector<std::optional<Array>>& t,
+                                                            const PrimParams& p, bool linearizing) {
   const std::size_t cc = p.cond_consts, bc = p.num_consts, nk = x.size() - cc - bc;
   std::vector<Array> tan;
   for (std::size_t i = 0; i < x.size(); ++i) tan.push_back(t[i] ? *t[i] : np::zeros_like(x[i]));
@@ -101,7 +102,7 @@ std::pair<std::vector<Array>, std::vector<Array>> while_jvp(const std::vector<Ar
 
 std::vector<std::pair<Array, std::optional<std::int64_t>>> while_batch(
     const std::vector<Array>& vals, const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
-    const Params& p) {
+    const PrimParams& p) {
   const std::size_t cc = p.cond_consts, bc = p.num_consts, nk = vals.size() - cc - bc;
   const Jaxpr &cond = jaxpr_of(p.cond), &body = jaxpr_of(p.body);
   std::vector<Array> ops;

@@ -6,7 +6,7 @@
 
 #include "core/replay/policy.h"
 #include "core/np/np.h"
-#include "core/trace/autodiff.h"
+#include "core/transform/rules.h"
 #include "core/trace/builder.h"
 #include "core/trace/trace.h"
 

@@ -11,13 +11,16 @@
 #include <algorithm>
 #include <fmt/format.h>
 
-#include "core/trace/control_internal.h"
+#include "core/transform/control_internal.h"
+#include "core/transform/rules.h"
 #include "core/trace/trace.h"
 
 namespace jx {
 namespace {
 
-const Jaxpr& branch(const Params& p, std::size_t k) { return static_cast<const JaxprBody&>(*p.branches.at(k)).jaxpr; }
+const Jaxpr& branch(const PrimParams& p, std::size_t k) {
+  return static_cast<const JaxprBody&>(*p.branches.at(k)).jaxpr;
+}
 
 std::vector<AVal> avals(const std::vector<Array>& v) {
   std::vector<AVal> a;
@@ -41,7 +44,7 @@ std::vector<Array> bind_cond(const Array& index, const std::vector<FlatFn>& fns,
     js.push_back(std::move(j));
     consts.push_back(std::move(c));
   }
-  Params p;
+  PrimParams p;
   std::vector<Array> operands{index};
   for (const auto& c : consts) operands.insert(operands.end(), c.begin(), c.end());
   operands.insert(operands.end(), ops.begin(), ops.end());
@@ -69,15 +72,15 @@ std::vector<Array> cond_flat(const Array& index, const std::vector<FlatFn>& bran
   return bind_cond(index, branches, avals(ops), ops);
 }
 
-std::vector<Array> cond_eval(const std::vector<Array>& ops, const Params& p) {
+std::vector<Array> cond_eval(const std::vector<Array>& ops, const PrimParams& p) {
   const auto n = static_cast<std::int64_t>(p.branches.size());
   const std::int64_t k = std::clamp(static_cast<std::int64_t>(ops.at(0).item<double>()), std::int64_t{0}, n - 1);
   return eval_jaxpr(branch(p, static_cast<std::size_t>(k)), {}, part(ops, 1, ops.size() - 1));
 }
 
 std::pair<std::vector<Array>, std::vector<Array>> cond_jvp(const std::vector<Array>& x,
-                                                           const std::vector<std::optional<Array>>& t, const Params& p,
-                                                           bool linearizing) {
+                                                           const std::vector<std::optional<Array>>& t,
+                                                           const PrimParams& p, bool linearizing) {
   const std::size_t n = x.size() - 1;
   const std::vector<Array> ops = part(x, 1, n);
   std::vector<Array> tans;
@@ -96,7 +99,7 @@ std::pair<std::vector<Array>, std::vector<Array>> cond_jvp(const std::vector<Arr
 }
 
 std::vector<std::optional<Array>> cond_transpose(const std::vector<LinearIn>& in, const std::vector<Array>& cts,
-                                                 const Params& p) {
+                                                 const PrimParams& p) {
   if (in.at(0).linear) throw NonlinearError("cond: the branch index is not linear");
   std::vector<std::size_t> lin, non;
   for (std::size_t i = 1; i < in.size(); ++i) (in[i].linear ? lin : non).push_back(i);
@@ -126,7 +129,7 @@ std::vector<std::optional<Array>> cond_transpose(const std::vector<LinearIn>& in
 
 std::vector<std::pair<Array, std::optional<std::int64_t>>> cond_batch(
     const std::vector<Array>& vals, const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
-    const Params& p) {
+    const PrimParams& p) {
   std::vector<Array> ops;
   std::vector<std::optional<std::int64_t>> axes;
   for (std::size_t i = 1; i < vals.size(); ++i) {

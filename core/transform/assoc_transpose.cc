@@ -18,8 +18,8 @@
 
 #include "core/backends/backend.h"
 #include "core/np/np.h"
-#include "core/trace/autodiff.h"
-#include "core/trace/control_internal.h"
+#include "core/transform/rules.h"
+#include "core/transform/control_internal.h"
 
 namespace jx {
 namespace {
@@ -98,14 +98,14 @@ AssocGradForm assoc_grad_form(const std::vector<Array>& x) {
 
 std::pair<std::vector<Array>, std::vector<Array>> assoc_linearize_fold(const std::vector<Array>& x,
                                                                        const std::vector<std::optional<Array>>& t,
-                                                                       const Params& p) {
+                                                                       const PrimParams& p) {
   std::vector<Array> all;
   for (std::size_t i = 0; i < x.size(); ++i) all.push_back(t[i] ? *t[i] : np::zeros_like(x[i]));
   return jvp_flat([&](const std::vector<Array>& in) { return assoc_fold(in, p); }, x, all, true);
 }
 
 std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& in, const std::vector<Array>& cts,
-                                                  const Params& p) {
+                                                  const PrimParams& p) {
   if (!p.tangent_of) nonlinear("only a scan of tangent pairs is linear");
   const Jaxpr& j = static_cast<const JaxprBody&>(*p.tangent_of).jaxpr;  // the combine: consts | a | b -> c
   const std::size_t k = j.outs.size(), nc = j.invars.size() - 2 * k;
@@ -143,7 +143,7 @@ std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& i
   };
   std::vector<Array> x_bar, c_bar;  // x̄ of positions 1.. (every leaf), c̄ of the tangent consts
   if (n >= 2) {
-    Params pp;  // the primal scan again: its prefixes y
+    PrimParams pp;  // the primal scan again: its prefixes y
     pp.num_consts = static_cast<int>(nc);
     pp.axis = p.axis;
     pp.reverse = p.reverse;

@@ -1,10 +1,10 @@
-#include "core/ir/passes.h"
+#include "core/jit/passes.h"
 
 #include <fmt/format.h>
 #include <map>
 #include <optional>
 
-#include "core/prim/bind.h"
+#include "core/trace/trace.h"
 
 namespace jx {
 namespace {

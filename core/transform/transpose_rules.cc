@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include "core/replay/policy.h"
-#include "core/trace/autodiff.h"
-#include "core/trace/rules_util.h"
+#include "core/transform/rules.h"
+#include "core/transform/rules_util.h"
 
 namespace jx {
 namespace {
@@ -18,7 +18,7 @@ using Opt = std::optional<Array>;
 
 // Inverse of slice: scatter ct (the strided window) back into zeros of the operand's shape,
 // one axis at a time: interleave s-1 zeros after each element, then pad to the operand size.
-Array unslice(Array ct, const Shape& in, const Params& p) {
+Array unslice(Array ct, const Shape& in, const PrimParams& p) {
   const std::size_t nd = in.size();
   for (std::size_t d = 0; d < nd; ++d) {
     const std::int64_t m = ct.shape()[d], s = p.strides[d], start = p.start[d];
@@ -77,7 +77,7 @@ Array dot_transpose_lhs(const Array& ct, const AVal& x, const Array& y, const st
 }  // namespace
 
 std::vector<Opt> transpose_rule(Prim p, const std::vector<LinearIn>& in, const std::vector<Array>& cts,
-                                const Params& params) {
+                                const PrimParams& params) {
   if (prim_kind(p) == PrimKind::control) return control_transpose(p, in, cts, params);
   if (cts.size() != 1) nonlinear(p);
   const Array& ct = cts[0];

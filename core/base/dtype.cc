@@ -1,4 +1,4 @@
-#include "core/array/dtype.h"
+#include "core/base/dtype.h"
 
 namespace jx {
 

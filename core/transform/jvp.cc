@@ -5,7 +5,7 @@
 #include "core/replay/policy.h"
 #include "core/trace/builder.h"
 #include "core/np/np.h"
-#include "core/trace/autodiff.h"
+#include "core/transform/rules.h"
 
 namespace jx {
 namespace {
@@ -38,7 +38,7 @@ class JvpTrace final : public MainTrace {
     return {x, std::nullopt};
   }
 
-  std::vector<Array> process(Prim p, const std::vector<Array>& args, const Params& params) override {
+  std::vector<Array> process(Prim p, const std::vector<Array>& args, const PrimParams& params) override {
     std::vector<Array> x;
     std::vector<std::optional<Array>> t;
     bool any = false;
