@@ -7,19 +7,17 @@ namespace jx {
 ScanPathTracker::ScanPathTracker()
     : sub_([this](const trace::Event& e) {
         if (e.kind != trace::EventKind::scan_path) return;
-        for (ScanPath p : {ScanPath::fused, ScanPath::preencoded, ScanPath::fallback}) {
-          if (e.name != scan_path_name(p)) continue;
-          const auto i = index(p);
-          if (counts_[i]++ == 0) {
-            distinct_.push_back(p);
-            first_details_[i] = fmt::format("{} ({})", e.backend, e.detail);
-          }
-          ++scans_;
-          if (choices_.size() < kKept)
-            choices_.push_back({p, e.backend, e.detail});
-          else
-            choices_.back() = {p, e.backend, e.detail};
+        const ScanPath p = e.path;
+        const auto i = index(p);
+        if (counts_[i]++ == 0) {
+          distinct_.push_back(p);
+          first_details_[i] = fmt::format("{} ({})", e.backend, e.detail);
         }
+        ++scans_;
+        if (choices_.size() < kKept)
+          choices_.push_back({p, e.backend, e.detail});
+        else
+          choices_.back() = {p, e.backend, e.detail};
       }) {}
 
 std::vector<ScanPath> ScanPathTracker::paths() const { return distinct_; }

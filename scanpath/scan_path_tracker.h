@@ -4,7 +4,8 @@
 #include <vector>
 
 #include "core/instrument/instrument.h"
-#include "core/transform/control.h"
+#include "core/base/errors.h"
+#include "core/base/scan_path.h"
 
 namespace jx {
 

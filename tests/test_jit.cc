@@ -200,7 +200,9 @@ std::pair<Array, std::size_t> run_lowered(const std::function<Array(const Xs&)>&
   std::vector<AVal> avals;
   for (const Array& x : xs) avals.push_back(x.aval());
   ClosedJaxpr cj = make_jaxpr_flat([&](const Xs& v) { return Xs{f(v)}; }, avals);
-  CompiledProgram prog(lower(cj.jaxpr, o), default_backend());
+  Target t = Target::for_eager(default_backend());
+  t.budget = 0;  // the options' budget is the lowering's own
+  CompiledProgram prog(lower(cj.jaxpr, o), t);
   Xs in = xs;
   in.insert(in.end(), cj.consts.begin(), cj.consts.end());
   return {prog.run(in)[0], prog.program().kernels.size()};
@@ -437,7 +439,7 @@ TEST(Program, FreesIntermediatesAfterLastUse) {
     Array l = np::linalg::cholesky(a * 2.0 + 1.0);
     return np::sum(l * l);
   })(np::array({{2.0, 1.0}, {1.0, 2.0}}, DType::float64));
-  Program p = lower(simplify(j.jaxpr), {});
+  Program p = lower(simplify(j.jaxpr), LowerOptions{});
   const std::string s = p.str();
   EXPECT_NE(s.find("routine cholesky"), std::string::npos) << s;
   EXPECT_NE(s.find("free"), std::string::npos) << s;

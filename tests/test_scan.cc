@@ -1,4 +1,6 @@
 #include "core/backends/backend.h"
+#include "core/trace/builder.h"
+#include "core/trace/trace.h"
 #include "scanpath/scan_path_tracker.h"
 #include "tests/helpers.h"
 
@@ -492,6 +494,16 @@ Array matrix_leaf_loss(const Array& th) {
 }
 }  // namespace
 
+// fn traced as jit traces it for target t (the formulation its transformations pick there), and
+// that jaxpr evaluated on the default backend.
+ClosedJaxpr staged_jaxpr(const std::function<Array(const Array&)>& fn, const Target& t, const Array& x) {
+  return make_jaxpr_flat([&](const std::vector<Array>& a) { return std::vector<Array>{fn(a[0])}; }, {x.aval()}, &t);
+}
+Array staged(const std::function<Array(const Array&)>& fn, const Target& t, const Array& x) {
+  const ClosedJaxpr cj = staged_jaxpr(fn, t, x);
+  return eval_jaxpr(cj.jaxpr, cj.consts, {x})[0];
+}
+
 // Reverse mode does not differentiate the odd/even recursion. On a sequential backend it
 // linearizes the fold (a lax.scan; its transpose a reversed scan); staged for a GPU (vulkan) the
 // tangents are forward mode's scan of (element, tangent) pairs, whose transpose is one reverse
@@ -509,9 +521,9 @@ TEST(AssociativeScan, ReverseModeTransposesAsOneReverseScan) {
     auto fj = jacfwd(row)(th);
     auto fd_grad = [&](double x0) { return grad(f)(f64({x0, -0.7})); };
     for (const auto& [staged_for, budget] : {std::pair{"cpu", 0}, std::pair{"vulkan", 8}, std::pair{"cpu", 8}}) {
-      StagingScope staging(backend(staged_for), budget);
+      const Target t = Target::for_jit(backend(staged_for), budget);
       const std::string on = fmt::format("{}/{}", staged_for, budget);
-      const Jaxpr j = make_jaxpr(grad(f))(th).jaxpr;
+      const Jaxpr j = staged_jaxpr([&](const Array& x) { return grad(f)(x); }, t, th).jaxpr;
       if (budget == 8 && std::string(staged_for) == "cpu") {  // the recursion
         EXPECT_GT(strided_slices(j), 0u) << j.str();
       } else if (budget == 0) {  // the fold: a primal scan and its transposed tangent scan
@@ -528,15 +540,18 @@ TEST(AssociativeScan, ReverseModeTransposesAsOneReverseScan) {
           if (e.prim == Prim::associative_scan && e.out.size() == (f == two_leaf_loss ? 4u + 4u + 3u : 3u)) ++triples;
         EXPECT_EQ(triples, 1u) << j.str();
       }
-      auto [v, g] = value_and_grad(f)(th);
+      const Array v = staged([&](const Array& x) { return f(x); }, t, th);
+      const Array g = staged([&](const Array& x) { return grad(f)(x); }, t, th);
       EXPECT_NEAR(v.item<double>(), fv.item<double>(), 1e-12 * std::abs(fv.item<double>())) << on;
       EXPECT_TRUE(all_close(g, vals(fg), 1e-10, 1e-12)) << on;
-      EXPECT_TRUE(all_close(jacrev(row)(th), vals(fj), 1e-10, 1e-12)) << on;
+      EXPECT_TRUE(all_close(staged([&](const Array& x) { return jacrev(row)(x); }, t, th), vals(fj), 1e-10, 1e-12))
+          << on;
       // reverse over reverse: d/dp of dL/dp against central differences of the gradient
       const double h = 1e-5;
       const double fd = (vals(fd_grad(0.3 + h))[0] - vals(fd_grad(0.3 - h))[0]) / (2 * h);
       auto dp = [&](const Array& x) { return np::index(grad(f)(x), {std::int64_t{0}}); };
-      EXPECT_NEAR(vals(grad(dp)(th))[0], fd, 1e-5 * (1 + std::abs(fd))) << on;
+      EXPECT_NEAR(vals(staged([&](const Array& x) { return grad(dp)(x); }, t, th))[0], fd, 1e-5 * (1 + std::abs(fd)))
+          << on;
     }
   }
 }
@@ -562,8 +577,9 @@ TEST(AssociativeScan, ReverseModeAtShortLengths) {
       Array th = np::array({0.4}, DType::float32);
       auto [fv, fg] = value_and_grad(f, argnums<0>, forward_mode)(th);
       for (const auto& [staged_for, budget] : {std::pair{"cpu", 0}, std::pair{"vulkan", 8}, std::pair{"cpu", 8}}) {
-        StagingScope staging(backend(staged_for), budget);
-        auto [v, g] = value_and_grad(f)(th);
+        const Target t = Target::for_jit(backend(staged_for), budget);
+        const Array v = staged([&](const Array& x) { return f(x); }, t, th);
+        const Array g = staged([&](const Array& x) { return grad(f)(x); }, t, th);
         EXPECT_NEAR(v.item<double>(), fv.item<double>(), 1e-5 * (1 + std::abs(fv.item<double>())))
             << n << rev << staged_for;
         EXPECT_TRUE(all_close(g, vals(fg), 1e-5, 1e-6)) << n << rev << staged_for;

@@ -92,7 +92,7 @@ TEST(Vulkan, DeviceLimitsProfileAndErrors) {
     return std::vector<Array>{acc};
   };
   std::vector<AVal> avals(12, AVal{DType::float32, {4}});
-  Program p = lower(make_jaxpr_flat(f, avals).jaxpr, {0});
+  Program p = lower(make_jaxpr_flat(f, avals).jaxpr, LowerOptions{0});
   ASSERT_EQ(p.kernels.size(), 1u);
   EXPECT_TRUE(jxt::throws_with<BackendError>([&] { backend("vulkan").prepare_kernel(p.kernels[0]); },
                                              {"Too many buffers (13) for WebGPU pipeline (max: 8)"}));
@@ -390,11 +390,18 @@ TEST(Vulkan, ReductionsSplitOnlyWithABindingToSpare) {
   EXPECT_TRUE(all_close(got, want, 1e-5, 0));
   // a kernel that fills the bindings itself (lowered without a budget) renders one workgroup per output
   ClosedJaxpr cj = make_jaxpr([&](const std::vector<Array>& v) { return np::sum(terms(v)); })(in);
-  Program p = lower(cj.jaxpr, LowerOptions{});
+  // (lowering decides whether a kernel has a binding to spare: Kernel::scratch_binding)
+  LowerOptions eight, nine;
+  eight.max_bindings = 8;
+  nine.max_bindings = 9;
+  Program p = lower(cj.jaxpr, eight), q = lower(cj.jaxpr, nine);
   ASSERT_EQ(p.kernels.size(), 1u);
+  ASSERT_EQ(q.kernels.size(), 1u);
   EXPECT_EQ(p.kernels[0].buffers(), 8);
-  EXPECT_EQ(vk::render_kernel(p.kernels[0], false, 8).name.find("_split"), std::string::npos);
-  EXPECT_NE(vk::render_kernel(p.kernels[0], false, 8).name.find("_wg"), std::string::npos);
-  EXPECT_NE(vk::render_kernel(p.kernels[0], false, 9).name.find("_split"), std::string::npos);
+  EXPECT_FALSE(p.kernels[0].scratch_binding);
+  EXPECT_TRUE(q.kernels[0].scratch_binding);
+  EXPECT_EQ(vk::render_kernel(p.kernels[0], false).name.find("_split"), std::string::npos);
+  EXPECT_NE(vk::render_kernel(p.kernels[0], false).name.find("_wg"), std::string::npos);
+  EXPECT_NE(vk::render_kernel(q.kernels[0], false).name.find("_split"), std::string::npos);
   vulkan::set_timing(false);
 }

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "core/backends/devices.h"
+#include "core/backends/target.h"
+#include "core/base/scan_path.h"
 #include "core/kernel/program.h"
 #include "core/prim/prim.h"
 
@@ -26,11 +28,17 @@ struct SlotInfo {
 class Executable {
  public:
   virtual ~Executable() = default;
-  // A prepared scan: true when its steps are recorded dispatches (path preencoded) rather than
-  // one compiled loop (fused).
-  virtual bool preencoded() const { return false; }
   // Storage buffers one dispatch of it binds, when that is not its operand count (packed scans).
   virtual int bound_buffers(int operands) const { return operands; }
+};
+
+// A backend's plan for a scan: the path it takes (fused or preencoded with an executable that
+// runs the whole scan; fallback without one: the runtime runs a host loop, or decomposes an
+// associative scan) and why. require_path is checked against `path` where the plan is made.
+struct ScanPlan {
+  ScanPath path = ScanPath::fallback;
+  std::string reason;
+  std::shared_ptr<Executable> exe;  // null for fallback
 };
 
 struct BackendMemory {
@@ -71,19 +79,18 @@ class Backend {
     for (const Kernel& k : ks) v.push_back(prepare_kernel(k));
     return v;
   }
-  // A whole scan as one executable (operands in, results out), or nullptr when this backend
-  // cannot run the loop without the host (the runtime then falls back to a host loop).
-  // `why` receives the reason either way.
-  virtual std::shared_ptr<Executable> prepare_scan(const ScanProgram& s, std::string& why) {
-    (void)s;
-    why = fmt::format("the {} backend has no compiled-loop scan", info().backend);
-    return nullptr;
+  // A whole scan as one executable (operands in, results out), planned for `t` (its limits and
+  // replay switches); fallback (no executable) when this backend cannot run the loop without the
+  // host. The reason is given either way.
+  virtual ScanPlan plan_scan(const ScanProgram& s, const Target& t) {
+    (void)s, (void)t;
+    return {ScanPath::fallback, fmt::format("the {} backend has no compiled-loop scan", info().backend), nullptr};
   }
-  // An associative scan as the backend's own routine, or nullptr (the runtime then decomposes it).
-  virtual std::shared_ptr<Executable> prepare_associative_scan(const AssocProgram& a, std::string& why) {
-    (void)a;
-    why = fmt::format("the {} backend has no associative-scan routine", info().backend);
-    return nullptr;
+  // An associative scan as the backend's own routine (path fused), or fallback: the runtime then
+  // decomposes it.
+  virtual ScanPlan plan_associative_scan(const AssocProgram& a, const Target& t) {
+    (void)a, (void)t;
+    return {ScanPath::fallback, fmt::format("the {} backend has no associative-scan routine", info().backend), nullptr};
   }
   virtual void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) = 0;
   // Starts executing what has been recorded so far, without waiting (a backend that records
@@ -94,22 +101,6 @@ class Backend {
   virtual void shutdown() {}
 };
 
-// The backend a jit trace is staged for and its buffer budget (storage buffers per kernel, 0 =
-// none), while jit traces on this thread (else nullptr, 0): a transformation that picks its
-// formulation by the backend's limits reads them.
-const Backend* staging_backend();
-int staging_budget();
-class StagingScope {
- public:
-  StagingScope(const Backend& b, int max_buffers);
-  ~StagingScope();
-  StagingScope(const StagingScope&) = delete;
-  StagingScope& operator=(const StagingScope&) = delete;
-
- private:
-  const Backend* prev_;
-  int prev_budget_;
-};
 // Shuts down every started backend (Backend::shutdown); jx::shutdown() (core/jit) drops the
 // compiled programs first, so they release their executables before the devices go.
 void shutdown_backends();

@@ -102,22 +102,6 @@ DefaultDeviceScope::~DefaultDeviceScope() {
   r.dflt = prev_;
 }
 
-namespace {
-thread_local const Backend* g_staging = nullptr;
-thread_local int g_staging_budget = 0;
-}  // namespace
-
-const Backend* staging_backend() { return g_staging; }
-int staging_budget() { return g_staging_budget; }
-StagingScope::StagingScope(const Backend& b, int max_buffers) : prev_(g_staging), prev_budget_(g_staging_budget) {
-  g_staging = &b;
-  g_staging_budget = max_buffers;
-}
-StagingScope::~StagingScope() {
-  g_staging = prev_;
-  g_staging_budget = prev_budget_;
-}
-
 void shutdown_backends() {
   auto& r = registry();
   std::lock_guard lock(r.mu);

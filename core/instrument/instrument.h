@@ -4,6 +4,7 @@
 #include <map>
 #include <string>
 
+#include "core/base/scan_path.h"
 #include "core/instrument/debug.h"
 
 // Events from every layer, delivered synchronously to subscribers, plus the debug level.
@@ -20,7 +21,8 @@ struct Event {
   int buffers = 0;     // dispatch: buffers bound (inputs + outputs)
   bool fused = false;  // dispatch: a kernel of a jitted program (false: an eager primitive or a routine)
   double ms = 0.0;     // compile: time
-  std::string detail;  // scan_path: the reason; name holds the path
+  std::string detail;  // scan_path: the reason; name holds the path's name
+  ScanPath path = ScanPath::fallback;  // scan_path: the path
 };
 
 using Callback = std::function<void(const Event&)>;

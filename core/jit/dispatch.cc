@@ -7,7 +7,6 @@
 
 #include "core/jit/cache.h"
 #include "core/prim/abstract_eval.h"
-#include "core/replay/policy.h"
 #include "core/transform/control_internal.h"
 
 namespace jx {
@@ -38,12 +37,11 @@ std::optional<std::vector<Array>> run_scan_compiled(Prim prim, const PrimParams&
   std::vector<AVal> in;
   for (const Array& a : ops) in.push_back(a.aval());
   const Jaxpr j = one_equation(prim, p, in, abstract_eval(prim, in, p));
-  const int budget = be.info().limits.max_buffers_per_kernel;
-  const std::string key =
-      fmt::format("eager-scan|{}|{}|{}|{}", j.str(), be.info().backend, budget, replay::policy().key());
+  const Target target = Target::for_eager(be);
+  const std::string key = fmt::format("eager-scan|{}|{}", j.str(), target.key());
   auto prog = program_cache().get(key);
   if (!prog) {
-    prog = std::make_shared<const CompiledProgram>(lower(j, lower_options(be, budget)), be, budget);
+    prog = compile(j, target);
     program_cache().put(key, prog);
   }
   // The scan's own host loop is the eager fallback: use the program only for a compiled loop.
@@ -60,11 +58,11 @@ std::optional<std::vector<Array>> run_scan_compiled(Prim prim, const PrimParams&
 // programs from the LRU).
 std::vector<Array> run_op_program(const Op& op, const std::vector<Array>& args, Backend& be) {
   const Jaxpr j = one_equation(op.prim, op.params, op.in, op.out);
-  const int budget = be.info().limits.max_buffers_per_kernel;
-  const std::string key = fmt::format("{}|{}|{}", j.str(), be.info().backend, budget);
+  const Target target = Target::for_eager(be);
+  const std::string key = fmt::format("{}|{}", j.str(), target.key());
   auto prog = op_programs().get(key);
   if (!prog) {
-    prog = std::make_shared<const CompiledProgram>(lower(j, lower_options(be, budget)), be, budget);
+    prog = compile(j, target);
     op_programs().put(key, prog);
   }
   return prog->run(args);

@@ -15,34 +15,44 @@
 #include "core/trace/trace.h"
 
 namespace jx {
-namespace {
-
-int effective_budget(const JitOptions& o, const Backend& be) {
-  const int b = be.info().limits.max_buffers_per_kernel;
-  if (o.max_buffers <= 0) return b;
-  return b <= 0 ? o.max_buffers : std::min(b, o.max_buffers);
-}
-
-}  // namespace
-
 struct JitCore::Entry {
   ClosedJaxpr jaxpr;
-  std::string key;
-  int max_buffers;
+  std::string key;  // the compiled program's: jaxpr, target, constants' avals
+  Target target;
   std::string deferred_error;  // replay borrowed_residuals: thrown after every run
   std::any out_tree;
   std::uint64_t last_use = 0;
 };
+
+namespace {
+
+// Compiles a traced signature's program into the cache (a compile event; logs by debug level).
+std::shared_ptr<const CompiledProgram> compile_entry(const JitCore::Entry& entry, const std::string& name) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto prog = compile(entry.jaxpr.jaxpr, entry.target);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  program_cache().put(entry.key, prog);
+  const std::string& be = entry.target.backend->info().backend;
+  trace::emit({trace::EventKind::compile, be, name, 0, false, ms, {}});
+  if (debug_level() >= 1)
+    debug_log(1, fmt::format("jit '{}': {} equations -> {} kernels, {} routines on {} (budget {}) in {:.3f} ms", name,
+                             entry.jaxpr.jaxpr.eqns.size(), prog->program().kernels.size(),
+                             prog->program().routines.size(), be, entry.target.budget, ms));
+  if (debug_level() >= 3)
+    for (const Kernel& k : prog->program().kernels) debug_log(3, k.str());
+  if (debug_level() >= 4) debug_log(4, entry.jaxpr.str() + "\n" + prog->program().str());
+  return prog;
+}
+
+}  // namespace
 
 std::vector<Array> JitCore::call(const std::string& signature, const std::vector<Array>& args, const FlatFn& fn,
                                  std::any& out_tree) {
   bool traced = dynamic_trace() != nullptr;
   for (const Array& a : args) traced = traced || a.is_tracer();
   if (traced) return fn(args);
-  Backend& be = args.empty() ? default_backend() : args[0].backend();
-  const replay::Policy& rp = replay::policy();
-  const int budget = rp.ignore_buffer_budget ? 0 : effective_budget(o_, be);
-  const std::string sig = fmt::format("{}|{}|{}|{}", signature, be.info().backend, budget, rp.key());
+  const Target target = Target::for_jit(args.empty() ? default_backend() : args[0].backend(), o_.max_buffers);
+  const std::string sig = fmt::format("{}|{}", signature, target.key());
   std::shared_ptr<Entry> entry;
   {
     std::lock_guard lock(mu_);
@@ -52,53 +62,9 @@ std::vector<Array> JitCore::call(const std::string& signature, const std::vector
       out_tree = entry->out_tree;
     }
   }
-  if (!entry) {
-    std::vector<AVal> avals;
-    for (const Array& a : args) avals.push_back(a.aval());
-    (void)take_deferred_disposal_error();
-    ClosedJaxpr cj = [&] {
-      StagingScope staging(be, budget);
-      return make_jaxpr_flat(fn, avals);
-    }();
-    std::string deferred = take_deferred_disposal_error();
-    cj.jaxpr = simplify(cj.jaxpr);
-    for (Array& c : cj.consts) c = device_put(c, be.info().backend);  // captured constants follow the program
-    std::string key = fmt::format("{}|{}|{}|{}|consts:", cj.jaxpr.str(), be.info().backend, budget, rp.key());
-    // replay: keyed by this jit object's identity, so a fresh closure never hits the cache
-    if (rp.identity_keyed_unbounded_cache) key += fmt::format("|closure:{}", static_cast<const void*>(this));
-    for (const Array& c : cj.consts) key += c.aval().str() + ",";
-    entry = std::make_shared<Entry>(Entry{std::move(cj), std::move(key), budget, std::move(deferred), out_tree, 0});
-    std::lock_guard lock(mu_);
-    entry->last_use = ++tick_;
-    entries_[sig] = entry;
-    while (entries_.size() > std::max<std::size_t>(o_.max_traces, 1)) {  // least recently used trace goes
-      auto lru = entries_.begin();
-      for (auto it = entries_.begin(); it != entries_.end(); ++it)
-        if (it->second->last_use < lru->second->last_use) lru = it;
-      entries_.erase(lru);
-    }
-  }
+  if (!entry) entry = trace_entry(sig, args, fn, Entry{{}, {}, target, {}, {}, 0}, out_tree);
   auto prog = program_cache().get(entry->key);
-  if (!prog) {
-    const auto t0 = std::chrono::steady_clock::now();
-    Program p = lower(entry->jaxpr.jaxpr, [&] {
-      LowerOptions lo = lower_options(be, entry->max_buffers);
-      lo.inline_multi_use = rp.ignore_buffer_budget;
-      return lo;
-    }());
-    auto compiled = std::make_shared<const CompiledProgram>(std::move(p), be, entry->max_buffers);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    program_cache().put(entry->key, compiled);
-    prog = compiled;
-    trace::emit({trace::EventKind::compile, be.info().backend, o_.name, 0, false, ms, {}});
-    if (debug_level() >= 1)
-      debug_log(1, fmt::format("jit '{}': {} equations -> {} kernels, {} routines on {} (budget {}) in {:.3f} ms",
-                               o_.name, entry->jaxpr.jaxpr.eqns.size(), prog->program().kernels.size(),
-                               prog->program().routines.size(), be.info().backend, budget, ms));
-    if (debug_level() >= 3)
-      for (const Kernel& k : prog->program().kernels) debug_log(3, k.str());
-    if (debug_level() >= 4) debug_log(4, entry->jaxpr.str() + "\n" + prog->program().str());
-  }
+  if (!prog) prog = compile_entry(*entry, o_.name);
   std::vector<Array> in = args;
   in.insert(in.end(), entry->jaxpr.consts.begin(), entry->jaxpr.consts.end());
   std::vector<Array> out = prog->run(in);
@@ -107,6 +73,40 @@ std::vector<Array> JitCore::call(const std::string& signature, const std::vector
     throw UseAfterDispose(entry->deferred_error);
   }
   return out;
+}
+
+// Traces fn for the target on the arguments' avals, simplifies, and keeps the trace (the least
+// recently used goes past max_traces).
+std::shared_ptr<JitCore::Entry> JitCore::trace_entry(const std::string& sig, const std::vector<Array>& args,
+                                                     const FlatFn& fn, Entry e, const std::any& out_tree) {
+  const Target& target = e.target;
+  std::vector<AVal> avals;
+  for (const Array& a : args) avals.push_back(a.aval());
+  (void)take_deferred_disposal_error();
+  ClosedJaxpr cj = make_jaxpr_flat(fn, avals, &target);
+  std::string deferred = take_deferred_disposal_error();
+  cj.jaxpr = simplify(cj.jaxpr);
+  const std::string& be = target.backend->info().backend;
+  for (Array& c : cj.consts) c = device_put(c, be);  // captured constants follow the program
+  std::string key = fmt::format("{}|{}|consts:", cj.jaxpr.str(), target.key());
+  // replay: keyed by this jit object's identity, so a fresh closure never hits the cache
+  if (target.policy.identity_keyed_unbounded_cache) key += fmt::format("|closure:{}", static_cast<const void*>(this));
+  for (const Array& c : cj.consts) key += c.aval().str() + ",";
+  e.jaxpr = std::move(cj);
+  e.key = std::move(key);
+  e.deferred_error = std::move(deferred);
+  e.out_tree = out_tree;  // set by fn while it was traced
+  auto entry = std::make_shared<Entry>(std::move(e));
+  std::lock_guard lock(mu_);
+  entry->last_use = ++tick_;
+  entries_[sig] = entry;
+  while (entries_.size() > std::max<std::size_t>(o_.max_traces, 1)) {  // least recently used trace goes
+    auto lru = entries_.begin();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it)
+      if (it->second->last_use < lru->second->last_use) lru = it;
+    entries_.erase(lru);
+  }
+  return entry;
 }
 
 std::size_t JitCore::traced_signatures() const {

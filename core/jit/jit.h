@@ -33,9 +33,12 @@ class JitCore {
   std::vector<Array> call(const std::string& signature, const std::vector<Array>& args, const FlatFn& fn,
                           std::any& out_tree);
   std::size_t traced_signatures() const;
+  struct Entry;  // one traced signature (jit.cc)
 
  private:
-  struct Entry;  // one traced signature (jit.cc)
+  // traces a signature (entry: its target; jit.cc) and keeps it with the out_tree fn set
+  std::shared_ptr<Entry> trace_entry(const std::string& sig, const std::vector<Array>& args, const FlatFn& fn,
+                                     Entry entry, const std::any& out_tree);
   JitOptions o_;
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<Entry>> entries_;

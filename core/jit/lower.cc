@@ -532,6 +532,7 @@ class Lowering {
       k.body = em.emit(e, ident, 0);
     }
     k.name = kernel_name(k);
+    k.scratch_binding = o_.max_bindings <= 0 || k.buffers() + 1 <= o_.max_bindings;
     // the same kernel over the same buffers already ran: its output is this value
     std::string key = k.key() + fmt::format("|{}", fmt::join(em.order, ","));
     if (auto it = computed_.find(key); it != computed_.end()) return it->second;

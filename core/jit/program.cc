@@ -10,12 +10,14 @@
 
 namespace jx {
 
-LowerOptions lower_options(const Backend& be, int budget) {
+LowerOptions lower_options(const Target& t) {
   LowerOptions o;
-  o.max_buffers = budget;
-  o.f64 = be.info().limits.float64;
-  o.scratch_reduction_min = be.info().limits.scratch_reduction_min;
-  if (be.info().limits.launch_bound) {  // fewer, bigger kernels: recompute rather than launch
+  o.max_buffers = t.budget;
+  o.inline_multi_use = t.inline_multi_use;
+  o.f64 = t.limits.float64;
+  o.scratch_reduction_min = t.limits.scratch_reduction_min;
+  o.max_bindings = t.limits.max_buffers_per_kernel;
+  if (t.limits.launch_bound) {  // fewer, bigger kernels: recompute rather than launch
     o.unroll_sums = true;
     o.recompute_nodes = 48;
     o.recompute_expensive = true;
@@ -23,44 +25,54 @@ LowerOptions lower_options(const Backend& be, int budget) {
   return o;
 }
 
-CompiledProgram::CompiledProgram(Program p, Backend& be, int budget) : prog_(std::move(p)), be_(be), budget_(budget) {
+std::shared_ptr<const CompiledProgram> compile(const Jaxpr& j, const Target& t) {
+  return std::make_shared<const CompiledProgram>(lower(j, t), t);
+}
+
+CompiledProgram::CompiledProgram(Program p, const Target& t) : prog_(std::move(p)), target_(t), be_(*t.backend) {
   kexe_ = be_.prepare_kernels(prog_.kernels);
   for (const Op& op : prog_.routines) rexe_.push_back(be_.prepare(op));
   for (const Op& op : prog_.controls) {
     if (op.prim == Prim::associative_scan) {
-      scans_.push_back(prepare_associative_scan(op, budget));
-      continue;
-    }
-    if (op.prim == Prim::while_loop || op.prim == Prim::cond) {  // data-dependent control: the host decides
+      scans_.push_back(plan_associative_scan(op));
+    } else if (op.prim == Prim::while_loop || op.prim == Prim::cond) {  // data-dependent control: the host decides
       ScanStep s;
       s.while_loop = true;
-      s.why = op.prim == Prim::cond ? "a cond reads its index on the host" : "a while loop runs on the host";
+      s.plan.reason = op.prim == Prim::cond ? "a cond reads its index on the host" : "a while loop runs on the host";
       scans_.push_back(std::move(s));
-      continue;
+    } else {
+      scans_.push_back(plan_scan(op));
     }
-    Program body = lower(simplify(scan_body_jaxpr(op.params)), lower_options(be_, budget));
-    ScanStep s;
-    ScanProgram sp{
-        body, op.params.num_consts, op.params.num_carry, op.params.length, op.params.reverse, op.in, op.out, nullptr};
-    sp.series = series_of(op, budget);
-    s.fused = be_.prepare_scan(sp, s.why);
-    if (!s.fused) s.body = std::make_shared<const CompiledProgram>(std::move(body), be, budget);
-    scans_.push_back(std::move(s));
   }
+}
+
+// A lax.scan: the backend's plan (require_path checked against it here, the one place), and the
+// body compiled for a host loop where the plan has no executable.
+CompiledProgram::ScanStep CompiledProgram::plan_scan(const Op& op) const {
+  const PrimParams& p = op.params;
+  Program body = lower(simplify(scan_body_jaxpr(p)), target_);
+  ScanStep s;
+  ScanProgram sp{body, p.num_consts, p.num_carry, p.length, p.reverse, op.in, op.out, nullptr};
+  sp.series = series_of(op);
+  s.plan = be_.plan_scan(sp, target_);
+  require_scan_path(s.plan.path, be_.info().backend, scan_path_details(s.plan.path, p.length, s.plan.reason),
+                    p.require_paths);
+  if (!s.plan.exe) s.body = std::make_shared<const CompiledProgram>(std::move(body), target_);
+  return s;
 }
 
 // A vmapped scan's or associative scan's body before batching, lowered, where the backend runs
 // them per series. Its operands: consts | carries | xs (scan), consts | leaves (associative scan,
 // whose combine takes consts | a leaves | b leaves).
-std::shared_ptr<const SeriesBody> CompiledProgram::series_of(const Op& op, int budget) const {
+std::shared_ptr<const SeriesBody> CompiledProgram::series_of(const Op& op) const {
   const PrimParams& p = op.params;
   const Jaxpr* j = unbatched_jaxpr(p);
-  if (!be_.info().limits.series_scans || !j || p.batch_size < 2 || p.batched.size() > op.in.size()) return nullptr;
+  if (!target_.limits.series_scans || !j || p.batch_size < 2 || p.batched.size() > op.in.size()) return nullptr;
   const int n = static_cast<int>(p.batched.size()), k = static_cast<int>(op.out.size());
   const int nc =
       op.prim == Prim::scan ? n - p.num_carry - static_cast<int>(op.in.size() - p.num_consts - p.num_carry) : n - k;
   auto s = std::make_shared<SeriesBody>();
-  s->body = lower(simplify(*j), lower_options(be_, budget));
+  s->body = lower(simplify(*j), target_);
   if (nc < 0 || s->body.num_inputs != (op.prim == Prim::scan ? n : nc + 2 * k)) return nullptr;
   s->first = static_cast<int>(op.in.size()) - n;
   s->size = p.batch_size;
@@ -69,41 +81,32 @@ std::shared_ptr<const SeriesBody> CompiledProgram::series_of(const Op& op, int b
   return s;
 }
 
-// An associative scan: the backend's own routine (vulkan: Kogge-Stone rounds), else its
-// decomposition as a sub-program: a sequential fold where the backend compiles loops (native),
-// the odd/even recursion otherwise.
-CompiledProgram::ScanStep CompiledProgram::prepare_associative_scan(const Op& op, int budget) const {
+// An associative scan: the backend's own routine (vulkan: blocked, cooperative or Kogge-Stone),
+// else its decomposition as a sub-program: a sequential fold where the backend compiles loops
+// (native), the odd/even recursion otherwise.
+CompiledProgram::ScanStep CompiledProgram::plan_associative_scan(const Op& op) const {
   ScanStep s;
   s.associative = true;
   const PrimParams& p = op.params;
-  AssocProgram ap{lower(simplify(assoc_body_jaxpr(p)), lower_options(be_, budget)),
-                  p.num_consts,
-                  p.axis,
-                  p.reverse,
-                  op.in,
-                  series_of(op, budget)};
-  s.fused = be_.prepare_associative_scan(ap, s.why);
-  if (s.fused) {
-    debug_log(1, fmt::format("associative_scan on {}: {}", be_.info().backend, s.why));
-    return s;
+  AssocProgram ap{lower(simplify(assoc_body_jaxpr(p)), target_), p.num_consts, p.axis, p.reverse, op.in, series_of(op)};
+  s.plan = be_.plan_associative_scan(ap, target_);
+  if (!s.plan.exe) {
+    auto folded = compile(simplify(assoc_decomposition(p, op.in, true)), target_);
+    if (folded->host_loop_reason().empty()) {
+      s.body = folded;
+      s.plan.reason += "; a sequential fold compiled as one loop";
+    } else {
+      s.body = compile(simplify(assoc_decomposition(p, op.in, false)), target_);
+      s.plan.reason += "; the odd/even recursion";
+    }
   }
-  auto folded = std::make_shared<const CompiledProgram>(
-      lower(simplify(assoc_decomposition(p, op.in, true)), lower_options(be_, budget)), be_, budget);
-  if (folded->host_loop_reason().empty()) {
-    s.body = folded;
-    s.why += "; a sequential fold compiled as one loop";
-  } else {
-    s.body = std::make_shared<const CompiledProgram>(
-        lower(simplify(assoc_decomposition(p, op.in, false)), lower_options(be_, budget)), be_, budget);
-    s.why += "; the odd/even recursion";
-  }
-  debug_log(1, fmt::format("associative_scan on {}: {}", be_.info().backend, s.why));
+  debug_log(1, fmt::format("associative_scan on {}: {}", be_.info().backend, s.plan.reason));
   return s;
 }
 
 std::string CompiledProgram::host_loop_reason() const {
   for (const ScanStep& s : scans_)
-    if (!s.fused && !s.associative && !s.while_loop) return s.why;
+    if (!s.plan.exe && !s.associative && !s.while_loop) return s.plan.reason;
   return "";
 }
 
@@ -151,12 +154,12 @@ class CompiledProgram::Run {
     const ScanStep& sc = cp_.scans_[st.index];
     if (sc.while_loop)
       return adopt(st, eval_bind(p_.controls[st.index].prim, arrays(st), p_.controls[st.index].params));
-    if (sc.associative && sc.fused) return fused_associative_scan(st, *sc.fused);
+    if (sc.associative && sc.plan.exe) return fused_associative_scan(st, *sc.plan.exe);
     if (sc.associative) return adopt(st, sc.body->run(arrays(st)));
-    if (sc.fused) return fused_scan(st, sc);
+    if (sc.plan.exe) return fused_scan(st, sc);
     const CompiledProgram& body = *sc.body;
     adopt(st, scan_host_loop([&](const std::vector<Array>& a) { return body.run(a); }, p_.controls[st.index].params,
-                             arrays(st), sc.why));
+                             arrays(st), sc.plan.reason));
   }
 
   // The program's outputs: inputs as given, this call's buffers handed over (a buffer returned
@@ -224,13 +227,8 @@ class CompiledProgram::Run {
   }
   void fused_scan(const Step& st, const ScanStep& sc) {
     const PrimParams& sp = p_.controls[st.index].params;
-    Executable& exe = *sc.fused;
-    if (exe.preencoded())
-      report_scan_path(ScanPath::preencoded, be_.info().backend,
-                       fmt::format("{} steps recorded into one submission: {}", sp.length, sc.why), sp.require_paths);
-    else
-      report_scan_path(ScanPath::fused, be_.info().backend, fmt::format("{} steps in one call: {}", sp.length, sc.why),
-                       sp.require_paths);
+    Executable& exe = *sc.plan.exe;
+    report_scan_path(sc.plan.path, be_.info().backend, scan_path_details(sc.plan.path, sp.length, sc.plan.reason));
     bind_slots(st);
     be_.dispatch(exe, in_, out_);
     emit("scan", exe.bound_buffers(static_cast<int>(in_.size() + out_.size())), true);

@@ -5,6 +5,7 @@
 
 #include "core/array/array.h"
 #include "core/backends/backend.h"
+#include "core/backends/target.h"
 #include "core/kernel/program.h"
 
 namespace jx {
@@ -27,43 +28,52 @@ struct LowerOptions {
   bool recompute_expensive = false;
   // BackendLimits::scratch_reduction_min: such reductions need a buffer of the budget
   std::int64_t scratch_reduction_min = 0;
+  // the backend's bindings per kernel (0: unlimited): a kernel with one to spare gets
+  // Kernel::scratch_binding
+  int max_bindings = 0;
 };
-// The options a backend's programs are lowered with under a buffer budget.
-LowerOptions lower_options(const Backend& be, int budget);
+// The options a target's programs are lowered with.
+LowerOptions lower_options(const Target& t);
 
 // Fuses elementwise chains (through views) and reduction epilogues into kernels that never
 // bind more than max_buffers buffers; routines and data-dependent primitives become routine
 // steps. Throws Error when the budget cannot be met (fewer than 4 buffers for a select).
 struct Jaxpr;
 Program lower(const Jaxpr& j, const LowerOptions& o);
+inline Program lower(const Jaxpr& j, const Target& t) { return lower(j, lower_options(t)); }
 
-// A program prepared on one backend.
+// A program prepared on its target's backend: every kernel and routine prepared, every scan
+// planned (Backend::plan_scan; require_path checked there, once).
 class CompiledProgram {
  public:
-  CompiledProgram(Program p, Backend& be, int budget = 0);
+  CompiledProgram(Program p, const Target& t);
   std::vector<Array> run(const std::vector<Array>& inputs) const;
   const Program& program() const { return prog_; }
   // Empty when every scan step runs as a compiled loop; else the planner's reason for the first
   // that runs as a host loop.
   std::string host_loop_reason() const;
   Backend& backend() const { return be_; }
+  const Target& target() const { return target_; }
 
  private:
   Program prog_;
+  Target target_;
   Backend& be_;
   std::vector<std::shared_ptr<Executable>> kexe_, rexe_;
   struct ScanStep {
     bool associative = false;                     // an associative_scan (else a lax.scan)
     bool while_loop = false;                      // a while_loop or cond: run by the runtime on the host
-    std::shared_ptr<Executable> fused;            // the whole loop on the backend, or
-    std::shared_ptr<const CompiledProgram> body;  // the body for a host loop
-    std::string why;                              // the planner's reason
+    ScanPlan plan;                                // the backend's (plan.exe: the whole loop on the backend)
+    std::shared_ptr<const CompiledProgram> body;  // without plan.exe: the body for a host loop
   };
   std::vector<ScanStep> scans_;
-  ScanStep prepare_associative_scan(const Op& op, int budget) const;
-  std::shared_ptr<const SeriesBody> series_of(const Op& op, int budget) const;
-  int budget_ = 0;
+  ScanStep plan_scan(const Op& op) const;
+  ScanStep plan_associative_scan(const Op& op) const;
+  std::shared_ptr<const SeriesBody> series_of(const Op& op) const;
   class Run;  // one call's slots (program.cc)
 };
+
+// The compile recipe: lower j under the target's options, then prepare it on the target's backend.
+std::shared_ptr<const CompiledProgram> compile(const Jaxpr& j, const Target& t);
 
 }  // namespace jx

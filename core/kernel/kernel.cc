@@ -51,8 +51,8 @@ std::vector<int> Kernel::reachable(int root) const {
 }
 
 std::string Kernel::key() const {
-  std::string k = fmt::format("{}|{}|{}|{}|{}|{}|", out.str(), shape_str(space), shape_str(reduce_axes),
-                              static_cast<int>(reduce_op), body, epilogue);
+  std::string k = fmt::format("{}|{}|{}|{}|{}|{}|{}|", out.str(), shape_str(space), shape_str(reduce_axes),
+                              static_cast<int>(reduce_op), body, epilogue, scratch_binding ? "s" : "");
   for (auto& a : inputs) k += a.str() + ",";
   for (auto& n : nodes)
     k += fmt::format("{}:{}:{}:{}:{}:{}:{}:{}:{};", static_cast<int>(n.kind), static_cast<int>(n.dtype),

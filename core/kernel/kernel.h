@@ -57,6 +57,10 @@ struct Kernel {
   int body = -1;
   int epilogue = -1;  // -1: output = body (elementwise) or the accumulator (reduction)
   AVal out;
+  // The budget leaves this kernel one binding beyond its buffers (a backend may then split a long
+  // reduction over workgroups through a scratch buffer bound last). Set by lowering, the one place
+  // that decides what a kernel may bind.
+  bool scratch_binding = false;
 
   int buffers() const { return static_cast<int>(inputs.size()) + 1; }
   // Nodes `root` depends on (itself included), in topological (index) order.

@@ -100,7 +100,7 @@ std::string PrimParams::str(Prim p) const {
     case Prim::cholesky: return "";
     case Prim::scan:
       return fmt::format("length={} reverse={} num_consts={} num_carry={} require={} jaxpr={}", length, py(reverse),
-                         num_consts, num_carry, require_paths, body ? body->str() : "null");
+                         num_consts, num_carry, require_paths.bits(), body ? body->str() : "null");
     case Prim::associative_scan:
       return fmt::format("axis={} reverse={} num_consts={}{} jaxpr={}", axis, py(reverse), num_consts,
                          tangent_of ? fmt::format(" tangent_consts={} tangent_leaves={} tangent_of={}",

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/base/scan_path.h"
 #include "core/base/shape.h"
 
 namespace jx {
@@ -58,7 +59,7 @@ struct PrimParams {
   int num_consts = 0, num_carry = 0;
   std::int64_t length = 0;
   bool reverse = false;
-  unsigned require_paths = 0;  // scan: bitmask of acceptable ScanPath values; 0 = any
+  ScanPaths require_paths;  // scan: the paths its caller accepts (empty: any)
   // scan / associative_scan made by vmap (core/trace/scan.cc: control_batch, assoc_scan.cc:
   // assoc_batch): `unbatched` is the body before batching, which backends may run once per series
   // (vulkan: a workgroup or an invocation per series, or a grid of blocked scans) instead of `body`

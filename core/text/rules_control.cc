@@ -75,7 +75,7 @@ std::vector<Array> scan(Call& c) {
   p.num_carry = nk;
   p.length = length;
   p.reverse = c.flag("reverse", false);
-  p.require_paths = c.opt("require") ? unsigned(c.int_param("require")) : 0;
+  p.require_paths = ScanPaths::from_bits(c.opt("require") ? unsigned(c.int_param("require")) : 0);
   p.body = body;
   std::vector<Array> ops = hoisted;
   ops.insert(ops.end(), c.in.begin(), c.in.end());

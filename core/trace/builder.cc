@@ -99,8 +99,10 @@ ClosedJaxpr JaxprBuilder::finish(const std::vector<Array>& outs) {
   return c;
 }
 
-ClosedJaxpr make_jaxpr_flat(const FlatFn& fn, const std::vector<AVal>& in) {
-  auto builder = std::make_shared<JaxprBuilder>();
+ClosedJaxpr make_jaxpr_flat(const FlatFn& fn, const std::vector<AVal>& in) { return make_jaxpr_flat(fn, in, nullptr); }
+
+ClosedJaxpr make_jaxpr_flat(const FlatFn& fn, const std::vector<AVal>& in, const Target* target) {
+  auto builder = std::make_shared<JaxprBuilder>(target);
   MainScope scope(builder);
   DynamicScope stage_everything(builder.get());
   std::vector<Array> args;

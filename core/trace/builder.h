@@ -13,7 +13,9 @@ namespace jx {
 // by the resulting ClosedJaxpr; rank-0 concrete ones become inline literals.
 class JaxprBuilder final : public MainTrace {
  public:
+  explicit JaxprBuilder(const Target* target = nullptr) : target_(target) {}
   std::string_view kind() const override { return "jaxpr"; }
+  const Target* target() const override { return target_; }
   std::vector<Array> process(Prim p, const std::vector<Array>& args, const PrimParams& params) override;
   Array new_arg(const AVal& aval);
   Atom atom(const Array& x);
@@ -23,7 +25,12 @@ class JaxprBuilder final : public MainTrace {
   Jaxpr jaxpr_;
   std::vector<Array> consts_;
   std::map<std::pair<int, std::uintptr_t>, int> const_ids_;
+  const Target* target_;
 };
+
+// Traces fn on abstract arguments of avals `in` (typechecked), staged for `target` (jit's): the
+// transformations in fn read it through staging_target().
+ClosedJaxpr make_jaxpr_flat(const FlatFn& fn, const std::vector<AVal>& in, const Target* target);
 
 // replay borrowed_residuals: the jvp trace notes which tracer each primal value came from; a
 // builder constant made from such a value borrows that tracer's liveness.

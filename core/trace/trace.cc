@@ -27,6 +27,12 @@ MainScope::~MainScope() {
 
 int trace_depth() { return static_cast<int>(g_stack.size()); }
 
+const Target* staging_target() {
+  for (auto it = g_stack.rbegin(); it != g_stack.rend(); ++it)
+    if (const Target* t = (*it)->target()) return t;
+  return nullptr;
+}
+
 namespace {
 thread_local MainTrace* g_dynamic = nullptr;
 }

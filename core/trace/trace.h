@@ -12,6 +12,7 @@ namespace jx {
 
 class Backend;
 struct Op;
+struct Target;
 
 // Applies a primitive (Autodidax's bind): to the highest-level transformation among the
 // operands' tracers and the dynamic trace, or, with concrete operands only, eval_bind.
@@ -51,6 +52,8 @@ class MainTrace : public std::enable_shared_from_this<MainTrace> {
   virtual ~MainTrace() = default;
   virtual std::string_view kind() const = 0;
   virtual std::vector<Array> process(Prim p, const std::vector<Array>& args, const PrimParams& params) = 0;
+  // The target the trace stages a program for (a jit builder's), or null.
+  virtual const Target* target() const { return nullptr; }
   int level = 0;
   bool active = true;
 };
@@ -71,6 +74,10 @@ class MainScope {
 };
 
 int trace_depth();  // number of active mains on this thread
+// The target of the innermost trace on this thread's stack that stages for one (the jit trace an
+// equation is staged into, through the transformations nested in it), or null: a transformation
+// that picks its formulation by the backend (associative_scan's reverse mode) reads it here.
+const Target* staging_target();
 
 // The dynamic trace (JAX's omnistaging): while a jit/make_jaxpr builder is dynamic, every
 // primitive is staged into it, also those whose operands are all concrete, so constants built

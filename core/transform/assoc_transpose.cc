@@ -17,6 +17,7 @@
 #include <array>
 
 #include "core/backends/backend.h"
+#include "core/backends/target.h"
 #include "core/np/np.h"
 #include "core/transform/rules.h"
 #include "core/transform/control_internal.h"
@@ -87,13 +88,14 @@ struct TripleLayout {
 }  // namespace
 
 AssocGradForm assoc_grad_form(const std::vector<Array>& x) {
-  const Backend* b = staging_backend();
+  const Target* t = staging_target();
+  const Backend* b = t ? t->backend : nullptr;
   for (const Array& a : x)
     if (!b && !a.is_tracer()) b = &a.backend();
   if (!b) b = &default_backend();
-  if (b->info().limits.launch_bound) return AssocGradForm::pairs;
+  if ((t ? t->limits : b->info().limits).launch_bound) return AssocGradForm::pairs;
   // a compiled loop binds all its operands at once: under a buffer budget, the recursion's kernels
-  return staging_budget() > 0 ? AssocGradForm::recursion : AssocGradForm::fold;
+  return t && t->budget > 0 ? AssocGradForm::recursion : AssocGradForm::fold;
 }
 
 std::pair<std::vector<Array>, std::vector<Array>> assoc_linearize_fold(const std::vector<Array>& x,

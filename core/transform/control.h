@@ -15,14 +15,16 @@
 
 namespace jx {
 
+// Called with every scan's path as it runs (a subscription to the scan_path events of
+// core/instrument, the one channel: ScanPathTracker reads the same); nullptr: none.
 using ScanPathCallback = std::function<void(ScanPath path, const std::string& backend, const std::string& details)>;
-void set_scan_path_callback(ScanPathCallback cb);  // nullptr: none
+void set_scan_path_callback(ScanPathCallback cb);
 
 struct ScanOptions {
   std::optional<std::int64_t> length;  // required when there are no xs
   bool reverse = false;
-  int unroll = 1;                      // accepted for API parity; the planner decides per backend
-  std::vector<ScanPath> require_path;  // empty: any path; otherwise ScanPathError if not met
+  int unroll = 1;          // accepted for API parity; the planner decides per backend
+  ScanPaths require_path;  // empty: any path; otherwise ScanPathError if not met
 };
 
 // lax.switch: branches[clamp(index, 0, n - 1)](ops...), index an int32[] array; every branch

@@ -13,14 +13,21 @@
 namespace jx {
 
 // The scan body's jaxpr (from a scan eqn's params), and the host loop that runs it with `body`
-// (reports the path choice and enforces require_path). Used by compiled programs.
+// (reports the path). Used by compiled programs.
 const Jaxpr& scan_body_jaxpr(const PrimParams& p);
 // A vmapped scan's or associative scan's body before batching (PrimParams::unbatched), or nullptr.
 const Jaxpr* unbatched_jaxpr(const PrimParams& p);
 std::vector<Array> scan_host_loop(const FlatFn& body, const PrimParams& p, const std::vector<Array>& ops,
                                   const std::string& why);
-// Emits the scan-path event and callback, logs at debug level 1, enforces require_path.
-void report_scan_path(ScanPath path, const std::string& backend, const std::string& details, unsigned require);
+// The scan_path event: carries the path (and its name, the backend, the details), logged at
+// debug level 1; set_scan_path_callback and ScanPathTracker subscribe to it (the one channel).
+void report_scan_path(ScanPath path, const std::string& backend, const std::string& details);
+// "N steps in one call: <the plan's reason>" (fused), "... recorded into one submission" (preencoded),
+// "... as a host loop" (fallback)
+std::string scan_path_details(ScanPath path, std::int64_t length, const std::string& reason);
+// require_path, checked once, where a scan's plan is made (CompiledProgram): unless `require`
+// allows the path, reports it and throws ScanPathError.
+void require_scan_path(ScanPath path, const std::string& backend, const std::string& details, ScanPaths require);
 // An associative_scan eqn's combine body (consts..., a..., b...) -> c... on single elements, and
 // its decomposition into other primitives over operand avals `in`: the odd/even recursion, or
 // (fold) a sequential lax.scan for backends that compile loops.

@@ -43,7 +43,7 @@ struct SeriesHint {
 // Traces fn on avals and binds a scan of it over operands (leading: the traced constants).
 std::vector<Array> bind_scan(const FlatFn& fn, const std::vector<AVal>& in_avals, std::vector<Array> consts,
                              const std::vector<Array>& carry, const std::vector<Array>& xs, std::int64_t length,
-                             bool reverse, unsigned require, const SeriesHint& series = {}) {
+                             bool reverse, ScanPaths require, const SeriesHint& series = {}) {
   auto [j, hoisted] = hoist(make_jaxpr_flat(fn, in_avals));
   PrimParams p;
   p.unbatched = series.unbatched;
@@ -70,34 +70,29 @@ AVal unstacked(AVal a) {
 Array zeros_of(const AVal& a) { return np::zeros(a.shape, a.dtype); }
 
 std::mutex g_cb_mu;
-ScanPathCallback g_cb;
-
-unsigned mask_of(const std::vector<ScanPath>& ps) {
-  unsigned m = 0;
-  for (ScanPath p : ps) m |= static_cast<unsigned>(p);
-  return m;
-}
+std::unique_ptr<trace::Subscription> g_cb;  // set_scan_path_callback's subscription to scan_path events
 
 }  // namespace
 
-// Reports a path choice (event + callback) and enforces require_path.
-void report_scan_path(ScanPath path, const std::string& backend, const std::string& why, unsigned require) {
-  const std::string details = fmt::format("{}", why);
+std::string scan_path_details(ScanPath path, std::int64_t length, const std::string& reason) {
+  switch (path) {
+    case ScanPath::fused: return fmt::format("{} steps in one call: {}", length, reason);
+    case ScanPath::preencoded: return fmt::format("{} steps recorded into one submission: {}", length, reason);
+    case ScanPath::fallback: return fmt::format("{} steps as a host loop: {}", length, reason);
+  }
+  return reason;
+}
+
+void report_scan_path(ScanPath path, const std::string& backend, const std::string& details) {
   debug_log(1, fmt::format("scan on {}: path {} ({})", backend, scan_path_name(path), details));
-  trace::emit({trace::EventKind::scan_path, backend, std::string(scan_path_name(path)), 0, false, 0.0, details});
-  ScanPathCallback cb;
-  {
-    std::lock_guard lock(g_cb_mu);
-    cb = g_cb;
-  }
-  if (cb) cb(path, backend, details);
-  if (require && !(require & static_cast<unsigned>(path))) {
-    std::vector<std::string> allowed;
-    for (ScanPath p : {ScanPath::fused, ScanPath::preencoded, ScanPath::fallback})
-      if (require & static_cast<unsigned>(p)) allowed.push_back(std::string(scan_path_name(p)));
-    throw ScanPathError(fmt::format("Scan require_path not satisfied: got \"{}\" but required one of [{}]",
-                                    scan_path_name(path), fmt::join(allowed, ", ")));
-  }
+  trace::emit({trace::EventKind::scan_path, backend, std::string(scan_path_name(path)), 0, false, 0.0, details, path});
+}
+
+void require_scan_path(ScanPath path, const std::string& backend, const std::string& details, ScanPaths require) {
+  if (require.allows(path)) return;
+  report_scan_path(path, backend, details);
+  throw ScanPathError(fmt::format("Scan require_path not satisfied: got \"{}\" but required one of [{}]",
+                                  scan_path_name(path), require.str()));
 }
 
 namespace {
@@ -162,8 +157,7 @@ const Jaxpr* unbatched_jaxpr(const PrimParams& p) {
 std::vector<Array> scan_host_loop(const FlatFn& body, const PrimParams& p, const std::vector<Array>& ops,
                                   const std::string& why) {
   const Backend& be = ops.empty() ? default_backend() : ops[0].backend();
-  report_scan_path(ScanPath::fallback, be.info().backend, fmt::format("{} steps as a host loop: {}", p.length, why),
-                   p.require_paths);
+  report_scan_path(ScanPath::fallback, be.info().backend, scan_path_details(ScanPath::fallback, p.length, why));
   auto outs = p.body->out_avals();
   std::vector<AVal> y_avals(outs.begin() + p.num_carry, outs.end());
   return run_fallback(body, p, ops, y_avals);
@@ -171,7 +165,11 @@ std::vector<Array> scan_host_loop(const FlatFn& body, const PrimParams& p, const
 
 void set_scan_path_callback(ScanPathCallback cb) {
   std::lock_guard lock(g_cb_mu);
-  g_cb = std::move(cb);
+  g_cb.reset();
+  if (!cb) return;
+  g_cb = std::make_unique<trace::Subscription>([cb = std::move(cb)](const trace::Event& e) {
+    if (e.kind == trace::EventKind::scan_path) cb(e.path, e.backend, e.detail);
+  });
 }
 
 std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const std::vector<Array>& init,
@@ -202,7 +200,7 @@ std::vector<Array> scan_flat(const FlatFn& body, std::size_t num_carry, const st
                                      out[k].aval().str(), avals[k].str()));
     return out;
   };
-  return bind_scan(checked, avals, {}, init, xs, *length, o.reverse, mask_of(o.require_path));
+  return bind_scan(checked, avals, {}, init, xs, *length, o.reverse, o.require_path);
 }
 
 // ---- jvp ----
@@ -332,7 +330,7 @@ std::vector<std::optional<Array>> control_transpose(Prim prim, const std::vector
     out.insert(out.end(), g.begin() + lin_c.size() + nk, g.end());
     return out;
   };
-  auto r = bind_scan(tbody, avals, consts, carry, xs, p.length, !p.reverse, 0);
+  auto r = bind_scan(tbody, avals, consts, carry, xs, p.length, !p.reverse, ScanPaths{});
   std::vector<std::optional<Array>> res(n);
   for (std::size_t k = 0; k < nk; ++k)
     if (in[nc + k].linear) res[nc + k] = r[k];

@@ -91,13 +91,10 @@ class NativeBackend final : public HostBackend {
     return out;
   }
 
-  std::shared_ptr<Executable> prepare_scan(const ScanProgram& sp, std::string& why) override {
+  ScanPlan plan_scan(const ScanProgram& sp, const Target&) override {
     const std::string key = sp.key();
     std::lock_guard lock(kmu_);
-    if (auto it = scans_.find(key); it != scans_.end()) {
-      why = it->second.why;
-      return it->second.exe;
-    }
+    if (auto it = scans_.find(key); it != scans_.end()) return {ScanPath::fused, it->second.why, it->second.exe};
     const std::string sym = fmt::format("jx_s{:016x}", native::fnv1a(key));
     std::string source;
     bool unrolled = false;
@@ -105,8 +102,7 @@ class NativeBackend final : public HostBackend {
     try {
       source = native::c_prelude() + native::render_scan(sp, sym, &unrolled, &first_term);
     } catch (const BackendError& e) {
-      why = e.what();
-      return nullptr;
+      return {ScanPath::fallback, e.what(), nullptr};
     }
     debug_log(2, "native scan source:\n" + source);
     auto r = native::compile(source);
@@ -114,13 +110,14 @@ class NativeBackend final : public HostBackend {
     auto exe = std::make_shared<NativeKernel>(r.lib, reinterpret_cast<KernelFn>(r.lib->symbol(sym)));
     trim_unused(
         scans_, [](const CompiledScan& c) -> const auto& { return c.exe; });
-    why = unrolled ? "native compiles the whole loop into one function, its body unrolled (carries and temporaries in "
-                     "registers)"
-                   : "native compiles the whole loop into one function";
+    std::string why =
+        unrolled ? "native compiles the whole loop into one function, its body unrolled (carries and temporaries in "
+                   "registers)"
+                 : "native compiles the whole loop into one function";
     if (first_term > 0)
       why += fmt::format("; {} sums start from their first term (their signs of zero cannot matter)", first_term);
     scans_[key] = CompiledScan{exe, why};
-    return exe;
+    return {ScanPath::fused, why, exe};
   }
 
  private:

@@ -525,10 +525,10 @@ Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t G
 }
 }  // namespace
 
-Shader render_kernel(const Kernel& k, bool f64_math, int max_buffers) {
+Shader render_kernel(const Kernel& k, bool f64_math) {
   if (k.is_reduction() && reduced_elements(k) >= kWorkgroupReduceMin) {
     const std::int64_t split = split_count(k);
-    return render_workgroup_reduction(k, f64_math, split > 1 && k.buffers() + 1 <= max_buffers ? split : 1);
+    return render_workgroup_reduction(k, f64_math, split > 1 && k.scratch_binding ? split : 1);
   }
   KernelCtx c{k, f64_math, nullptr};
   Shader sh;

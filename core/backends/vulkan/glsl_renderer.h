@@ -54,8 +54,9 @@ std::string routine_element_code(const Op& op, const std::string& elem, Shader& 
 
 // `f64_math`: the device has shaderFloat64, so float64 transcendentals (and float32 ones, for
 // accuracy) use the double-precision helpers; reductions accumulate in double as the oracle does.
-// max_buffers: the pipeline's budget (a split reduction needs one binding beyond the kernel's).
-Shader render_kernel(const Kernel& k, bool f64_math, int max_buffers);
+// A long reduction splits over workgroups only where lowering left the kernel a scratch binding
+// (Kernel::scratch_binding).
+Shader render_kernel(const Kernel& k, bool f64_math);
 // pad, concatenate, argmax, argmin; nullopt for primitives without a shader (linear algebra).
 std::optional<Shader> render_routine(const Op& op);
 

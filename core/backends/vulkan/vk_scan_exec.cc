@@ -5,24 +5,20 @@
 
 namespace jx::vk {
 
-std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, std::string& why) {
+ScanPlan VulkanBackend::plan_scan(const ScanProgram& sp, const Target& t) {
   std::lock_guard lock(mu_);
   alive();
-  const bool no_wg = replay::policy().no_workgroup_scan_fusion;
+  const bool no_wg = t.policy.no_workgroup_scan_fusion;
   const ScanLimits lim = scan_limits();
   const std::string key = fmt::format("{}|{}|{}|{}", sp.key(), profile_, no_wg, lim.series);
-  if (auto it = scans_.find(key); it != scans_.end()) {
-    why = it->second.second;
-    return it->second.first;
-  }
+  if (auto it = scans_.find(key); it != scans_.end()) return it->second;
   std::string not_fused;
-  std::shared_ptr<Executable> exe;
   auto plan = render_fused_scan(sp, lim, not_fused);
   if (no_wg && (!plan || plan->one_workgroup)) {  // replay: the JS runtime's host loop, one step at a time
-    why = fmt::format("replay no_workgroup_scan_fusion: {}",
-                      plan ? "the body has dependencies between its kernels" : not_fused);
-    remember_scan(key, nullptr, why);
-    return nullptr;
+    return remember_scan(key, {ScanPath::fallback,
+                               fmt::format("replay no_workgroup_scan_fusion: {}",
+                                           plan ? "the body has dependencies between its kernels" : not_fused),
+                               nullptr});
   }
   std::shared_ptr<Pipeline> loop_pipe;
   if (plan) try {
@@ -37,39 +33,40 @@ std::shared_ptr<Executable> VulkanBackend::prepare_scan(const ScanProgram& sp, s
     x->operands = sp.operands;
     x->results = sp.results;
     x->length = sp.length;
-    why = plan->steps_per_dispatch < sp.length
-              ? fmt::format("{}; {} steps per dispatch ({} stops shader loops after 65535 iterations)", plan->mode,
-                            plan->steps_per_dispatch, ctx_->desc().name)
-              : plan->mode;
+    std::string why = plan->steps_per_dispatch < sp.length
+                          ? fmt::format("{}; {} steps per dispatch ({} stops shader loops after 65535 iterations)",
+                                        plan->mode, plan->steps_per_dispatch, ctx_->desc().name)
+                          : plan->mode;
     x->plan = std::move(*plan);
-    exe = x;
-  } else {
-    auto x = std::make_shared<PreencodedExe>();
-    x->sp = sp;
-    for (const Step& st : sp.body.steps) {
-      if (st.kind == Step::Kind::free) continue;
-      if (st.kind == Step::Kind::control) {
-        why = fmt::format("not fused: {}; not preencoded: a nested scan needs its own loop", not_fused);
-        return nullptr;
-      }
-      std::shared_ptr<Executable> e = st.kind == Step::Kind::kernel ? prepare_kernel(sp.body.kernels[st.index])
-                                                                    : prepare(sp.body.routines[st.index]);
-      if (!e || dynamic_cast<HostRoutineExe*>(e.get())) {
-        why = fmt::format("not fused: {}; not preencoded: {} runs on the host", not_fused,
-                          prim_name(sp.body.routines[st.index].prim));
-        return nullptr;
-      }
-      x->steps.push_back(std::move(e));
-    }
-    if (x->steps.size() + 8 > kSetsPerBatch) {
-      why = fmt::format("not fused: {}; not preencoded: {} dispatches per step", not_fused, x->steps.size());
-      return nullptr;
-    }
-    why = fmt::format("not fused: {}; {} dispatches per step", not_fused, x->steps.size());
-    exe = x;
+    return remember_scan(key, {ScanPath::fused, why, x});
   }
-  remember_scan(key, exe, why);
-  return exe;
+  ScanPlan pre = plan_preencoded(sp, not_fused);
+  return pre.exe ? remember_scan(key, std::move(pre)) : pre;  // a refusal here is planned again next time
+}
+
+// Every step's dispatches recorded into the command buffer, where the body has no nested scan and
+// no routine runs on the host: one descriptor set per body step serves every step.
+ScanPlan VulkanBackend::plan_preencoded(const ScanProgram& sp, const std::string& not_fused) {
+  auto x = std::make_shared<PreencodedExe>();
+  x->sp = sp;
+  for (const Step& st : sp.body.steps) {
+    if (st.kind == Step::Kind::free) continue;
+    if (st.kind == Step::Kind::control)
+      return {ScanPath::fallback,
+              fmt::format("not fused: {}; not preencoded: a nested scan needs its own loop", not_fused), nullptr};
+    std::shared_ptr<Executable> e =
+        st.kind == Step::Kind::kernel ? prepare_kernel(sp.body.kernels[st.index]) : prepare(sp.body.routines[st.index]);
+    if (!e || dynamic_cast<HostRoutineExe*>(e.get()))
+      return {ScanPath::fallback,
+              fmt::format("not fused: {}; not preencoded: {} runs on the host", not_fused,
+                          prim_name(sp.body.routines[st.index].prim)),
+              nullptr};
+    x->steps.push_back(std::move(e));
+  }
+  if (x->steps.size() + 8 > kSetsPerBatch)
+    return {ScanPath::fallback,
+            fmt::format("not fused: {}; not preencoded: {} dispatches per step", not_fused, x->steps.size()), nullptr};
+  return {ScanPath::preencoded, fmt::format("not fused: {}; {} dispatches per step", not_fused, x->steps.size()), x};
 }
 
 // The blocked scan's dispatches: scans up the strides 1, B, B², ... (B = 256 positions per
@@ -105,17 +102,15 @@ std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std
   return out;
 }
 
-std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocProgram& ap, std::string& why) {
+ScanPlan VulkanBackend::plan_associative_scan(const AssocProgram& ap, const Target&) {
   std::lock_guard lock(mu_);
   alive();
   const std::string key = fmt::format("{}|{}|{}|{}", ap.key(), profile_, assoc_overrides(), series_scans());
-  if (auto it = scans_.find(key); it != scans_.end()) {
-    why = it->second.second;
-    return it->second.first;
-  }
+  if (auto it = scans_.find(key); it != scans_.end()) return it->second;
   const ScanLimits lim = scan_limits();
+  std::string why;
   auto plan = render_assoc_scan(ap, lim, why);
-  if (!plan) return nullptr;
+  if (!plan) return {ScanPath::fallback, why, nullptr};
   auto x = std::make_shared<AssocExe>();
   x->operands = ap.operands;
   x->num_consts = ap.num_consts;
@@ -131,15 +126,14 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
     else
       x->pipe = make_kernel_exe(x->plan.sh, "assoc|" + x->plan.sh.glsl, 4)->pipe;
   } catch (const PipelineCompileError& e) {
-    why = e.what();
-    return nullptr;
+    return {ScanPath::fallback, e.what(), nullptr};
   }
   if (x->coop) {
     x->levels = blocked_levels(x->length, 1, x->plan.coop->chunk);
-    why = fmt::format("{} dispatches, {} (then fix-ups); leaves packed into one buffer", x->levels.size(),
-                      x->plan.coop->mode);
-    remember_scan(key, x, why);
-    return x;
+    return remember_scan(key, {ScanPath::fused,
+                               fmt::format("{} dispatches, {} (then fix-ups); leaves packed into one buffer",
+                                           x->levels.size(), x->plan.coop->mode),
+                               x});
   }
   int rounds = 0;
   for (std::int64_t dd = 1; dd < x->length; dd *= 2) ++rounds;
@@ -162,8 +156,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare_associative_scan(const AssocP
                       x->plan.direct ? "bound directly" : "packed into one buffer")
             : fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)",
                           rounds);
-  remember_scan(key, x, why);
-  return x;
+  return remember_scan(key, {ScanPath::fused, why, x});
 }
 
 void VulkanBackend::run_scan(ScanExe& x, std::span<const SlotId> in, std::span<const SlotId> out) {

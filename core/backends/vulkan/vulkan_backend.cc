@@ -238,9 +238,9 @@ std::shared_ptr<Executable> VulkanBackend::prepare(const Op& op) {
 std::shared_ptr<Executable> VulkanBackend::prepare_kernel(const Kernel& k) {
   std::lock_guard lock(mu_);
   alive();
-  const std::string key = fmt::format("{}|{}", k.key(), max_buffers_);  // the budget decides split reductions
+  const std::string key = k.key();
   if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
-  auto exe = make_kernel_exe(render_kernel(k, ctx_->desc().float64, max_buffers_), key);
+  auto exe = make_kernel_exe(render_kernel(k, ctx_->desc().float64), key);
   trim_unused(kernels_);
   kernels_[key] = exe;
   return exe;

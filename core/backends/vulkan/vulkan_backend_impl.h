@@ -81,7 +81,6 @@ struct ScanExe final : Executable {
 struct PreencodedExe final : Executable {
   ScanProgram sp;
   std::vector<std::shared_ptr<Executable>> steps;  // per body step (kernel or routine shader)
-  bool preencoded() const override { return true; }
 };
 
 // A dispatch of the blocked or cooperative associative scan.
@@ -167,9 +166,8 @@ class VulkanBackend final : public Backend {
   std::shared_ptr<Executable> prepare(const Op& op) override;
   std::shared_ptr<Executable> prepare_kernel(const Kernel& k) override;
 
-  std::shared_ptr<Executable> prepare_scan(const ScanProgram& sp, std::string& why) override;
-
-  std::shared_ptr<Executable> prepare_associative_scan(const AssocProgram& ap, std::string& why) override;
+  ScanPlan plan_scan(const ScanProgram& sp, const Target& t) override;
+  ScanPlan plan_associative_scan(const AssocProgram& ap, const Target& t) override;
 
   void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) override;
   void flush() override;
@@ -270,10 +268,11 @@ class VulkanBackend final : public Backend {
   // Caches a scan plan (or, with a null executable, the planner's refusal) under its key; the
   // cache keeps what live programs use plus a bounded number of unused plans.
   ScanLimits scan_limits() const;
-  void remember_scan(const std::string& key, std::shared_ptr<Executable> exe, const std::string& why) {
+  ScanPlan plan_preencoded(const ScanProgram& sp, const std::string& not_fused);
+  const ScanPlan& remember_scan(const std::string& key, ScanPlan plan) {
     trim_unused(
-        scans_, [](const auto& v) -> const auto& { return v.first; });
-    scans_[key] = {std::move(exe), why};
+        scans_, [](const ScanPlan& v) -> const auto& { return v.exe; });
+    return scans_[key] = std::move(plan);
   }
 
   // ---- recording and submission ----
@@ -325,8 +324,7 @@ class VulkanBackend final : public Backend {
   std::map<std::size_t, std::map<std::uint64_t, std::unique_ptr<Buf>>> free_;
   std::size_t bytes_ = 0, peak_ = 0, pooled_bytes_ = 0, pool_budget_ = std::size_t{256} << 20;
   std::unordered_map<std::string, std::shared_ptr<KernelExe>> kernels_;
-  std::unordered_map<std::string, std::pair<std::shared_ptr<Executable>, std::string>>
-      scans_;  // with the planner's reason
+  std::unordered_map<std::string, ScanPlan> scans_;  // the planner's answers, refusals included
   std::unordered_map<std::string, std::vector<std::uint32_t>> spirv_;
   std::unique_ptr<Batch> current_;
   std::deque<std::unique_ptr<Batch>> inflight_;
