@@ -213,3 +213,21 @@ TEST(Elementwise, LaxIsStrict) {
   EXPECT_TRUE(jxt::throws_with<ShapeError>([] { lax::select(np::ones({2}), np::ones({2}), np::ones({2})); },
                                            {"select: predicate must be bool"}));
 }
+
+// One scalar table (core/prim/scalar_ops.h) gives eager primitives and the kernel interpreter the
+// same meaning, IEEE's on the sign of zero: -(+0) = -0 and |-0| = +0 (eager neg and abs once gave
+// +0 and -0 here, unlike jit, native and vulkan), also through jit.
+TEST(Elementwise, SignOfZeroIsIeeeEagerAndInKernels) {
+  for (DType d : {DType::float32, DType::float64}) {
+    const Array z = np::array({0.0, -0.0}, d);
+    auto signs = [](const Array& a) {
+      std::vector<bool> s;
+      for (double v : a.to_vector<double>()) s.push_back(std::signbit(v));
+      return s;
+    };
+    EXPECT_EQ(signs(lax::neg(z)), (std::vector<bool>{true, false})) << dtype_name(d);
+    EXPECT_EQ(signs(lax::abs(z)), (std::vector<bool>{false, false})) << dtype_name(d);
+    EXPECT_EQ(signs(jit([](const Array& a) { return lax::neg(a); })(z)), (std::vector<bool>{true, false}));
+    EXPECT_EQ(signs(jit([](const Array& a) { return lax::abs(a * 1.0); })(z)), (std::vector<bool>{false, false}));
+  }
+}

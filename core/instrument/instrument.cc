@@ -74,6 +74,16 @@ std::atomic<int>& level() {
 }  // namespace
 
 void set_debug(int l) { level() = l; }
+
+void dump_source(const std::string& text, const char* ext) {
+  static const char* dir = std::getenv("JX_DUMP_SOURCES");
+  if (!dir || !*dir) return;
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  char name[32];
+  std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(h));
+  std::ofstream(std::string(dir) + "/" + name + "." + ext) << text;
+}
 int debug_level() { return level().load(std::memory_order_relaxed); }
 void debug_log(int l, const std::string& msg) {
   if (debug_level() >= l) std::fprintf(stderr, "[jx] %s\n", msg.c_str());

@@ -133,15 +133,9 @@ class Lowering {
     visit_nodes(r, [&](const Expr& x) {
       if (++nodes > o_.recompute_nodes) cheap = false;
       if (x.k == Expr::K::alu && !o_.recompute_expensive) switch (x.prim) {
-          case Prim::exp:
-          case Prim::log:
-          case Prim::log1p:
-          case Prim::sqrt:
-          case Prim::sin:
-          case Prim::cos:
-          case Prim::tanh:
-          case Prim::div:
-          case Prim::pow: cheap = false; break;
+        JX_CASES_TRANSCENDENTAL:
+        case Prim::div:
+        case Prim::pow: cheap = false; break;
           default: break;
         }
       return cheap;

@@ -285,13 +285,9 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const PrimP
   if (arity >= 0 && static_cast<int>(in.size()) != arity)
     fail(p, fmt::format("expected {} operands, got {}", arity, in.size()));
   switch (p) {
-    case Prim::exp:
-    case Prim::log:
-    case Prim::log1p:
-    case Prim::sqrt:
-    case Prim::sin:
-    case Prim::cos:
-    case Prim::tanh: require_float(p, in[0]); return {in[0]};
+  JX_CASES_TRANSCENDENTAL:
+    require_float(p, in[0]);
+    return {in[0]};
     case Prim::neg:
     case Prim::abs:
     case Prim::sign: require_numeric(p, in[0]); return {in[0]};
@@ -315,12 +311,9 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const PrimP
       require_same(p, in);
       require_float(p, in[0]);
       return {in[0]};
-    case Prim::lt:
-    case Prim::le:
-    case Prim::gt:
-    case Prim::ge:
-    case Prim::eq:
-    case Prim::ne: require_same(p, in); return {{DType::bool_, in[0].shape}};
+    JX_CASES_COMPARISON:
+      require_same(p, in);
+      return {{DType::bool_, in[0].shape}};
     case Prim::logical_and:
     case Prim::logical_or:
       require_same(p, in);

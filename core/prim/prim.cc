@@ -27,17 +27,6 @@ int prim_arity(Prim p) {
   return 0;
 }
 
-PrimKind prim_kind(Prim p) {
-  switch (p) {
-#define JX_PRIM(name, arity, kind) \
-  case Prim::name:                 \
-    return PrimKind::kind;
-#include "core/prim/prims.def"
-#undef JX_PRIM
-  }
-  return PrimKind::elementwise;
-}
-
 namespace {
 const char* py(bool b) { return b ? "True" : "False"; }  // Python's spelling, as JAX prints it
 std::string tup(const std::vector<std::int64_t>& v) {
@@ -46,39 +35,12 @@ std::string tup(const std::vector<std::int64_t>& v) {
 }  // namespace
 
 std::string PrimParams::str(Prim p) const {
+  if (p == Prim::convert) return fmt::format("new_dtype={}", dtype_name(dtype));
   switch (p) {
-    case Prim::neg:
-    case Prim::exp:
-    case Prim::log:
-    case Prim::log1p:
-    case Prim::sqrt:
-    case Prim::abs:
-    case Prim::sign:
-    case Prim::sin:
-    case Prim::cos:
-    case Prim::tanh:
-    case Prim::logical_not:
-    case Prim::isnan:
-    case Prim::isfinite:
-    case Prim::stop_gradient:
-    case Prim::add:
-    case Prim::sub:
-    case Prim::mul:
-    case Prim::div:
-    case Prim::pow:
-    case Prim::max:
-    case Prim::min:
-    case Prim::lt:
-    case Prim::le:
-    case Prim::gt:
-    case Prim::ge:
-    case Prim::eq:
-    case Prim::ne:
-    case Prim::logical_and:
-    case Prim::logical_or:
-    case Prim::select:
-    case Prim::lu: return "";
-    case Prim::convert: return fmt::format("new_dtype={}", dtype_name(dtype));
+  JX_CASES_ELEMENTWISE_UNARY:
+  JX_CASES_ELEMENTWISE_BINARY:
+  case Prim::select:
+  case Prim::lu: return "";
     case Prim::reduce_sum:
     case Prim::reduce_max:
     case Prim::reduce_min:

@@ -35,7 +35,73 @@ inline constexpr int kNumPrims = 0
 
 std::string_view prim_name(Prim p);
 int prim_arity(Prim p);  // -1: variadic
-PrimKind prim_kind(Prim p);
+constexpr PrimKind prim_kind(Prim p) {
+  switch (p) {
+#define JX_PRIM(name, arity, kind) \
+  case Prim::name:                 \
+    return PrimKind::kind;
+#include "core/prim/prims.def"
+#undef JX_PRIM
+  }
+  return PrimKind::elementwise;
+}
+
+// Groups of primitives, named once: the case labels a total switch uses for a whole group (the
+// switch stays total: -Werror=switch still names a new primitive's missing rule).
+#define JX_CASES_TRANSCENDENTAL \
+  case Prim::exp:               \
+  case Prim::log:               \
+  case Prim::log1p:             \
+  case Prim::sqrt:              \
+  case Prim::sin:               \
+  case Prim::cos:               \
+  case Prim::tanh
+#define JX_CASES_COMPARISON \
+  case Prim::lt:            \
+  case Prim::le:            \
+  case Prim::gt:            \
+  case Prim::ge:            \
+  case Prim::eq:            \
+  case Prim::ne
+// elementwise with one operand
+#define JX_CASES_ELEMENTWISE_UNARY \
+  case Prim::neg:                  \
+  case Prim::abs:                  \
+  case Prim::sign:                 \
+  case Prim::logical_not:          \
+  case Prim::isnan:                \
+  case Prim::isfinite:             \
+  case Prim::convert:              \
+  case Prim::stop_gradient: JX_CASES_TRANSCENDENTAL
+// elementwise with two operands
+#define JX_CASES_ELEMENTWISE_BINARY \
+  case Prim::add:                   \
+  case Prim::sub:                   \
+  case Prim::mul:                   \
+  case Prim::div:                   \
+  case Prim::pow:                   \
+  case Prim::max:                   \
+  case Prim::min:                   \
+  case Prim::logical_and:           \
+  case Prim::logical_or: JX_CASES_COMPARISON
+
+namespace detail {
+constexpr bool groups_match_kinds() {  // the groups are exactly the elementwise primitives, select aside
+  for (int i = 0; i < kNumPrims; ++i) {
+    const Prim p = static_cast<Prim>(i);
+    bool grouped = false;
+    switch (p) {
+    JX_CASES_ELEMENTWISE_UNARY:
+    JX_CASES_ELEMENTWISE_BINARY:
+    case Prim::select: grouped = true; break;
+      default: break;
+    }
+    if (grouped != (prim_kind(p) == PrimKind::elementwise)) return false;
+  }
+  return true;
+}
+static_assert(groups_match_kinds(), "JX_CASES_ELEMENTWISE_* must list exactly the elementwise primitives");
+}  // namespace detail
 
 // Static parameters of a primitive application. One flat struct rather than a variant per
 // primitive: each primitive reads only the fields its rule documents, the rest stay default,

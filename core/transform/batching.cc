@@ -75,44 +75,16 @@ class BatchTrace final : public MainTrace {
            const std::vector<std::optional<std::int64_t>>& bd, const PrimParams& params) {
     PrimParams q = params;
     switch (p) {
-      case Prim::neg:
-      case Prim::exp:
-      case Prim::log:
-      case Prim::log1p:
-      case Prim::sqrt:
-      case Prim::abs:
-      case Prim::sign:
-      case Prim::sin:
-      case Prim::cos:
-      case Prim::tanh:
-      case Prim::logical_not:
-      case Prim::isnan:
-      case Prim::isfinite:
-      case Prim::convert:
-      case Prim::stop_gradient:
-        return {{bind1(p, {vals[0]}, params), bd[0]}};  // elementwise: the axis stays where it is
-      case Prim::add:
-      case Prim::sub:
-      case Prim::mul:
-      case Prim::div:
-      case Prim::pow:
-      case Prim::max:
-      case Prim::min:
-      case Prim::lt:
-      case Prim::le:
-      case Prim::gt:
-      case Prim::ge:
-      case Prim::eq:
-      case Prim::ne:
-      case Prim::logical_and:
-      case Prim::logical_or:
-      case Prim::select:
-      case Prim::concatenate:
-      case Prim::cholesky:
-      case Prim::lu:
-      case Prim::triangular_solve:
-        if (p == Prim::concatenate) q.axis += 1;
-        return all_front(p, args, q);
+    JX_CASES_ELEMENTWISE_UNARY:
+      return {{bind1(p, {vals[0]}, params), bd[0]}};  // elementwise: the axis stays where it is
+    JX_CASES_ELEMENTWISE_BINARY:
+    case Prim::select:
+    case Prim::concatenate:
+    case Prim::cholesky:
+    case Prim::lu:
+    case Prim::triangular_solve:
+      if (p == Prim::concatenate) q.axis += 1;
+      return all_front(p, args, q);
       case Prim::reduce_sum:
       case Prim::reduce_max:
       case Prim::reduce_min:

@@ -88,12 +88,7 @@ std::vector<Opt> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector
     case Prim::logical_not:
     case Prim::isnan:
     case Prim::isfinite:
-    case Prim::lt:
-    case Prim::le:
-    case Prim::gt:
-    case Prim::ge:
-    case Prim::eq:
-    case Prim::ne:
+    JX_CASES_COMPARISON:
     case Prim::logical_and:
     case Prim::logical_or:
     case Prim::argmax:

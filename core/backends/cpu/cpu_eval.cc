@@ -10,6 +10,7 @@
 
 #include "core/backends/cpu/cpu_backend.h"
 #include "core/backends/cpu/strided.h"
+#include "core/prim/scalar_ops.h"
 
 namespace jx {
 namespace {
@@ -30,28 +31,6 @@ template <class T>
 constexpr bool is_f = std::is_floating_point_v<T>;
 
 template <class T>
-T wrap_add(T a, T b) {
-  if constexpr (std::is_same_v<T, I32>)
-    return static_cast<I32>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
-  else
-    return static_cast<T>(a + b);
-}
-template <class T>
-T wrap_sub(T a, T b) {
-  if constexpr (std::is_same_v<T, I32>)
-    return static_cast<I32>(static_cast<std::uint32_t>(a) - static_cast<std::uint32_t>(b));
-  else
-    return static_cast<T>(a - b);
-}
-template <class T>
-T wrap_mul(T a, T b) {
-  if constexpr (std::is_same_v<T, I32>)
-    return static_cast<I32>(static_cast<std::uint32_t>(a) * static_cast<std::uint32_t>(b));
-  else
-    return static_cast<T>(a * b);
-}
-
-template <class T>
 bool nan_of(T v) {
   if constexpr (is_f<T>)
     return std::isnan(v);
@@ -59,91 +38,36 @@ bool nan_of(T v) {
     return false;
 }
 
-template <class To, class From>
-To convert_value(From v) {
-  if constexpr (std::is_same_v<To, U8>)
-    return v != From(0) ? 1 : 0;
-  else if constexpr (is_f<To>)
-    return static_cast<To>(v);
-  else if constexpr (is_f<From>) {  // float -> int32: saturate, NaN -> 0
-    if (std::isnan(v)) return 0;
-    if (v >= From(2147483647.0)) return std::numeric_limits<I32>::max();
-    if (v <= From(-2147483648.0)) return std::numeric_limits<I32>::min();
-    return static_cast<To>(v);
-  } else
-    return static_cast<To>(v);
-}
-
-void eval_unary(const Op& op, const std::byte* in, std::byte* out) {
-  const std::int64_t n = op.in[0].size();
+// An elementwise primitive over whole arrays: the scalar table (core/prim/scalar_ops.h) with the
+// primitive and the types fixed per call, so the loop has no switch.
+void eval_elementwise(const Op& op, std::span<const std::byte* const> in, std::byte* out) {
+  const std::int64_t n = op.out[0].size();
   if (op.prim == Prim::convert) {
     visit_dtype(op.in[0].dtype, [&]<class S>() {
       visit_dtype(op.out[0].dtype, [&]<class T>() {
-        for (std::int64_t i = 0; i < n; ++i) cout<T>(out)[i] = convert_value<T>(cin<S>(in)[i]);
+        for (std::int64_t i = 0; i < n; ++i) cout<T>(out)[i] = scalar::convert<T>(cin<S>(in[0])[i]);
       });
     });
     return;
   }
-  visit_dtype(op.in[0].dtype, [&]<class T>() {
-    const T* x = cin<T>(in);
-    auto map = [&]<class R>(R* y, auto f) {
-      for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<R>(f(x[i]));
-    };
-    T* y = cout<T>(out);
-    U8* b = cout<U8>(out);
-    switch (op.prim) {
-      case Prim::neg: return map(y, [](T v) { return wrap_sub(T(0), v); });
-      case Prim::abs: return map(y, [](T v) { return v < T(0) ? wrap_sub(T(0), v) : v; });
-      case Prim::sign: return map(y, [](T v) { return nan_of(v) ? v : v > T(0) ? T(1) : v < T(0) ? T(-1) : T(0); });
-      case Prim::exp: return map(y, [](T v) { return std::exp(v); });
-      case Prim::log: return map(y, [](T v) { return std::log(v); });
-      case Prim::log1p: return map(y, [](T v) { return std::log1p(v); });
-      case Prim::sqrt: return map(y, [](T v) { return std::sqrt(v); });
-      case Prim::sin: return map(y, [](T v) { return std::sin(v); });
-      case Prim::cos: return map(y, [](T v) { return std::cos(v); });
-      case Prim::tanh: return map(y, [](T v) { return std::tanh(v); });
-      case Prim::logical_not: return map(y, [](T v) { return v == T(0) ? 1 : 0; });
-      case Prim::isnan: return map(b, [](T v) { return nan_of(v) ? 1 : 0; });
-      case Prim::isfinite:
-        return map(b, [](T v) {
-          if constexpr (is_f<T>)
-            return std::isfinite(v) ? 1 : 0;
-          else
-            return 1;
-        });
-      default: throw Error("cpu: not a unary primitive");
-    }
-  });
-}
-
-void eval_binary(const Op& op, const std::byte* a_, const std::byte* b_, std::byte* out) {
-  const std::int64_t n = op.in[0].size();
-  visit_dtype(op.in[0].dtype, [&]<class T>() {
-    const T* a = cin<T>(a_);
-    const T* b = cin<T>(b_);
-    auto map = [&]<class R>(R* y, auto f) {
-      for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<R>(f(a[i], b[i]));
-    };
-    T* y = cout<T>(out);
-    U8* m = cout<U8>(out);
-    switch (op.prim) {
-      case Prim::add: return map(y, [](T u, T v) { return wrap_add(u, v); });
-      case Prim::sub: return map(y, [](T u, T v) { return wrap_sub(u, v); });
-      case Prim::mul: return map(y, [](T u, T v) { return wrap_mul(u, v); });
-      case Prim::div: return map(y, [](T u, T v) { return u / v; });
-      case Prim::pow: return map(y, [](T u, T v) { return std::pow(u, v); });
-      case Prim::max: return map(y, [](T u, T v) { return nan_of(u) ? u : nan_of(v) ? v : std::max(u, v); });
-      case Prim::min: return map(y, [](T u, T v) { return nan_of(u) ? u : nan_of(v) ? v : std::min(u, v); });
-      case Prim::lt: return map(m, [](T u, T v) { return u < v; });
-      case Prim::le: return map(m, [](T u, T v) { return u <= v; });
-      case Prim::gt: return map(m, [](T u, T v) { return u > v; });
-      case Prim::ge: return map(m, [](T u, T v) { return u >= v; });
-      case Prim::eq: return map(m, [](T u, T v) { return u == v; });
-      case Prim::ne: return map(m, [](T u, T v) { return u != v; });
-      case Prim::logical_and: return map(m, [](T u, T v) { return u != T(0) && v != T(0); });
-      case Prim::logical_or: return map(m, [](T u, T v) { return u != T(0) || v != T(0); });
-      default: throw Error("cpu: not a binary primitive");
-    }
+  const bool select = op.prim == Prim::select;
+  auto loop = [&]<class T, class R>() {
+    scalar::with_elementwise(op.prim, [&]<Prim P>() {
+      const T* a = cin<T>(in[select ? 1 : 0]);
+      const T* b = in.size() > (select ? 2u : 1u) ? cin<T>(in[select ? 2 : 1]) : a;
+      const U8* cond = select ? cin<U8>(in[0]) : nullptr;
+      R* y = cout<R>(out);
+      if constexpr (P == Prim::select)
+        for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<R>(scalar::apply<P, T>(T(cond[i]), a[i], b[i]));
+      else if constexpr (P != Prim::convert)
+        for (std::int64_t i = 0; i < n; ++i) y[i] = static_cast<R>(scalar::apply<P, T>(a[i], b[i]));
+    });
+  };
+  visit_dtype(op.in[select ? 1 : 0].dtype, [&]<class T>() {
+    if (op.out[0].dtype == DType::bool_)
+      loop.template operator()<T, U8>();
+    else
+      loop.template operator()<T, T>();
   });
 }
 
@@ -286,7 +210,6 @@ void eval_movement(const Op& op, std::span<const std::byte* const> in, std::byte
   const auto st = row_major_strides(a.shape);
   switch (op.prim) {
     case Prim::reshape:
-    case Prim::stop_gradient:
       if (a.bytes()) std::memcpy(out, in[0], a.bytes());
       return;
     case Prim::transpose: {
@@ -338,7 +261,7 @@ void eval_movement(const Op& op, std::span<const std::byte* const> in, std::byte
       visit_dtype(d, [&]<class T>() {
         T* y = cout<T>(out);
         const T* x = cin<T>(in[0]);
-        std::fill(y, y + op.out[0].size(), convert_value<T>(p.value));
+        std::fill(y, y + op.out[0].size(), scalar::convert<T>(p.value));
         strided_loop<2>(a.shape, {st, ost}, {0, base}, [&](auto o) { y[o[1]] = x[o[0]]; });
       });
       return;
@@ -361,44 +284,9 @@ void eval_iota(const Op& op, std::byte* out) {
 
 void cpu_execute(const Op& op, std::span<const std::byte* const> in, std::span<std::byte* const> out) {
   switch (op.prim) {
-    case Prim::neg:
-    case Prim::exp:
-    case Prim::log:
-    case Prim::log1p:
-    case Prim::sqrt:
-    case Prim::abs:
-    case Prim::sign:
-    case Prim::sin:
-    case Prim::cos:
-    case Prim::tanh:
-    case Prim::logical_not:
-    case Prim::isnan:
-    case Prim::isfinite:
-    case Prim::convert: return eval_unary(op, in[0], out[0]);
-    case Prim::add:
-    case Prim::sub:
-    case Prim::mul:
-    case Prim::div:
-    case Prim::pow:
-    case Prim::max:
-    case Prim::min:
-    case Prim::lt:
-    case Prim::le:
-    case Prim::gt:
-    case Prim::ge:
-    case Prim::eq:
-    case Prim::ne:
-    case Prim::logical_and:
-    case Prim::logical_or: return eval_binary(op, in[0], in[1], out[0]);
-    case Prim::select:
-      visit_dtype(op.out[0].dtype, [&]<class T>() {
-        const U8* c = cin<U8>(in[0]);
-        const T* x = cin<T>(in[1]);
-        const T* y = cin<T>(in[2]);
-        T* o = cout<T>(out[0]);
-        for (std::int64_t i = 0, n = op.out[0].size(); i < n; ++i) o[i] = c[i] ? x[i] : y[i];
-      });
-      return;
+  JX_CASES_ELEMENTWISE_UNARY:
+  JX_CASES_ELEMENTWISE_BINARY:
+  case Prim::select: return eval_elementwise(op, in, out[0]);
     case Prim::reduce_sum:
     case Prim::reduce_max:
     case Prim::reduce_min:
@@ -412,8 +300,7 @@ void cpu_execute(const Op& op, std::span<const std::byte* const> in, std::span<s
     case Prim::slice:
     case Prim::rev:
     case Prim::concatenate:
-    case Prim::pad:
-    case Prim::stop_gradient: return eval_movement(op, in, out[0]);
+    case Prim::pad: return eval_movement(op, in, out[0]);
     case Prim::iota: return eval_iota(op, out[0]);
     case Prim::cholesky:
     case Prim::triangular_solve:

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/backends/cpu/cpu_backend.h"
+#include "core/prim/scalar_ops.h"
 
 namespace jx {
 namespace {
@@ -28,77 +29,26 @@ double round_to(DType d, double v) {
   return v;
 }
 
-double to_int32_sat(double v) {
-  if (std::isnan(v)) return 0.0;
-  if (v >= 2147483647.0) return 2147483647.0;
-  if (v <= -2147483648.0) return -2147483648.0;
-  return std::trunc(v);
-}
-
-template <class T>
-double unary(Prim p, double x) {
-  const T v = static_cast<T>(x);
-  switch (p) {
-    case Prim::exp: return std::exp(v);
-    case Prim::log: return std::log(v);
-    case Prim::log1p: return std::log1p(v);
-    case Prim::sqrt: return std::sqrt(v);
-    case Prim::sin: return std::sin(v);
-    case Prim::cos: return std::cos(v);
-    case Prim::tanh: return std::tanh(v);
-    default: return 0.0;
+// One elementwise node over a chunk of n elements: operands a, b, c (values of dtype `in`: the
+// branches' for select) into v, by the scalar table (core/prim/scalar_ops.h), so the result is
+// the eager primitive's bit for bit.
+void alu(Prim p, DType in, DType out, const double* a, const double* b, const double* c, double* v, std::int64_t n) {
+  if (p == Prim::convert) {
+    visit_dtype(in, [&]<class S>() {
+      visit_dtype(out, [&]<class T>() {
+        for (std::int64_t e = 0; e < n; ++e) v[e] = static_cast<double>(scalar::convert<T>(static_cast<S>(a[e])));
+      });
+    });
+    return;
   }
-}
-
-// One elementwise primitive on doubles holding values of dtype `in` (operands) / `out`.
-double alu(Prim p, DType in, DType out, double a, double b, double c) {
-  const bool flt = is_floating(in);
-  auto nan = [](double v) { return std::isnan(v); };
-  switch (p) {
-    case Prim::neg: return round_to(out, -a);
-    case Prim::abs: return round_to(out, std::abs(a));
-    case Prim::sign: return nan(a) ? a : a > 0 ? 1.0 : a < 0 ? -1.0 : 0.0;
-    case Prim::exp:
-    case Prim::log:
-    case Prim::log1p:
-    case Prim::sqrt:
-    case Prim::sin:
-    case Prim::cos:
-    case Prim::tanh:
-      return in == DType::float32 ? static_cast<double>(static_cast<float>(unary<float>(p, a))) : unary<double>(p, a);
-    case Prim::logical_not: return a == 0.0 ? 1.0 : 0.0;
-    case Prim::isnan: return nan(a) ? 1.0 : 0.0;
-    case Prim::isfinite: return std::isfinite(a) ? 1.0 : 0.0;
-    case Prim::stop_gradient: return a;
-    case Prim::convert:
-      if (out == DType::int32) return flt ? to_int32_sat(a) : a;
-      return round_to(out, a);
-    case Prim::add:
-      return flt ? round_to(out, a + b)
-                 : round_to(out, static_cast<double>(static_cast<std::int64_t>(a) + static_cast<std::int64_t>(b)));
-    case Prim::sub:
-      return flt ? round_to(out, a - b)
-                 : round_to(out, static_cast<double>(static_cast<std::int64_t>(a) - static_cast<std::int64_t>(b)));
-    case Prim::mul:
-      return flt ? round_to(out, a * b)
-                 : round_to(out, static_cast<double>(static_cast<std::int64_t>(a) * static_cast<std::int64_t>(b)));
-    case Prim::div: return round_to(out, a / b);
-    case Prim::pow:
-      return in == DType::float32 ? static_cast<double>(std::pow(static_cast<float>(a), static_cast<float>(b)))
-                                  : std::pow(a, b);
-    case Prim::max: return nan(a) ? a : nan(b) ? b : std::max(a, b);
-    case Prim::min: return nan(a) ? a : nan(b) ? b : std::min(a, b);
-    case Prim::lt: return a < b;
-    case Prim::le: return a <= b;
-    case Prim::gt: return a > b;
-    case Prim::ge: return a >= b;
-    case Prim::eq: return a == b;
-    case Prim::ne: return a != b;
-    case Prim::logical_and: return a != 0.0 && b != 0.0;
-    case Prim::logical_or: return a != 0.0 || b != 0.0;
-    case Prim::select: return a != 0.0 ? b : c;
-    default: throw Error(fmt::format("cpu kernel: {} is not an elementwise primitive", prim_name(p)));
-  }
+  visit_dtype(in, [&]<class T>() {
+    scalar::with_elementwise(p, [&]<Prim P>() {
+      if constexpr (P == Prim::select)  // a: the condition (0/1), b and c the branches
+        for (std::int64_t e = 0; e < n; ++e) v[e] = scalar::apply<P, T>(T(a[e]), T(b[e]), T(c[e]));
+      else if constexpr (P != Prim::convert)
+        for (std::int64_t e = 0; e < n; ++e) v[e] = scalar::apply<P, T>(T(a[e]), T(b[e]));
+    });
+  });
 }
 
 double read(DType d, const std::byte* base, std::int64_t i) {
@@ -175,7 +125,7 @@ class Evaluator {
           const double* c = nd.c >= 0 ? &vals_[static_cast<std::size_t>(nd.c) * kChunk] : a;
           // select's operand dtype is that of its branches; comparisons that of their operands
           const DType in = nd.prim == Prim::select ? k_.nodes[nd.b].dtype : k_.nodes[nd.a].dtype;
-          for (std::int64_t e = 0; e < n; ++e) v[e] = alu(nd.prim, in, nd.dtype, a[e], b[e], c[e]);
+          alu(nd.prim, in, nd.dtype, a, b, c, v, n);
           break;
         }
       }

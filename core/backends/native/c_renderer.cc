@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "core/backends/cstyle.h"
 #include "core/base/errors.h"
 #include "core/instrument/faults.h"
 
@@ -69,84 +70,68 @@ std::string literal(DType d, double v) {
 
 namespace {
 
-std::string alu_expr(const Kernel& k, const KNode& n) {
-  const auto v = [](int i) { return fmt::format("v{}", i); };
-  const DType in = n.prim == Prim::select ? k.nodes[n.b].dtype : k.nodes[n.a].dtype;
-  const bool f32 = in == DType::float32, flt = is_floating(in), i32 = in == DType::int32;
-  const std::string a = v(n.a), b = n.b >= 0 ? v(n.b) : "", c = n.c >= 0 ? v(n.c) : "";
-  const std::string fs = f32 ? "f" : "";
-  switch (n.prim) {
-    case Prim::neg: return i32 ? fmt::format("jx_subi(0, {})", a) : fmt::format("-{}", a);
-    case Prim::abs: return i32 ? fmt::format("({0} < 0 ? jx_subi(0, {0}) : {0})", a) : fmt::format("fabs{}({})", fs, a);
-    case Prim::sign:
-      return flt ? fmt::format("({0} != {0} ? {0} : {0} > 0 ? 1 : {0} < 0 ? -1 : 0)", a)
-                 : fmt::format("({0} > 0 ? 1 : {0} < 0 ? -1 : 0)", a);
-    case Prim::exp: return fmt::format("exp{}({})", fs, a);
-    case Prim::log: return fmt::format("log{}({})", fs, a);
-    case Prim::log1p: return fmt::format("log1p{}({})", fs, a);
-    case Prim::sqrt: return fmt::format("sqrt{}({})", fs, a);
-    case Prim::sin: return fmt::format("sin{}({})", fs, a);
-    case Prim::cos: return fmt::format("cos{}({})", fs, a);
-    case Prim::tanh:  // the fault plants a wrong answer (for the reducer's and fuzzer's tests)
-      return faults::fire("native_wrong_tanh") ? fmt::format("(tanh{}({}) + 0.25{})", fs, a, fs)
-                                               : fmt::format("tanh{}({})", fs, a);
-    case Prim::logical_not: return fmt::format("({} == 0)", a);
-    case Prim::isnan: return flt ? fmt::format("({0} != {0})", a) : "0";
-    case Prim::isfinite: return flt ? fmt::format("(isfinite({}) != 0)", a) : "1";
-    case Prim::stop_gradient: return a;
-    case Prim::convert:
-      if (n.dtype == DType::int32) return flt ? fmt::format("jx_f2i({})", a) : fmt::format("(int32_t){}", a);
-      if (n.dtype == DType::bool_) return fmt::format("({} != 0)", a);
-      return fmt::format("({}){}", c_type(n.dtype), a);
-    case Prim::add: return i32 ? fmt::format("jx_addi({}, {})", a, b) : fmt::format("{} + {}", a, b);
-    case Prim::sub: return i32 ? fmt::format("jx_subi({}, {})", a, b) : fmt::format("{} - {}", a, b);
-    case Prim::mul: return i32 ? fmt::format("jx_muli({}, {})", a, b) : fmt::format("{} * {}", a, b);
-    case Prim::div: return fmt::format("{} / {}", a, b);
-    case Prim::pow: return fmt::format("pow{}({}, {})", fs, a, b);
-    case Prim::max: return fmt::format("jx_max{}({}, {})", f32 ? "f" : flt ? "d" : "i", a, b);
-    case Prim::min: return fmt::format("jx_min{}({}, {})", f32 ? "f" : flt ? "d" : "i", a, b);
-    case Prim::lt: return fmt::format("({} < {})", a, b);
-    case Prim::le: return fmt::format("({} <= {})", a, b);
-    case Prim::gt: return fmt::format("({} > {})", a, b);
-    case Prim::ge: return fmt::format("({} >= {})", a, b);
-    case Prim::eq: return fmt::format("({} == {})", a, b);
-    case Prim::ne: return fmt::format("({} != {})", a, b);
-    case Prim::logical_and: return fmt::format("({} != 0 && {} != 0)", a, b);
-    case Prim::logical_or: return fmt::format("({} != 0 || {} != 0)", a, b);
-    case Prim::select: return fmt::format("({} ? {} : {})", a, b, c);
-    default: throw Error(fmt::format("native: {} is not an elementwise primitive", prim_name(n.prim)));
+// C99: the C-style renderer (core/backends/cstyle.h) with C's casts, libm's float/double names,
+// the prelude's wrapping int32 helpers and NaN-propagating max/min per type.
+class CLanguage final : public CStyleLanguage {
+ public:
+  explicit CLanguage(const std::vector<std::string>* in_names) : in_names_(in_names) {}
+  std::string type(DType d) const override { return c_type(d); }
+  std::string literal(DType d, double v) const override { return native::literal(d, v); }
+  std::string cast(DType d, const std::string& e, bool atom) const override {
+    return atom ? fmt::format("({}){}", c_type(d), e) : fmt::format("({})({})", c_type(d), e);
   }
-}
+  std::string load(const Kernel&, const KLoad& l, const KNode& n, const std::string& off) const override {
+    const std::string in = in_names_ ? (*in_names_)[static_cast<std::size_t>(l.buffer)] : fmt::format("in{}", l.buffer);
+    return cast(n.dtype, fmt::format("{}[{}]", in, off), true);
+  }
+  std::string clamp(const std::string& off, std::int64_t hi) const override {
+    return fmt::format("jx_clamp({}, {})", off, hi);
+  }
+  std::string index_value(int node) const override { return "(int64_t)" + var(node); }
+  std::string truthy(DType d, const std::string& v) const override {
+    return d == DType::bool_ ? v : fmt::format("({} != 0)", v);
+  }
+  std::string op(const Kernel& k, const KNode& n) const override {
+    const DType in = operand_dtype(k, n);
+    const bool f32 = in == DType::float32, flt = is_floating(in), i32 = in == DType::int32;
+    const std::string a = var(n.a), b = var(n.b), fs = f32 ? "f" : "";
+    switch (n.prim) {
+      case Prim::neg: return i32 ? fmt::format("jx_subi(0, {})", a) : "-" + a;
+      case Prim::abs:
+        return i32 ? fmt::format("({0} < 0 ? jx_subi(0, {0}) : {0})", a) : fmt::format("fabs{}({})", fs, a);
+      case Prim::sign:
+        return flt ? fmt::format("({0} != {0} ? {0} : {0} > 0 ? 1 : {0} < 0 ? -1 : 0)", a)
+                   : fmt::format("({0} > 0 ? 1 : {0} < 0 ? -1 : 0)", a);
+      case Prim::exp:
+      case Prim::log:
+      case Prim::log1p:
+      case Prim::sqrt:
+      case Prim::sin:
+      case Prim::cos: return fmt::format("{}{}({})", prim_name(n.prim), fs, a);
+      case Prim::tanh:  // the fault plants a wrong answer (for the reducer's and fuzzer's tests)
+        return faults::fire("native_wrong_tanh") ? fmt::format("(tanh{}({}) + 0.25{})", fs, a, fs)
+                                                 : fmt::format("tanh{}({})", fs, a);
+      case Prim::isnan: return flt ? fmt::format("({0} != {0})", a) : "0";
+      case Prim::isfinite: return flt ? fmt::format("(isfinite({}) != 0)", a) : "1";
+      case Prim::add:
+      case Prim::sub:
+      case Prim::mul: return i32 ? fmt::format("jx_{}i({}, {})", prim_name(n.prim), a, b) : CStyleLanguage::op(k, n);
+      case Prim::pow: return fmt::format("pow{}({}, {})", fs, a, b);
+      case Prim::max:
+      case Prim::min: return fmt::format("jx_{}{}({}, {})", prim_name(n.prim), f32 ? "f" : flt ? "d" : "i", a, b);
+      default: return CStyleLanguage::op(k, n);
+    }
+  }
+
+ private:
+  const std::vector<std::string>* in_names_;
+};
 
 }  // namespace
 
 std::string nodes_code(const Kernel& k, const std::vector<int>& order, const std::vector<std::string>& idx,
                        const std::string& ind, const std::vector<std::string>* in_names) {
-  std::string s;
-  for (int i : order) {
-    const KNode& n = k.nodes[i];
-    std::string e;
-    switch (n.kind) {
-      case KNodeKind::load: {
-        const KLoad& l = k.loads[n.load];
-        std::string off = fmt::format("{}", l.offset);
-        for (std::size_t d = 0; d < l.strides.size(); ++d)
-          if (l.strides[d] != 0) off += fmt::format(" + {}*{}", l.strides[d], idx[d]);
-        if (l.indexed) off = fmt::format("(int64_t)v{}", n.a);
-        if (l.clamp) off = fmt::format("jx_clamp({}, {})", off, k.inputs[l.buffer].size() - 1);
-        const std::string in =
-            in_names ? (*in_names)[static_cast<std::size_t>(l.buffer)] : fmt::format("in{}", l.buffer);
-        e = fmt::format("({}){}[{}]", c_type(n.dtype), in, off);
-        break;
-      }
-      case KNodeKind::constant: e = literal(n.dtype, n.value); break;
-      case KNodeKind::iota: e = fmt::format("({}){}", c_type(n.dtype), idx[n.dim]); break;
-      case KNodeKind::reduce_result: e = fmt::format("({})acc", c_type(n.dtype)); break;
-      case KNodeKind::alu: e = fmt::format("({})({})", c_type(n.dtype), alu_expr(k, n)); break;
-    }
-    s += fmt::format("{}const {} v{} = {};\n", ind, c_type(n.dtype), i, e);
-  }
-  return s;
+  return CLanguage(in_names).nodes(k, order, idx, ind);
 }
 
 std::string store(DType d, const std::string& v) {

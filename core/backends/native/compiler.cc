@@ -288,6 +288,9 @@ std::string openmp_flag() {
   return flag;
 }
 
-CompileResult compile(const std::string& source) { return compile_with(compiler_command(source.size()), source); }
+CompileResult compile(const std::string& source) {
+  dump_source(source, "c");
+  return compile_with(compiler_command(source.size()), source);
+}
 
 }  // namespace jx::native

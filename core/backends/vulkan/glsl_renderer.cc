@@ -1,5 +1,7 @@
 #include "core/backends/vulkan/glsl_renderer.h"
 
+#include "core/backends/cstyle.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -178,105 +180,70 @@ std::string prelude(bool doubles, bool f64_math) {
 
 namespace {
 
-std::string truthy(const KernelCtx& c, int i) {
-  const DType d = c.k.nodes[i].dtype;
-  if (d == DType::bool_) return fmt::format("v{}", i);
-  return fmt::format("(v{} != {}(0))", i, gtype(d));
-}
-
-// f32 transcendentals through the double helpers when the device has doubles (accuracy close
-// to the oracle's libm); otherwise the GLSL built-ins.
-std::string transcendental(const KernelCtx& c, const char* fn_d, const char* fn_f, DType in, const std::string& a) {
-  if (in == DType::float64) return fmt::format("{}({})", fn_d, a);
-  if (c.f64) return fmt::format("float({}(double({})))", fn_d, a);
-  return fmt::format("{}({})", fn_f, a);
-}
-
-std::string alu_expr(const KernelCtx& c, const KNode& n) {
-  const Kernel& k = c.k;
-  const DType in = n.prim == Prim::select ? k.nodes[n.b].dtype : k.nodes[n.a].dtype;
-  const bool flt = is_floating(in);
-  const std::string a = fmt::format("v{}", n.a), b = n.b >= 0 ? fmt::format("v{}", n.b) : "",
-                    cc = n.c >= 0 ? fmt::format("v{}", n.c) : "";
-  switch (n.prim) {
-    case Prim::neg: return fmt::format("-{}", a);
-    case Prim::abs: return fmt::format("abs({})", a);
-    case Prim::sign: return flt ? fmt::format("(isnan({0}) ? {0} : sign({0}))", a) : fmt::format("sign({})", a);
-    case Prim::exp: return transcendental(c, "jx_exp_d", "exp", in, a);
-    case Prim::log: return transcendental(c, "jx_log_d", "log", in, a);
-    case Prim::log1p: return transcendental(c, "jx_log1p_d", "jx_log1pf", in, a);
-    case Prim::sqrt: return fmt::format("sqrt({})", a);
-    case Prim::sin:
-      if (in == DType::float64) return fmt::format("jx_sincos_d({}, 0)", a);
-      return c.f64 ? fmt::format("float(jx_sincos_d(double({}), 0))", a) : fmt::format("sin({})", a);
-    case Prim::cos:
-      if (in == DType::float64) return fmt::format("jx_sincos_d({}, 1)", a);
-      return c.f64 ? fmt::format("float(jx_sincos_d(double({}), 1))", a) : fmt::format("cos({})", a);
-    case Prim::tanh: return transcendental(c, "jx_tanh_d", "tanh", in, a);
-    case Prim::logical_not: return fmt::format("!{}", truthy(c, n.a));
-    case Prim::isnan: return flt ? fmt::format("isnan({})", a) : "false";
-    case Prim::isfinite: return flt ? fmt::format("!(isnan({0}) || isinf({0}))", a) : "true";
-    case Prim::stop_gradient: return a;
-    case Prim::convert:
-      if (n.dtype == DType::int32) return flt ? fmt::format("jx_f2i({})", a) : fmt::format("int({})", a);
-      if (n.dtype == DType::bool_) return truthy(c, n.a);
-      return fmt::format("{}({})", gtype(n.dtype), a);
-    case Prim::add: return fmt::format("{} + {}", a, b);
-    case Prim::sub: return fmt::format("{} - {}", a, b);
-    case Prim::mul: return fmt::format("{} * {}", a, b);
-    case Prim::div: return fmt::format("{} / {}", a, b);
-    case Prim::pow:
-      if (in == DType::float64) return fmt::format("jx_pow_d({}, {})", a, b);
-      return c.f64 ? fmt::format("float(jx_pow_d(double({}), double({})))", a, b)
-                   : fmt::format("jx_powf({}, {})", a, b);
-    case Prim::max: return fmt::format("jx_max({}, {})", a, b);
-    case Prim::min: return fmt::format("jx_min({}, {})", a, b);
-    case Prim::lt: return fmt::format("({} < {})", a, b);
-    case Prim::le: return fmt::format("({} <= {})", a, b);
-    case Prim::gt: return fmt::format("({} > {})", a, b);
-    case Prim::ge: return fmt::format("({} >= {})", a, b);
-    case Prim::eq: return fmt::format("({} == {})", a, b);
-    case Prim::ne: return fmt::format("({} != {})", a, b);
-    case Prim::logical_and: return fmt::format("({} && {})", truthy(c, n.a), truthy(c, n.b));
-    case Prim::logical_or: return fmt::format("({} || {})", truthy(c, n.a), truthy(c, n.b));
-    case Prim::select: return fmt::format("({} ? {} : {})", truthy(c, n.a), b, cc);
-    default: throw Error(fmt::format("vulkan: {} is not an elementwise primitive", prim_name(n.prim)));
-  }
-}
-
 // A typed read of element `idx` (an int expression) of input buffer b.
 std::string load_expr(DType d, int b, const std::string& idx) {
   if (d == DType::bool_) return fmt::format("(((in{0}.d[({1}) >> 2] >> ((({1}) & 3) * 8)) & 0xffu) != 0u)", b, idx);
   return fmt::format("in{}.d[{}]", b, idx);
 }
 
+// GLSL 4.50: the C-style renderer (core/backends/cstyle.h) with GLSL's types and constructors,
+// its bounds-checked loads through `load` where a fused shader remaps inputs, and the
+// transcendentals through our double-precision helpers where the device has doubles.
+class GlslLanguage final : public CStyleLanguage {
+ public:
+  explicit GlslLanguage(const KernelCtx& c) : c_(c) {}
+  std::string type(DType d) const override { return gtype(d); }
+  std::string literal(DType d, double v) const override { return vk::literal(d, v); }
+  std::string cast(DType d, const std::string& e, bool) const override { return fmt::format("{}({})", gtype(d), e); }
+  std::string load(const Kernel& k, const KLoad& l, const KNode& n, const std::string& off) const override {
+    const DType d = k.inputs[l.buffer].dtype;
+    const std::string e = c_.load ? c_.load(l.buffer, off) : load_expr(d, l.buffer, off);
+    return d == n.dtype ? e : cast(n.dtype, e, false);
+  }
+  std::string clamp(const std::string& off, std::int64_t hi) const override {
+    return fmt::format("clamp({}, 0, {})", off, hi);
+  }
+  std::string index_value(int node) const override { return var(node); }
+  std::string truthy(DType d, const std::string& v) const override {
+    return d == DType::bool_ ? v : fmt::format("({} != {}(0))", v, gtype(d));
+  }
+  std::string op(const Kernel& k, const KNode& n) const override {
+    const DType in = operand_dtype(k, n);
+    const std::string a = var(n.a), b = var(n.b);
+    switch (n.prim) {
+      case Prim::exp: return transcendental("jx_exp_d", "exp", in, a);
+      case Prim::log: return transcendental("jx_log_d", "log", in, a);
+      case Prim::log1p: return transcendental("jx_log1p_d", "jx_log1pf", in, a);
+      case Prim::tanh: return transcendental("jx_tanh_d", "tanh", in, a);
+      case Prim::sin:
+      case Prim::cos: {
+        const int which = n.prim == Prim::cos;
+        if (in == DType::float64) return fmt::format("jx_sincos_d({}, {})", a, which);
+        return c_.f64 ? fmt::format("float(jx_sincos_d(double({}), {}))", a, which)
+                      : fmt::format("{}({})", prim_name(n.prim), a);
+      }
+      case Prim::pow:
+        if (in == DType::float64) return fmt::format("jx_pow_d({}, {})", a, b);
+        return c_.f64 ? fmt::format("float(jx_pow_d(double({}), double({})))", a, b)
+                      : fmt::format("jx_powf({}, {})", a, b);
+      default: return CStyleLanguage::op(k, n);
+    }
+  }
+
+ private:
+  // f32 transcendentals through the double helpers when the device has doubles (accuracy close
+  // to the oracle's libm); otherwise the GLSL built-ins.
+  std::string transcendental(const char* fn_d, const char* fn_f, DType in, const std::string& a) const {
+    if (in == DType::float64) return fmt::format("{}({})", fn_d, a);
+    if (c_.f64) return fmt::format("float({}(double({})))", fn_d, a);
+    return fmt::format("{}({})", fn_f, a);
+  }
+  const KernelCtx& c_;
+};
+
 std::string nodes_code(const KernelCtx& c, const std::vector<int>& order, const std::vector<std::string>& idx,
                        const std::string& ind) {
-  const Kernel& k = c.k;
-  std::string s;
-  for (int i : order) {
-    const KNode& n = k.nodes[i];
-    std::string e;
-    switch (n.kind) {
-      case KNodeKind::load: {
-        const KLoad& l = k.loads[n.load];
-        std::string off = fmt::format("{}", l.offset);
-        for (std::size_t d = 0; d < l.strides.size(); ++d)
-          if (l.strides[d] != 0) off += fmt::format(" + {}*{}", l.strides[d], idx[d]);
-        if (l.indexed) off = fmt::format("v{}", n.a);
-        if (l.clamp) off = fmt::format("clamp({}, 0, {})", off, k.inputs[l.buffer].size() - 1);
-        e = c.load ? c.load(l.buffer, off) : load_expr(k.inputs[l.buffer].dtype, l.buffer, off);
-        if (k.inputs[l.buffer].dtype != n.dtype) e = fmt::format("{}({})", gtype(n.dtype), e);
-        break;
-      }
-      case KNodeKind::constant: e = literal(n.dtype, n.value); break;
-      case KNodeKind::iota: e = fmt::format("{}({})", gtype(n.dtype), idx[n.dim]); break;
-      case KNodeKind::reduce_result: e = fmt::format("{}(acc)", gtype(n.dtype)); break;
-      case KNodeKind::alu: e = fmt::format("{}({})", gtype(n.dtype), alu_expr(c, n)); break;
-    }
-    s += fmt::format("{}const {} v{} = {};\n", ind, gtype(n.dtype), i, e);
-  }
-  return s;
+  return GlslLanguage(c).nodes(c.k, order, idx, ind);
 }
 
 std::string store_code(DType d, const std::string& o, const std::string& v) {

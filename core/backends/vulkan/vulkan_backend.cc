@@ -465,6 +465,7 @@ std::shared_ptr<KernelExe> VulkanBackend::make_kernel_exe(const Shader& sh, cons
   auto exe = std::make_shared<KernelExe>();
   auto it = spirv_.find(key);
   if (it == spirv_.end()) {
+    dump_source(sh.glsl, "glsl");
     const auto t0 = std::chrono::steady_clock::now();
     auto spirv = compile_glsl(sh.glsl, sh.name);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -1,0 +1,47 @@
+#pragma once
+// One renderer of the kernel IR's scalar nodes into C-family source, which each dialect
+// specializes (tinygrad's CStyleLanguage): C99 for the native backend (native/c_renderer.cc),
+// GLSL 4.50 for vulkan (vulkan/glsl_renderer.cc). The base spells every elementwise primitive
+// once, with the shared spellings (infix arithmetic, comparisons, logical operators through
+// truthy(), select, convert); a dialect overrides op() only for the primitives its language spells
+// its own way (C: libm names, wrapping int32 helpers; GLSL: its transcendental helpers) and
+// passes the rest to the base. The meaning of each operation is core/prim/scalar_ops.h's.
+#include <string>
+#include <vector>
+
+#include "core/kernel/kernel.h"
+
+namespace jx {
+
+class CStyleLanguage {
+ public:
+  virtual ~CStyleLanguage() = default;
+
+  // ---- what every dialect spells its own way ----
+  virtual std::string type(DType d) const = 0;               // the scalar type of a dtype
+  virtual std::string literal(DType d, double v) const = 0;  // exact
+  // e converted to d; `atom`: e needs no parentheses (a name, an element access)
+  virtual std::string cast(DType d, const std::string& e, bool atom) const = 0;
+  // load l of node n at element offset `off` (an index expression), as n's dtype
+  virtual std::string load(const Kernel& k, const KLoad& l, const KNode& n, const std::string& off) const = 0;
+  virtual std::string clamp(const std::string& off, std::int64_t hi) const = 0;  // into [0, hi]
+  virtual std::string index_value(int node) const = 0;                           // node's value as an element offset
+  // a value of dtype d as a condition
+  virtual std::string truthy(DType d, const std::string& v) const = 0;
+
+  // ---- written once ----
+  // The expression of elementwise node n (operands v<a>, v<b>, v<c>); dialects override it for
+  // their own spellings and call CStyleLanguage::op for the rest. Throws Error for a primitive
+  // that is not elementwise.
+  virtual std::string op(const Kernel& k, const KNode& n) const;
+  // `const T v<i> = ...;` for each node of `order`; idx[d] is the expression of space dim d's index
+  std::string nodes(const Kernel& k, const std::vector<int>& order, const std::vector<std::string>& idx,
+                    const std::string& ind) const;
+
+ protected:
+  // the operands' dtype of node n (select: its branches'), and their names
+  static DType operand_dtype(const Kernel& k, const KNode& n);
+  static std::string var(int i) { return i >= 0 ? "v" + std::to_string(i) : ""; }
+};
+
+}  // namespace jx
