@@ -126,7 +126,7 @@ struct PrimParams {
   std::int64_t length = 0;
   bool reverse = false;
   ScanPaths require_paths;  // scan: the paths its caller accepts (empty: any)
-  // scan / associative_scan made by vmap (core/trace/scan.cc: control_batch, assoc_scan.cc:
+  // scan / associative_scan made by vmap (core/transform/scan.cc: control_batch, assoc_scan.cc:
   // assoc_batch): `unbatched` is the body before batching, which backends may run once per series
   // (vulkan: a workgroup or an invocation per series, or a grid of blocked scans) instead of `body`
   // over the whole batch. Its operands are the primitive's after the first (operands -
@@ -140,7 +140,7 @@ struct PrimParams {
   // associative_scan, set on a scan of (element, tangent) pairs (its body the jvp of the combine
   // `tangent_of`; operands hoisted | consts | tangents of consts tangent_consts | elements |
   // tangents of the float leaves tangent_leaves): linear in the tangents, it transposes (as a
-  // reverse scan of cotangents, core/trace/assoc_transpose.cc)
+  // reverse scan of cotangents, core/transform/assoc_transpose.cc)
   std::shared_ptr<const SubProgram> tangent_of;
   std::vector<std::int64_t> tangent_consts, tangent_leaves;
   // while_loop (lax.while_loop): operands cond consts (cond_consts) | body consts (num_consts) |

@@ -28,7 +28,7 @@ struct Policy {
 
   // The switches of the JS runtime's autodiff defects: each shows in the operations of
   // associative_scan's odd/even recursion, which that runtime differentiates (as JAX does), so
-  // under them reverse mode goes through the recursion too (core/trace/assoc_scan.cc).
+  // under them reverse mode goes through the recursion too (core/transform/assoc_scan.cc).
   bool models_recursive_assoc_grad() const {
     return ignore_buffer_budget || strict_concat_transpose || borrowed_residuals;
   }

@@ -29,7 +29,7 @@ std::vector<std::optional<Array>> jvp_rule(Prim p, const std::vector<Array>& x,
 std::vector<std::optional<Array>> transpose_rule(Prim p, const std::vector<LinearIn>& in, const std::vector<Array>& cts,
                                                  const PrimParams& params);
 
-// ---- control flow (core/trace/scan.cc) ----
+// ---- control flow (core/transform/scan.cc) ----
 // JVP of a control primitive: primal outputs and their tangents (zeros instantiated).
 std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim p, const std::vector<Array>& x,
                                                               const std::vector<std::optional<Array>>& t,

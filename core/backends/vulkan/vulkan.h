@@ -54,7 +54,7 @@ bool checked_shared();
 // Submits recorded work and waits for it (the host normally waits only when it reads data);
 // nothing to do when the backend never started or was shut down.
 void synchronize();
-// (Teardown: jx::shutdown() / jx::ShutdownAtExit in core/trace/trace.h drop the compiled
+// (Teardown: jx::shutdown() / jx::ShutdownAtExit in core/jit/jit.h drop the compiled
 // programs, then shut this backend down: submit, wait, destroy every Vulkan object.)
 // Validation messages (JX_VULKAN_VALIDATION=1 enables VK_LAYER_KHRONOS_validation).
 std::size_t validation_message_count();
