@@ -106,13 +106,115 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_linearize_fold(const std
   return jvp_flat([&](const std::vector<Array>& in) { return assoc_fold(in, p); }, x, all, true);
 }
 
+namespace {
+
+// The transpose of a pair scan (see assoc_transpose below): its layout and the two steps, the
+// reverse scan of (prefix, segment, cotangent) triples that gives g, and the vjp of the combine's
+// other operands that gives x̄ and c̄.
+struct PairTranspose {
+  const PrimParams& p;
+  const Jaxpr& j;                           // the combine: consts | a | b -> c
+  std::size_t k, nc;                        // leaves, combine constants
+  const std::vector<std::int64_t>&tc, &fl;  // tangent consts, float leaves
+  std::size_t nf, ntc;
+  int ax;
+  std::vector<Array> consts, x;  // the primal constants and elements
+  std::int64_t n = 0;
+
+  Array in_order(const Array& a) const { return p.reverse ? np::flip(a, std::vector<std::int64_t>{ax}) : a; }
+  std::vector<Array> float_cts(const std::vector<Array>& per_float) const {  // one per leaf, empty (zero) elsewhere
+    std::vector<Array> c(k);
+    for (std::size_t q = 0; q < nf; ++q) c[fl[q]] = per_float[q];
+    return c;
+  }
+  std::vector<Array> floats(const std::vector<Array>& all) const {
+    std::vector<Array> r;
+    for (std::int64_t l : fl) r.push_back(all[static_cast<std::size_t>(l)]);
+    return r;
+  }
+
+  // g from ȳ (per float leaf, in scan order): segments [j..m] as (y_j, T = x_{j+1} ∘ … ∘ x_{m+1},
+  // w = Σ_{i=j..m} (∂y_i/∂y_j)ᵀ·ȳ_i), so a position's own element is (y_j, x_{j+1}, ȳ_j) and the
+  // segment [j..n-1] gives g_j = w. (The last element's x_{n-1} stands in for x_n: only T of
+  // segments ending at n-1 sees it, and no segment lies after those.) Sets xr (x_j) and ystart
+  // (y_{j-1}), j ≥ 1, for bars().
+  std::vector<Array> reverse_scan(const std::vector<Array>& g, std::vector<Array>& xr,
+                                  std::vector<Array>& ystart) const {
+    PrimParams pp;  // the primal scan again: its prefixes y
+    pp.num_consts = static_cast<int>(nc);
+    pp.axis = p.axis;
+    pp.reverse = p.reverse;
+    pp.body = p.tangent_of;
+    std::vector<Array> ops = consts;
+    ops.insert(ops.end(), x.begin(), x.end());
+    const auto y = bind(Prim::associative_scan, ops, pp);
+    std::vector<Array> yo, xnext;  // y_j and x_{j+1} (x_{n-1} again at the end)
+    for (std::size_t l = 0; l < k; ++l) {
+      yo.push_back(in_order(y[l]));
+      const Array xo = in_order(x[l]);
+      xr.push_back(lax::slice_in_dim(xo, 1, n, 1, ax));
+      xnext.push_back(lax::concatenate({xr.back(), lax::slice_in_dim(xo, n - 1, n, 1, ax)}, ax));
+      ystart.push_back(lax::slice_in_dim(yo.back(), 0, n - 1, 1, ax));
+    }
+    const lax::AssocFn comb = assoc_combine_fn(j, consts, ax);
+    TripleLayout lay{ax, true, {}, {}};
+    for (std::size_t l = 0; l < k; ++l) {
+      lay.flat = lay.flat && x[l].dtype() == x[0].dtype();
+      lay.elem.push_back(TripleLayout::without(x[l].shape(), ax));
+    }
+    for (std::int64_t l : fl) lay.welem.push_back(lay.elem[static_cast<std::size_t>(l)]);
+    return lay.from_elems(lax::associative_scan_flat(
+        [&](const std::vector<Array>& later_e, const std::vector<Array>& earlier_e) {
+          const auto earlier = lay.from_elems(earlier_e);  // (no structured bindings: a lambda below reads them)
+          const std::vector<Array>&y0 = earlier[0], &t = earlier[1], &w = earlier[2];
+          const auto later = lay.from_elems(later_e);
+          auto back = floats(vjp_at([&](const std::vector<Array>& a) { return comb(a, t); }, y0, float_cts(later[2])));
+          std::vector<Array> w_new;
+          for (std::size_t q = 0; q < nf; ++q) w_new.push_back(lax::add(w[q], back[q]));
+          return lay.to_elems(y0, comb(t, later[1]), w_new);
+        },
+        lay.to_elems(yo, xnext, g), /*reverse=*/true, lay.flat ? 0 : ax))[2];
+  }
+
+  // c̄ (the tangent consts') then x̄_j (every leaf's), through the combine's other operands at
+  // (y_{j-1}, x_j), j ≥ 1
+  std::vector<Array> bars(const std::vector<Array>& g, const std::vector<Array>& xr,
+                          const std::vector<Array>& ystart) const {
+    std::vector<Array> g_rest;
+    for (const Array& gq : g) g_rest.push_back(lax::slice_in_dim(gq, 1, n, 1, ax));
+    std::vector<Array> prims;
+    for (std::int64_t i : tc) prims.push_back(consts[static_cast<std::size_t>(i)]);
+    prims.insert(prims.end(), xr.begin(), xr.end());
+    return vjp_at(
+        [&](const std::vector<Array>& v) {
+          std::vector<Array> c = consts;
+          for (std::size_t q = 0; q < ntc; ++q) c[static_cast<std::size_t>(tc[q])] = v[q];
+          return assoc_combine_fn(j, c, ax)(ystart,
+                                            std::vector<Array>(v.begin() + static_cast<std::ptrdiff_t>(ntc), v.end()));
+        },
+        prims, float_cts(g_rest));
+  }
+};
+
+}  // namespace
+
 std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& in, const std::vector<Array>& cts,
                                                   const PrimParams& p) {
   if (!p.tangent_of) nonlinear("only a scan of tangent pairs is linear");
-  const Jaxpr& j = static_cast<const JaxprBody&>(*p.tangent_of).jaxpr;  // the combine: consts | a | b -> c
+  const Jaxpr& j = static_cast<const JaxprBody&>(*p.tangent_of).jaxpr;
   const std::size_t k = j.outs.size(), nc = j.invars.size() - 2 * k;
-  const std::vector<std::int64_t>&tc = p.tangent_consts, &fl = p.tangent_leaves;
-  const std::size_t nf = fl.size(), ntc = tc.size();
+  PairTranspose pt{p,
+                   j,
+                   k,
+                   nc,
+                   p.tangent_consts,
+                   p.tangent_leaves,
+                   p.tangent_leaves.size(),
+                   p.tangent_consts.size(),
+                   static_cast<int>(p.axis),
+                   {},
+                   {}};
+  const std::size_t nf = pt.nf, ntc = pt.ntc;
   // operands: hoisted | consts (nc) | tangents of consts (ntc) | elements (k) | tangents (nf)
   const std::size_t c0 = static_cast<std::size_t>(p.num_consts) - nc - ntc, tc0 = c0 + nc, e0 = tc0 + ntc, te0 = e0 + k;
   if (in.size() != te0 + nf || cts.size() != k + nf)
@@ -127,90 +229,30 @@ std::vector<std::optional<Array>> assoc_transpose(const std::vector<LinearIn>& i
   for (std::size_t i = te0; i < in.size(); ++i) any = any || in[i].linear;
   if (!any) return res;
 
-  const int ax = static_cast<int>(p.axis);
-  std::vector<Array> consts, x;
-  for (std::size_t i = c0; i < tc0; ++i) consts.push_back(in[i].value);
-  for (std::size_t l = 0; l < k; ++l) x.push_back(in[e0 + l].value);
-  const std::int64_t n = x[0].shape()[ax];
-  auto in_order = [&](const Array& a) { return p.reverse ? np::flip(a, std::vector<std::int64_t>{ax}) : a; };
+  for (std::size_t i = c0; i < tc0; ++i) pt.consts.push_back(in[i].value);
+  for (std::size_t l = 0; l < k; ++l) pt.x.push_back(in[e0 + l].value);
+  const std::int64_t n = pt.n = pt.x[0].shape()[pt.ax];
   std::vector<Array> g;  // per float leaf, in scan order: ȳ, then g once the later outputs are added
   for (std::size_t q = 0; q < nf; ++q) {
     const AVal& a = in[te0 + q].aval;
-    g.push_back(in_order(cts[k + q].is_empty() ? np::zeros(a.shape, a.dtype) : cts[k + q]));
+    g.push_back(pt.in_order(cts[k + q].is_empty() ? np::zeros(a.shape, a.dtype) : cts[k + q]));
   }
-  auto float_cts = [&](const std::vector<Array>& per_float) {  // one per leaf, empty (zero) for the others
-    std::vector<Array> c(k);
-    for (std::size_t q = 0; q < nf; ++q) c[fl[q]] = per_float[q];
-    return c;
-  };
   std::vector<Array> x_bar, c_bar;  // x̄ of positions 1.. (every leaf), c̄ of the tangent consts
   if (n >= 2) {
-    PrimParams pp;  // the primal scan again: its prefixes y
-    pp.num_consts = static_cast<int>(nc);
-    pp.axis = p.axis;
-    pp.reverse = p.reverse;
-    pp.body = p.tangent_of;
-    std::vector<Array> ops = consts;
-    ops.insert(ops.end(), x.begin(), x.end());
-    const auto y = bind(Prim::associative_scan, ops, pp);
-    std::vector<Array> yo, xnext, ystart, xr;  // y_j and x_{j+1} (x_{n-1} again at the end); y_{j-1} and x_j, j ≥ 1
-    for (std::size_t l = 0; l < k; ++l) {
-      yo.push_back(in_order(y[l]));
-      const Array xo = in_order(x[l]);
-      xr.push_back(lax::slice_in_dim(xo, 1, n, 1, ax));
-      xnext.push_back(lax::concatenate({xr.back(), lax::slice_in_dim(xo, n - 1, n, 1, ax)}, ax));
-      ystart.push_back(lax::slice_in_dim(yo.back(), 0, n - 1, 1, ax));
-    }
-    const lax::AssocFn comb = assoc_combine_fn(j, consts, ax);
-    auto floats = [&](const std::vector<Array>& all) {
-      std::vector<Array> r;
-      for (std::int64_t l : fl) r.push_back(all[static_cast<std::size_t>(l)]);
-      return r;
-    };
-    TripleLayout lay{ax, true, {}, {}};
-    for (std::size_t l = 0; l < k; ++l) {
-      lay.flat = lay.flat && x[l].dtype() == x[0].dtype();
-      lay.elem.push_back(TripleLayout::without(x[l].shape(), ax));
-    }
-    for (std::int64_t l : fl) lay.welem.push_back(lay.elem[static_cast<std::size_t>(l)]);
-    // segments [j..m] as (y_j, T = x_{j+1} ∘ … ∘ x_{m+1}, w = Σ_{i=j..m} (∂y_i/∂y_j)ᵀ·ȳ_i), so a
-    // position's own element is (y_j, x_{j+1}, ȳ_j) and the segment [j..n-1] gives g_j = w. (The
-    // last element's x_{n-1} stands in for x_n: only T of segments ending at n-1 sees it, and no
-    // segment lies after those.)
-    g = lay.from_elems(lax::associative_scan_flat(
-        [&](const std::vector<Array>& later_e, const std::vector<Array>& earlier_e) {
-          const auto earlier = lay.from_elems(earlier_e);  // (no structured bindings: a lambda below reads them)
-          const std::vector<Array>&y0 = earlier[0], &t = earlier[1], &w = earlier[2];
-          const auto later = lay.from_elems(later_e);
-          auto back = floats(vjp_at([&](const std::vector<Array>& a) { return comb(a, t); }, y0, float_cts(later[2])));
-          std::vector<Array> w_new;
-          for (std::size_t q = 0; q < nf; ++q) w_new.push_back(lax::add(w[q], back[q]));
-          return lay.to_elems(y0, comb(t, later[1]), w_new);
-        },
-        lay.to_elems(yo, xnext, g), /*reverse=*/true, lay.flat ? 0 : ax))[2];
-    std::vector<Array> g_rest;
-    for (const Array& gq : g) g_rest.push_back(lax::slice_in_dim(gq, 1, n, 1, ax));
-    // x̄_j and c̄ through the combine's other operands, at (y_{j-1}, x_j), j ≥ 1
-    std::vector<Array> prims;
-    for (std::int64_t i : tc) prims.push_back(consts[static_cast<std::size_t>(i)]);
-    prims.insert(prims.end(), xr.begin(), xr.end());
-    auto bars = vjp_at(
-        [&](const std::vector<Array>& v) {
-          std::vector<Array> c = consts;
-          for (std::size_t q = 0; q < ntc; ++q) c[static_cast<std::size_t>(tc[q])] = v[q];
-          return assoc_combine_fn(j, c, ax)(ystart,
-                                            std::vector<Array>(v.begin() + static_cast<std::ptrdiff_t>(ntc), v.end()));
-        },
-        prims, float_cts(g_rest));
+    std::vector<Array> xr, ystart;
+    g = pt.reverse_scan(g, xr, ystart);
+    auto bars = pt.bars(g, xr, ystart);
     c_bar.assign(bars.begin(), bars.begin() + static_cast<std::ptrdiff_t>(ntc));
     x_bar.assign(bars.begin() + static_cast<std::ptrdiff_t>(ntc), bars.end());
   }
+  const std::vector<std::int64_t>& fl = p.tangent_leaves;
+  const int ax = pt.ax;
   for (std::size_t q = 0; q < nf; ++q)
     if (in[te0 + q].linear) {
       Array xb =
           n >= 2 ? lax::concatenate({lax::slice_in_dim(g[q], 0, 1, 1, ax), x_bar[static_cast<std::size_t>(fl[q])]}, ax)
                  : g[q];
-      res[te0 + q] = in_order(xb);
+      res[te0 + q] = pt.in_order(xb);
     }
   for (std::size_t q = 0; q < ntc; ++q)
     if (in[tc0 + q].linear)

@@ -69,6 +69,59 @@ Array read_triangle(const Array& da, const PrimParams& p) {
                          : (p.unit_diagonal ? Tri::strictly_upper : Tri::upper));
 }
 
+// d(a^b) = b a^(b-1) da + log(a) a^b db, with the db term 0 where a == 0
+Opt pow_jvp(const std::vector<Array>& x, const std::vector<Opt>& t, const std::vector<Array>& y) {
+  Opt da, db;
+  if (t[0]) da = lax::mul(*t[0], lax::mul(x[1], lax::pow(x[0], np::subtract(x[1], 1.0))));
+  if (t[1]) {
+    Array safe_log = np::where(np::equal(x[0], 0.0), np::zeros({}, x[0].dtype()), lax::log(x[0]));
+    db = lax::mul(*t[1], lax::mul(safe_log, y[0]));
+  }
+  return add_opt(da, db);
+}
+
+// max/min of two arrays: the tangent of the one chosen; ties split the tangent
+Array max_min_elementwise_jvp(Prim p, const std::vector<Array>& x, const Array& t0, const Array& t1) {
+  Array first = p == Prim::max ? lax::gt(x[0], x[1]) : lax::lt(x[0], x[1]);
+  Array second = p == Prim::max ? lax::lt(x[0], x[1]) : lax::gt(x[0], x[1]);
+  Array half = np::multiply(lax::add(t0, t1), 0.5);
+  return lax::select(first, t0, lax::select(second, t1, half));
+}
+
+// A = L Lᵀ from the lower triangle: dA_s = tril(dA) + tril(dA,-1)ᵀ,
+// dL = L Φ(L⁻¹ dA_s L⁻ᵀ), Φ = strictly lower part + half the diagonal.
+Array cholesky_jvp(const Array& da, const Array& l) {
+  Array das = lax::add(tri(da, Tri::lower), mT(tri(da, Tri::strictly_lower)));
+  Array m = lax::triangular_solve(l, das, {.left_side = true, .lower = true});
+  m = lax::triangular_solve(l, m, {.left_side = false, .lower = true, .transpose_a = true});
+  Array phi = lax::add(tri(m, Tri::strictly_lower), np::multiply(tri(m, Tri::diagonal), 0.5));
+  return np::matmul(l, phi);
+}
+
+// left: op(A) x = b  =>  op(A) dx = db - op(dA) x;  right: dx op(A) = db - x op(dA)
+Array triangular_solve_jvp(const std::vector<Array>& x, const std::vector<Opt>& t, const std::vector<Array>& y,
+                           const PrimParams& params) {
+  Opt rhs = t[1];
+  if (t[0]) {
+    Array da = read_triangle(*t[0], params);
+    if (params.transpose_a) da = mT(da);
+    rhs = add_opt(rhs, lax::neg(params.left_side ? np::matmul(da, y[0]) : np::matmul(y[0], da)));
+  }
+  return lax::triangular_solve(x[0], *rhs, {params.left_side, params.lower, params.transpose_a, params.unit_diagonal});
+}
+
+// A = P L U:  X = L⁻¹ Pᵀ dA U⁻¹,  dL = L tril(X,-1),  dU = triu(X) U,  d(packed) = dL + dU.
+Array lu_jvp(const Array& da, const std::vector<Array>& y) {
+  const Array& f = y[0];
+  Array l =
+      lax::add(tri(f, Tri::strictly_lower), np::broadcast_to(np::eye(f.shape().back(), {}, 0, f.dtype()), f.shape()));
+  Array u = tri(f, Tri::upper);
+  Array b = np::matmul(mT(y[1]), da);
+  b = lax::triangular_solve(f, b, {.left_side = true, .lower = true, .transpose_a = false, .unit_diagonal = true});
+  Array xm = lax::triangular_solve(f, b, {.left_side = false, .lower = false});
+  return lax::add(np::matmul(l, tri(xm, Tri::strictly_lower)), np::matmul(tri(xm, Tri::upper), u));
+}
+
 }  // namespace
 
 std::vector<Opt> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector<Opt>& t, const std::vector<Array>& y,
@@ -103,23 +156,9 @@ std::vector<Opt> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector
     case Prim::mul: return {add_opt(mul_opt(t[0], x[1]), mul_opt(t[1], x[0]))};
     case Prim::div:  // (t0 - t1 y) / x1
       return {lax::div(*add_opt(t[0], neg_opt(mul_opt(t[1], y[0]))), x[1])};
-    case Prim::pow: {
-      // d(a^b) = b a^(b-1) da + log(a) a^b db, with the db term 0 where a == 0
-      Opt da, db;
-      if (t[0]) da = lax::mul(*t[0], lax::mul(x[1], lax::pow(x[0], np::subtract(x[1], 1.0))));
-      if (t[1]) {
-        Array safe_log = np::where(np::equal(x[0], 0.0), np::zeros({}, x[0].dtype()), lax::log(x[0]));
-        db = lax::mul(*t[1], lax::mul(safe_log, y[0]));
-      }
-      return {add_opt(da, db)};
-    }
+    case Prim::pow: return {pow_jvp(x, t, y)};
     case Prim::max:
-    case Prim::min: {
-      Array first = p == Prim::max ? lax::gt(x[0], x[1]) : lax::lt(x[0], x[1]);
-      Array second = p == Prim::max ? lax::lt(x[0], x[1]) : lax::gt(x[0], x[1]);
-      Array half = np::multiply(lax::add(T(0), T(1)), 0.5);  // ties split the tangent
-      return {lax::select(first, T(0), lax::select(second, T(1), half))};
-    }
+    case Prim::min: return {max_min_elementwise_jvp(p, x, T(0), T(1))};
     case Prim::select: return {lax::select(x[0], T(1), T(2))};
     case Prim::reduce_sum: return {lax::reduce_sum(T(0), params.axes)};
     case Prim::reduce_max:
@@ -146,44 +185,13 @@ std::vector<Opt> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector
       for (std::size_t i = 0; i < x.size(); ++i) ts.push_back(T(i));
       return {bind1(p, ts, params)};
     }
-    case Prim::cholesky: {
-      // A = L Lᵀ from the lower triangle: dA_s = tril(dA) + tril(dA,-1)ᵀ,
-      // dL = L Φ(L⁻¹ dA_s L⁻ᵀ), Φ = strictly lower part + half the diagonal.
-      const Array& l = y[0];
-      Array da = T(0);
-      Array das = lax::add(tri(da, Tri::lower), mT(tri(da, Tri::strictly_lower)));
-      Array m = lax::triangular_solve(l, das, {.left_side = true, .lower = true});
-      m = lax::triangular_solve(l, m, {.left_side = false, .lower = true, .transpose_a = true});
-      Array phi = lax::add(tri(m, Tri::strictly_lower), np::multiply(tri(m, Tri::diagonal), 0.5));
-      return {np::matmul(l, phi)};
-    }
-    case Prim::triangular_solve: {
-      // left: op(A) x = b  =>  op(A) dx = db - op(dA) x;  right: dx op(A) = db - x op(dA)
-      Opt rhs = t[1];
-      if (t[0]) {
-        Array da = read_triangle(*t[0], params);
-        if (params.transpose_a) da = mT(da);
-        rhs = add_opt(rhs, lax::neg(params.left_side ? np::matmul(da, y[0]) : np::matmul(y[0], da)));
-      }
-      return {lax::triangular_solve(x[0], *rhs,
-                                    {params.left_side, params.lower, params.transpose_a, params.unit_diagonal})};
-    }
+    case Prim::cholesky: return {cholesky_jvp(T(0), y[0])};
+    case Prim::triangular_solve: return {triangular_solve_jvp(x, t, y, params)};
     case Prim::scan:
     case Prim::associative_scan:
     case Prim::while_loop:
     case Prim::cond: throw Error(fmt::format("jvp: {} is differentiated by control_jvp", prim_name(p)));
-    case Prim::lu: {
-      // A = P L U:  X = L⁻¹ Pᵀ dA U⁻¹,  dL = L tril(X,-1),  dU = triu(X) U,  d(packed) = dL + dU.
-      const Array& f = y[0];
-      Array l = lax::add(tri(f, Tri::strictly_lower),
-                         np::broadcast_to(np::eye(f.shape().back(), {}, 0, f.dtype()), f.shape()));
-      Array u = tri(f, Tri::upper);
-      Array b = np::matmul(mT(y[1]), T(0));
-      b = lax::triangular_solve(f, b, {.left_side = true, .lower = true, .transpose_a = false, .unit_diagonal = true});
-      Array xm = lax::triangular_solve(f, b, {.left_side = false, .lower = false});
-      return {lax::add(np::matmul(l, tri(xm, Tri::strictly_lower)), np::matmul(tri(xm, Tri::upper), u)), std::nullopt,
-              std::nullopt};
-    }
+    case Prim::lu: return {lu_jvp(T(0), y), std::nullopt, std::nullopt};
   }
   throw Error(fmt::format("jvp: no rule for {}", prim_name(p)));
 }

@@ -74,6 +74,49 @@ Array dot_transpose_lhs(const Array& ct, const AVal& x, const Array& y, const st
   return lax::transpose(r, perm);
 }
 
+// reduce_sum's transpose: ct broadcast back over the reduced axes
+Array unreduce(const Array& ct, const AVal& x, const std::vector<std::int64_t>& axes) {
+  std::vector<std::int64_t> dims;
+  for (std::size_t i = 0; i < x.ndim(); ++i)
+    if (std::find(axes.begin(), axes.end(), static_cast<std::int64_t>(i)) == axes.end())
+      dims.push_back(static_cast<std::int64_t>(i));
+  return lax::broadcast_in_dim(ct, x.shape, dims);
+}
+
+// broadcast_in_dim's transpose: ct summed over the axes the broadcast created or stretched
+Array unbroadcast(const Array& ct, const Shape& s, const PrimParams& params) {
+  std::vector<std::int64_t> sum_axes;
+  for (std::size_t o = 0; o < params.shape.size(); ++o) {
+    auto it = std::find(params.dims.begin(), params.dims.end(), static_cast<std::int64_t>(o));
+    if (it == params.dims.end() || (s[it - params.dims.begin()] == 1 && params.shape[o] != 1))
+      sum_axes.push_back(static_cast<std::int64_t>(o));
+  }
+  return lax::reshape(lax::reduce_sum(ct, sum_axes), s);
+}
+
+// concatenate's transpose: constant operands get no cotangent, linear ones their slice of ct
+// (replay strict_concat_transpose: a constant operand is an error, as in the JS runtime)
+std::vector<Opt> unconcatenate(const Array& ct, const std::vector<LinearIn>& in, const PrimParams& params) {
+  if (replay::policy().strict_concat_transpose)
+    for (const LinearIn& li : in)
+      if (!li.linear) nonlinear(Prim::concatenate);
+  std::vector<Opt> out;
+  std::int64_t off = 0;
+  for (const LinearIn& li : in) {
+    const std::int64_t n = li.aval.shape[params.axis];
+    if (li.linear) {
+      std::vector<std::int64_t> b(ct.ndim(), 0), e = ct.shape();
+      b[params.axis] = off;
+      e[params.axis] = off + n;
+      out.push_back(lax::slice(ct, b, e));
+    } else {
+      out.push_back(std::nullopt);
+    }
+    off += n;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<Opt> transpose_rule(Prim p, const std::vector<LinearIn>& in, const std::vector<Array>& cts,
@@ -96,23 +139,8 @@ std::vector<Opt> transpose_rule(Prim p, const std::vector<LinearIn>& in, const s
     case Prim::convert:
       if (!is_floating(in[0].aval.dtype)) return {std::nullopt};
       return {lax::convert_element_type(ct, in[0].aval.dtype)};
-    case Prim::reduce_sum: {
-      std::vector<std::int64_t> dims;
-      for (std::size_t i = 0; i < in[0].aval.ndim(); ++i)
-        if (std::find(params.axes.begin(), params.axes.end(), static_cast<std::int64_t>(i)) == params.axes.end())
-          dims.push_back(static_cast<std::int64_t>(i));
-      return {lax::broadcast_in_dim(ct, in[0].aval.shape, dims)};
-    }
-    case Prim::broadcast_in_dim: {
-      const Shape& s = in[0].aval.shape;
-      std::vector<std::int64_t> sum_axes;
-      for (std::size_t o = 0; o < params.shape.size(); ++o) {
-        auto it = std::find(params.dims.begin(), params.dims.end(), static_cast<std::int64_t>(o));
-        if (it == params.dims.end() || (s[it - params.dims.begin()] == 1 && params.shape[o] != 1))
-          sum_axes.push_back(static_cast<std::int64_t>(o));
-      }
-      return {lax::reshape(lax::reduce_sum(ct, sum_axes), s)};
-    }
+    case Prim::reduce_sum: return {unreduce(ct, in[0].aval, params.axes)};
+    case Prim::broadcast_in_dim: return {unbroadcast(ct, in[0].aval.shape, params)};
     case Prim::reshape: return {lax::reshape(ct, in[0].aval.shape)};
     case Prim::transpose: {
       std::vector<std::int64_t> inv(params.perm.size());
@@ -126,27 +154,7 @@ std::vector<Opt> transpose_rule(Prim p, const std::vector<LinearIn>& in, const s
       for (std::size_t i = 0; i < lim.size(); ++i) lim[i] = params.lo[i] + in[0].aval.shape[i];
       return {lax::slice(ct, params.lo, lim)};
     }
-    case Prim::concatenate: {
-      // Constant operands get no cotangent; linear ones get their slice of ct.
-      if (replay::policy().strict_concat_transpose)
-        for (const LinearIn& li : in)
-          if (!li.linear) nonlinear(p);
-      std::vector<Opt> out;
-      std::int64_t off = 0;
-      for (const LinearIn& li : in) {
-        const std::int64_t n = li.aval.shape[params.axis];
-        if (li.linear) {
-          std::vector<std::int64_t> b(ct.ndim(), 0), e = ct.shape();
-          b[params.axis] = off;
-          e[params.axis] = off + n;
-          out.push_back(lax::slice(ct, b, e));
-        } else {
-          out.push_back(std::nullopt);
-        }
-        off += n;
-      }
-      return out;
-    }
+    case Prim::concatenate: return unconcatenate(ct, in, params);
     case Prim::select: {
       if (lin(0)) nonlinear(p);
       Array z = np::zeros_like(ct);

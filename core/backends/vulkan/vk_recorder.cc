@@ -1,11 +1,16 @@
-// The vulkan backend's recorder: command buffers in batches, barriers only where a command
-// reads or rewrites what an earlier one wrote (or overwrites what it may still read), buffer
-// copies, descriptor sets, submission and the host wait.
-#include "core/backends/vulkan/vulkan_backend_impl.h"
+// The vulkan backend's recorder and descriptor cache (vk_recorder.h).
+#include "core/backends/vulkan/vk_recorder.h"
+
+#include <fmt/format.h>
+
+#include "core/instrument/faults.h"
 
 namespace jx::vk {
 
-void VulkanBackend::barrier_for(const std::vector<VkBuffer>& reads, const std::vector<VkBuffer>& writes, Batch& b) {
+Recorder::Recorder(std::shared_ptr<Context> ctx, DeviceHealth& health, BufferPool& pool, vulkan::Counters& counters)
+    : ctx_(ctx), health_(health), pool_(pool), c_(counters), cache_(std::move(ctx), counters) {}
+
+void Recorder::barrier_for(const std::vector<VkBuffer>& reads, const std::vector<VkBuffer>& writes, Batch& b) {
   bool need = false;
   for (VkBuffer x : reads) need = need || written_.count(x);
   for (VkBuffer x : writes) need = need || written_.count(x) || read_.count(x);
@@ -14,12 +19,11 @@ void VulkanBackend::barrier_for(const std::vector<VkBuffer>& reads, const std::v
   written_.insert(writes.begin(), writes.end());
 }
 
-void VulkanBackend::copy(Batch& b, VkBuffer src, std::size_t src_off, VkBuffer dst, std::size_t dst_off,
-                         std::size_t bytes) {
+void Recorder::copy(Batch& b, VkBuffer src, std::size_t src_off, VkBuffer dst, std::size_t dst_off, std::size_t bytes) {
   copy_disjoint(b, {{src, src_off, dst, dst_off, bytes}});
 }
 
-void VulkanBackend::copy_disjoint(Batch& b, const std::vector<Region>& rs) {
+void Recorder::copy_disjoint(Batch& b, const std::vector<Region>& rs) {
   std::vector<VkBuffer> reads, writes;
   for (const Region& r : rs)
     if (r.bytes) {
@@ -31,15 +35,14 @@ void VulkanBackend::copy_disjoint(Batch& b, const std::vector<Region>& rs) {
   for (const Region& r : rs)
     if (r.bytes) {
       VkBufferCopy c{r.src_off, r.dst_off, r.bytes};
-      HostTimer ht(timing_, counters_.host_driver_ns);
+      HostTimer ht(timing_, c_.host_driver_ns);
       vkCmdCopyBuffer(b.cmd, r.src, r.dst, 1, &c);
       b.commands++;
-      counters_.copies++;
+      c_.copies++;
     }
 }
 
-// binding i of set = the whole of bufs[i]
-void VulkanBackend::write_set(VkDescriptorSet set, const std::vector<VkBuffer>& bufs) {
+void DescriptorCache::write(VkDescriptorSet set, const std::vector<VkBuffer>& bufs, bool timing) {
   std::vector<VkDescriptorBufferInfo> infos(bufs.size());
   std::vector<VkWriteDescriptorSet> writes(bufs.size());
   for (std::size_t i = 0; i < bufs.size(); ++i) {
@@ -55,12 +58,12 @@ void VulkanBackend::write_set(VkDescriptorSet set, const std::vector<VkBuffer>& 
                  &infos[i],
                  nullptr};
   }
-  HostTimer ht(timing_, counters_.host_driver_ns);
+  HostTimer ht(timing, c_.host_driver_ns);
   vkUpdateDescriptorSets(ctx_->device(), static_cast<std::uint32_t>(writes.size()), writes.data(), 0, nullptr);
-  counters_.descriptor_sets++;
+  c_.descriptor_sets++;
 }
 
-VkDescriptorSet VulkanBackend::bind_set(Batch& b, const Pipeline& pipe, const std::vector<VkBuffer>& bufs) {
+VkDescriptorSet Recorder::bind_set(Batch& b, const Pipeline& pipe, const std::vector<VkBuffer>& bufs) {
   VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
   ai.descriptorPool = b.dpool.get();
   ai.descriptorSetCount = 1;
@@ -70,11 +73,18 @@ VkDescriptorSet VulkanBackend::bind_set(Batch& b, const Pipeline& pipe, const st
   check(vkAllocateDescriptorSets(ctx_->device(), &ai, &set), "vkAllocateDescriptorSets");
   b.sets++;
   b.descriptors += static_cast<std::uint32_t>(bufs.size());
-  write_set(set, bufs);
+  cache_.write(set, bufs, timing_);
   return set;
 }
 
-VkDescriptorSet VulkanBackend::cached_set(Batch& b, const Pipeline& pipe, const std::vector<const Buf*>& bufs) {
+VkDescriptorSet Recorder::cached_set(Batch& b, const Pipeline& pipe, const std::vector<const Buf*>& bufs) {
+  if (VkDescriptorSet set = cache_.get(pipe, bufs, timing_)) return set;
+  std::vector<VkBuffer> handles;
+  for (const Buf* x : bufs) handles.push_back(x->buf.get());
+  return bind_set(b, pipe, handles);
+}
+
+VkDescriptorSet DescriptorCache::get(const Pipeline& pipe, const std::vector<const Buf*>& bufs, bool timing) {
   std::vector<VkBuffer> handles;
   const VkDescriptorSetLayout layout = pipe.set_layout.get();
   std::string key(reinterpret_cast<const char*>(&layout), sizeof(layout));
@@ -83,9 +93,9 @@ VkDescriptorSet VulkanBackend::cached_set(Batch& b, const Pipeline& pipe, const 
     key.append(reinterpret_cast<const char*>(&x->id), sizeof(x->id));
   }
   if (auto it = sets_.find(key); it != sets_.end()) return it->second;
-  if (set_pool_full_) return bind_set(b, pipe, handles);
+  if (full_) return VK_NULL_HANDLE;
   VkDevice d = ctx_->device();
-  if (!set_pool_) {
+  if (!pool_) {
     VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kCachedDescriptors};
     VkDescriptorPoolCreateInfo dci{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     dci.maxSets = kCachedSets;
@@ -93,41 +103,54 @@ VkDescriptorSet VulkanBackend::cached_set(Batch& b, const Pipeline& pipe, const 
     dci.pPoolSizes = &ps;
     VkDescriptorPool dp = VK_NULL_HANDLE;
     check(vkCreateDescriptorPool(d, &dci, nullptr, &dp), "vkCreateDescriptorPool");
-    set_pool_ = DescriptorPoolH(d, dp);
+    pool_ = DescriptorPoolH(d, dp);
   }
   VkDescriptorSetAllocateInfo ai{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-  ai.descriptorPool = set_pool_.get();
+  ai.descriptorPool = pool_.get();
   ai.descriptorSetCount = 1;
   ai.pSetLayouts = &layout;
   VkDescriptorSet set = VK_NULL_HANDLE;
   if (sets_.size() >= kCachedSets ||
       vkAllocateDescriptorSets(d, &ai, &set) != VK_SUCCESS) {  // full: reset at the next host wait
-    set_pool_full_ = true;
-    return bind_set(b, pipe, handles);
+    full_ = true;
+    return VK_NULL_HANDLE;
   }
-  write_set(set, handles);
+  write(set, handles, timing);
   sets_.emplace(std::move(key), set);
   return set;
 }
 
-void VulkanBackend::record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptorSet set, std::int64_t invocations,
-                                    int buffers, std::int64_t workgroup, std::uint32_t depth) {
+void DescriptorCache::reset_if_full() {
+  if (!full_) return;
+  sets_.clear();
+  check(vkResetDescriptorPool(ctx_->device(), pool_.get(), 0), "vkResetDescriptorPool");
+  full_ = false;
+}
+
+void DescriptorCache::clear(bool device_usable) {
+  sets_.clear();  // their layouts go with the pipelines; nothing recorded refers to them after finish()
+  if (pool_ && device_usable) check(vkResetDescriptorPool(ctx_->device(), pool_.get(), 0), "vkResetDescriptorPool");
+  full_ = false;
+}
+
+void Recorder::record_dispatch(Batch& b, const Pipeline& pipe, VkDescriptorSet set, std::int64_t invocations,
+                               int buffers, std::int64_t workgroup, std::uint32_t depth) {
   if (b.pipes.empty() || b.pipes.back().get() != &pipe) b.pipes.push_back(pipe.shared_from_this());
   auto [gx, gy] = workgroups(invocations, workgroup);
   {
-    HostTimer ht(timing_, counters_.host_driver_ns);
+    HostTimer ht(timing_, c_.host_driver_ns);
     vkCmdBindPipeline(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.pipeline.get());
     vkCmdBindDescriptorSets(b.cmd, VK_PIPELINE_BIND_POINT_COMPUTE, pipe.layout.get(), 0, 1, &set, 0, nullptr);
     vkCmdDispatch(b.cmd, gx, gy, depth);
   }
   time_dispatch(b, pipe, invocations);
   b.commands++;
-  counters_.dispatches++;
-  counters_.max_buffers_per_dispatch =
-      std::max<std::uint64_t>(counters_.max_buffers_per_dispatch, static_cast<std::uint64_t>(buffers));
+  c_.dispatches++;
+  c_.max_buffers_per_dispatch =
+      std::max<std::uint64_t>(c_.max_buffers_per_dispatch, static_cast<std::uint64_t>(buffers));
 }
 
-Batch& VulkanBackend::batch_with_room(std::uint32_t sets, std::uint32_t descriptors) {
+Batch& Recorder::batch_with_room(std::uint32_t sets, std::uint32_t descriptors) {
   Batch* b = &recording();
   if (b->sets + sets > kSetsPerBatch || b->descriptors + descriptors > kDescriptorsPerBatch ||
       (submit_every_ && static_cast<std::uint32_t>(b->commands) >= submit_every_)) {
@@ -137,12 +160,12 @@ Batch& VulkanBackend::batch_with_room(std::uint32_t sets, std::uint32_t descript
   return *b;
 }
 
-void VulkanBackend::touch(std::span<const SlotId> in, std::span<const SlotId> out) {
+void Recorder::touch(std::span<const SlotId> in, std::span<const SlotId> out) {
   for (auto id : in) used_.insert(id);
   for (auto id : out) used_.insert(id);
 }
 
-Batch& VulkanBackend::recording() {
+Batch& Recorder::recording() {
   if (current_) return *current_;
   std::unique_ptr<Batch> b;
   if (!spare_.empty()) {
@@ -159,7 +182,7 @@ Batch& VulkanBackend::recording() {
   return *current_;
 }
 
-std::unique_ptr<Batch> VulkanBackend::make_batch() {
+std::unique_ptr<Batch> Recorder::make_batch() {
   VkDevice d = ctx_->device();
   auto b = std::make_unique<Batch>();
   VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
@@ -187,28 +210,28 @@ std::unique_ptr<Batch> VulkanBackend::make_batch() {
   return b;
 }
 
-void VulkanBackend::barrier_if(const std::vector<VkBuffer>& bufs, Batch& b) {
+void Recorder::barrier_if(const std::vector<VkBuffer>& bufs, Batch& b) {
   bool need = false;
   for (VkBuffer x : bufs) need = need || written_.count(x);
   if (need) barrier(b);
 }
 
-void VulkanBackend::barrier(Batch& b) {
+void Recorder::barrier(Batch& b) {
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                      VK_ACCESS_TRANSFER_WRITE_BIT;
   const VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
-  HostTimer ht(timing_, counters_.host_driver_ns);
+  HostTimer ht(timing_, c_.host_driver_ns);
   vkCmdPipelineBarrier(b.cmd, st, st, 0, 1, &mb, 0, nullptr, 0, nullptr);
   written_.clear();
   read_.clear();
-  counters_.barriers++;
+  c_.barriers++;
 }
 
-void VulkanBackend::submit() {
+void Recorder::submit() {
   if (!current_) return;
-  HostTimer ht(timing_, counters_.host_submit_ns);
+  HostTimer ht(timing_, c_.host_submit_ns);
   Batch& b = *current_;
   {  // shader and transfer writes (staged reads copy into host memory) become visible to the host
     VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
@@ -223,16 +246,16 @@ void VulkanBackend::submit() {
   si.pCommandBuffers = &b.cmd;
   const VkResult r =
       faults::fire("vk_device_lost") ? VK_ERROR_DEVICE_LOST : vkQueueSubmit(ctx_->queue(), 1, &si, b.fence.get());
-  if (r == VK_ERROR_DEVICE_LOST) device_lost("vkQueueSubmit");
+  if (r == VK_ERROR_DEVICE_LOST) health_.device_lost("vkQueueSubmit");
   check(r, "vkQueueSubmit");
-  counters_.submits++;
+  c_.submits++;
   inflight_.push_back(std::move(current_));
   // written_ and read_ stay: a barrier's first scope is every earlier command in submission
   // order, so the next batch's first reader of these buffers still gets its barrier
 }
 
-void VulkanBackend::finish() {
-  if (lost_) return;                          // nothing more reaches a lost device; its batches are dropped at shutdown
+void Recorder::finish() {
+  if (health_.lost) return;                   // nothing more reaches a lost device; its batches are dropped at shutdown
   if (current_ && current_->commands == 0) {  // nothing recorded: end it unsubmitted
     check(vkEndCommandBuffer(current_->cmd), "vkEndCommandBuffer");
     recycle(std::move(current_));
@@ -241,11 +264,11 @@ void VulkanBackend::finish() {
   if (inflight_.empty()) return;
   std::vector<VkFence> fences;
   for (auto& b : inflight_) fences.push_back(b->fence.get());
-  counters_.host_waits++;
+  c_.host_waits++;
   VkResult r =
       vkWaitForFences(ctx_->device(), static_cast<std::uint32_t>(fences.size()), fences.data(), VK_TRUE, UINT64_MAX);
   if (faults::fire("vk_device_lost")) r = VK_ERROR_DEVICE_LOST;
-  if (r == VK_ERROR_DEVICE_LOST) device_lost("vkWaitForFences");
+  if (r == VK_ERROR_DEVICE_LOST) health_.device_lost("vkWaitForFences");
   check(r, "vkWaitForFences");
   while (!inflight_.empty()) {
     recycle(std::move(inflight_.front()));
@@ -254,17 +277,52 @@ void VulkanBackend::finish() {
   used_.clear();
   written_.clear();
   read_.clear();
-  if (set_pool_full_) {  // nothing recorded refers to the cached sets now
-    sets_.clear();
-    check(vkResetDescriptorPool(ctx_->device(), set_pool_.get(), 0), "vkResetDescriptorPool");
-    set_pool_full_ = false;
-  }
+  cache_.reset_if_full();  // nothing recorded refers to the cached sets now
 }
 
-void VulkanBackend::recycle(std::unique_ptr<Batch> b) {
+void Recorder::flush() {
+  if (!health_.lost && current_ && current_->commands) submit();
+}
+
+void Recorder::upload(std::unique_ptr<Buf> staging, VkBuffer dst, std::size_t bytes) {
+  Batch& b = recording();
+  VkBufferCopy c{0, 0, bytes};
+  barrier_if({dst}, b);
+  vkCmdCopyBuffer(b.cmd, staging->buf.get(), dst, 1, &c);
+  written_.insert(dst);
+  b.commands++;
+  b.staging.push_back(std::move(staging));
+}
+
+void Recorder::download(VkBuffer src, Buf& host, std::size_t bytes) {
+  Batch& b = recording();
+  barrier_if({src}, b);
+  VkBufferCopy c{0, 0, bytes};
+  vkCmdCopyBuffer(b.cmd, src, host.buf.get(), 1, &c);
+  b.commands++;
+  finish();  // the copy completes before the host reads
+}
+
+void Recorder::fill_zero(Batch& b, const std::shared_ptr<Buf>& buf) {
+  barrier_for({}, {buf->buf.get()}, b);
+  vkCmdFillBuffer(b.cmd, buf->buf.get(), 0, VK_WHOLE_SIZE, 0);
+  b.commands++;
+  b.held.push_back(buf);  // the fill may run after the executable is gone
+}
+
+void Recorder::release(std::unique_ptr<Buf> b) {
+  if (current_ && current_->commands > 0)
+    current_->released.push_back(std::move(b));
+  else if (!inflight_.empty())
+    inflight_.back()->released.push_back(std::move(b));
+  else
+    pool_.give_back(std::move(b));
+}
+
+void Recorder::recycle(std::unique_ptr<Batch> b) {
   VkDevice d = ctx_->device();
   time_collect(*b);
-  for (auto& r : b->released) give_back(std::move(r));
+  for (auto& r : b->released) pool_.give_back(std::move(r));
   b->released.clear();
   b->staging.clear();
   b->held.clear();

@@ -2,13 +2,15 @@
 // back once the batch's fence has signalled (no extra host waits).
 #include "core/backends/vulkan/vulkan_backend_impl.h"
 
+#include <algorithm>
+
 namespace jx::vk {
 
 namespace {
 constexpr std::uint32_t kTimestamps = 4096;  // per batch; dispatches beyond it go untimed
 }
 
-void VulkanBackend::time_batch_start(Batch& b) {
+void Recorder::time_batch_start(Batch& b) {
   b.timed.clear();
   if (!timing_ || ctx_->desc().timestamp_ns <= 0) return;
   if (!b.timestamps) {
@@ -24,16 +26,16 @@ void VulkanBackend::time_batch_start(Batch& b) {
   b.timed.emplace_back();
 }
 
-void VulkanBackend::time_dispatch(Batch& b, const Pipeline& pipe, std::int64_t invocations) {
+void Recorder::time_dispatch(Batch& b, const Pipeline& pipe, std::int64_t invocations) {
   if (b.timed.empty() || b.timed.size() >= kTimestamps) return;
   vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, b.timestamps.get(),
                       static_cast<std::uint32_t>(b.timed.size()));
   b.timed.push_back(fmt::format("{} [{}]", pipe.name, invocations));
 }
 
-void VulkanBackend::time_collect(Batch& b) {
+void Recorder::time_collect(Batch& b) {
   const auto n = static_cast<std::uint32_t>(b.timed.size());
-  if (n >= 2 && !lost_) {
+  if (n >= 2 && !health_.lost) {
     std::vector<std::uint64_t> ts(n);
     const VkResult r = vkGetQueryPoolResults(ctx_->device(), b.timestamps.get(), 0, n, n * sizeof(std::uint64_t),
                                              ts.data(), sizeof(std::uint64_t), VK_QUERY_RESULT_64_BIT);
@@ -50,22 +52,11 @@ void VulkanBackend::time_collect(Batch& b) {
   b.timed.clear();
 }
 
-void VulkanBackend::set_timing(bool on) {
-  std::lock_guard lock(mu_);
-  timing_ = on;
-}
-
-std::vector<vulkan::TimedPipeline> VulkanBackend::timings() const {
-  std::lock_guard lock(mu_);
+std::vector<vulkan::TimedPipeline> Recorder::timings() const {
   std::vector<vulkan::TimedPipeline> out;
   for (const auto& [name, e] : timings_) out.push_back(e);
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.ms > b.ms; });
   return out;
-}
-
-void VulkanBackend::reset_timings() {
-  std::lock_guard lock(mu_);
-  timings_.clear();
 }
 
 }  // namespace jx::vk

@@ -1,6 +1,7 @@
-// The vulkan backend's slots (a size-class pool of device buffers with a byte budget), kernel and
-// routine executables, dispatch, shutdown, and the public vulkan:: API. Recording and submission
-// live in vk_recorder.cc, scans in vk_scan_exec.cc; the class is in vulkan_backend_impl.h.
+// The vulkan backend (vulkan_backend_impl.h): slots, kernel and routine executables, dispatch,
+// the limits profile, counters, shutdown, and the public vulkan:: API. Its parts: BufferPool
+// (vk_buffers.cc), Recorder and DescriptorCache (vk_recorder.cc, vk_timing.cc), ScanRunner
+// (vk_scan_exec.cc).
 #include "core/backends/vulkan/vulkan_backend_impl.h"
 
 #include "core/backends/vulkan/glsl_linalg.h"
@@ -42,13 +43,15 @@ VulkanBackend::VulkanBackend() {
     const auto& d = ctx_->desc();
     info_.device = fmt::format("{} ({}, {}){}", d.name, d.type, d.driver, validation ? " [validation]" : "");
     info_.available = true;
-    choose_memory();
+    buffers_ = std::make_unique<BufferPool>(ctx_, health_, llvmpipe());
+    rec_ = std::make_unique<Recorder>(ctx_, health_, *buffers_, counters_);
+    scans_ = std::make_unique<ScanRunner>(*this, *rec_, *buffers_, d.name);
     const char* lim = std::getenv("JX_LIMITS");
     apply_limits(lim && *lim ? lim : "webgpu");
     const char* timing = std::getenv("JX_VK_TIMING");
-    timing_ = timing && *timing && std::string(timing) != "0";
+    rec_->set_timing(timing && *timing && std::string(timing) != "0");
     if (const char* every = std::getenv("JX_VK_SUBMIT_EVERY"); every && *every)
-      submit_every_ = parse_submit_every(every);
+      rec_->set_submit_every(parse_submit_every(every));
     checked_shared_ = llvmpipe();
     if (const char* chk = std::getenv("JX_VK_CHECK_SHARED"); chk && *chk)
       checked_shared_ = parse_switch("JX_VK_CHECK_SHARED", chk);
@@ -57,11 +60,22 @@ VulkanBackend::VulkanBackend() {
       if (g_instance) g_instance->shutdown(true);
     });
   } catch (const Error& e) {
+    scans_.reset();
+    rec_.reset();
+    buffers_.reset();
     pipes_.reset();
     ctx_.reset();
     info_.available = false;
     info_.reason = e.what();
   }
+}
+
+const DeviceInfo& VulkanBackend::info() const {
+  if (health_.lost && info_.available) {
+    info_.available = false;
+    info_.reason = health_.reason;
+  }
+  return info_;
 }
 
 void VulkanBackend::apply_limits(const std::string& profile) {
@@ -81,9 +95,9 @@ void VulkanBackend::apply_limits(const std::string& profile) {
 SlotId VulkanBackend::malloc(const AVal& tag) {
   std::lock_guard lock(mu_);
   alive();
-  HostTimer ht(timing_, counters_.host_alloc_ns);
+  HostTimer ht(rec_->timing(), counters_.host_alloc_ns);
   const std::size_t n = tag.bytes();
-  std::unique_ptr<Buf> b = acquire(n);
+  std::unique_ptr<Buf> b = buffers_->acquire(n, bytes_);
   const SlotId id = new_slot_id();
   slots_.emplace(id, Slot{std::move(b), n, tag, 1});
   bytes_ += n;
@@ -100,19 +114,14 @@ void VulkanBackend::incref(SlotId id) {
 void VulkanBackend::decref(SlotId id) {
   std::lock_guard lock(mu_);
   if (!ctx_) return;  // after shutdown
-  HostTimer ht(timing_, counters_.host_alloc_ns);
+  HostTimer ht(rec_->timing(), counters_.host_alloc_ns);
   Slot& s = get(id);
   if (--s.refs > 0) return;
   bytes_ -= s.bytes;
   std::unique_ptr<Buf> b = std::move(s.buf);
   slots_.erase(id);
-  used_.erase(id);
-  if (current_ && current_->commands > 0)
-    current_->released.push_back(std::move(b));
-  else if (!inflight_.empty())
-    inflight_.back()->released.push_back(std::move(b));
-  else
-    give_back(std::move(b));
+  rec_->forget(id);
+  rec_->release(std::move(b));
 }
 
 void VulkanBackend::write(SlotId id, std::span<const std::byte> src) {
@@ -124,20 +133,15 @@ void VulkanBackend::write(SlotId id, std::span<const std::byte> src) {
   counters_.bytes_uploaded += src.size();
   if (src.empty()) return;
   if (s.buf->mapped) {
-    if (used_.count(id)) finish();
+    if (rec_->pending(id)) rec_->finish();
     std::memcpy(s.buf->mapped, src.data(), src.size());
     return;
   }
-  auto st = create_staging(src.size());
+  auto st = buffers_->staging(src.size(), bytes_);
   std::memcpy(st->mapped, src.data(), src.size());
-  Batch& b = recording();
-  VkBufferCopy c{0, 0, src.size()};
-  barrier_if({s.buf->buf.get()}, b);
-  vkCmdCopyBuffer(b.cmd, st->buf.get(), s.buf->buf.get(), 1, &c);
-  written_.insert(s.buf->buf.get());
-  used_.insert(id);
-  b.commands++;
-  b.staging.push_back(std::move(st));
+  rec_->upload(std::move(st), s.buf->buf.get(), src.size());
+  const SlotId touched[1] = {id};
+  rec_->touch({}, touched);
 }
 
 void VulkanBackend::read(SlotId id, std::span<std::byte> dst) {
@@ -148,22 +152,14 @@ void VulkanBackend::read(SlotId id, std::span<std::byte> dst) {
     throw BackendError(fmt::format("vulkan: read of {} bytes from a {}-byte slot", dst.size(), s.bytes));
   counters_.bytes_downloaded += dst.size();
   if (dst.empty()) return;
-  if (s.buf->mapped && mapped_reads_cached_) {
-    if (used_.count(id)) finish();
+  if (s.buf->mapped && buffers_->mapped_reads()) {
+    if (rec_->pending(id)) rec_->finish();
     std::memcpy(dst.data(), s.buf->mapped, dst.size());
     return;
   }
-  if (!readback_ || readback_->capacity < dst.size()) {
-    readback_.reset();
-    readback_ = create_buffer(size_class(dst.size()), readback_type_, true);
-  }
-  Batch& b = recording();
-  barrier_if({s.buf->buf.get()}, b);
-  VkBufferCopy c{0, 0, dst.size()};
-  vkCmdCopyBuffer(b.cmd, s.buf->buf.get(), readback_->buf.get(), 1, &c);
-  b.commands++;
-  finish();  // the copy completes before the host reads (reads are serialized by mu_)
-  std::memcpy(dst.data(), readback_->mapped, dst.size());
+  Buf& host = buffers_->readback(dst.size(), bytes_);
+  rec_->download(s.buf->buf.get(), host, dst.size());  // reads are serialized by mu_
+  std::memcpy(dst.data(), host.mapped, dst.size());
 }
 
 std::size_t VulkanBackend::slot_count() const {
@@ -185,8 +181,8 @@ std::vector<SlotInfo> VulkanBackend::live_slots() const {
 
 BackendMemory VulkanBackend::memory() const {
   std::lock_guard lock(mu_);
-  BackendMemory m{slots_.size(), bytes_, peak_, pooled_bytes_, 0, 0};
-  m.compiled_kernels = kernels_.size() + scans_.size();
+  BackendMemory m{slots_.size(), bytes_, peak_, buffers_ ? buffers_->pooled_bytes() : 0, 0, 0};
+  m.compiled_kernels = kernels_.size() + (scans_ ? scans_->size() : 0);
   m.pipelines = pipes_ ? pipes_->size() : 0;
   return m;
 }
@@ -194,18 +190,13 @@ BackendMemory VulkanBackend::memory() const {
 void VulkanBackend::clear_caches() {
   std::lock_guard lock(mu_);
   if (!ctx_) return;
-  finish();
+  rec_->finish();
   kernels_.clear();
-  scans_.clear();
+  scans_->clear();
   spirv_.clear();
-  sets_.clear();  // their layouts go with the pipelines; nothing recorded refers to them after finish()
-  if (set_pool_ && !lost_) check(vkResetDescriptorPool(ctx_->device(), set_pool_.get(), 0), "vkResetDescriptorPool");
-  set_pool_full_ = false;
+  rec_->descriptors().clear(!health_.lost);
   pipes_->clear();
-  for (auto& [cls, v] : free_) v.clear();
-  free_.clear();
-  readback_.reset();
-  pooled_bytes_ = 0;
+  buffers_->clear();
 }
 
 std::shared_ptr<Executable> VulkanBackend::prepare(const Op& op) {
@@ -222,7 +213,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare(const Op& op) {
     // single matrix, or a dtype the device cannot hold: the oracle's routine on the host (its errors)
     if (linalg_matrices(op) >= 2 && (ctx_->desc().float64 || op.in[0].dtype != DType::float64))
       if (auto sh = render_linalg_routine(op, ctx_->desc().float64, max_buffers_))
-        return make_kernel_exe(*sh, fmt::format("{}|{}", prim_name(op.prim), sh->glsl));
+        return kernel_exe(*sh, fmt::format("{}|{}", prim_name(op.prim), sh->glsl));
     auto e = std::make_shared<HostRoutineExe>();
     e->op = op;
     e->host = make_host_op_executable(op);
@@ -232,7 +223,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare(const Op& op) {
   if (op.prim == Prim::concatenate && static_cast<int>(op.in.size()) + 1 > max_buffers_) return nullptr;
   auto sh = render_routine(op);
   if (!sh) return nullptr;  // lowered to kernels by the runtime
-  return make_kernel_exe(*sh, fmt::format("{}|{}", prim_name(op.prim), sh->glsl));
+  return kernel_exe(*sh, fmt::format("{}|{}", prim_name(op.prim), sh->glsl));
 }
 
 std::shared_ptr<Executable> VulkanBackend::prepare_kernel(const Kernel& k) {
@@ -240,45 +231,76 @@ std::shared_ptr<Executable> VulkanBackend::prepare_kernel(const Kernel& k) {
   alive();
   const std::string key = k.key();
   if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
-  auto exe = make_kernel_exe(render_kernel(k, ctx_->desc().float64), key);
+  auto exe = kernel_exe(render_kernel(k, ctx_->desc().float64), key);
   trim_unused(kernels_);
   kernels_[key] = exe;
   return exe;
 }
 
+ScanPlan VulkanBackend::plan_scan(const ScanProgram& sp, const Target& t) {
+  std::lock_guard lock(mu_);
+  alive();
+  return scans_->plan_scan(sp, t, scan_limits(), profile_);
+}
+
+ScanPlan VulkanBackend::plan_associative_scan(const AssocProgram& ap, const Target&) {
+  std::lock_guard lock(mu_);
+  alive();
+  return scans_->plan_associative_scan(ap, scan_limits(), profile_);
+}
+
+ScanLimits VulkanBackend::scan_limits() const {
+  const auto& d = ctx_->desc();
+  return {d.float64,
+          profile_ == "webgpu" ? std::int64_t{16384} : static_cast<std::int64_t>(d.max_shared_bytes),
+          llvmpipe() ? std::int64_t{65535} : std::int64_t{0},
+          max_buffers_,
+          checked_shared_,
+          llvmpipe(),
+          series_scans()};
+}
+
 void VulkanBackend::dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) {
   std::lock_guard lock(mu_);
   alive();
-  HostTimer ht(timing_, counters_.host_dispatch_ns);
+  HostTimer ht(rec_->timing(), counters_.host_dispatch_ns);
   if (auto* hr = dynamic_cast<HostRoutineExe*>(&exe)) return host_routine(*hr, in, out);
-  if (auto* sc = dynamic_cast<ScanExe*>(&exe)) return run_scan(*sc, in, out);
-  if (auto* pe = dynamic_cast<PreencodedExe*>(&exe)) return run_preencoded(*pe, in, out);
-  if (auto* as = dynamic_cast<AssocExe*>(&exe)) return run_assoc(*as, in, out);
-  auto& k = static_cast<KernelExe&>(exe);
+  if (ScanRunner::runs(exe)) {
+    std::vector<Buf*> ib, ob;
+    for (auto id : in) ib.push_back(get(id).buf.get());
+    for (auto id : out) ob.push_back(get(id).buf.get());
+    scans_->run(exe, ib, ob, bytes_);
+    rec_->touch(in, out);
+    return;
+  }
+  run_kernel(static_cast<KernelExe&>(exe), in, out);
+}
+
+void VulkanBackend::run_kernel(KernelExe& k, std::span<const SlotId> in, std::span<const SlotId> out) {
   if (k.invocations == 0) return;
   std::vector<VkBuffer> reads, writes;
   std::vector<const Buf*> bound;
   for (auto id : in) bound.push_back(get(id).buf.get());
   for (auto id : out) bound.push_back(get(id).buf.get());
   for (std::size_t i = 0; i < bound.size(); ++i) (i < in.size() ? reads : writes).push_back(bound[i]->buf.get());
-  Batch& b = batch_with_room(1, static_cast<std::uint32_t>(reads.size() + writes.size()) + 1);
+  Batch& b = rec_->batch_with_room(1, static_cast<std::uint32_t>(reads.size() + writes.size()) + 1);
   bind_scratch(b, k, writes);
   if (k.scratch) bound.push_back(k.scratch.get());
-  VkDescriptorSet set = cached_set(b, *k.pipe, bound);
+  VkDescriptorSet set = rec_->cached_set(b, *k.pipe, bound);
   const int nbufs = static_cast<int>(bound.size());
-  barrier_for(reads, writes, b);
-  record_dispatch(b, *k.pipe, set, k.invocations, nbufs);
-  touch(in, out);
+  rec_->barrier_for(reads, writes, b);
+  rec_->record_dispatch(b, *k.pipe, set, k.invocations, nbufs);
+  rec_->touch(in, out);
 }
 
 void VulkanBackend::flush() {
   std::lock_guard lock(mu_);
-  if (ctx_ && !lost_ && current_ && current_->commands) submit();
+  if (ctx_) rec_->flush();
 }
 
 void VulkanBackend::synchronize() {
   std::lock_guard lock(mu_);
-  if (ctx_) finish();
+  if (ctx_) rec_->finish();
 }
 
 vulkan::Counters VulkanBackend::counters() const {
@@ -294,26 +316,36 @@ void VulkanBackend::reset_counters() {
   creations_base_ = pipes_ ? pipes_->creations() : 0;
 }
 
+void VulkanBackend::set_timing(bool on) {
+  std::lock_guard lock(mu_);
+  rec_->set_timing(on);
+}
+
+std::vector<vulkan::TimedPipeline> VulkanBackend::timings() const {
+  std::lock_guard lock(mu_);
+  return rec_->timings();
+}
+
+void VulkanBackend::reset_timings() {
+  std::lock_guard lock(mu_);
+  rec_->reset_timings();
+}
+
 void VulkanBackend::shutdown(bool at_exit) {
   if (at_exit) mark_process_exiting();
   std::lock_guard lock(mu_);
   if (!ctx_) return;
   if (!at_exit) {
     try {
-      finish();
+      rec_->finish();
     } catch (const Error&) {}
     vkDeviceWaitIdle(ctx_->device());
   }
-  current_.reset();
-  inflight_.clear();
-  spare_.clear();
-  sets_.clear();
-  set_pool_ = {};
+  scans_.reset();
+  rec_.reset();  // batches and descriptor pools
   slots_.clear();
-  readback_.reset();
-  free_.clear();
+  buffers_.reset();
   kernels_.clear();
-  scans_.clear();
   spirv_.clear();
   pipes_->release_all();
   pipes_.reset();
@@ -325,18 +357,8 @@ void VulkanBackend::shutdown(bool at_exit) {
 }
 
 void VulkanBackend::alive() const {
-  if (!ctx_ || lost_) throw BackendError(fmt::format("vulkan: backend unavailable: {}", info_.reason));
-}
-
-void VulkanBackend::device_lost(const char* what) {
-  lost_ = true;
-  info_.available = false;
-  info_.reason =
-      fmt::format("the device was lost (VK_ERROR_DEVICE_LOST from {}); restart the process to use vulkan again", what);
-  throw BackendError(fmt::format(
-      "vulkan: device lost: {} failed with VK_ERROR_DEVICE_LOST; the vulkan backend is unavailable for the rest "
-      "of this process (arrays on it can only be disposed; other backends are unaffected)",
-      what));
+  if (!ctx_ || health_.lost)
+    throw BackendError(fmt::format("vulkan: backend unavailable: {}", health_.lost ? health_.reason : info_.reason));
 }
 
 VulkanBackend::Slot& VulkanBackend::get(SlotId id) {
@@ -345,109 +367,8 @@ VulkanBackend::Slot& VulkanBackend::get(SlotId id) {
   return it->second;
 }
 
-void VulkanBackend::choose_memory() {
-  const auto& mp = ctx_->memory_properties();
-  const VkMemoryPropertyFlags want =
-      VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-  int dl = -1, mapped = -1, staging = -1, cached = -1;
-  for (std::uint32_t i = 0; i < mp.memoryTypeCount; ++i) {
-    const auto f = mp.memoryTypes[i].propertyFlags;
-    const auto heap = mp.memoryHeaps[mp.memoryTypes[i].heapIndex].size;
-    if ((f & want) == want && heap >= (std::uint64_t{1} << 30) && mapped < 0) mapped = static_cast<int>(i);
-    if ((f & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT) && dl < 0) dl = static_cast<int>(i);
-    if ((f & host) == host && staging < 0) staging = static_cast<int>(i);
-    if ((f & (host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT)) == (host | VK_MEMORY_PROPERTY_HOST_CACHED_BIT) && cached < 0)
-      cached = static_cast<int>(i);
-  }
-  if (mapped >= 0) {
-    host_visible_ = true;
-    mem_type_ = static_cast<std::uint32_t>(mapped);
-  } else if (dl >= 0 && staging >= 0) {
-    host_visible_ = false;
-    mem_type_ = static_cast<std::uint32_t>(dl);
-  } else if (staging >= 0) {
-    host_visible_ = true;
-    mem_type_ = static_cast<std::uint32_t>(staging);
-  } else {
-    throw BackendError("vulkan: no usable memory type for storage buffers");
-  }
-  staging_type_ = static_cast<std::uint32_t>(staging);
-  // pooled free buffers: 1/16 of a GPU's heap (at least 256 MiB); 256 MiB where device memory
-  // is the process's own (llvmpipe), so RSS stays bounded by what programs hold
-  if (!llvmpipe())
-    pool_budget_ = std::max<std::size_t>(
-        pool_budget_, static_cast<std::size_t>(mp.memoryHeaps[mp.memoryTypes[mem_type_].heapIndex].size / 16));
-  readback_type_ = static_cast<std::uint32_t>(cached >= 0 ? cached : staging);
-  mapped_reads_cached_ =
-      (mp.memoryTypes[mem_type_].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) != 0 || cached < 0;
-  // test switch: the staged read path on a device whose memory is all host-cached (lavapipe)
-  if (const char* e = std::getenv("JX_VULKAN_STAGED_READS"); e && *e && std::string(e) != "0")
-    mapped_reads_cached_ = false;
-}
-
-std::unique_ptr<Buf> VulkanBackend::create_buffer(std::size_t bytes, std::uint32_t type, bool map_it) {
-  VkDevice d = ctx_->device();
-  auto b = std::make_unique<Buf>();
-  b->capacity = bytes;
-  b->id = ++next_buf_id_;
-  VkBufferCreateInfo bi{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  bi.size = bytes;
-  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  VkBuffer buf = VK_NULL_HANDLE;
-  check(vkCreateBuffer(d, &bi, nullptr, &buf), "vkCreateBuffer");
-  b->buf = BufferH(d, buf);
-  VkMemoryRequirements req;
-  vkGetBufferMemoryRequirements(d, buf, &req);
-  if (!(req.memoryTypeBits & (1u << type)))
-    throw BackendError("vulkan: the chosen memory type cannot back storage buffers");
-  VkMemoryAllocateInfo mi{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
-  mi.allocationSize = req.size;
-  mi.memoryTypeIndex = type;
-  VkDeviceMemory mem = VK_NULL_HANDLE;
-  // an injected out-of-memory fault fails this allocation, retry included
-  const bool injected = faults::fire("vk_out_of_device_memory");
-  VkResult r = injected ? VK_ERROR_OUT_OF_DEVICE_MEMORY : vkAllocateMemory(d, &mi, nullptr, &mem);
-  if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {  // give the pool back and retry once
-    trim_pool();
-    if (!injected) r = vkAllocateMemory(d, &mi, nullptr, &mem);
-  }
-  if (r == VK_ERROR_DEVICE_LOST) device_lost("vkAllocateMemory");
-  if (r != VK_SUCCESS)
-    throw BackendError(fmt::format("vulkan: out of device memory allocating {} bytes ({}; {} bytes live)", bytes,
-                                   result_name(r), bytes_));
-  b->mem = MemoryH(d, mem);
-  check(vkBindBufferMemory(d, buf, mem, 0), "vkBindBufferMemory");
-  if (map_it || (type == mem_type_ && host_visible_))
-    check(vkMapMemory(d, mem, 0, VK_WHOLE_SIZE, 0, &b->mapped), "vkMapMemory");
-  return b;
-}
-
-// Over the budget, free pooled buffers from the largest size class down until this one fits
-// (clearing the whole pool instead made programs whose live set exceeds the budget allocate
-// afresh at every step: the H100 gradient at N = 102400 spent 0.65 s per call in vkAllocateMemory).
-void VulkanBackend::give_back(std::unique_ptr<Buf> b) {
-  while (pooled_bytes_ + b->capacity > pool_budget_ && !free_.empty()) {
-    auto last = std::prev(free_.end());
-    auto newest = std::prev(last->second.end());
-    pooled_bytes_ -= newest->second->capacity;
-    last->second.erase(newest);
-    if (last->second.empty()) free_.erase(last);
-  }
-  if (b->capacity > pool_budget_) return;
-  pooled_bytes_ += b->capacity;
-  const std::uint64_t id = b->id;
-  free_[b->capacity].emplace(id, std::move(b));
-}
-
-void VulkanBackend::trim_pool() {
-  free_.clear();
-  pooled_bytes_ = 0;
-}
-
-std::shared_ptr<KernelExe> VulkanBackend::make_kernel_exe(const Shader& sh, const std::string& key,
-                                                          std::uint32_t push_bytes) {
+std::shared_ptr<KernelExe> VulkanBackend::kernel_exe(const Shader& sh, const std::string& key,
+                                                     std::uint32_t push_bytes) {
   if (sh.buffers > max_buffers_)
     throw BackendError(
         profile_ == "webgpu"
@@ -478,27 +399,10 @@ std::shared_ptr<KernelExe> VulkanBackend::make_kernel_exe(const Shader& sh, cons
   exe->invocations = sh.invocations;
   exe->buffers = sh.buffers;
   if (sh.scratch_bytes) {  // zeroed once here; every dispatch leaves it zeroed
-    exe->scratch = acquire(sh.scratch_bytes);
-    Batch& b = recording();
-    barrier_for({}, {exe->scratch->buf.get()}, b);
-    vkCmdFillBuffer(b.cmd, exe->scratch->buf.get(), 0, VK_WHOLE_SIZE, 0);
-    b.commands++;
-    b.held.push_back(exe->scratch);  // the fill may run after the executable is gone
+    exe->scratch = buffers_->acquire(sh.scratch_bytes, bytes_);
+    rec_->fill_zero(rec_->recording(), exe->scratch);
   }
   return exe;
-}
-
-std::unique_ptr<Buf> VulkanBackend::acquire(std::size_t n) {
-  const std::size_t cls = size_class(n);
-  if (auto it = free_.find(cls); it != free_.end()) {  // a listed class holds a buffer
-    auto oldest = it->second.begin();
-    std::unique_ptr<Buf> b = std::move(oldest->second);
-    it->second.erase(oldest);
-    if (it->second.empty()) free_.erase(it);  // give_back trims from the last class, which must hold one
-    pooled_bytes_ -= cls;
-    return b;
-  }
-  return create_buffer(cls, mem_type_);
 }
 
 void VulkanBackend::host_routine(HostRoutineExe& r, std::span<const SlotId> in, std::span<const SlotId> out) {
