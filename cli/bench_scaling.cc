@@ -27,7 +27,7 @@
 namespace jx::lab {
 namespace {
 
-struct Row {
+struct ScalingRow {
   std::string profile, c, path;
   std::int64_t n;
   double ms, ms_min, ms_max;  // median, min and max of the timed calls
@@ -46,7 +46,7 @@ std::vector<std::int64_t> sizes(const std::string& spec) {
   return v;
 }
 
-Row measure(const std::string& backend_name, const std::string& c, std::int64_t n, int reps) {
+ScalingRow measure(const std::string& backend_name, const std::string& c, std::int64_t n, int reps) {
   const bool vk = backend_name == "vulkan";
   auto once = [&](bool count) {
     Run r;
@@ -67,7 +67,7 @@ Row measure(const std::string& backend_name, const std::string& c, std::int64_t 
     };
     repro("scan_dispatch").fn(r);  // records the outputs: the host reads them, so the GPU work is done
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    Row row{"", c, "", n, ms, ms, ms, 0};
+    ScalingRow row{"", c, "", n, ms, ms, ms, 0};
     if (count) {
       row.dispatches =
           vk ? static_cast<std::int64_t>(vulkan::counters().dispatches) : static_cast<std::int64_t>(t->dispatches());
@@ -78,7 +78,7 @@ Row measure(const std::string& backend_name, const std::string& c, std::int64_t 
   };
   (void)once(false);  // compile
   std::vector<double> ms;
-  Row row = once(true);
+  ScalingRow row = once(true);
   ms.push_back(row.ms);
   for (int i = 1; i < reps; ++i) ms.push_back(once(false).ms);
   std::sort(ms.begin(), ms.end());
@@ -137,14 +137,14 @@ std::string gp_lines(const std::vector<std::string>& lines) {
 
 // Data: one block per (profile, case, path), blank-line separated and selected with `index`, so
 // no line joins points of two series; columns N, median, min, max ms, dispatches.
-std::vector<std::string> write_data(const std::string& dir, const std::vector<Row>& rows) {
+std::vector<std::string> write_data(const std::string& dir, const std::vector<ScalingRow>& rows) {
   std::vector<std::string> labels;
-  for (const Row& r : rows)
+  for (const ScalingRow& r : rows)
     if (std::find(labels.begin(), labels.end(), r.label()) == labels.end()) labels.push_back(r.label());
   std::string dat;
   for (const auto& l : labels) {
     dat += "# " + l + "\n";
-    for (const Row& r : rows)
+    for (const ScalingRow& r : rows)
       if (r.label() == l)
         dat += fmt::format("{} {:.6f} {:.6f} {:.6f} {}\n", r.n, r.ms, r.ms_min, r.ms_max, r.dispatches);
     dat += "\n\n";
@@ -155,11 +155,11 @@ std::vector<std::string> write_data(const std::string& dir, const std::vector<Ro
 
 // Log-log, axes fitted to the data (no empty decades), the legend outside the plot area, the
 // run's metadata under the title; time as median with min-max bars.
-void plot(const std::string& dir, const std::string& backend, const std::vector<Row>& rows,
+void plot(const std::string& dir, const std::string& backend, const std::vector<ScalingRow>& rows,
           const nlohmann::json& meta) {
   const auto labels = write_data(dir, rows);
   std::vector<std::int64_t> ns;  // the swept sizes, as the x tics
-  for (const Row& r : rows)
+  for (const ScalingRow& r : rows)
     if (std::find(ns.begin(), ns.end(), r.n) == ns.end()) ns.push_back(r.n);
   const std::string title = fmt::format("scan-dispatch cases on {} ({})", backend, meta.value("device", ""));
   const std::string stamp = fmt::format("{}, {}, {}; {} timed calls per point", meta.value("commit", ""),
@@ -204,14 +204,14 @@ int cmd_bench_scaling(const ScalingArgs& a) {
                          {"profiles", a.profiles},
                          {"context", run_context(a.command_line)}};
   meta["commit"] = short_commit(meta["context"]);
-  std::vector<Row> rows;
+  std::vector<ScalingRow> rows;
   const std::vector<std::string> cases{"A", "B", "C", "D"};
   for (const auto& prof : a.profiles) {
     replay::Scope policy(replay::profile(prof).policy);
     for (std::int64_t n : sizes(a.n))
       for (const auto& c : cases) {
         rows.push_back(measure(a.backend, c, n, a.reps));
-        Row& r = rows.back();
+        ScalingRow& r = rows.back();
         r.profile = prof;
         fmt::print("{:<20} case {} N={:<7} {:>10.3f} ms [{:.3f}, {:.3f}] {:>7} dispatches  {}\n", prof, r.c, r.n, r.ms,
                    r.ms_min, r.ms_max, r.dispatches, r.path);
@@ -221,7 +221,7 @@ int cmd_bench_scaling(const ScalingArgs& a) {
   std::string csv = "profile,case,path,n,ms_median,ms_min,ms_max,dispatches\n";
   nlohmann::json j = meta;
   j["rows"] = nlohmann::json::array();
-  for (const Row& r : rows) {
+  for (const ScalingRow& r : rows) {
     csv += fmt::format("{},{},{},{},{:.6f},{:.6f},{:.6f},{}\n", r.profile, r.c, r.path, r.n, r.ms, r.ms_min, r.ms_max,
                        r.dispatches);
     j["rows"].push_back({{"profile", r.profile},

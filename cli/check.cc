@@ -203,7 +203,7 @@ std::vector<Diff> fd_check(const Loaded& l, const std::vector<Tensor>& grads) {
   return out;
 }
 
-struct Row {
+struct CheckRow {
   std::string file, backend, status;  // status: ok, mismatch, error, skipped
   std::vector<Diff> vs_file, vs_oracle, vs_fd;
   std::size_t dispatches = 0;
@@ -221,7 +221,7 @@ std::pair<double, double> tolerances(const Loaded& l) {
   return {rtol, atol};
 }
 
-std::vector<Tensor> run_on(const Loaded& l, const std::string& backend, const std::string& transform, Row* row) {
+std::vector<Tensor> run_on(const Loaded& l, const std::string& backend, const std::string& transform, CheckRow* row) {
   DefaultDeviceScope scope(backend);
   const std::vector<Tensor> in = transform == "vmap" ? batched(l.inputs) : l.inputs;
   std::vector<std::string> paths;
@@ -244,8 +244,8 @@ bool all_ok(const std::vector<Diff>& d) {
   return std::all_of(d.begin(), d.end(), [](const Diff& x) { return x.ok; });
 }
 
-Row check_one(const Loaded& l, const std::string& backend, const CheckArgs& a, const std::vector<Tensor>& oracle) {
-  Row r{l.file.name, backend, "ok", {}, {}, {}, 0, 0, {}, ""};
+CheckRow check_one(const Loaded& l, const std::string& backend, const CheckArgs& a, const std::vector<Tensor>& oracle) {
+  CheckRow r{l.file.name, backend, "ok", {}, {}, {}, 0, 0, {}, ""};
   if (!backend_available(backend)) {
     r.status = "skipped";
     r.note = "backend not available";
@@ -281,7 +281,7 @@ std::string worst(const std::vector<Diff>& d) {
   return fmt::format("{}", fmt::join(parts, " "));
 }
 
-void print_row(const Row& r) {
+void print_row(const CheckRow& r) {
   fmt::print("{:<28} {:<7} {:<9} {:<24} {:<24} {:>6} {:>4} {}\n", r.file, r.backend, r.status, worst(r.vs_file),
              worst(r.vs_oracle), r.dispatches, r.max_buffers,
              r.scan_paths.empty() ? "-" : fmt::format("{}", fmt::join(r.scan_paths, ",")));
@@ -329,7 +329,7 @@ int cmd_check(const CheckArgs& a) {
       continue;
     }
     for (const std::string& b : backends_of(a.backend)) {
-      Row r = check_one(*l, b, a, oracle);
+      CheckRow r = check_one(*l, b, a, oracle);
       print_row(r);
       failed |= r.status == "mismatch" || r.status == "error";
     }

@@ -73,8 +73,6 @@ std::vector<Array> assoc_tree(const lax::AssocFn& fn, const std::vector<Array>& 
   return out;
 }
 
-const Jaxpr& body_of(const PrimParams& p) { return static_cast<const JaxprBody&>(*p.body).jaxpr; }
-
 }  // namespace
 
 // The combine from the body: leaves of length L along ax are split into [L, 1] and the body is
@@ -109,7 +107,7 @@ namespace {
 std::vector<Array> decompose(const std::vector<Array>& ops, const PrimParams& p) {
   const std::vector<Array> consts(ops.begin(), ops.begin() + p.num_consts),
       elems(ops.begin() + p.num_consts, ops.end());
-  return assoc_tree(assoc_combine_fn(body_of(p), consts, static_cast<int>(p.axis)), elems, p.reverse,
+  return assoc_tree(assoc_combine_fn(assoc_body_jaxpr(p), consts, static_cast<int>(p.axis)), elems, p.reverse,
                     static_cast<int>(p.axis));
 }
 
@@ -119,7 +117,7 @@ std::vector<Array> decompose(const std::vector<Array>& ops, const PrimParams& p)
 std::vector<Array> assoc_fold(const std::vector<Array>& ops, const PrimParams& p) {
   const int ax = static_cast<int>(p.axis);
   const std::size_t nc = p.num_consts;
-  const Jaxpr& j = body_of(p);
+  const Jaxpr& j = assoc_body_jaxpr(p);
   std::vector<Array> consts(ops.begin(), ops.begin() + nc), elems, first, rest;
   const std::int64_t n = ops[nc].shape()[ax];
   if (n < 2) return std::vector<Array>(ops.begin() + nc, ops.end());
@@ -163,7 +161,7 @@ std::vector<Array> assoc_fold(const std::vector<Array>& ops, const PrimParams& p
   return out;
 }
 
-const Jaxpr& assoc_body_jaxpr(const PrimParams& p) { return body_of(p); }
+const Jaxpr& assoc_body_jaxpr(const PrimParams& p) { return static_cast<const JaxprBody&>(*p.body).jaxpr; }
 
 Jaxpr assoc_decomposition(const PrimParams& p, const std::vector<AVal>& in, bool use_fold) {
   return hoist(
@@ -193,7 +191,7 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
   //   operands  consts | tangents of the consts that have one | e (k) | ė (float leaves)
   //   body      (consts, ċonsts, a, ȧ, b, ḃ) -> (c, ċ)
   const std::size_t nc = p.num_consts, k = x.size() - nc;
-  const Jaxpr& j = body_of(p);
+  const Jaxpr& j = assoc_body_jaxpr(p);
   std::vector<std::size_t> tc, fl;  // consts with tangents, float leaves
   for (std::size_t i = 0; i < nc; ++i)
     if (t[i] && is_floating(x[i].dtype())) tc.push_back(i);
@@ -261,7 +259,7 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
   // reached in at most k + 1 traces of the body.
   const std::size_t nc = p.num_consts, k = vals.size() - nc;
   const std::int64_t ax = p.axis;
-  const Jaxpr& j = body_of(p);
+  const Jaxpr& j = assoc_body_jaxpr(p);
   const auto bin = p.body->in_avals();
   std::vector<bool> leaf(k);
   for (std::size_t l = 0; l < k; ++l) leaf[l] = bd[nc + l].has_value();

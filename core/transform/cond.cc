@@ -18,19 +18,11 @@
 namespace jx {
 namespace {
 
+using control_detail::avals;
+using control_detail::part;
+
 const Jaxpr& branch(const PrimParams& p, std::size_t k) {
   return static_cast<const JaxprBody&>(*p.branches.at(k)).jaxpr;
-}
-
-std::vector<AVal> avals(const std::vector<Array>& v) {
-  std::vector<AVal> a;
-  for (const Array& x : v) a.push_back(x.aval());
-  return a;
-}
-
-template <class V>
-V part(const V& v, std::size_t from, std::size_t n) {
-  return V(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(from + n));
 }
 
 }  // namespace

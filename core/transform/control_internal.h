@@ -59,6 +59,20 @@ struct JaxprBody final : SubProgram {
   Jaxpr jaxpr;
 };
 
+// Small helpers of the control rules (cond.cc, while_loop.cc): operands' avals, and the slice
+// [from, from + n) of a list.
+namespace control_detail {
+inline std::vector<AVal> avals(const std::vector<Array>& v) {
+  std::vector<AVal> a;
+  for (const Array& x : v) a.push_back(x.aval());
+  return a;
+}
+template <class V>
+V part(const V& v, std::size_t from, std::size_t n) {
+  return V(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(from + n));
+}
+}  // namespace control_detail
+
 // Turns a closed jaxpr's constants into leading inputs: returns the jaxpr and the constants.
 std::pair<Jaxpr, std::vector<Array>> hoist(ClosedJaxpr cj);
 

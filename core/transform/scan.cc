@@ -31,8 +31,6 @@ std::pair<Jaxpr, std::vector<Array>> hoist(ClosedJaxpr cj) {
 
 namespace {
 
-const Jaxpr& body_of(const PrimParams& p) { return static_cast<const JaxprBody&>(*p.body).jaxpr; }
-
 // A vmapped scan's unbatched body (PrimParams::unbatched, batch_size, batched).
 struct SeriesHint {
   std::shared_ptr<const SubProgram> unbatched;
@@ -145,11 +143,11 @@ std::vector<Array> control_eval(Prim prim, const std::vector<Array>& ops, const 
   if (compiled)
     if (auto r = compiled(prim, p, ops, why)) return *r;
   if (prim == Prim::associative_scan) return assoc_eval(ops, p);
-  const Jaxpr& j = body_of(p);
+  const Jaxpr& j = scan_body_jaxpr(p);
   return scan_host_loop([&](const std::vector<Array>& in) { return eval_jaxpr(j, {}, in); }, p, ops, why);
 }
 
-const Jaxpr& scan_body_jaxpr(const PrimParams& p) { return body_of(p); }
+const Jaxpr& scan_body_jaxpr(const PrimParams& p) { return static_cast<const JaxprBody&>(*p.body).jaxpr; }
 const Jaxpr* unbatched_jaxpr(const PrimParams& p) {
   return p.unbatched ? &static_cast<const JaxprBody&>(*p.unbatched).jaxpr : nullptr;
 }
@@ -212,7 +210,7 @@ std::pair<std::vector<Array>, std::vector<Array>> control_jvp(Prim prim, const s
   if (prim == Prim::cond) return cond_jvp(x, t, p, linearizing);
   if (prim != Prim::scan) throw Error(fmt::format("jvp: no control rule for {}", prim_name(prim)));
   const std::size_t nc = p.num_consts, nk = p.num_carry, n = x.size();
-  const Jaxpr& j = body_of(p);
+  const Jaxpr& j = scan_body_jaxpr(p);
   const auto bin = p.body->in_avals();
   const std::size_t ny = j.outs.size() - nk;
   std::vector<Array> tan;
@@ -270,7 +268,7 @@ std::vector<std::optional<Array>> control_transpose(Prim prim, const std::vector
   if (prim != Prim::scan)
     throw NonlinearError(fmt::format("Nonlinear operation in backward pass for {}", prim_name(prim)));
   const std::size_t nc = p.num_consts, nk = p.num_carry, n = in.size();
-  const Jaxpr& j = body_of(p);
+  const Jaxpr& j = scan_body_jaxpr(p);
   const auto bin = p.body->in_avals(), bout = p.body->out_avals();
   // Carries are always transposed as linear: a tangent scan's carry may be an instantiated
   // zero (a constant operand), but the body is linear in it all the same.
@@ -348,7 +346,7 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> control_batch(
   if (prim == Prim::cond) return cond_batch(vals, bd, size, p);
   if (prim != Prim::scan) throw Error(fmt::format("vmap: no control rule for {}", prim_name(prim)));
   const std::size_t nc = p.num_consts, nk = p.num_carry, n = vals.size();
-  const Jaxpr& j = body_of(p);
+  const Jaxpr& j = scan_body_jaxpr(p);
   const auto bin = p.body->in_avals();
   std::vector<Array> consts, carry, xs;
   std::vector<std::optional<std::int64_t>> in_axes;

@@ -14,12 +14,11 @@
 namespace jx {
 namespace {
 
+using control_detail::avals;
+using control_detail::part;
+
 const Jaxpr& jaxpr_of(const std::shared_ptr<const SubProgram>& s) { return static_cast<const JaxprBody&>(*s).jaxpr; }
 
-template <class V>
-V part(const V& v, std::size_t from, std::size_t n) {
-  return V(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(from + n));
-}
 template <class V>
 V cat(V a, const V& b) {
   a.insert(a.end(), b.begin(), b.end());
@@ -40,12 +39,6 @@ std::vector<Array> bind_while(const FlatFn& cond, const std::vector<AVal>& cond_
   p.num_consts = static_cast<int>(bh.size() + bc.size());
   std::vector<Array> ops = cat(cat(cat(cat(ch, cc), bh), bc), init);
   return bind(Prim::while_loop, ops, p);
-}
-
-std::vector<AVal> avals(const std::vector<Array>& v) {
-  std::vector<AVal> a;
-  for (const Array& x : v) a.push_back(x.aval());
-  return a;
 }
 
 }  // namespace
