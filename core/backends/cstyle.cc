@@ -56,13 +56,7 @@ std::string CStyleLanguage::op(const Kernel& k, const KNode& n) const {
     case Prim::argmax:
     case Prim::argmin:
     case Prim::dot_general:
-    case Prim::reshape:
-    case Prim::transpose:
-    case Prim::broadcast_in_dim:
-    case Prim::slice:
-    case Prim::rev:
-    case Prim::concatenate:
-    case Prim::pad:
+    JX_CASES_MOVEMENT:
     case Prim::iota:
     case Prim::cholesky:
     case Prim::triangular_solve:

@@ -330,14 +330,10 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const PrimP
     case Prim::reduce_min:
     case Prim::argmax:
     case Prim::argmin: return reduction_aval(p, in[0], pr);
-    case Prim::dot_general: return dot_general_aval(p, in[0], in[1], pr);
-    case Prim::reshape:
-    case Prim::transpose:
-    case Prim::broadcast_in_dim:
-    case Prim::slice:
-    case Prim::rev:
-    case Prim::concatenate:
-    case Prim::pad: return movement_aval(p, in, pr);
+    case Prim::dot_general:
+      return dot_general_aval(p, in[0], in[1], pr);
+    JX_CASES_MOVEMENT:
+      return movement_aval(p, in, pr);
     case Prim::iota: return iota_aval(p, pr);
     case Prim::cholesky: require_square(p, in[0]); return {in[0]};
     case Prim::scan: return scan_aval(p, in, pr);

@@ -85,6 +85,16 @@ constexpr PrimKind prim_kind(Prim p) {
   case Prim::logical_and:           \
   case Prim::logical_or: JX_CASES_COMPARISON
 
+// data movement: each output element is one input element (or pad's value)
+#define JX_CASES_MOVEMENT      \
+  case Prim::reshape:          \
+  case Prim::transpose:        \
+  case Prim::broadcast_in_dim: \
+  case Prim::slice:            \
+  case Prim::rev:              \
+  case Prim::concatenate:      \
+  case Prim::pad
+
 namespace detail {
 constexpr bool groups_match_kinds() {  // the groups are exactly the elementwise primitives, select aside
   for (int i = 0; i < kNumPrims; ++i) {
@@ -97,10 +107,19 @@ constexpr bool groups_match_kinds() {  // the groups are exactly the elementwise
       default: break;
     }
     if (grouped != (prim_kind(p) == PrimKind::elementwise)) return false;
+    bool moves = false;
+    switch (p) {
+    JX_CASES_MOVEMENT:
+      moves = true;
+      break;
+      default: break;
+    }
+    if (moves != (prim_kind(p) == PrimKind::movement)) return false;
   }
   return true;
 }
-static_assert(groups_match_kinds(), "JX_CASES_ELEMENTWISE_* must list exactly the elementwise primitives");
+static_assert(groups_match_kinds(),
+              "JX_CASES_ELEMENTWISE_* and JX_CASES_MOVEMENT must list exactly the elementwise and movement primitives");
 }  // namespace detail
 
 // Static parameters of a primitive application. One flat struct rather than a variant per

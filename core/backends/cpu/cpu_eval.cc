@@ -293,14 +293,10 @@ void cpu_execute(const Op& op, std::span<const std::byte* const> in, std::span<s
     case Prim::reduce_prod: return eval_reduce(op, in[0], out[0]);
     case Prim::argmax:
     case Prim::argmin: return eval_arg(op, in[0], out[0]);
-    case Prim::dot_general: return eval_dot_general(op, in[0], in[1], out[0]);
-    case Prim::reshape:
-    case Prim::transpose:
-    case Prim::broadcast_in_dim:
-    case Prim::slice:
-    case Prim::rev:
-    case Prim::concatenate:
-    case Prim::pad: return eval_movement(op, in, out[0]);
+    case Prim::dot_general:
+      return eval_dot_general(op, in[0], in[1], out[0]);
+    JX_CASES_MOVEMENT:
+      return eval_movement(op, in, out[0]);
     case Prim::iota: return eval_iota(op, out[0]);
     case Prim::cholesky:
     case Prim::triangular_solve:
