@@ -95,21 +95,35 @@ void require_scan_path(ScanPath path, const std::string& backend, const std::str
 
 namespace {
 
+// xs[t] for every step t, read once and uploaded row by row. (A slice of xs per step would be a
+// kernel with the step's offset in it: a backend that compiles kernels would compile one per step.)
+class HostRows {
+ public:
+  explicit HostRows(const Array& x) : x_(x), bytes_(x.raw_bytes()), row_(unstacked(x.aval())) {}
+  Array row(std::int64_t t) const {
+    const std::size_t n = row_.bytes();
+    return array_from_bytes(std::span(bytes_).subspan(static_cast<std::size_t>(t) * n, n), row_, &x_.backend());
+  }
+
+ private:
+  Array x_;
+  std::vector<std::byte> bytes_;
+  AVal row_;
+};
+
 // The host loop: one body evaluation per step.
 std::vector<Array> run_fallback(const FlatFn& body, const PrimParams& p, const std::vector<Array>& ops,
                                 const std::vector<AVal>& y_avals) {
   const std::size_t nc = p.num_consts, nk = p.num_carry;
   std::vector<Array> consts(ops.begin(), ops.begin() + nc);
   std::vector<Array> carry(ops.begin() + nc, ops.begin() + nc + nk);
-  std::vector<Array> xs(ops.begin() + nc + nk, ops.end());
+  std::vector<HostRows> xs(ops.begin() + nc + nk, ops.end());
   std::vector<std::vector<Array>> ys(y_avals.size(), std::vector<Array>(static_cast<std::size_t>(p.length)));
   for (std::int64_t i = 0; i < p.length; ++i) {
     const std::int64_t t = p.reverse ? p.length - 1 - i : i;
     std::vector<Array> in = consts;
     in.insert(in.end(), carry.begin(), carry.end());
-    for (const Array& x : xs) {
-      in.push_back(lax::reshape(lax::slice_in_dim(x, t, t + 1, 1, 0), unstacked(x.aval()).shape));
-    }
+    for (const HostRows& x : xs) in.push_back(x.row(t));
     auto out = body(in);
     for (std::size_t k = 0; k < nk; ++k) carry[k] = out[k];
     for (std::size_t k = 0; k < y_avals.size(); ++k) {
