@@ -6,7 +6,9 @@
 #include <glslang/Public/ResourceLimits.h>
 #include <glslang/Public/ShaderLang.h>
 #include <glslang/SPIRV/GlslangToSpv.h>
+#include <glslang/build_info.h>
 
+#include "core/backends/vulkan/spirv_cache.h"
 #include "core/base/errors.h"
 
 namespace jx::vk {
@@ -24,10 +26,17 @@ std::uint64_t hash_words(const std::vector<std::uint32_t>& w) {
   return h;
 }
 
-}  // namespace
+// What else decides the SPIR-V of a text: the compiler's version and the options below.
+const std::string& compile_key() {
+  static const std::string k =
+      fmt::format("glslang {}.{}.{}{} vulkan1.1 spv1.3 glsl450 spv+vulkan-rules optimized", GLSLANG_VERSION_MAJOR,
+                  GLSLANG_VERSION_MINOR, GLSLANG_VERSION_PATCH, GLSLANG_VERSION_FLAVOR);
+  return k;
+}
 
-std::vector<std::uint32_t> compile_glsl(const std::string& glsl, const std::string& name) {
+std::vector<std::uint32_t> glslang_compile(const std::string& glsl, const std::string& name) {
   std::call_once(g_glslang_once, [] { glslang::InitializeProcess(); });
+  spirv_cache_count_compile();
   std::lock_guard lock(g_glslang_mu);
   glslang::TShader sh(EShLangCompute);
   const char* src = glsl.c_str();
@@ -46,6 +55,15 @@ std::vector<std::uint32_t> compile_glsl(const std::string& glsl, const std::stri
   glslang::SpvOptions opt;
   opt.disableOptimizer = false;
   glslang::GlslangToSpv(*prog.getIntermediate(EShLangCompute), spirv, &opt);
+  return spirv;
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> compile_glsl(const std::string& glsl, const std::string& name) {
+  if (auto cached = spirv_cache_load(compile_key(), glsl)) return *std::move(cached);
+  auto spirv = glslang_compile(glsl, name);
+  spirv_cache_store(compile_key(), glsl, spirv);
   return spirv;
 }
 
