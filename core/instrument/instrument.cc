@@ -9,6 +9,8 @@
 #include <unistd.h>
 #include <vector>
 
+#include "core/base/hash.h"
+
 namespace jx {
 namespace trace {
 namespace {
@@ -78,8 +80,7 @@ void set_debug(int l) { level() = l; }
 void dump_source(const std::string& text, const char* ext) {
   static const char* dir = std::getenv("JX_DUMP_SOURCES");
   if (!dir || !*dir) return;
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  const std::uint64_t h = fnv1a(text);
   char name[32];
   std::snprintf(name, sizeof name, "%016llx", static_cast<unsigned long long>(h));
   std::ofstream(std::string(dir) + "/" + name + "." + ext) << text;

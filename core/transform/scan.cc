@@ -99,14 +99,14 @@ namespace {
 // kernel with the step's offset in it: a backend that compiles kernels would compile one per step.)
 class HostRows {
  public:
-  explicit HostRows(const Array& x) : x_(x), bytes_(x.raw_bytes()), row_(unstacked(x.aval())) {}
+  explicit HostRows(const Array& x) : on_(&x.backend()), bytes_(x.raw_bytes()), row_(unstacked(x.aval())) {}
   Array row(std::int64_t t) const {
     const std::size_t n = row_.bytes();
-    return array_from_bytes(std::span(bytes_).subspan(static_cast<std::size_t>(t) * n, n), row_, &x_.backend());
+    return array_from_bytes(std::span(bytes_).subspan(static_cast<std::size_t>(t) * n, n), row_, on_);
   }
 
  private:
-  Array x_;
+  Backend* on_;
   std::vector<std::byte> bytes_;
   AVal row_;
 };

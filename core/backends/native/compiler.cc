@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/base/errors.h"
+#include "core/base/hash.h"
 #include "core/instrument/instrument.h"
 
 namespace fs = std::filesystem;
@@ -28,15 +29,6 @@ void* Library::symbol(const std::string& name) const {
   void* p = dlsym(handle_, name.c_str());
   if (!p) throw BackendError(fmt::format("native: symbol {} missing from compiled library", name));
   return p;
-}
-
-std::uint64_t fnv1a(const std::string& s) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
 }
 
 namespace {

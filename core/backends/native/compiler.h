@@ -26,7 +26,6 @@ struct CompileResult {
   std::string rejected;  // why a cached object was deleted and rebuilt (empty: none was)
 };
 
-std::uint64_t fnv1a(const std::string& s);
 // JX_NATIVE_CACHE, else $XDG_CACHE_HOME/jxlab/native, else $HOME/.cache/jxlab/native.
 std::string cache_dir();
 // JX_CC (default "cc") with the fixed flags (-O3, or -O1 above kLargeSource bytes of C); part

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/base/hash.h"
 #include "core/backends/cache_bound.h"
 #include "core/backends/host_memory.h"
 #include "core/backends/native/c_renderer.h"
@@ -71,7 +72,7 @@ class NativeBackend final : public HostBackend {
       if (kernels_.count(keys.back()) ||
           std::any_of(pending.begin(), pending.end(), [&](auto& t) { return t.first == keys.back(); }))
         continue;
-      const std::string sym = fmt::format("jx_k{:016x}", native::fnv1a(keys.back()));
+      const std::string sym = fmt::format("jx_k{:016x}", fnv1a(keys.back()));
       source += native::render_kernel(k, sym, false, true) + "\n";
       pending.emplace_back(keys.back(), sym);
     }
@@ -95,7 +96,7 @@ class NativeBackend final : public HostBackend {
     const std::string key = sp.key();
     std::lock_guard lock(kmu_);
     if (auto it = scans_.find(key); it != scans_.end()) return {ScanPath::fused, it->second.why, it->second.exe};
-    const std::string sym = fmt::format("jx_s{:016x}", native::fnv1a(key));
+    const std::string sym = fmt::format("jx_s{:016x}", fnv1a(key));
     std::string source;
     bool unrolled = false;
     int first_term = 0;

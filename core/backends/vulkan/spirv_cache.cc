@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/base/hash.h"
 #include "core/instrument/debug.h"
 
 namespace fs = std::filesystem;
@@ -23,11 +24,6 @@ constexpr char kMagic[8] = {'J', 'X', 'S', 'P', 'I', 'R', 'V', '1'};
 constexpr std::uint32_t kSpirvMagic = 0x07230203;
 
 std::atomic<std::uint64_t> g_compiled{0}, g_loaded{0}, g_rejected{0};
-
-std::uint64_t fnv1a(std::string_view s, std::uint64_t h = 1469598103934665603ull) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
 
 // Ours alone: made if missing (mode 0700), owned by this user, writable by no one else.
 bool private_folder(const fs::path& dir) {

@@ -9,6 +9,7 @@
 #include <glslang/build_info.h>
 
 #include "core/backends/vulkan/spirv_cache.h"
+#include "core/base/hash.h"
 #include "core/base/errors.h"
 
 namespace jx::vk {
@@ -18,12 +19,7 @@ std::once_flag g_glslang_once;
 std::mutex g_glslang_mu;  // glslang's front end is not reentrant across threads in this version
 
 std::uint64_t hash_words(const std::vector<std::uint32_t>& w) {
-  std::uint64_t h = 1469598103934665603ull;
-  for (std::uint32_t x : w) {
-    h ^= x;
-    h *= 1099511628211ull;
-  }
-  return h;
+  return fnv1a(std::string_view(reinterpret_cast<const char*>(w.data()), w.size() * sizeof(std::uint32_t)));
 }
 
 // What else decides the SPIR-V of a text: the compiler's version and the options below.
