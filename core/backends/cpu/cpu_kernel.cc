@@ -1,8 +1,8 @@
 // Interprets the kernel IR: values are carried as doubles and rounded to each node's dtype after
 // every operation (float32 ops use the float functions, int32 arithmetic wraps through int64),
 // so results match the eager primitives. Elementwise kernels evaluate chunks of consecutive
-// output elements; reductions evaluate chunks of the reduced index per output element,
-// accumulating in double as the eager reductions do.
+// output elements; reductions evaluate chunks of the reduced index (several outputs' reductions
+// in one chunk where they are short), accumulating in double as the eager reductions do.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -51,24 +51,28 @@ void alu(Prim p, DType in, DType out, const double* a, const double* b, const do
   });
 }
 
-double read(DType d, const std::byte* base, std::int64_t i) {
-  return visit_dtype(d, [&]<class T>() {
-    T v;
-    std::memcpy(&v, base + i * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
-    return static_cast<double>(v);
-  });
+// Element i of a buffer of T, as a double.
+template <class T>
+double read(const std::byte* base, std::int64_t i) {
+  T v;
+  std::memcpy(&v, base + i * static_cast<std::int64_t>(sizeof(T)), sizeof(T));
+  return static_cast<double>(v);
 }
 
-void write(DType d, std::byte* base, std::int64_t i, double v) {
+// Writes n values, each rounded to d, to elements [at, at + n) of a buffer of dtype d.
+void write(DType d, std::byte* base, std::int64_t at, const double* r, std::int64_t n) {
   visit_dtype(d, [&]<class T>() {
-    T x;
-    if constexpr (std::is_same_v<T, std::uint8_t>)
-      x = v != 0.0;
-    else if constexpr (std::is_same_v<T, std::int32_t>)
-      x = static_cast<T>(static_cast<std::uint32_t>(static_cast<std::int64_t>(v)));
-    else
-      x = static_cast<T>(v);
-    std::memcpy(base + i * static_cast<std::int64_t>(sizeof(T)), &x, sizeof(T));
+    for (std::int64_t e = 0; e < n; ++e) {
+      const double v = round_to(d, r[e]);
+      T x;
+      if constexpr (std::is_same_v<T, std::uint8_t>)
+        x = v != 0.0;
+      else if constexpr (std::is_same_v<T, std::int32_t>)
+        x = static_cast<T>(static_cast<std::uint32_t>(static_cast<std::int64_t>(v)));
+      else
+        x = static_cast<T>(v);
+      std::memcpy(base + (at + e) * static_cast<std::int64_t>(sizeof(T)), &x, sizeof(T));
+    }
   });
 }
 
@@ -88,26 +92,30 @@ class Evaluator {
  public:
   Evaluator(const Kernel& k, std::span<const std::byte* const> in) : k_(k), in_(in), vals_(k.nodes.size() * kChunk) {}
 
-  // Evaluates `order` for n elements whose space indices are idx_of(e, d); acc for reduce_result.
+  // Evaluates `order` for n elements whose space indices are idx_of(e, d); acc[e] is element e's
+  // reduce_result (null where the order has none).
   template <class IdxOf>
-  void eval(const std::vector<int>& order, std::int64_t n, IdxOf idx_of, double acc) {
+  void eval(const std::vector<int>& order, std::int64_t n, IdxOf idx_of, const double* acc) {
     for (int i : order) {
       const KNode& nd = k_.nodes[i];
       double* v = &vals_[static_cast<std::size_t>(i) * kChunk];
       switch (nd.kind) {
         case KNodeKind::load: {
           const KLoad& l = k_.loads[nd.load];
-          const DType d = k_.inputs[l.buffer].dtype;
-          for (std::int64_t e = 0; e < n; ++e) {
-            std::int64_t off = l.offset;
-            if (l.indexed)
-              off = static_cast<std::int64_t>(
-                  vals_[static_cast<std::size_t>(nd.a) * kChunk + static_cast<std::size_t>(e)]);
-            else
-              for (std::size_t s = 0; s < l.strides.size(); ++s) off += l.strides[s] * idx_of(e, s);
-            if (l.clamp) off = std::clamp<std::int64_t>(off, 0, k_.inputs[l.buffer].size() - 1);
-            v[e] = read(d, in_[l.buffer], off);
-          }
+          const std::int64_t last = k_.inputs[l.buffer].size() - 1;
+          const std::byte* base = in_[l.buffer];
+          visit_dtype(k_.inputs[l.buffer].dtype, [&]<class T>() {
+            for (std::int64_t e = 0; e < n; ++e) {
+              std::int64_t off = l.offset;
+              if (l.indexed)
+                off = static_cast<std::int64_t>(
+                    vals_[static_cast<std::size_t>(nd.a) * kChunk + static_cast<std::size_t>(e)]);
+              else
+                for (std::size_t s = 0; s < l.strides.size(); ++s) off += l.strides[s] * idx_of(e, s);
+              if (l.clamp) off = std::clamp<std::int64_t>(off, 0, last);
+              v[e] = read<T>(base, off);
+            }
+          });
           break;
         }
         case KNodeKind::constant:
@@ -117,7 +125,7 @@ class Evaluator {
           for (std::int64_t e = 0; e < n; ++e) v[e] = static_cast<double>(idx_of(e, nd.dim));
           break;
         case KNodeKind::reduce_result:
-          for (std::int64_t e = 0; e < n; ++e) v[e] = acc;
+          for (std::int64_t e = 0; e < n; ++e) v[e] = acc[e];
           break;
         case KNodeKind::alu: {
           const double* a = &vals_[static_cast<std::size_t>(nd.a) * kChunk];
@@ -139,6 +147,122 @@ class Evaluator {
   std::vector<double> vals_;
 };
 
+// A reduction's operator: the identity, one step of the accumulation (in double, as the eager
+// reductions), and the result rounded to the body's dtype.
+struct Reducer {
+  Prim op;
+  bool flt;
+  DType dtype;
+  double ident() const {
+    return op == Prim::reduce_sum    ? 0.0
+           : op == Prim::reduce_prod ? 1.0
+           : op == Prim::reduce_max  ? -std::numeric_limits<double>::infinity()
+                                     : std::numeric_limits<double>::infinity();
+  }
+  void add(double& acc, double x) const {
+    switch (op) {
+      case Prim::reduce_sum: acc += x; break;
+      case Prim::reduce_prod:
+        acc = flt ? acc * x : static_cast<double>(static_cast<std::int64_t>(acc) * static_cast<std::int64_t>(x));
+        break;
+      default:
+        if (std::isnan(acc)) break;
+        if (std::isnan(x) || (op == Prim::reduce_max ? x > acc : x < acc)) acc = x;
+    }
+  }
+  double finish(double acc) const {
+    if (!flt && (op == Prim::reduce_max || op == Prim::reduce_min) && std::isinf(acc)) acc = 0.0;
+    return round_to(dtype, acc);
+  }
+};
+
+// Space indices of the elements of one evaluation: idx[e * nd + d].
+struct Indices {
+  std::size_t nd;
+  std::vector<std::int64_t> idx;
+  auto of() const {
+    return [this](std::int64_t e, std::size_t d) { return idx[static_cast<std::size_t>(e) * nd + d]; };
+  }
+  void set(std::int64_t e, const Walker& w) { set(e, w, w.idx.data()); }
+  void set(std::int64_t e, const Walker& w, const std::int64_t* at) {  // w's dims at `at`
+    for (std::size_t d = 0; d < w.dims.size(); ++d) idx[static_cast<std::size_t>(e) * nd + w.dims[d]] = at[d];
+  }
+  void zero(std::int64_t e, const Walker& w) {
+    for (std::size_t d : w.dims) idx[static_cast<std::size_t>(e) * nd + d] = 0;
+  }
+};
+
+void run_elementwise(const Kernel& k, Evaluator& ev, Walker& outer, Indices& ix, std::byte* out) {
+  const auto order = k.reachable(k.body);
+  const std::int64_t n_out = numel(outer.size);
+  for (std::int64_t base = 0; base < n_out; base += kChunk) {
+    const std::int64_t n = std::min(kChunk, n_out - base);
+    for (std::int64_t e = 0; e < n; ++e, outer.next()) ix.set(e, outer);
+    ev.eval(order, n, ix.of(), nullptr);
+    const double* r = ev.values(k.body);
+    write(k.out.dtype, out, base, r, n);
+  }
+}
+
+// Reductions. Where the reduced extent n_in is at most half a chunk, one evaluation of the body
+// covers g = kChunk / n_in outputs' whole reductions (and one of the epilogue their g results);
+// otherwise each output's reduction runs in chunks of its own. Either way each output accumulates
+// its elements in index order, so grouping changes no result bit.
+void run_reduction(const Kernel& k, Evaluator& ev, Walker& outer, Walker& inner, Indices& ix, std::byte* out) {
+  const auto body = k.reachable(k.body), epi = k.reachable(k.epilogue);
+  const Reducer red{k.reduce_op, is_floating(k.nodes[k.body].dtype), k.nodes[k.body].dtype};
+  const std::int64_t n_out = numel(outer.size), n_in = numel(inner.size);
+  const std::int64_t group = n_in >= 1 && n_in <= kChunk / 2 ? kChunk / n_in : 1;
+  std::vector<double> acc(static_cast<std::size_t>(group));
+  const std::size_t od = outer.dims.size();
+  std::vector<std::int64_t> outs(static_cast<std::size_t>(group) * od);  // each output's outer index
+  auto out_idx = [&](std::int64_t j) { return outs.data() + static_cast<std::size_t>(j) * od; };
+  for (std::int64_t o0 = 0; o0 < n_out; o0 += group) {
+    const std::int64_t g = std::min(group, n_out - o0);
+    for (std::int64_t j = 0; j < g; ++j, outer.next()) std::copy(outer.idx.begin(), outer.idx.end(), out_idx(j));
+    if (group > 1) {
+      for (std::int64_t j = 0; j < g; ++j) {
+        inner.reset();
+        for (std::int64_t e = j * n_in; e < (j + 1) * n_in; ++e, inner.next()) {
+          ix.set(e, outer, out_idx(j));
+          ix.set(e, inner);
+        }
+      }
+      ev.eval(body, g * n_in, ix.of(), nullptr);
+      const double* v = ev.values(k.body);
+      for (std::int64_t j = 0; j < g; ++j) {
+        double a = red.ident();
+        for (std::int64_t e = j * n_in; e < (j + 1) * n_in; ++e) red.add(a, v[e]);
+        acc[static_cast<std::size_t>(j)] = red.finish(a);
+      }
+    } else {
+      double a = red.ident();
+      inner.reset();
+      for (std::int64_t base = 0; base < n_in; base += kChunk) {
+        const std::int64_t n = std::min(kChunk, n_in - base);
+        for (std::int64_t e = 0; e < n; ++e, inner.next()) {
+          ix.set(e, outer, out_idx(0));
+          ix.set(e, inner);
+        }
+        ev.eval(body, n, ix.of(), nullptr);
+        const double* v = ev.values(k.body);
+        for (std::int64_t e = 0; e < n; ++e) red.add(a, v[e]);
+      }
+      acc[0] = red.finish(a);
+    }
+    const double* result = acc.data();
+    if (k.epilogue >= 0) {
+      for (std::int64_t j = 0; j < g; ++j) {
+        ix.set(j, outer, out_idx(j));
+        ix.zero(j, inner);
+      }
+      ev.eval(epi, g, ix.of(), acc.data());
+      result = ev.values(k.epilogue);
+    }
+    write(k.out.dtype, out, o0, result, g);
+  }
+}
+
 }  // namespace
 
 void cpu_run_kernel(const Kernel& k, std::span<const std::byte* const> in, std::byte* out) {
@@ -153,63 +277,11 @@ void cpu_run_kernel(const Kernel& k, std::span<const std::byte* const> in, std::
   }
   outer.idx.assign(outer.dims.size(), 0);
   inner.idx.assign(inner.dims.size(), 0);
-  const std::int64_t n_out = numel(outer.size), n_in = numel(inner.size);
-  std::vector<std::int64_t> idx(kChunk * nd, 0);  // space index of each element of a chunk
-  auto idx_of = [&](std::int64_t e, std::size_t d) { return idx[static_cast<std::size_t>(e) * nd + d]; };
-  if (!k.is_reduction()) {
-    const auto order = k.reachable(k.body);
-    for (std::int64_t base = 0; base < n_out; base += kChunk) {
-      const std::int64_t n = std::min(kChunk, n_out - base);
-      for (std::int64_t e = 0; e < n; ++e, outer.next())
-        for (std::size_t d = 0; d < nd; ++d) idx[e * nd + d] = outer.idx[d];
-      ev.eval(order, n, idx_of, 0.0);
-      const double* r = ev.values(k.body);
-      for (std::int64_t e = 0; e < n; ++e) write(k.out.dtype, out, base + e, round_to(k.out.dtype, r[e]));
-    }
-    return;
-  }
-  const auto body = k.reachable(k.body), epi = k.reachable(k.epilogue);
-  const Prim op = k.reduce_op;
-  const bool flt = is_floating(k.nodes[k.body].dtype);
-  const double ident = op == Prim::reduce_sum    ? 0.0
-                       : op == Prim::reduce_prod ? 1.0
-                       : op == Prim::reduce_max  ? -std::numeric_limits<double>::infinity()
-                                                 : std::numeric_limits<double>::infinity();
-  for (std::int64_t o = 0; o < n_out; ++o, outer.next()) {
-    double acc = ident;
-    inner.reset();
-    for (std::int64_t base = 0; base < n_in; base += kChunk) {
-      const std::int64_t n = std::min(kChunk, n_in - base);
-      for (std::int64_t e = 0; e < n; ++e, inner.next()) {
-        for (std::size_t d = 0; d < outer.dims.size(); ++d) idx[e * nd + outer.dims[d]] = outer.idx[d];
-        for (std::size_t d = 0; d < inner.dims.size(); ++d) idx[e * nd + inner.dims[d]] = inner.idx[d];
-      }
-      ev.eval(body, n, idx_of, 0.0);
-      const double* v = ev.values(k.body);
-      for (std::int64_t e = 0; e < n; ++e) {
-        const double x = v[e];
-        switch (op) {
-          case Prim::reduce_sum: acc += x; break;
-          case Prim::reduce_prod:
-            acc = flt ? acc * x : static_cast<double>(static_cast<std::int64_t>(acc) * static_cast<std::int64_t>(x));
-            break;
-          default:
-            if (std::isnan(acc)) break;
-            if (std::isnan(x) || (op == Prim::reduce_max ? x > acc : x < acc)) acc = x;
-        }
-      }
-    }
-    if (!flt && (op == Prim::reduce_max || op == Prim::reduce_min) && std::isinf(acc)) acc = 0.0;
-    const double red = round_to(k.nodes[k.body].dtype, acc);
-    double result = red;
-    if (k.epilogue >= 0) {
-      for (std::size_t d = 0; d < outer.dims.size(); ++d) idx[outer.dims[d]] = outer.idx[d];
-      for (std::size_t d = 0; d < inner.dims.size(); ++d) idx[inner.dims[d]] = 0;
-      ev.eval(epi, 1, idx_of, red);
-      result = ev.values(k.epilogue)[0];
-    }
-    write(k.out.dtype, out, o, round_to(k.out.dtype, result));
-  }
+  Indices ix{nd, std::vector<std::int64_t>(kChunk * nd, 0)};
+  if (k.is_reduction())
+    run_reduction(k, ev, outer, inner, ix, out);
+  else
+    run_elementwise(k, ev, outer, ix, out);
 }
 
 }  // namespace jx
