@@ -7,6 +7,8 @@
 // the carry entering each step; the backward scan recomputes each step's linearization) and vmap.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <algorithm>
+#include <cstring>
 #include <mutex>
 
 #include "core/backends/backend.h"
@@ -111,6 +113,57 @@ class HostRows {
   AVal row_;
 };
 
+// The stacked ys of a host loop. On a backend whose slots are host memory each step's row is
+// copied into one host buffer as it comes and the stack is one array at the end; elsewhere the
+// rows stay arrays on their device and are concatenated once. (Kept as arrays on the host, a long
+// scan's rows were that many live slots and one concatenation of them all: the cpu oracle of a
+// 70000-step scan spent most of its time in malloc over a heap of a few hundred thousand blocks.)
+class StackedRows {
+ public:
+  StackedRows(AVal row, std::int64_t length) : row_(std::move(row)), length_(length) {}
+  void put(std::int64_t t, const Array& y) {
+    const std::size_t n = row_.bytes();
+    if (t == first_step()) {  // the first row decides: host rows when its slot is host memory
+      const bool concrete = !y.is_tracer() && !y.is_disposed() && !y.is_empty();
+      if (n > 0 && concrete && y.backend().host_data(y.slot())) {
+        on_ = &y.backend();
+        bytes_.resize(static_cast<std::size_t>(length_) * n);
+      } else {
+        rows_.resize(static_cast<std::size_t>(length_));
+      }
+    }
+    if (on_) {
+      const std::byte* host = &y.backend() == on_ ? on_->host_data(y.slot()) : nullptr;
+      std::byte* at = bytes_.data() + static_cast<std::size_t>(t) * n;
+      if (host)
+        std::memcpy(at, host, n);
+      else
+        std::ranges::copy(y.raw_bytes(), at);
+      return;
+    }
+    Shape s = row_.shape;
+    s.insert(s.begin(), 1);
+    rows_[static_cast<std::size_t>(t)] = lax::reshape(y, s);
+  }
+  Array take() {
+    AVal all = row_;
+    all.shape.insert(all.shape.begin(), length_);
+    if (length_ == 0) return np::zeros(all.shape, all.dtype);
+    if (on_) return array_from_bytes(bytes_, all, on_);
+    return rows_.size() == 1 ? rows_[0] : lax::concatenate(rows_, 0);
+  }
+  void set_reverse(bool r) { reverse_ = r; }
+
+ private:
+  std::int64_t first_step() const { return reverse_ ? length_ - 1 : 0; }
+  AVal row_;
+  std::int64_t length_;
+  bool reverse_ = false;
+  Backend* on_ = nullptr;         // host rows: their backend
+  std::vector<std::byte> bytes_;  // host rows, step-major
+  std::vector<Array> rows_;       // device rows
+};
+
 // The host loop: one body evaluation per step.
 std::vector<Array> run_fallback(const FlatFn& body, const PrimParams& p, const std::vector<Array>& ops,
                                 const std::vector<AVal>& y_avals) {
@@ -118,7 +171,11 @@ std::vector<Array> run_fallback(const FlatFn& body, const PrimParams& p, const s
   std::vector<Array> consts(ops.begin(), ops.begin() + nc);
   std::vector<Array> carry(ops.begin() + nc, ops.begin() + nc + nk);
   std::vector<HostRows> xs(ops.begin() + nc + nk, ops.end());
-  std::vector<std::vector<Array>> ys(y_avals.size(), std::vector<Array>(static_cast<std::size_t>(p.length)));
+  std::vector<StackedRows> ys;
+  for (const AVal& a : y_avals) {
+    ys.emplace_back(a, p.length);
+    ys.back().set_reverse(p.reverse);
+  }
   for (std::int64_t i = 0; i < p.length; ++i) {
     const std::int64_t t = p.reverse ? p.length - 1 - i : i;
     std::vector<Array> in = consts;
@@ -126,22 +183,10 @@ std::vector<Array> run_fallback(const FlatFn& body, const PrimParams& p, const s
     for (const HostRows& x : xs) in.push_back(x.row(t));
     auto out = body(in);
     for (std::size_t k = 0; k < nk; ++k) carry[k] = out[k];
-    for (std::size_t k = 0; k < y_avals.size(); ++k) {
-      Shape s = y_avals[k].shape;
-      s.insert(s.begin(), 1);
-      ys[k][t] = lax::reshape(out[nk + k], s);
-    }
+    for (std::size_t k = 0; k < ys.size(); ++k) ys[k].put(t, out[nk + k]);
   }
   std::vector<Array> res = carry;
-  for (std::size_t k = 0; k < y_avals.size(); ++k) {
-    if (p.length == 0) {
-      Shape s = y_avals[k].shape;
-      s.insert(s.begin(), 0);
-      res.push_back(np::zeros(s, y_avals[k].dtype));
-    } else {
-      res.push_back(ys[k].size() == 1 ? ys[k][0] : lax::concatenate(ys[k], 0));
-    }
-  }
+  for (StackedRows& y : ys) res.push_back(y.take());
   return res;
 }
 
