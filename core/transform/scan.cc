@@ -120,7 +120,7 @@ class HostRows {
 // 70000-step scan spent most of its time in malloc over a heap of a few hundred thousand blocks.)
 class StackedRows {
  public:
-  StackedRows(AVal row, std::int64_t length) : row_(std::move(row)), length_(length) {}
+  StackedRows(AVal row, std::int64_t length, bool reverse) : row_(std::move(row)), length_(length), reverse_(reverse) {}
   void put(std::int64_t t, const Array& y) {
     const std::size_t n = row_.bytes();
     if (t == first_step()) {  // the first row decides: host rows when its slot is host memory
@@ -152,13 +152,12 @@ class StackedRows {
     if (on_) return array_from_bytes(bytes_, all, on_);
     return rows_.size() == 1 ? rows_[0] : lax::concatenate(rows_, 0);
   }
-  void set_reverse(bool r) { reverse_ = r; }
 
  private:
-  std::int64_t first_step() const { return reverse_ ? length_ - 1 : 0; }
+  std::int64_t first_step() const { return reverse_ ? length_ - 1 : 0; }  // the first put's step
   AVal row_;
   std::int64_t length_;
-  bool reverse_ = false;
+  bool reverse_;
   Backend* on_ = nullptr;         // host rows: their backend
   std::vector<std::byte> bytes_;  // host rows, step-major
   std::vector<Array> rows_;       // device rows
@@ -172,10 +171,7 @@ std::vector<Array> run_fallback(const FlatFn& body, const PrimParams& p, const s
   std::vector<Array> carry(ops.begin() + nc, ops.begin() + nc + nk);
   std::vector<HostRows> xs(ops.begin() + nc + nk, ops.end());
   std::vector<StackedRows> ys;
-  for (const AVal& a : y_avals) {
-    ys.emplace_back(a, p.length);
-    ys.back().set_reverse(p.reverse);
-  }
+  for (const AVal& a : y_avals) ys.emplace_back(a, p.length, p.reverse);
   for (std::int64_t i = 0; i < p.length; ++i) {
     const std::int64_t t = p.reverse ? p.length - 1 - i : i;
     std::vector<Array> in = consts;

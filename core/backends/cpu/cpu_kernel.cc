@@ -125,7 +125,7 @@ class Evaluator {
           for (std::int64_t e = 0; e < n; ++e) v[e] = static_cast<double>(idx_of(e, nd.dim));
           break;
         case KNodeKind::reduce_result:
-          for (std::int64_t e = 0; e < n; ++e) v[e] = acc[e];
+          for (std::int64_t e = 0; e < n; ++e) v[e] = acc ? acc[e] : 0.0;
           break;
         case KNodeKind::alu: {
           const double* a = &vals_[static_cast<std::size_t>(nd.a) * kChunk];
