@@ -7,7 +7,6 @@
 // the carry entering each step; the backward scan recomputes each step's linearization) and vmap.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -132,13 +131,10 @@ class StackedRows {
         rows_.resize(static_cast<std::size_t>(length_));
       }
     }
-    if (on_) {
-      const std::byte* host = &y.backend() == on_ ? on_->host_data(y.slot()) : nullptr;
-      std::byte* at = bytes_.data() + static_cast<std::size_t>(t) * n;
-      if (host)
-        std::memcpy(at, host, n);
-      else
-        std::ranges::copy(y.raw_bytes(), at);
+    if (on_) {  // a body's rows all come from the backend of the first
+      const std::byte* host = y.backend().host_data(y.slot());
+      if (!host) throw Error(fmt::format("scan: the output of step {} is not in host memory as the first was", t));
+      std::memcpy(bytes_.data() + static_cast<std::size_t>(t) * n, host, n);
       return;
     }
     Shape s = row_.shape;
