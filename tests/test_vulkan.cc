@@ -218,6 +218,70 @@ TEST(Vulkan, ReleaseOrderDoesNotRotateAJitProgramsBuffers) {
   EXPECT_EQ(c.descriptor_sets, 0u);
 }
 
+// A fori_loop whose body holds an associative scan runs as a host loop of the compiled body (no
+// loop shader nests an associative scan), with no host wait between steps. Each step takes the
+// buffers that submitted steps released (stream-ordered reuse: the queue runs commands in order
+// and the barriers order a new write after the old reads), so the buffers a call allocates do not
+// grow with its steps; before, a released buffer waited for the next host wait, and a 30-step
+// loop allocated 271 buffers from an empty pool and a 10-step one 91 (now 16 and 16). Results are
+// the cpu oracle's.
+TEST(Vulkan, AHostLoopReusesReleasedBuffersWithoutWaiting) {
+  auto loop = [](int steps) {
+    return [steps](const Array& x) {
+      return lax::fori_loop(
+          0, steps,
+          [](const Array&, const Array& c) {
+            auto [a, b, d] = lax::associative_scan(compose, Triple{np::tanh(c) * 0.5, c * 0.25, c * 0.125});
+            return np::tanh(a + b + d);
+          },
+          x);
+    };
+  };
+  std::vector<double> want;
+  {
+    DefaultDeviceScope cpu("cpu");
+    want = jit(loop(30))(np::arange(0, 64, 1, DType::float32) * 0.01).to_vector<double>();
+  }
+  DefaultDeviceScope vk("vulkan");
+  Array x = np::arange(0, 64, 1, DType::float32) * 0.01;
+  auto created_cold = [&](int steps) {  // buffers a call allocates from an empty pool
+    auto f = jit(loop(steps));
+    (void)f(x).to_vector<double>();    // compiles
+    backend("vulkan").clear_caches();  // empties the pool (pipelines come back from the SPIR-V cache)
+    vulkan::reset_counters();
+    Array y = f(x);
+    const auto c = vulkan::counters();
+    EXPECT_EQ(c.host_waits, 0u) << "the loop's steps never wait for the device";
+    EXPECT_GE(c.dispatches, static_cast<std::uint64_t>(steps));
+    if (steps == 30) EXPECT_TRUE(all_close(y, want, 1e-5, 1e-5));
+    return c.buffers_created;
+  };
+  const std::uint64_t short_loop = created_cold(10), long_loop = created_cold(30);
+  EXPECT_LE(long_loop, short_loop + 2) << "20 more steps, " << (long_loop - short_loop) << " more buffers";
+}
+
+// A released buffer that submitted work may still read is never written by the host: a slot
+// given it and then written from the host gets a fresh buffer instead (no host wait), so neither
+// the pending computation nor the new array sees the other's values.
+TEST(Vulkan, TheHostNeverWritesABufferSubmittedWorkMayStillRead) {
+  DefaultDeviceScope vk("vulkan");
+  constexpr std::int64_t n = 1 << 16;
+  vulkan::synchronize();
+  vulkan::reset_counters();
+  Array r;
+  {
+    Array a = np::arange(0, n, 1, DType::float32);
+    for (int i = 0; i < 8; ++i) a = np::sin(a) + a;  // work that still reads a's buffers
+    r = np::sum(a * 0.0) + np::max(a * 0.0);
+    backend("vulkan").flush();  // submitted, not waited for
+  }                             // a's buffers released while the work may run
+  const std::vector<float> host(n, 7.0f);
+  Array b = np::array(host);  // a host write into a slot of the same size class
+  EXPECT_EQ(vulkan::counters().host_waits, 0u) << "the host write took a fresh buffer, not a wait";
+  EXPECT_EQ(r.item<double>(), 0.0);
+  EXPECT_EQ(np::sum(b).item<double>(), 7.0 * n);
+}
+
 TEST(Vulkan, JitProgramsStayWithinTheWebGpuBudget) {
   DefaultDeviceScope vk("vulkan");
   std::vector<Array> xs;

@@ -53,6 +53,7 @@ class BufferPool {
   Buf& readback(std::size_t n, std::size_t live_bytes);
   void clear();  // every pooled buffer and the readback buffer
   std::size_t pooled_bytes() const { return pooled_bytes_; }
+  std::uint64_t created() const { return next_id_; }  // buffers allocated so far, staging included
   // reads memcpy straight from a slot's mapped memory (else through readback())
   bool mapped_reads() const { return mapped_reads_cached_; }
 

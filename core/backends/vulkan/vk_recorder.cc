@@ -250,6 +250,8 @@ void Recorder::submit() {
   check(r, "vkQueueSubmit");
   c_.submits++;
   inflight_.push_back(std::move(current_));
+  for (auto& r : inflight_.back()->released) keep_released(std::move(r));
+  inflight_.back()->released.clear();
   // written_ and read_ stay: a barrier's first scope is every earlier command in submission
   // order, so the next batch's first reader of these buffers still gets its barrier
 }
@@ -274,6 +276,10 @@ void Recorder::finish() {
     recycle(std::move(inflight_.front()));
     inflight_.pop_front();
   }
+  for (auto& [cls, bufs] : released_)
+    for (auto& [id, r] : bufs) pool_.give_back(std::move(r));
+  released_.clear();
+  waits_++;
   used_.clear();
   written_.clear();
   read_.clear();
@@ -287,9 +293,8 @@ void Recorder::flush() {
 void Recorder::upload(std::unique_ptr<Buf> staging, VkBuffer dst, std::size_t bytes) {
   Batch& b = recording();
   VkBufferCopy c{0, 0, bytes};
-  barrier_if({dst}, b);
+  barrier_for({}, {dst}, b);  // WAR too: dst may be a released buffer that earlier commands read
   vkCmdCopyBuffer(b.cmd, staging->buf.get(), dst, 1, &c);
-  written_.insert(dst);
   b.commands++;
   b.staging.push_back(std::move(staging));
 }
@@ -314,9 +319,25 @@ void Recorder::release(std::unique_ptr<Buf> b) {
   if (current_ && current_->commands > 0)
     current_->released.push_back(std::move(b));
   else if (!inflight_.empty())
-    inflight_.back()->released.push_back(std::move(b));
+    keep_released(std::move(b));
   else
     pool_.give_back(std::move(b));
+}
+
+void Recorder::keep_released(std::unique_ptr<Buf> b) {
+  const std::size_t cls = b->capacity;
+  const std::uint64_t id = b->id;
+  released_[cls].emplace(id, std::move(b));
+}
+
+std::unique_ptr<Buf> Recorder::take_released(std::size_t n) {
+  auto it = released_.find(size_class(n));
+  if (it == released_.end()) return nullptr;
+  auto oldest = it->second.begin();
+  std::unique_ptr<Buf> b = std::move(oldest->second);
+  it->second.erase(oldest);
+  if (it->second.empty()) released_.erase(it);
+  return b;
 }
 
 void Recorder::recycle(std::unique_ptr<Batch> b) {

@@ -120,8 +120,16 @@ class Recorder {
   void touch(std::span<const SlotId> in, std::span<const SlotId> out);
   bool pending(SlotId id) const { return used_.count(id) != 0; }
   void forget(SlotId id) { used_.erase(id); }
-  // A freed slot's buffer: back to the pool once the work that may use it completed.
+  // A freed slot's buffer. Stream-ordered reuse: once every command that may use it is
+  // submitted, later commands may take it (take_released) — the queue runs commands in submission
+  // order and barrier_for orders a new write after the old reads and writes (RAW, WAW, WAR). The
+  // host must not touch it before the next host wait (waits()); at that wait it goes to the pool.
+  // A buffer used by the recording batch is held by that batch until it is submitted.
   void release(std::unique_ptr<Buf> b);
+  // A buffer of n's size class freed since the last host wait (the oldest first, so a host loop's
+  // steps take the same buffers and hit the same cached descriptor sets), else null.
+  std::unique_ptr<Buf> take_released(std::size_t n);
+  std::uint64_t waits() const { return waits_; }  // host waits so far (finish() that waited)
 
   void submit();  // ends and submits the recording batch (no wait)
   void flush();   // submit, if anything is recorded
@@ -141,6 +149,7 @@ class Recorder {
   std::unique_ptr<Batch> make_batch();
   void barrier(Batch& b);
   void recycle(std::unique_ptr<Batch> b);
+  void keep_released(std::unique_ptr<Buf> b);  // into released_ (its users are all submitted)
   // vk_timing.cc: a timestamp at the start of each batch and after every dispatch; a dispatch's
   // GPU time is the gap since the previous timestamp.
   void time_batch_start(Batch& b);
@@ -158,6 +167,9 @@ class Recorder {
   std::unordered_set<VkBuffer> written_;
   std::unordered_set<VkBuffer> read_;  // read since the last barrier (scans rewrite buffers they read)
   std::unordered_set<SlotId> used_;
+  // size class -> buffers freed by submitted work since the last host wait, by creation id
+  std::map<std::size_t, std::map<std::uint64_t, std::unique_ptr<Buf>>> released_;
+  std::uint64_t waits_ = 0;
   bool timing_ = false;
   // A recording batch is submitted (no wait) once it holds this many commands, so the device
   // starts on a long call's first commands while the host records the rest

@@ -114,7 +114,11 @@ class ScanRunner {
   ScanPlan plan_preencoded(const ScanProgram& sp, const std::string& not_fused);
   ScanPlan assoc_plan(std::shared_ptr<AssocExe> x);  // levels and reason of a compiled form
   const ScanPlan& remember(const std::string& key, ScanPlan plan);
-  std::unique_ptr<Buf> scratch_buf(std::size_t bytes) { return pool_.acquire(bytes, live_bytes_); }
+  // a buffer submitted work released (its first write here goes through barrier_for), else pooled
+  std::unique_ptr<Buf> scratch_buf(std::size_t bytes) {
+    if (auto b = rec_.take_released(bytes)) return b;
+    return pool_.acquire(bytes, live_bytes_);
+  }
 
   // Fused scan: operands copied into one packed buffer, the loop shader (one dispatch, or one per
   // chunk of steps where the driver limits loop iterations), results copied out.

@@ -20,6 +20,7 @@ struct Counters {
   std::uint64_t max_buffers_per_dispatch = 0;
   std::uint64_t copies = 0;           // buffer-to-buffer copies recorded (scan operands packed, x slices)
   std::uint64_t descriptor_sets = 0;  // written (a cached set reused by a later call is not)
+  std::uint64_t buffers_created = 0;  // device buffers allocated (not taken from the pool or reused)
   // host time while timing is on (JX_VK_TIMING=1), in ns: inside dispatch (recording a command,
   // all included), in the driver's recording calls (vkCmd*, descriptor set writes), ending and
   // submitting batches, and taking or releasing buffers (malloc, decref)

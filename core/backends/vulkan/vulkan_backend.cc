@@ -97,9 +97,11 @@ SlotId VulkanBackend::malloc(const AVal& tag) {
   alive();
   HostTimer ht(rec_->timing(), counters_.host_alloc_ns);
   const std::size_t n = tag.bytes();
-  std::unique_ptr<Buf> b = buffers_->acquire(n, bytes_);
+  std::unique_ptr<Buf> b = rec_->take_released(n);  // stream-ordered reuse (Recorder::release)
+  const std::uint64_t reused_until = b ? rec_->waits() + 1 : 0;
+  if (!b) b = buffers_->acquire(n, bytes_);
   const SlotId id = new_slot_id();
-  slots_.emplace(id, Slot{std::move(b), n, tag, 1});
+  slots_.emplace(id, Slot{std::move(b), n, tag, 1, reused_until});
   bytes_ += n;
   peak_ = std::max(peak_, bytes_);
   return id;
@@ -132,6 +134,11 @@ void VulkanBackend::write(SlotId id, std::span<const std::byte> src) {
     throw BackendError(fmt::format("vulkan: write of {} bytes into a {}-byte slot", src.size(), s.bytes));
   counters_.bytes_uploaded += src.size();
   if (src.empty()) return;
+  if (s.buf->mapped && in_use_elsewhere(s) && !rec_->pending(id)) {  // a fresh buffer, not a host wait
+    rec_->release(std::move(s.buf));
+    s.buf = buffers_->acquire(s.bytes, bytes_);
+    s.reused_until = 0;
+  }
   if (s.buf->mapped) {
     if (rec_->pending(id)) rec_->finish();
     std::memcpy(s.buf->mapped, src.data(), src.size());
@@ -153,7 +160,7 @@ void VulkanBackend::read(SlotId id, std::span<std::byte> dst) {
   counters_.bytes_downloaded += dst.size();
   if (dst.empty()) return;
   if (s.buf->mapped && buffers_->mapped_reads()) {
-    if (rec_->pending(id)) rec_->finish();
+    if (rec_->pending(id) || in_use_elsewhere(s)) rec_->finish();
     std::memcpy(dst.data(), s.buf->mapped, dst.size());
     return;
   }
@@ -307,6 +314,7 @@ vulkan::Counters VulkanBackend::counters() const {
   std::lock_guard lock(mu_);
   vulkan::Counters c = counters_;
   c.pipeline_creations = pipes_ ? pipes_->creations() - creations_base_ : 0;
+  c.buffers_created = buffers_ ? buffers_->created() - buffers_base_ : 0;
   return c;
 }
 
@@ -314,6 +322,7 @@ void VulkanBackend::reset_counters() {
   std::lock_guard lock(mu_);
   counters_ = {};
   creations_base_ = pipes_ ? pipes_->creations() : 0;
+  buffers_base_ = buffers_ ? buffers_->created() : 0;
 }
 
 void VulkanBackend::set_timing(bool on) {

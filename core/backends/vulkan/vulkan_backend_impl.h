@@ -85,7 +85,11 @@ class VulkanBackend final : public Backend, public KernelSource {
     std::size_t bytes;
     AVal tag;
     std::int64_t refs;
+    // Recorder::waits() + 1 when buf was taken from the recorder's released buffers: until the
+    // next host wait, submitted work of its previous slot may still use it (no host access)
+    std::uint64_t reused_until = 0;
   };
+  bool in_use_elsewhere(const Slot& s) const { return s.reused_until == rec_->waits() + 1; }
 
   void alive() const;
   Slot& get(SlotId id);
@@ -114,6 +118,7 @@ class VulkanBackend final : public Backend, public KernelSource {
   std::unordered_map<std::string, std::vector<std::uint32_t>> spirv_;
   vulkan::Counters counters_;
   std::size_t creations_base_ = 0;
+  std::uint64_t buffers_base_ = 0;
 };
 
 VulkanBackend* instance();  // the registered backend; BackendError with the reason when unavailable
