@@ -237,6 +237,53 @@ void terms_in_blocks(KernelText& w, const SpaceSplit& split, const std::vector<i
   s += reduce_update(k, "terms[r]", ind + "    ") + ind + "  }\n";
   w.close(1);
 }
+
+// The reduction with its innermost output dim (L <= kRowOutputs outputs, stride 1) inside the
+// reduced loops: a row of L accumulators, each still adding its terms in the interpreter's order
+// (so the results are bit for bit the same), while the loop over the row vectorizes (a small
+// matrix product's outputs, a sum over a leading axis). False where it does not apply.
+constexpr std::int64_t kRowOutputs = 64;
+bool reduction_rows(KernelText& w, const SpaceSplit& split, const std::vector<int>& body,
+                    const std::vector<std::string>& idx, bool par_out) {
+  const Kernel& k = w.k;
+  if (split.kept.empty() || split.red.empty()) return false;
+  const std::size_t dl = split.kept.back();
+  const std::int64_t L = k.space[dl];
+  if (L < 2 || L > kRowOutputs || (par_out && split.kept.size() < 2)) return false;
+  std::string& s = w.s;
+  const std::vector<std::size_t> outer(split.kept.begin(), split.kept.end() - 1);
+  if (par_out) s += fmt::format("{}#pragma omp parallel for collapse({}) schedule(static)\n", w.ind, outer.size());
+  w.open(outer);
+  std::string o0 = "0";
+  std::int64_t stride = L;
+  for (auto d = outer.rbegin(); d != outer.rend(); ++d) {
+    o0 += fmt::format(" + {}*i{}", stride, *d);
+    stride *= k.space[*d];
+  }
+  const std::string row = fmt::format("for (int64_t i{0} = 0; i{0} < {1}; ++i{0})", dl, L);
+  s += fmt::format("{0}const int64_t o0 = {1};\n{0}double accs[{2}];\n{0}{3} accs[i{4}] = {5};\n", w.ind, o0, L, row,
+                   dl, reduce_identity(k));
+  w.open(split.red);
+  s += fmt::format("{}{} {{\n{}  double acc = accs[i{}];\n", w.ind, row, w.ind, dl);
+  s += nodes_code(k, body, idx, w.ind + "  ");
+  s += reduce_update(k, fmt::format("(double)v{}", k.body), w.ind + "  ");
+  s += fmt::format("{0}  accs[i{1}] = acc;\n{0}}}\n", w.ind, dl);
+  w.close(split.red.size());
+  s += fmt::format("{0}{1} {{\n{0}  const int64_t o = o0 + i{2};\n{0}  double acc = accs[i{2}];\n", w.ind, row, dl);
+  w.ind += "  ";
+  s += reduce_finish(k, w.ind);
+  if (k.epilogue >= 0) {
+    std::vector<std::string> eidx = idx;
+    for (auto d : split.red) eidx[d] = "0";
+    s += nodes_code(k, k.reachable(k.epilogue), eidx, w.ind);
+    s += fmt::format("{}out[o] = {};\n", w.ind, store(k.out.dtype, fmt::format("v{}", k.epilogue)));
+  } else {
+    s += fmt::format("{}out[o] = {};\n", w.ind, reduce_store(k));
+  }
+  w.close(1);
+  w.close(outer.size());
+  return true;
+}
 }  // namespace
 
 // Threads (OpenMP, where the compiler has it) split a kernel only along what the interpreter
@@ -265,6 +312,7 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
     return s + "}\n";
   }
   const auto body = k.reachable(k.body);
+  if (!par_terms && reduction_rows(w, split, body, idx, par_out)) return s + "}\n";
   if (par_terms)
     s += fmt::format("  double* terms = (double*)malloc(sizeof(double) * {});\n", std::min(n_in, kParallelBlock));
   w.open_kept(split.kept, par_out);

@@ -36,6 +36,21 @@ static void jx_chol_##S(const T* a, T* l, int64_t n, int64_t batch) { \
 static void jx_trsm_##S(const T* a, const T* b, T* x, int64_t n, int64_t k, int64_t batch, int left, int lower, int trans, int unit) { \
   const int tr = trans != !left; \
   const int low = lower != tr; \
+  if (left && k <= 64) { /* a row of right-hand sides at once (vectorizes over c); each x[i][c] subtracts its terms in the same order */ \
+    double v[64]; \
+    for (int64_t bi = 0; bi < batch; ++bi, a += n * n, b += n * k, x += n * k) \
+      for (int64_t s = 0; s < n; ++s) { \
+        const int64_t i = low ? s : n - 1 - s; \
+        for (int64_t c = 0; c < k; ++c) v[c] = b[i * k + c]; \
+        for (int64_t j = low ? 0 : i + 1; j < (low ? i : n); ++j) { \
+          const double aij = (double)(tr ? a[j * n + i] : a[i * n + j]); \
+          for (int64_t c = 0; c < k; ++c) v[c] -= aij * x[j * k + c]; \
+        } \
+        if (!unit) { const double d = (double)a[i * n + i]; for (int64_t c = 0; c < k; ++c) v[c] /= d; } \
+        for (int64_t c = 0; c < k; ++c) x[i * k + c] = (T)v[c]; \
+      } \
+    return; \
+  } \
   for (int64_t bi = 0; bi < batch; ++bi, a += n * n, b += n * k, x += n * k) \
     for (int64_t c = 0; c < k; ++c) \
       for (int64_t s = 0; s < n; ++s) { \
