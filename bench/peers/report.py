@@ -2,7 +2,8 @@
 """BENCHMARKS.md from the newest bench/results/*/peers.json of each comparison (vulkan vs JAX on the
 GPU, native vs JAX on the CPU) and state dimension m: the side-by-side tables (compare.py's),
 time-vs-N plots through gnuplot (one per comparison: jxlab and JAX per workload, log-log), and the
-analysis kept in bench/peers/analysis.md. Run through scripts/bench-report."""
+analysis kept in bench/peers/analysis.md; under each GPU table the floor table (floor.py). Run
+through scripts/bench-report."""
 import glob
 import re
 import json
@@ -12,6 +13,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare import markdown, WORKLOADS  # noqa: E402
+import floor  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -77,6 +79,12 @@ def main():
             md.append(f"Source ({what}): `{os.path.relpath(path, ROOT)}` (machine: {doc['machine']}; "
                       f"driver: {doc['driver']}; commit {doc['commit']}; date {doc['date']}).\n")
             md.append(markdown(one).split("\n", 3)[3])  # the tables, without compare.py's title
+            if kind == "gpu":
+                device = comp["jax"].get("device", "")
+                md.append(f"Floor (bench/peers/floor.py's model; {device or 'the GPU'}): what each call must move, "
+                          "compute and dispatch, the device time that implies, and the measured wall time per call "
+                          "against it and against it plus one submit-and-fence round trip (every call reads back).\n")
+                md.append(floor.markdown(part["rows"], device))
             svg = plot(part, os.path.dirname(path), f"peers-{kind}")
             if svg:
                 md.append(f"![{kind}]({os.path.relpath(svg, ROOT)})\n")
