@@ -238,6 +238,21 @@ void terms_in_blocks(KernelText& w, const SpaceSplit& split, const std::vector<i
   w.close(1);
 }
 
+// An output's reduction finished: acc rounded to the body's dtype, the epilogue (the reduced
+// dims' indices 0) and the store into out[o].
+void reduce_output(KernelText& w, const SpaceSplit& split, const std::vector<std::string>& idx) {
+  const Kernel& k = w.k;
+  w.s += reduce_finish(k, w.ind);
+  if (k.epilogue >= 0) {
+    std::vector<std::string> eidx = idx;
+    for (auto d : split.red) eidx[d] = "0";
+    w.s += nodes_code(k, k.reachable(k.epilogue), eidx, w.ind);
+    w.s += fmt::format("{}out[o] = {};\n", w.ind, store(k.out.dtype, fmt::format("v{}", k.epilogue)));
+  } else {
+    w.s += fmt::format("{}out[o] = {};\n", w.ind, reduce_store(k));
+  }
+}
+
 // The reduction with its innermost output dim (L <= kRowOutputs outputs, stride 1) inside the
 // reduced loops: a row of L accumulators, each still adding its terms in the interpreter's order
 // (so the results are bit for bit the same), while the loop over the row vectorizes (a small
@@ -271,15 +286,7 @@ bool reduction_rows(KernelText& w, const SpaceSplit& split, const std::vector<in
   w.close(split.red.size());
   s += fmt::format("{0}{1} {{\n{0}  const int64_t o = o0 + i{2};\n{0}  double acc = accs[i{2}];\n", w.ind, row, dl);
   w.ind += "  ";
-  s += reduce_finish(k, w.ind);
-  if (k.epilogue >= 0) {
-    std::vector<std::string> eidx = idx;
-    for (auto d : split.red) eidx[d] = "0";
-    s += nodes_code(k, k.reachable(k.epilogue), eidx, w.ind);
-    s += fmt::format("{}out[o] = {};\n", w.ind, store(k.out.dtype, fmt::format("v{}", k.epilogue)));
-  } else {
-    s += fmt::format("{}out[o] = {};\n", w.ind, reduce_store(k));
-  }
+  reduce_output(w, split, idx);
   w.close(1);
   w.close(outer.size());
   return true;
@@ -325,15 +332,7 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
     s += reduce_update(k, fmt::format("(double)v{}", k.body), w.ind);
     w.close(split.red.size());
   }
-  s += reduce_finish(k, w.ind);
-  if (k.epilogue >= 0) {
-    std::vector<std::string> eidx = idx;
-    for (auto d : split.red) eidx[d] = "0";
-    s += nodes_code(k, k.reachable(k.epilogue), eidx, w.ind);
-    s += fmt::format("{}out[o] = {};\n", w.ind, store(k.out.dtype, fmt::format("v{}", k.epilogue)));
-  } else {
-    s += fmt::format("{}out[o] = {};\n", w.ind, reduce_store(k));
-  }
+  reduce_output(w, split, idx);
   w.close(split.kept.size());
   if (par_terms) s += "  free(terms);\n";
   return s + "}\n";
