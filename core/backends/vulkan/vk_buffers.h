@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/backends/vulkan/vk_context.h"
 
@@ -33,6 +34,22 @@ struct DeviceHealth {
   bool lost = false;
   std::string reason;  // why the backend is unavailable
   [[noreturn]] void device_lost(const char* what);
+};
+
+// Free buffers by size class (capacity), each class's oldest (smallest creation id) first: the
+// pool's free lists, and the recorder's buffers freed by submitted work.
+class FreeBuffers {
+ public:
+  void put(std::unique_ptr<Buf> b);
+  std::unique_ptr<Buf> take(std::size_t cls);    // the class's oldest, else null
+  std::unique_ptr<Buf> take_largest_newest();    // the largest class's newest, else null
+  std::vector<std::unique_ptr<Buf>> take_all();  // by class, then oldest first
+  bool empty() const { return by_class_.empty(); }
+  void clear() { by_class_.clear(); }
+
+ private:
+  // size class -> buffers by id; no empty lists
+  std::map<std::size_t, std::map<std::uint64_t, std::unique_ptr<Buf>>> by_class_;
 };
 
 class BufferPool {
@@ -65,8 +82,7 @@ class BufferPool {
   std::uint32_t mem_type_ = 0, staging_type_ = 0, readback_type_ = 0;
   bool mapped_reads_cached_ = true;
   std::unique_ptr<Buf> readback_;
-  // size class -> pooled buffers by id; no empty lists
-  std::map<std::size_t, std::map<std::uint64_t, std::unique_ptr<Buf>>> free_;
+  FreeBuffers free_;
   std::size_t pooled_bytes_ = 0, pool_budget_ = std::size_t{256} << 20;
   std::uint64_t next_id_ = 0;
 };

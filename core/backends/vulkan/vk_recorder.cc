@@ -250,7 +250,7 @@ void Recorder::submit() {
   check(r, "vkQueueSubmit");
   c_.submits++;
   inflight_.push_back(std::move(current_));
-  for (auto& r : inflight_.back()->released) keep_released(std::move(r));
+  for (auto& r : inflight_.back()->released) released_.put(std::move(r));
   inflight_.back()->released.clear();
   // written_ and read_ stay: a barrier's first scope is every earlier command in submission
   // order, so the next batch's first reader of these buffers still gets its barrier
@@ -276,9 +276,7 @@ void Recorder::finish() {
     recycle(std::move(inflight_.front()));
     inflight_.pop_front();
   }
-  for (auto& [cls, bufs] : released_)
-    for (auto& [id, r] : bufs) pool_.give_back(std::move(r));
-  released_.clear();
+  for (auto& r : released_.take_all()) pool_.give_back(std::move(r));
   waits_++;
   used_.clear();
   written_.clear();
@@ -319,26 +317,12 @@ void Recorder::release(std::unique_ptr<Buf> b) {
   if (current_ && current_->commands > 0)
     current_->released.push_back(std::move(b));
   else if (!inflight_.empty())
-    keep_released(std::move(b));
+    released_.put(std::move(b));
   else
     pool_.give_back(std::move(b));
 }
 
-void Recorder::keep_released(std::unique_ptr<Buf> b) {
-  const std::size_t cls = b->capacity;
-  const std::uint64_t id = b->id;
-  released_[cls].emplace(id, std::move(b));
-}
-
-std::unique_ptr<Buf> Recorder::take_released(std::size_t n) {
-  auto it = released_.find(size_class(n));
-  if (it == released_.end()) return nullptr;
-  auto oldest = it->second.begin();
-  std::unique_ptr<Buf> b = std::move(oldest->second);
-  it->second.erase(oldest);
-  if (it->second.empty()) released_.erase(it);
-  return b;
-}
+std::unique_ptr<Buf> Recorder::take_released(std::size_t n) { return released_.take(size_class(n)); }
 
 void Recorder::recycle(std::unique_ptr<Batch> b) {
   VkDevice d = ctx_->device();

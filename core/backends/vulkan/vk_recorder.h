@@ -149,7 +149,6 @@ class Recorder {
   std::unique_ptr<Batch> make_batch();
   void barrier(Batch& b);
   void recycle(std::unique_ptr<Batch> b);
-  void keep_released(std::unique_ptr<Buf> b);  // into released_ (its users are all submitted)
   // vk_timing.cc: a timestamp at the start of each batch and after every dispatch; a dispatch's
   // GPU time is the gap since the previous timestamp.
   void time_batch_start(Batch& b);
@@ -167,8 +166,7 @@ class Recorder {
   std::unordered_set<VkBuffer> written_;
   std::unordered_set<VkBuffer> read_;  // read since the last barrier (scans rewrite buffers they read)
   std::unordered_set<SlotId> used_;
-  // size class -> buffers freed by submitted work since the last host wait, by creation id
-  std::map<std::size_t, std::map<std::uint64_t, std::unique_ptr<Buf>>> released_;
+  FreeBuffers released_;  // freed by submitted work since the last host wait
   std::uint64_t waits_ = 0;
   bool timing_ = false;
   // A recording batch is submitted (no wait) once it holds this many commands, so the device
