@@ -122,28 +122,39 @@ class StreamedPass {
     }
   };
 
-  // Forward over the chunks from `from`, a checkpoint per chunk, then backward, last chunk first:
-  // the last chunk's forward results are still at hand, the others run again from their
-  // checkpoint with `again`. Both return `per_step` arrays, then the carry (x, C) after the
-  // chunk, then anything else; bwd takes those per-step arrays, the chunk's (y, V, F), the
-  // carry (r, N) of the step after it and `extra`, and returns (r, N) before the chunk first.
+  // Forward over the chunks from `from`, a checkpoint per chunk, then backward, last chunk first.
+  // A chunk's per-step forward results are kept while all kept ones stay under kKeptForwardBytes
+  // (the last chunk's always: it goes back first); any other chunk runs again from its checkpoint
+  // with `again`, so memory stays O(chunk) for any n. Both return `per_step` arrays, then the
+  // carry (x, C) after the chunk, then anything else; bwd takes those per-step arrays, the
+  // chunk's (y, V, F), the carry (r, N) of the step after it and `extra`, and returns (r, N)
+  // before the chunk first.
   template <class OnForward, class OnBackward>
   void sweep(const Fn& fwd, const Fn& again, std::size_t per_step, const Fn& bwd, const std::vector<Array>& extra,
              std::pair<Array, Array> from, OnForward on_forward, OnBackward on_backward) {
     std::vector<std::pair<Array, Array>> checkpoints;
-    std::vector<Array> fo;
+    std::vector<std::vector<Array>> kept(chunks_.size());
+    std::int64_t kept_bytes = 0;
     for (std::size_t k = 0; k < chunks_.size(); ++k) {
       checkpoints.push_back(from);
       const Inputs in = inputs(k);
-      fo = fwd({in.y, in.V, from.first, from.second, in.F});
+      std::vector<Array> fo = fwd({in.y, in.V, from.first, from.second, in.F});
       from = {fo[per_step], fo[per_step + 1]};
       on_forward(chunks_[k], fo);
+      fo.resize(per_step);
+      std::int64_t bytes = 0;
+      for (const Array& a : fo) bytes += a.size() * static_cast<std::int64_t>(dtype_size(a.dtype()));
+      if (k + 1 == chunks_.size() || kept_bytes + bytes <= kKeptForwardBytes) {
+        kept[k] = std::move(fo);
+        kept_bytes += bytes;
+      }
     }
     Array r = zeros({m_}), N = zeros({m_, m_});
     for (std::size_t k = chunks_.size(); k-- > 0;) {
       const Chunk& c = chunks_[k];
       const Inputs ci = inputs(k);
-      if (k + 1 < chunks_.size()) fo = again({ci.y, ci.V, checkpoints[k].first, checkpoints[k].second, ci.F});
+      std::vector<Array> fo = std::move(kept[k]);
+      if (fo.empty()) fo = again({ci.y, ci.V, checkpoints[k].first, checkpoints[k].second, ci.F});
       std::vector<Array> in(fo.begin(), fo.begin() + static_cast<std::ptrdiff_t>(per_step));
       in.insert(in.end(), {ci.y, ci.V, ci.F, r, N});
       in.insert(in.end(), extra.begin(), extra.end());
@@ -160,6 +171,7 @@ class StreamedPass {
     Array y, V, F;
   };
   static constexpr std::int64_t kKeptInputBytes = std::int64_t{64} << 20;
+  static constexpr std::int64_t kKeptForwardBytes = std::int64_t{64} << 20;
   Inputs inputs(std::size_t k) {
     if (k < kept_.size() && !kept_[k].y.is_empty()) return kept_[k];
     const Chunk& c = chunks_[k];
