@@ -1,5 +1,6 @@
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "core/np/np_internal.h"
 
@@ -11,7 +12,9 @@ Array upload(std::span<const double> v, Shape shape, DType d) {
   AVal av{d, std::move(shape)};
   if (av.size() != static_cast<std::int64_t>(v.size()))
     throw ShapeError(fmt::format("array: {} values do not fill shape {}", v.size(), shape_str(av.shape)));
-  std::vector<std::byte> raw(av.bytes());
+  if (d == DType::float64) return array_from_bytes(std::as_bytes(v), av);  // already in place: no copy
+  // not zero-filled: every byte is written below
+  const std::unique_ptr<std::byte[]> raw(new std::byte[av.bytes()]);
   visit_dtype(d, [&]<class T>() {
     for (std::size_t i = 0; i < v.size(); ++i) {
       T x;
@@ -23,10 +26,10 @@ Array upload(std::span<const double> v, Shape shape, DType d) {
         x = static_cast<T>(v[i]);
       } else
         x = static_cast<T>(v[i]);
-      std::memcpy(raw.data() + i * sizeof(T), &x, sizeof(T));
+      std::memcpy(raw.get() + i * sizeof(T), &x, sizeof(T));
     }
   });
-  return array_from_bytes(raw, av);
+  return array_from_bytes({raw.get(), av.bytes()}, av);
 }
 
 template <class T>
