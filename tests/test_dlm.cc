@@ -247,6 +247,49 @@ TEST(DlmInput, CsvBlankLinesByteOrderMarkAndNonFiniteValues) {
                                            {"no observed value (all 2 are missing)"}));
 }
 
+// A CSV over 256 KB is read in two halves at once: the values, the blank lines at the cut (each
+// a missing value when a value follows, dropped at the end) and the line number in an error of
+// either half are as one reading would give.
+TEST(DlmInput, LargeCsvReadInTwoHalvesAsInOne) {
+  std::string text = "level\n";
+  std::vector<double> want;
+  for (int i = 0; i < 60000; ++i) {
+    if (i % 997 == 0) {
+      text += "\n \n";  // two missing values
+      want.insert(want.end(), 2, NAN);
+    }
+    text += fmt::format("{}.25\n", i);
+    want.push_back(i + 0.25);
+  }
+  text += "\n\n";
+  ASSERT_GT(text.size(), std::size_t{256} << 10);
+  // the cut (the first line break after the middle) falls on every kind of line somewhere in
+  // these shifts: a value, a blank line, the second of two
+  for (int shift = 0; shift < 12; ++shift) {
+    const std::string t = std::string(shift, '\n') + text.substr(text.find('\n') + 1);
+    const dlm::Input in = dlm::parse_input(t, "big.csv");
+    ASSERT_EQ(in.y.size(), want.size() + shift) << "shift " << shift;
+    for (int i = 0; i < shift; ++i) EXPECT_TRUE(std::isnan(in.y[i]));
+    for (std::size_t i = 0; i < want.size(); ++i)
+      ASSERT_TRUE(std::isnan(want[i]) ? std::isnan(in.y[i + shift]) : in.y[i + shift] == want[i]) << i;
+  }
+  const dlm::Input headed = dlm::parse_input(text, "big.csv");
+  EXPECT_EQ(headed.y.size(), want.size());
+  // an error in the second half names its line in the whole file; one in each half: the first
+  std::string late = text;
+  const std::size_t at = late.rfind("59999.25");
+  late.replace(at, 8, "oops");
+  const int line = static_cast<int>(std::count(late.begin(), late.begin() + static_cast<std::ptrdiff_t>(at), '\n')) + 1;
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { dlm::parse_input(late, "big.csv"); },
+                                           {fmt::format("big.csv: line {}: 'oops' is not a number", line)}));
+  const std::size_t early = late.find("\n5.25\n") + 1;
+  late.replace(early, 4, "bad!");
+  const int early_line =
+      static_cast<int>(std::count(late.begin(), late.begin() + static_cast<std::ptrdiff_t>(early), '\n')) + 1;
+  EXPECT_TRUE(jxt::throws_with<ShapeError>([&] { dlm::parse_input(late, "big.csv"); },
+                                           {fmt::format("line {}: 'bad!'", early_line)}));
+}
+
 TEST(DlmInput, ToolboxAndDlmJsOptionNames) {
   const auto js = dlm::parse_input(R"({"y": [1, 2, 3], "s": 1, "w": [1, 1, 1, 1, 1, 1],
     "options": {"order": 1, "harmonics": 2, "seasonLength": 6, "fullSeasonal": false, "arCoefficients": [0.5]}})",

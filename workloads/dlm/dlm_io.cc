@@ -7,6 +7,7 @@
 #include <fstream>
 #include <simdjson.h>
 #include <sstream>
+#include <thread>
 
 namespace jx::dlm {
 namespace {
@@ -197,20 +198,24 @@ void validate(const Input& in, const std::string& name) {
 
 namespace {
 
-// One column of y. Blank lines and blank cells are missing values (as NaN, NA and null are),
-// except blank lines at the end of the file; a UTF-8 byte-order mark and a first line that is
-// not a number (a header) are skipped; infinities are refused.
-Input from_csv(const std::string& text0, const std::string& name) {
-  Input in;
-  std::string_view text(text0);
-  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.remove_prefix(3);
-  int no = 0;
+// The values of some consecutive lines of a one-column CSV, the first of them line `no0` + 1:
+// interior blank lines as NaN, blank lines after the part's last value only counted (whether
+// they are missing values or the file's end depends on what follows).
+struct CsvPart {
+  std::vector<double> y;
+  std::size_t trailing_blank = 0;
+};
+
+CsvPart csv_lines(std::string_view text, int no0, const std::string& name) {
+  CsvPart part;
+  std::vector<double>& y = part.y;
+  int no = no0;
   std::size_t blank_run = 0;  // blank lines not yet known to be inside the series
   auto trim = [](std::string_view l) {
     const auto a = l.find_first_not_of(" \t\r"), b = l.find_last_not_of(" \t\r");
     return a == std::string_view::npos ? std::string_view() : l.substr(a, b - a + 1);
   };
-  in.y.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
+  y.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
   while (!text.empty()) {
     const std::size_t end = text.find('\n');
     const std::string_view raw = text.substr(0, end);
@@ -221,9 +226,9 @@ Input from_csv(const std::string& text0, const std::string& name) {
     const auto fr = std::from_chars(raw.data(), raw.data() + raw.size(), fast);
     if (fr.ec == std::errc() && std::isfinite(fast) &&
         raw.find_first_not_of(" \t\r", static_cast<std::size_t>(fr.ptr - raw.data())) == std::string_view::npos) {
-      in.y.insert(in.y.end(), blank_run, NAN);
+      y.insert(y.end(), blank_run, NAN);
       blank_run = 0;
-      in.y.push_back(fast);
+      y.push_back(fast);
       continue;
     }
     const std::string_view line = trim(raw);
@@ -239,15 +244,59 @@ Input from_csv(const std::string& text0, const std::string& name) {
       const auto r = std::from_chars(num.data(), num.data() + num.size(), v);
       if (r.ec == std::errc::result_out_of_range) bad(name, fmt::format("line {}: '{}' is out of range", no, line));
       if (r.ec != std::errc() || r.ptr != num.data() + num.size()) {
-        if (no == 1 && in.y.empty()) continue;  // a header
+        if (no == 1) continue;  // a header
         bad(name, fmt::format("line {}: '{}' is not a number", no, line));
       }
       if (!std::isfinite(v))
         bad(name, fmt::format("line {}: '{}' is not finite (missing values are empty, NaN or NA)", no, line));
     }
-    in.y.insert(in.y.end(), blank_run, NAN);
+    y.insert(y.end(), blank_run, NAN);
     blank_run = 0;
-    in.y.push_back(v);
+    y.push_back(v);
+  }
+  part.trailing_blank = blank_run;
+  return part;
+}
+
+// One column of y. Blank lines and blank cells are missing values (as NaN, NA and null are),
+// except blank lines at the end of the file; a UTF-8 byte-order mark and a first line that is
+// not a number (a header) are skipped; infinities are refused. A large file is read in two
+// halves at once (split at a line break; the first half's error, if any, is the one reported).
+constexpr std::size_t kCsvSplitBytes = std::size_t{256} << 10;
+Input from_csv(const std::string& text0, const std::string& name) {
+  std::string_view text(text0);
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.remove_prefix(3);
+  const std::size_t cut = text.size() < kCsvSplitBytes ? std::string_view::npos : text.find('\n', text.size() / 2);
+  Input in;
+  if (cut == std::string_view::npos) {
+    in.y = csv_lines(text, 0, name).y;
+  } else {
+    const std::string_view first = text.substr(0, cut + 1), second = text.substr(cut + 1);
+    const int lines = static_cast<int>(std::count(first.begin(), first.end(), '\n'));
+    CsvPart b;
+    std::exception_ptr b_error;
+    std::thread t([&] {
+      try {
+        b = csv_lines(second, lines, name);
+      } catch (...) {
+        b_error = std::current_exception();
+      }
+    });
+    CsvPart a;
+    try {
+      a = csv_lines(first, 0, name);
+    } catch (...) {
+      t.join();
+      throw;
+    }
+    t.join();
+    if (b_error) std::rethrow_exception(b_error);
+    in.y = std::move(a.y);
+    if (!b.y.empty()) {
+      in.y.reserve(in.y.size() + a.trailing_blank + b.y.size());
+      in.y.insert(in.y.end(), a.trailing_blank, NAN);
+      in.y.insert(in.y.end(), b.y.begin(), b.y.end());
+    }
   }
   if (in.y.empty()) bad(name, "no observations");
   return in;  // s and w come from the command line
