@@ -1,13 +1,14 @@
 #pragma once
 // dlmfit with the scan algorithm, streamed: the series runs in chunks of kStreamChunk steps and
 // each chunk's outputs go to a ResultWriter on a second thread, so memory beyond the inputs is
-// O(chunk), whatever n is, and chunk buffers are reused (fresh pages cost more than the scans).
-// Two passes, as dlmfit: the first only needs the smoothed first state (the filter without its
-// states, then the r/N recursion alone); the second computes every output inside its scans.
-// Forward, each chunk's filter starts from the carry (x, C) its predecessor left, and only that
-// carry is kept (a checkpoint per chunk). Backward, chunks run last to first: the chunk's filter
-// is run again from its checkpoint, then the r/N smoother from the carry (r, N) of the chunk
-// after it. The last chunk is padded with missing steps (one shape: each chunk function is
+// O(chunk) plus at most 64 MB, whatever n is, and chunk buffers are reused (fresh pages cost
+// more than the scans). Two passes, as dlmfit: the first only needs the smoothed first state
+// (the filter without its states, then the r/N recursion alone); the second computes every
+// output inside its scans. Forward, each chunk's filter starts from the carry (x, C) its
+// predecessor left; that carry is kept (a checkpoint per chunk), and the chunk's per-step
+// results too while all kept ones fit in 64 MB. Backward, chunks run last to first: the chunk's
+// filter results, kept or run again from its checkpoint, then the r/N smoother from the carry
+// (r, N) of the chunk after it. The last chunk is padded with missing steps (one shape: each chunk function is
 // traced and compiled once; padding at the end changes nothing before it). Every step is the
 // step the whole-series scan runs, so the per-step outputs are dlm::fit's bit for bit; the
 // summary's sums add in chunk order (within ~1e-14 of fit's).
