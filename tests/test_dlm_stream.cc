@@ -18,7 +18,9 @@ using dlmt::load;
 
 // The streamed fit (chunks, checkpoints, the last chunk padded, outputs written as they come)
 // gives dlm::fit's result: the Nile series with gaps, a seasonal model with covariates, chunks of
-// 7, 64 and one chunk; JSON and npz (written in place) hold the same values.
+// 7, 64 and one chunk, every chunk's forward results kept for the backward sweep or (kept
+// bytes 0) only the last one's, the others run again; JSON and npz (written in place) hold the
+// same values.
 namespace {
 double json_scale(const json& j) {
   double s = 0;
@@ -51,10 +53,12 @@ TEST(DlmStream, ChunkedFitEqualsFit) {
   for (const Case& c : cases) {
     const Array ya = np::array(y, std::nullopt, DType::float64), s = np::scalar(in["s"].get<double>(), DType::float64);
     const json want = dlm::to_json(dlm::fit(ya, s, c.w, c.o, c.X));
-    for (std::int64_t chunk : {std::int64_t{7}, std::int64_t{64}, dlm::kStreamChunk}) {
-      const std::string where = fmt::format("{} chunk {}", c.name, chunk), path = (dir / "fit.json").string();
+    for (auto [chunk, kept] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+             {7, dlm::kStreamKeptBytes}, {7, 0}, {64, dlm::kStreamKeptBytes}, {dlm::kStreamChunk, 0}}) {
+      const std::string where = fmt::format("{} chunk {} kept {}", c.name, chunk, kept),
+                        path = (dir / "fit.json").string();
       dlm::ResultWriter w(path, dlm::OutputFormat::json, false);
-      dlm::StreamedFit f = dlm::fit_streamed(ya, s, c.w, c.o, c.X, w, chunk);
+      dlm::StreamedFit f = dlm::fit_streamed(ya, s, c.w, c.o, c.X, w, chunk, kept);
       w.commit(f.fields);
       std::ifstream is(path);
       const json got = json::parse(is);
@@ -72,7 +76,7 @@ TEST(DlmStream, ChunkedFitEqualsFit) {
       // CRC right, every value the JSON's
       const std::string npz = (dir / "fit.npz").string();
       dlm::ResultWriter wz(npz, dlm::OutputFormat::npz, false);
-      dlm::StreamedFit fz = dlm::fit_streamed(ya, s, c.w, c.o, c.X, wz, chunk);
+      dlm::StreamedFit fz = dlm::fit_streamed(ya, s, c.w, c.o, c.X, wz, chunk, kept);
       wz.commit(fz.fields);
       const auto entries = npzt::read_npz(npz);
       int compared = 0;

@@ -73,8 +73,15 @@ Fn backward_fn(const detail::Model& md) {
 // from, and adds nothing to the sums.
 class StreamedPass {
  public:
-  StreamedPass(const detail::Model& md, std::int64_t chunk)
-      : md_(md), n_(md.y.shape()[0]), m_(md.G.shape()[0]), length_(std::min(chunk, n_)), y_(md.y), V_(md.V), F_(md.F) {
+  StreamedPass(const detail::Model& md, std::int64_t chunk, std::int64_t kept_bytes)
+      : kept_forward_bytes_(kept_bytes),
+        md_(md),
+        n_(md.y.shape()[0]),
+        m_(md.G.shape()[0]),
+        length_(std::min(chunk, n_)),
+        y_(md.y),
+        V_(md.V),
+        F_(md.F) {
     for (std::int64_t t0 = 0; t0 < n_; t0 += chunk) chunks_.push_back({t0, std::min(n_, t0 + chunk)});
   }
   // The initialisation pass from the model's (x0, C0): the smoothed mean of the first step and
@@ -123,7 +130,7 @@ class StreamedPass {
   };
 
   // Forward over the chunks from `from`, a checkpoint per chunk, then backward, last chunk first.
-  // A chunk's per-step forward results are kept while all kept ones stay under kKeptForwardBytes
+  // A chunk's per-step forward results are kept while all kept ones stay under kept_forward_bytes_
   // (the last chunk's always: it goes back first); any other chunk runs again from its checkpoint
   // with `again`, so memory stays O(chunk) for any n. Both return `per_step` arrays, then the
   // carry (x, C) after the chunk, then anything else; bwd takes those per-step arrays, the
@@ -144,7 +151,7 @@ class StreamedPass {
       fo.resize(per_step);
       std::int64_t bytes = 0;
       for (const Array& a : fo) bytes += a.size() * static_cast<std::int64_t>(dtype_size(a.dtype()));
-      if (k + 1 == chunks_.size() || kept_bytes + bytes <= kKeptForwardBytes) {
+      if (k + 1 == chunks_.size() || kept_bytes + bytes <= kept_forward_bytes_) {
         kept[k] = std::move(fo);
         kept_bytes += bytes;
       }
@@ -171,7 +178,6 @@ class StreamedPass {
     Array y, V, F;
   };
   static constexpr std::int64_t kKeptInputBytes = std::int64_t{64} << 20;
-  static constexpr std::int64_t kKeptForwardBytes = std::int64_t{64} << 20;
   Inputs inputs(std::size_t k) {
     if (k < kept_.size() && !kept_[k].y.is_empty()) return kept_[k];
     const Chunk& c = chunks_[k];
@@ -226,6 +232,7 @@ class StreamedPass {
     put(ystd, c, b[5]);
   }
 
+  std::int64_t kept_forward_bytes_;
   const detail::Model& md_;
   std::int64_t n_, m_, length_;
   HostSeries y_, V_, F_;
@@ -239,12 +246,13 @@ class StreamedPass {
 }  // namespace
 
 StreamedFit fit_streamed(const Array& y, const Array& s, const std::vector<double>& w, const Options& o,
-                         const std::optional<Array>& X, ResultWriter& out, std::int64_t chunk) {
+                         const std::optional<Array>& X, ResultWriter& out, std::int64_t chunk,
+                         std::int64_t kept_bytes) {
   if (o.algorithm != Algorithm::scan) throw Error("dlm: the streamed fit runs the scan algorithm only");
   if (chunk < 1) throw Error(fmt::format("dlm: chunk length {} must be positive", chunk));
   const detail::Model md = detail::model(y, s, w, o, X);
   const std::int64_t n = md.y.shape()[0], m = md.G.shape()[0];
-  StreamedPass pass(md, chunk);
+  StreamedPass pass(md, chunk, kept_bytes);
   // first pass: the smoothed first state only; the second starts from x1 and 100·C1 (dlmfit)
   auto [x1, C1] = pass.first_state();
   // the toolbox's layouts: xf [m,n], Cf [m,m,n], x, C likewise, xstd [n,m], the series [n]

@@ -6,7 +6,7 @@
 // (the filter without its states, then the r/N recursion alone); the second computes every
 // output inside its scans. Forward, each chunk's filter starts from the carry (x, C) its
 // predecessor left; that carry is kept (a checkpoint per chunk), and the chunk's per-step
-// results too while all kept ones fit in 64 MB. Backward, chunks run last to first: the chunk's
+// results too while all kept ones fit in kStreamKeptBytes. Backward, chunks run last to first: the chunk's
 // filter results, kept or run again from its checkpoint, then the r/N smoother from the carry
 // (r, N) of the chunk after it. The last chunk is padded with missing steps (one shape: each chunk function is
 // traced and compiled once; padding at the end changes nothing before it). Every step is the
@@ -20,6 +20,8 @@
 namespace jx::dlm {
 
 constexpr std::int64_t kStreamChunk = std::int64_t{1} << 14;
+// The bytes of per-step forward results a sweep keeps for its backward half (the rest run again).
+constexpr std::int64_t kStreamKeptBytes = std::int64_t{64} << 20;
 
 struct StreamedFit {
   std::vector<Field> fields;  // fields(Fit)'s order; the arrays are regions of the writer
@@ -28,6 +30,7 @@ struct StreamedFit {
 };
 // dlm::fit(y, s, w, o, X) with o.algorithm scan, written through `out` (commit(fields) next).
 StreamedFit fit_streamed(const Array& y, const Array& s, const std::vector<double>& w, const Options& o,
-                         const std::optional<Array>& X, ResultWriter& out, std::int64_t chunk = kStreamChunk);
+                         const std::optional<Array>& X, ResultWriter& out, std::int64_t chunk = kStreamChunk,
+                         std::int64_t kept_bytes = kStreamKeptBytes);
 
 }  // namespace jx::dlm
