@@ -94,6 +94,7 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
   Phases phases;
   // every array of the run on one backend: the scope comes before the first array
   const std::optional<DefaultDeviceScope> scope = dlm_backend(a.backend);
+  phases.mark("backend");
   dlm::Input in = dlm::read_input(a.in);
   phases.mark("parse");
   if (!a.s.empty()) in.s = a.s;

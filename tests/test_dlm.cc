@@ -1,4 +1,6 @@
 // dlm::fit against the reference MATLAB/Octave DLM toolbox outputs in shared/data/dlm.
+#include <bit>
+#include <charconv>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -245,6 +247,49 @@ TEST(DlmInput, CsvBlankLinesByteOrderMarkAndNonFiniteValues) {
                                            {"t.json: invalid JSON"}));
   EXPECT_TRUE(jxt::throws_with<ShapeError>([] { dlm::parse_input(R"({"y": [null, null], "s": 1, "w": 1})", "t.json"); },
                                            {"no observed value (all 2 are missing)"}));
+}
+
+// CSV numbers are read as from_chars reads them, bit for bit, whichever way the reader takes
+// (plain decimals up to 2^53 with at most 22 places fast, the rest through from_chars).
+TEST(DlmInput, CsvNumbersAsFromChars) {
+  std::vector<std::string> cells{"0",
+                                 "-0",
+                                 "-0.0",
+                                 "1.",
+                                 ".5",
+                                 "-.25",
+                                 "007.50",
+                                 "9007199254740992",
+                                 "9007199254740993",
+                                 "0.1",
+                                 "0.3",
+                                 "123456789.123456789",
+                                 "1e3",
+                                 "-2.5E-3",
+                                 "1.0000000000000000000001",
+                                 "12345678901234567890",
+                                 "3.14159265358979323846"};
+  std::uint64_t state = 42;
+  for (int i = 0; i < 20000; ++i) {  // random decimals of 1 to 21 digits, the point anywhere
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const int len = 1 + static_cast<int>((state >> 33) % 21), point = static_cast<int>((state >> 13) % (len + 1));
+    std::string c = (state >> 7) % 3 == 0 ? "-" : "";
+    for (int d = 0; d < len; ++d) {
+      if (d == point) c += '.';
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      c += static_cast<char>('0' + (state >> 40) % 10);
+    }
+    cells.push_back(c);
+  }
+  std::string text;
+  for (const std::string& c : cells) text += c + (cells.size() % 2 ? " \n" : "\n");
+  const dlm::Input in = dlm::parse_input(text, "n.csv");
+  ASSERT_EQ(in.y.size(), cells.size());
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    double want = 0;
+    std::from_chars(cells[i].data(), cells[i].data() + cells[i].size(), want);
+    ASSERT_EQ(std::bit_cast<std::uint64_t>(in.y[i]), std::bit_cast<std::uint64_t>(want)) << cells[i];
+  }
 }
 
 // A CSV over 256 KB is read in two halves at once: the values, the blank lines at the cut (each
