@@ -6,9 +6,14 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <simdjson.h>
 #include <sstream>
 #include <thread>
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace jx::dlm {
 namespace {
@@ -229,24 +234,25 @@ const char* decimal_number(const char* b, const char* e, double& v) {
   return p;
 }
 
-// The values of some consecutive lines of a one-column CSV, the first of them line `no0` + 1:
-// interior blank lines as NaN, blank lines after the part's last value only counted (whether
-// they are missing values or the file's end depends on what follows).
+// The values of some consecutive lines of a one-column CSV, the first of them line `no0` + 1,
+// written to out[0, ...): one per line (a blank line NaN) but a header (line 1 when it is not a
+// number). Returns how many were written and how many of those are the blank lines at the end
+// (missing values when a value follows, else the file's end).
 struct CsvPart {
-  std::vector<double> y;
-  std::size_t trailing_blank = 0;
+  std::size_t written = 0, trailing_blank = 0;
 };
 
-CsvPart csv_lines(std::string_view text, int no0, const std::string& name) {
+CsvPart csv_lines(std::string_view text, int no0, const std::string& name, double* out) {
   CsvPart part;
-  std::vector<double>& y = part.y;
   int no = no0;
-  std::size_t blank_run = 0;  // blank lines not yet known to be inside the series
   auto trim = [](std::string_view l) {
     const auto a = l.find_first_not_of(" \t\r"), b = l.find_last_not_of(" \t\r");
     return a == std::string_view::npos ? std::string_view() : l.substr(a, b - a + 1);
   };
-  y.reserve(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')) + 1);
+  auto put = [&](double v, bool blank) {
+    out[part.written++] = v;
+    part.trailing_blank = blank ? part.trailing_blank + 1 : 0;
+  };
   while (!text.empty()) {
     const std::size_t end = text.find('\n');
     const std::string_view raw = text.substr(0, end);
@@ -261,15 +267,13 @@ CsvPart csv_lines(std::string_view text, int no0, const std::string& name) {
     }
     if (end_of_number && raw.find_first_not_of(" \t\r", static_cast<std::size_t>(end_of_number - raw.data())) ==
                              std::string_view::npos) {
-      y.insert(y.end(), blank_run, NAN);
-      blank_run = 0;
-      y.push_back(fast);
+      put(fast, false);
       continue;
     }
     const std::string_view line = trim(raw);
     if (line.find(',') != std::string_view::npos) bad(name, fmt::format("line {}: CSV input must have one column", no));
     if (line.empty()) {
-      ++blank_run;
+      put(NAN, true);
       continue;
     }
     double v = NAN;
@@ -285,54 +289,58 @@ CsvPart csv_lines(std::string_view text, int no0, const std::string& name) {
       if (!std::isfinite(v))
         bad(name, fmt::format("line {}: '{}' is not finite (missing values are empty, NaN or NA)", no, line));
     }
-    y.insert(y.end(), blank_run, NAN);
-    blank_run = 0;
-    y.push_back(v);
+    put(v, false);
   }
-  part.trailing_blank = blank_run;
   return part;
 }
 
 // One column of y. Blank lines and blank cells are missing values (as NaN, NA and null are),
 // except blank lines at the end of the file; a UTF-8 byte-order mark and a first line that is
 // not a number (a header) are skipped; infinities are refused. A large file is read in two
-// halves at once (split at a line break; the first half's error, if any, is the one reported).
+// halves at once, split at a line break, each into its own part of y (the first half's error,
+// if any, is the one reported).
 constexpr std::size_t kCsvSplitBytes = std::size_t{256} << 10;
-Input from_csv(const std::string& text0, const std::string& name) {
-  std::string_view text(text0);
+Input from_csv(std::string_view text, const std::string& name) {
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.remove_prefix(3);
   const std::size_t cut = text.size() < kCsvSplitBytes ? std::string_view::npos : text.find('\n', text.size() / 2);
+  const std::string_view first = cut == std::string_view::npos ? text : text.substr(0, cut + 1),
+                         second = cut == std::string_view::npos ? std::string_view() : text.substr(cut + 1);
+  // every line gives at most one value: y holds them all, the second half's after the first's
+  const std::size_t lines_a = static_cast<std::size_t>(std::count(first.begin(), first.end(), '\n')) + 1,
+                    lines_b = static_cast<std::size_t>(std::count(second.begin(), second.end(), '\n')) + 1;
   Input in;
-  if (cut == std::string_view::npos) {
-    in.y = csv_lines(text, 0, name).y;
+  in.y.resize(lines_a + lines_b);
+  CsvPart a, b;
+  if (second.empty()) {
+    a = csv_lines(first, 0, name, in.y.data());
   } else {
-    const std::string_view first = text.substr(0, cut + 1), second = text.substr(cut + 1);
-    const int lines = static_cast<int>(std::count(first.begin(), first.end(), '\n'));
-    CsvPart b;
     std::exception_ptr b_error;
     std::thread t([&] {
       try {
-        b = csv_lines(second, lines, name);
+        b = csv_lines(second, static_cast<int>(lines_a - 1), name, in.y.data() + lines_a);
       } catch (...) {
         b_error = std::current_exception();
       }
     });
-    CsvPart a;
     try {
-      a = csv_lines(first, 0, name);
+      a = csv_lines(first, 0, name, in.y.data());
     } catch (...) {
       t.join();
       throw;
     }
     t.join();
     if (b_error) std::rethrow_exception(b_error);
-    in.y = std::move(a.y);
-    if (!b.y.empty()) {
-      in.y.reserve(in.y.size() + a.trailing_blank + b.y.size());
-      in.y.insert(in.y.end(), a.trailing_blank, NAN);
-      in.y.insert(in.y.end(), b.y.begin(), b.y.end());
-    }
   }
+  std::size_t n = a.written;
+  if (b.written > b.trailing_blank) {  // the second half has values: close the gap before them
+    std::copy(in.y.begin() + static_cast<std::ptrdiff_t>(lines_a),
+              in.y.begin() + static_cast<std::ptrdiff_t>(lines_a + b.written),
+              in.y.begin() + static_cast<std::ptrdiff_t>(n));
+    n += b.written - b.trailing_blank;
+  } else {
+    n -= a.trailing_blank;
+  }
+  in.y.resize(n);
   if (in.y.empty()) bad(name, "no observations");
   return in;  // s and w come from the command line
 }
@@ -373,9 +381,10 @@ json to_nlohmann(simdjson::dom::element e, int depth, const std::string& name) {
 }
 }  // namespace
 
-Input parse_input(const std::string& text, const std::string& name) {
+namespace {
+Input parse_text(std::string_view text, const std::string& name) {
   // JSON when the first character (after a UTF-8 byte-order mark) opens an object or a list
-  const std::string_view body = std::string_view(text).substr(text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0);
+  const std::string_view body = text.substr(text.rfind("\xEF\xBB\xBF", 0) == 0 ? 3 : 0);
   const auto first = body.find_first_not_of(" \t\r\n");
   if (first == std::string::npos || (body[first] != '{' && body[first] != '[')) return from_csv(text, name);
   simdjson::dom::parser parser;
@@ -388,22 +397,39 @@ Input parse_input(const std::string& text, const std::string& name) {
   return from_json(to_nlohmann(doc, 0, name), name);
 }
 
+}  // namespace
+
+Input parse_input(const std::string& text, const std::string& name) { return parse_text(text, name); }
+
+// The whole file read with read(2): into a buffer of its size for a regular file (not
+// zero-filled first), else (a pipe) to its end.
 Input read_input(const std::string& path) {
-  std::ifstream f(path);
-  if (!f) throw ShapeError(fmt::format("{}: cannot open the input file", path));
-  std::string text;
-  f.seekg(0, std::ios::end);
-  const std::streamoff size = f.tellg();
-  f.seekg(0, std::ios::beg);
-  if (size > 0) {
-    text.resize(static_cast<std::size_t>(size));
-    f.read(text.data(), size);
-  } else {  // not a regular file (a pipe): read to the end
-    f.clear();
-    text.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw ShapeError(fmt::format("{}: cannot open the input file", path));
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (fstat(fd, &st) != 0) throw ShapeError(fmt::format("{}: cannot open the input file", path));
+  if (S_ISDIR(st.st_mode)) throw ShapeError(fmt::format("{}: is a directory, not an input file", path));
+  std::size_t cap = S_ISREG(st.st_mode) && st.st_size > 0 ? static_cast<std::size_t>(st.st_size) : std::size_t{1} << 16;
+  std::unique_ptr<char[]> buf(new char[cap]);
+  std::size_t size = 0;
+  for (;;) {
+    if (size == cap) {  // a pipe, or a file that grew
+      std::unique_ptr<char[]> bigger(new char[cap * 2]);
+      std::copy(buf.get(), buf.get() + size, bigger.get());
+      buf = std::move(bigger);
+      cap *= 2;
+    }
+    const ssize_t got = ::read(fd, buf.get() + size, cap - size);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) throw ShapeError(fmt::format("{}: read failed", path));
+    if (got == 0) break;
+    size += static_cast<std::size_t>(got);
   }
-  if (f.bad()) throw ShapeError(fmt::format("{}: read failed", path));
-  return parse_input(text, path);
+  return parse_text(std::string_view(buf.get(), size), path);
 }
 
 std::vector<Field> fields(const Fit& f) {
