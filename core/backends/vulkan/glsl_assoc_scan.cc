@@ -30,9 +30,13 @@ namespace {
 // xa := pa ⊕ xa, is one function called from every place. Where the budget has 2k + 1 bindings
 // (k leaves), each leaf binds its input and its output (no packing copies): mode 2 is mode 0
 // reading the inputs, for the first level; every other dispatch works in place on the outputs.
+//
+// low > 1 (many series at once, where workgroups are plentiful): every level but the top takes up
+// to `low` positions per invocation (as the top level does), so a level spans B·low positions and
+// each position goes through the workgroup-memory rounds as one of an invocation's `low`.
 template <class LeafIndex, class Combine>
 void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& out, const LeafIndex& leaf_index,
-                    const Combine& combine) {
+                    const Combine& combine, std::int64_t low = 1) {
   const bool direct = static_cast<std::int64_t>(ap.operands.size() - ap.num_consts) * 2 + 1 <= lim.max_buffers;
   const Program& b = ap.body;
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
@@ -50,8 +54,9 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
   if (W == 0 || B * W * 4 > lim.shared_bytes) return;
   const std::int64_t c_max =
       std::clamp<std::int64_t>(128 / std::max<std::int64_t>(regs, 1), 1, 4);  // elements held in registers
-  std::int64_t top = n;  // positions of the top level (strides B^L while more than a workgroup's worth)
-  while (top > B * c_max) top /= B;
+  low = std::clamp<std::int64_t>(low, 1, c_max);
+  std::int64_t top = n;  // positions of the top level (strides (B·low)^L while more than a workgroup's worth)
+  while (top > B * c_max) top /= B * low;
   const std::int64_t c_top = top > B ? (top + B - 1) / B : 1;
   std::int64_t loops = 0;
   auto render = [&](std::int64_t C) -> std::optional<Shader> {
@@ -66,7 +71,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     };
     Shader sh;
     sh.buffers = 2;
-    sh.name = C > 1 ? "associative_scan_top" : "associative_scan_blocked";
+    sh.name = C > low ? "associative_scan_top" : "associative_scan_blocked";
     sh.invocations = (n + C - 1) / C;  // the largest level; run_assoc dispatches fewer for the others
     sh.float64 = out.sh.float64;
     std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", B);
@@ -196,10 +201,12 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
       return std::nullopt;
     return sh;
   };
-  out.blocked = render(1);
+  out.blocked = render(low);
+  if (!out.blocked && low > 1) return render_blocked(ap, lim, out, leaf_index, combine, 1);  // over the loop limit
+  out.low_per_invocation = low;
   out.direct = direct;
   out.block = B;
-  if (out.blocked && c_top > 1) {
+  if (out.blocked && c_top > low) {
     out.blocked_top = render(c_top);
     if (out.blocked_top) out.top_per_invocation = c_top;
   }
@@ -364,6 +371,11 @@ LeafIndexFn leaf_index_of(const AssocProgram& ap) {
   };
 }
 
+// From this many series a blocked scan's levels take several positions per invocation: with
+// 256 series and more there are workgroups enough (at B = 1024, N = 1600 on the H200 one position
+// per invocation spent 1.03 ms per level of the gradient's transposed scan).
+constexpr std::int64_t kManySeries = 256;
+
 // A vmapped associative scan's unbatched combine as the blocked form run for every series at once:
 // series z = gl_WorkGroupID.z reads and writes its slice of the batched leaves (the batch axis
 // right after `axis`: per-series element e is batched element (e / post)·B·post + z·post + e % post)
@@ -411,8 +423,10 @@ std::optional<AssocShader> render_series_assoc(const AssocProgram& ap, const Sca
   for (const Kernel& kk : S.body.kernels) nodes.insert(nodes.end(), kk.nodes.begin(), kk.nodes.end());
   out.sh.float64 = uses_double(u.operands, DType::float32, nodes);
   if (local <= 4096)
-    render_blocked(u, lim, out, leaf_index,
-                   [&](auto rd, Shader& into, std::string& code) { return combine_code(u, lim, rd, into, code); });
+    render_blocked(
+        u, lim, out, leaf_index,
+        [&](auto rd, Shader& into, std::string& code) { return combine_code(u, lim, rd, into, code); },
+        S.size >= kManySeries ? 4 : 1);
   if (!out.blocked) {
     why = "the unbatched combine has no blocked form";
     return std::nullopt;

@@ -69,20 +69,21 @@ ScanPlan ScanRunner::plan_preencoded(const ScanProgram& sp, const std::string& n
   return {ScanPath::preencoded, fmt::format("not fused: {}; {} dispatches per step", not_fused, x->steps.size()), x};
 }
 
-std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std::int64_t B) {
+std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std::int64_t B, std::int64_t c_low) {
   std::vector<BlockedLevel> up, out;
-  for (std::int64_t s = 1; n / s > 1; s *= B) {
+  const std::int64_t F = B * c_low;  // positions of one workgroup at a level below the top
+  for (std::int64_t s = 1; n / s > 1; s *= F) {
     const std::int64_t count = n / s;
-    if (count > B && count <= B * c_top) {
+    if (count > F && count <= B * c_top) {
       up.push_back({0, s, true});
       break;
     }
     up.push_back({0, s, false});
-    if (count <= B) break;
+    if (count <= F) break;
   }
   out = up;
   for (std::size_t i = up.size(); i-- > 0;)  // levels that took more than one workgroup
-    if (!up[i].top && n / up[i].s > B) out.push_back({1, up[i].s, false});
+    if (!up[i].top && n / up[i].s > F) out.push_back({1, up[i].s, false});
   return out;
 }
 
@@ -124,17 +125,19 @@ ScanPlan ScanRunner::plan_associative_scan(const AssocProgram& ap, const ScanLim
       x->top = nullptr;
     }
   const std::int64_t c_top = x->top ? x->plan.top_per_invocation : 1;
-  if (x->blocked) x->levels = blocked_levels(x->length, c_top, x->plan.block);
+  if (x->blocked) x->levels = blocked_levels(x->length, c_top, x->plan.block, x->plan.low_per_invocation);
   const std::string series =
       x->plan.series ? fmt::format("per series ({} series, the unbatched combine): ", x->plan.series) : "";
   why = x->blocked
             ? series +
                   fmt::format(
-                      "blocked: {} dispatches (each workgroup scans {} positions in its memory, the top level {} per "
+                      "blocked: {} dispatches (each workgroup scans {} positions in its memory{}, the top level {} per "
                       "invocation, then fix-ups; "
                       "leaves {})",
-                      x->levels.size(), x->plan.block, c_top,
-                      x->plan.direct ? "bound directly" : "packed into one buffer")
+                      x->levels.size(), x->plan.block * x->plan.low_per_invocation,
+                      x->plan.low_per_invocation > 1 ? fmt::format(", {} per invocation", x->plan.low_per_invocation)
+                                                     : std::string(),
+                      c_top, x->plan.direct ? "bound directly" : "packed into one buffer")
             : fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)",
                           rounds);
   return remember(key, {ScanPath::fused, why, x});
@@ -253,7 +256,7 @@ void ScanRunner::record_blocked(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer q0
   for (std::size_t i = 0; i < levels.size(); ++i) {
     const BlockedLevel& lv = levels[i];
     const Pipeline& pipe = lv.top ? *x.top : *x.blocked;
-    const std::int64_t C = lv.top ? c_top : 1;
+    const std::int64_t C = lv.top ? c_top : p.low_per_invocation;
     rec_.barrier_for(reads, writes, b);
     const std::int32_t pc[2] = {direct && i == 0 ? 2 : lv.mode, static_cast<std::int32_t>(lv.s)};
     vkCmdPushConstants(b.cmd, pipe.layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
