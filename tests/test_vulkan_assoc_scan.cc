@@ -426,16 +426,16 @@ TEST(VulkanAssociativeScan, VmappedScansRunPerSeries) {
       V want;
       {
         // the oracle (and, under JX_DEVICE=vulkan, no compile before the jit call); 256 series:
-        // native's compiled fold, itself checked against the cpu oracle at 7 series below (the
+        // native's compiled fold, which the 7-series cases check against the cpu oracle (the
         // interpreter takes minutes over 256 series under ASan)
-        const char* ref = B > 7 ? "native" : "cpu";
-        DefaultDeviceScope scope(ref);
-        want = (B > 7 ? jit(f) : std::function<V(const Array&, const Array&, const Array&, const Array&)>(f))(
-            device_put(scale, ref), device_put(A, ref), device_put(b, ref), device_put(S, ref));
-        if (B == 7) {  // native against the oracle, at the size it checks the 256 series at
+        const bool many = B > 7;
+        DefaultDeviceScope scope(many ? "native" : "cpu");
+        const V r = on({scale, A, b, S}, many ? "native" : "cpu");
+        want = many ? jit(f)(r[0], r[1], r[2], r[3]) : f(r[0], r[1], r[2], r[3]);
+        if (!many) {
           DefaultDeviceScope nat("native");
-          const V nv = jit(f)(device_put(scale, "native"), device_put(A, "native"), device_put(b, "native"),
-                              device_put(S, "native"));
+          const V nr = on({scale, A, b, S}, "native");
+          const V nv = jit(f)(nr[0], nr[1], nr[2], nr[3]);
           for (std::size_t i = 0; i < 4; ++i)
             EXPECT_TRUE(all_close(nv[i], vals(want[i]), 2e-4, 2e-4)) << "native " << i;
         }
