@@ -2,10 +2,15 @@
 // cpu interpreter on random inputs, float64 and float32, plus the compiler, caches and pool.
 #include <bit>
 #include <filesystem>
+#include <sys/mman.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 
 #include "core/backends/backend.h"
+#include "core/backends/huge_arena.h"
 #include "core/backends/native/c_renderer.h"
 #include "core/backends/native/compiler.h"
 #include "core/instrument/instrument.h"
@@ -216,6 +221,55 @@ TEST(Native, PoolKeepsThePeakWorkingSet) {
   EXPECT_EQ(backend("native").memory().pooled_bytes, kept);
   clear_caches();
   EXPECT_EQ(backend("native").memory().pooled_bytes, 0u);
+}
+
+// The pool's large blocks (HugeArena): 64-byte aligned, disjoint, each keeping what was written
+// to it while others come and go, including a block larger than a region; a block given back
+// loses its pages (mincore) and is the next block of its size.
+TEST(HugeArena, BlocksAreAlignedDisjointAndKeepTheirContents) {
+  HugeArena arena;
+  const std::vector<std::size_t> sizes{64 << 10, 256 << 10, 100, 3 << 20, 20 << 20, 128 << 10};
+  std::vector<std::byte*> blocks;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    std::byte* p = arena.take(sizes[i]);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u);
+    std::memset(p, static_cast<int>(i + 1), sizes[i]);
+    blocks.push_back(p);
+  }
+  for (std::size_t i = 0; i < sizes.size(); ++i)
+    for (std::size_t j = 0; j < sizes.size(); ++j)
+      if (i != j) EXPECT_TRUE(blocks[i] + sizes[i] <= blocks[j] || blocks[j] + sizes[j] <= blocks[i]) << i << " " << j;
+  arena.give_back(blocks[1], sizes[1]);
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (i == 1) continue;
+    const auto expect = static_cast<std::byte>(i + 1);
+    EXPECT_EQ(blocks[i][0], expect);
+    EXPECT_EQ(blocks[i][sizes[i] - 1], expect);
+    EXPECT_EQ(std::count(blocks[i], blocks[i] + sizes[i], expect), static_cast<std::ptrdiff_t>(sizes[i])) << i;
+  }
+}
+
+TEST(HugeArena, GivenBackBlocksLoseTheirPagesAndServeTheirSize) {
+  HugeArena arena;
+  const std::size_t n = std::size_t{1} << 20;
+  std::byte* p = arena.take(n);
+  ASSERT_NE(p, nullptr);
+  std::memset(p, 7, n);
+  arena.give_back(p, n);
+  std::byte* q = arena.take(n);
+  ASSERT_NE(q, nullptr);
+  if (HugeArena::kSanitized) {  // ASan: blocks are malloc's, to keep their bounds checked
+    std::memset(q, 1, n);
+    EXPECT_EQ(q[n - 1], std::byte{1});
+    return;
+  }
+  EXPECT_EQ(q, p);
+  const long page = sysconf(_SC_PAGESIZE);
+  std::vector<unsigned char> resident(n / static_cast<std::size_t>(page));
+  ASSERT_EQ(mincore(q, n, resident.data()), 0);
+  EXPECT_EQ(std::count(resident.begin(), resident.end(), 0), static_cast<std::ptrdiff_t>(resident.size()));
+  EXPECT_EQ(std::count(q, q + n, std::byte{0}), static_cast<std::ptrdiff_t>(n));  // fresh pages read as 0
 }
 
 TEST(Native, ShapeSweepIncludingEmptyAndIntegerPrograms) {

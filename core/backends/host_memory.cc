@@ -37,9 +37,22 @@ HostMemory::HostMemory(std::string owner, bool pooled, std::size_t pool_budget, 
     : owner_(std::move(owner)), pooled_(pooled), budget_(pool_budget), idle_ms_(idle_ms) {}
 
 HostMemory::~HostMemory() {
-  for (auto& [_, s] : slots_) std::free(s.block.ptr);
-  for (auto& [_, v] : free_)
-    for (std::byte* p : v) std::free(p);
+  for (auto& [_, s] : slots_) free_block(s.block);
+  for (auto& [c, v] : free_)
+    for (std::byte* p : v) free_block({p, c});
+}
+
+// Pooled classes of kArenaClass and up live in the huge-page arena, the rest in malloc's heap.
+std::byte* HostMemory::new_block(std::size_t c) {
+  if (c >= kArenaClass) return arena_.take(c);
+  return static_cast<std::byte*>(std::aligned_alloc(64, c));
+}
+
+void HostMemory::free_block(Block b) {
+  if (pooled_ && b.capacity >= kArenaClass)
+    arena_.give_back(b.ptr, b.capacity);
+  else
+    std::free(b.ptr);
 }
 
 HostMemory::Block HostMemory::acquire(std::size_t n) {
@@ -56,7 +69,7 @@ HostMemory::Block HostMemory::acquire(std::size_t n) {
     pooled_bytes_ -= c;
     return {p, c};
   }
-  return {static_cast<std::byte*>(std::aligned_alloc(64, c)), c};
+  return {new_block(c), c};
 }
 
 void HostMemory::release(Block b) {
@@ -78,7 +91,7 @@ void HostMemory::shrink(std::size_t target) {
   if (replay::policy().identity_keyed_unbounded_cache) return;  // replay: memory is never given back
   for (auto it = free_.rbegin(); it != free_.rend() && pooled_bytes_ > target; ++it)
     while (!it->second.empty() && pooled_bytes_ > target) {
-      std::free(it->second.back());
+      free_block({it->second.back(), it->first});
       it->second.pop_back();
       pooled_bytes_ -= it->first;
     }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/backends/backend.h"
+#include "core/backends/huge_arena.h"
 
 namespace jx {
 
@@ -25,6 +26,9 @@ namespace jx {
 // another holds up to about twice its peak. Giving blocks back below that makes every call fault
 // fresh pages in (at N = 102400 the native forward-mode Kalman gradient took 1.6–2× as long,
 // with 4× the page faults). Memory stays bounded by a multiple of the peak the program reached.
+// Classes of 64 KB and up come from a HugeArena (transparent huge pages); a block given back to
+// the system there returns its pages and keeps its addresses for the arena's next block of that
+// size.
 class HostMemory {
  public:
   HostMemory(std::string owner, bool pooled, std::size_t pool_budget = std::size_t{64} << 20, int idle_ms = 1000);
@@ -59,6 +63,9 @@ class HostMemory {
   Block acquire(std::size_t bytes);
   void release(Block b);
   void shrink(std::size_t target);
+  std::byte* new_block(std::size_t capacity);
+  void free_block(Block b);
+  static constexpr std::size_t kArenaClass = std::size_t{64} << 10;
 
   std::string owner_;
   bool pooled_;
@@ -66,6 +73,7 @@ class HostMemory {
   mutable std::mutex mu_;
   std::unordered_map<SlotId, Slot> slots_;
   std::map<std::size_t, std::vector<std::byte*>> free_;  // size class -> free blocks
+  HugeArena arena_;
   std::size_t bytes_ = 0, peak_ = 0, pooled_bytes_ = 0;
   std::size_t held_ = 0, peak_held_ = 0;  // capacity of the live slots' blocks, and its maximum
   int idle_ms_;
