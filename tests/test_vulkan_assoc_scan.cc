@@ -466,3 +466,53 @@ TEST(VulkanAssociativeScan, VmappedScansRunPerSeries) {
     }
   }
 }
+
+// A leaf no series changes (A and S here, shared) is broadcast, so the scan still runs per series
+// (before, "a leaf is not batched" sent it to one combine of whole-batch elements per position);
+// the gradient's transposed scan (three leaves per element leaf, kept apart where the budget binds
+// 2·9 + 1 buffers: the "device" profile) runs per series too. Values and gradients equal the cpu
+// oracle's.
+TEST(VulkanAssociativeScan, SharedLeavesAndTheGradientRunPerSeries) {
+  using V = std::vector<Array>;
+  const std::int64_t B = 5, n = 300;
+  auto [A, b, S] = kelems(static_cast<int>(n), DType::float32);
+  Array scale = np::reshape(np::arange(0, B, 1, DType::float32) * 0.1 + 1.0, {B, 1, 1, 1});
+  Array bs = np::broadcast_to(b, {B, n, 2, 1}) * scale;  // one b per series
+  auto loss = [](const Array& theta, const Array& A, const Array& S, const Array& b) {
+    const V out = lax::associative_scan_flat(
+        [](const V& x, const V& y) {
+          Elem e = kcompose({x[0], x[1], x[2]}, {y[0], y[1], y[2]});
+          return V{std::get<0>(e), std::get<1>(e), std::get<2>(e)};
+        },
+        {A * theta, b, S}, false, 0);
+    return np::sum(out[1] * out[1]) + np::sum(out[2]);
+  };
+  auto per_series = [&](const Array& theta, const Array& A, const Array& S, const Array& b) {
+    auto [v, g] = value_and_grad(loss)(theta, A, S, b);
+    return V{v, g};
+  };
+  auto f = vmap(per_series, {std::nullopt, std::nullopt, std::nullopt, 0});
+  Array theta = np::array({0.9}, DType::float32);
+  V want;
+  {
+    DefaultDeviceScope scope("cpu");
+    const V r = on({theta, A, S, bs}, "cpu");
+    want = f(r[0], r[1], r[2], r[3]);
+  }
+  vulkan::set_limits("device");
+  const V in = on({theta, A, S, bs}, "vulkan");
+  std::vector<std::string> shaders;
+  V got;
+  {
+    trace::Subscription sub([&](const trace::Event& e) {
+      if (e.kind == trace::EventKind::compile) shaders.push_back(e.detail);
+    });
+    got = jit(f)(in[0], in[1], in[2], in[3]);
+  }
+  vulkan::set_limits("webgpu");
+  EXPECT_GE(std::count(shaders.begin(), shaders.end(), "associative_scan_series"), 2)
+      << fmt::format("{}", fmt::join(shaders, ", "));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[1].shape(), (Shape{B, 1}));
+  for (std::size_t i = 0; i < 2; ++i) EXPECT_TRUE(all_close(got[i], vals(want[i]), 2e-4, 2e-4)) << i;
+}

@@ -9,6 +9,7 @@
 // assoc_transpose.cc).
 #include <fmt/format.h>
 
+#include "core/backends/target.h"
 #include "core/transform/control.h"
 #include "core/replay/policy.h"
 #include "core/transform/control_internal.h"
@@ -256,13 +257,18 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
   // (every leaf still scans along `axis`), a batched const in front, and the body is the combine
   // vmapped over those axes. A leaf is batched when its operand is, or when the combine makes its
   // result depend on a batched value (its operand is then broadcast): a fixpoint over the leaves,
-  // reached in at most k + 1 traces of the body.
+  // reached in at most k + 1 traces of the body. Staged for a backend that runs a vmapped scan
+  // per series (BackendLimits::series_scans), every leaf is batched from the start: that form
+  // needs each series' leaves of its own, and an unbatched leaf broadcast once costs less than
+  // the scan of whole-batch elements it would otherwise take.
   const std::size_t nc = p.num_consts, k = vals.size() - nc;
   const std::int64_t ax = p.axis;
   const Jaxpr& j = assoc_body_jaxpr(p);
   const auto bin = p.body->in_avals();
+  const Target* target = staging_target();
+  const bool per_series = target && target->limits.series_scans;
   std::vector<bool> leaf(k);
-  for (std::size_t l = 0; l < k; ++l) leaf[l] = bd[nc + l].has_value();
+  for (std::size_t l = 0; l < k; ++l) leaf[l] = per_series || bd[nc + l].has_value();
   std::pair<Jaxpr, std::vector<Array>> traced;
   for (bool grew = true; grew;) {
     grew = false;
