@@ -5,6 +5,8 @@
 #include "workloads/dlm/dlm_io.h"
 #include "workloads/dlm/dlm_steps.h"
 
+#include <thread>
+
 namespace jx::dlm {
 namespace {
 
@@ -81,19 +83,27 @@ class StreamedPass {
         length_(std::min(chunk, n_)),
         y_(md.y),
         V_(md.V),
-        F_(md.F) {
+        F_(md.F),
+        forward_(forward_fn(md)),
+        backward_(backward_fn(md)) {
     for (std::int64_t t0 = 0; t0 < n_; t0 += chunk) chunks_.push_back({t0, std::min(n_, t0 + chunk)});
+  }
+  StreamedPass(const StreamedPass&) = delete;
+  StreamedPass& operator=(const StreamedPass&) = delete;
+  ~StreamedPass() {
+    if (warm_.joinable()) warm_.join();
   }
   // The initialisation pass from the model's (x0, C0): the smoothed mean of the first step and
   // 100 times its covariance (the output pass's start), nothing per step kept beyond a chunk.
   std::pair<Array, Array> first_state() {
+    warm_output_pass();
     const Fn fwd = light_forward_fn(md_);
     std::pair<Array, Array> first;
     sweep(
         fwd, fwd, 3, carry_backward_fn(md_), {md_.x0, md_.C0}, {md_.x0, md_.C0},
         [](const Chunk&, const std::vector<Array>&) {},
         [&](const Chunk& c, const std::vector<Array>& b) {
-          if (c.t0 == 0) first = {b[2], b[3]};
+          if (c.t0 == 0) first = {plain(b[2]), plain(b[3])};
         });
     return first;
   }
@@ -103,11 +113,12 @@ class StreamedPass {
     BackgroundWrites writes(out);
     out_ = &writes;
     ids_ = ids;
+    if (warm_.joinable()) warm_.join();
     const Chunk all{0, n_};
     put(y_in, all, md_.y);
     put(V_in, all, md_.V);
     sweep(
-        forward_fn(md_), states_forward_fn(md_), 5, backward_fn(md_), {}, {x1, C1},
+        forward_, states_forward_fn(md_), 5, backward_, {}, {x1, C1},
         [&](const Chunk& c, const std::vector<Array>& fo) { forward_outputs(c, fo); },
         [&](const Chunk& c, const std::vector<Array>& b) { backward_outputs(c, b); });
     writes.finish();
@@ -128,6 +139,25 @@ class StreamedPass {
       data = host ? reinterpret_cast<const double*>(host) : copy.data();
     }
   };
+
+  // The output pass's two chunk functions traced and compiled on a second thread while the
+  // initialisation pass runs (the same shapes: every chunk is `length_` steps), run once on the
+  // first chunk from (x0, C0) and the results dropped: on native that first call's tracing,
+  // lowering and loading (~5 ms of the CLI's 102400-step fit) overlaps the first pass. Native
+  // only (its memory, caches and jit are locked; a vulkan queue is not shared across threads).
+  // An error there is dropped as well: the output pass meets it again and reports it.
+  void warm_output_pass() {
+    if (md_.y.backend().info().backend != "native") return;
+    const Inputs in = inputs(0);
+    warm_ = std::thread([this, in] {
+      try {
+        std::vector<Array> b = forward_({in.y, in.V, md_.x0, md_.C0, in.F});
+        b.resize(5);
+        b.insert(b.end(), {in.y, in.V, in.F, zeros({m_}), zeros({m_, m_})});
+        (void)backward_(b);
+      } catch (...) {}
+    });
+  }
 
   // Forward over the chunks from `from`, a checkpoint per chunk, then backward, last chunk first.
   // A chunk's per-step forward results are kept while all kept ones stay under kept_forward_bytes_
@@ -208,6 +238,9 @@ class StreamedPass {
   // Observation rows: the model's one row, or a chunk of its rows per step (padded with the last
   // real row: a zero row would make the padding's F C Fᵀ zero, and its 0/0 NaN).
   Array rows(const Chunk& c) const { return md_.F.ndim() == 2 ? input(F_, c, NAN) : md_.F; }
+  // A copy of a small result as an array of its own: a jit output may be a view of a larger
+  // buffer, and a program compiled for a view input is not the one warm_output_pass compiled.
+  static Array plain(const Array& a) { return np::array(a.to_vector<double>(), a.shape(), a.dtype()); }
   Array zeros(Shape shape) const {
     std::int64_t k = 1;
     for (auto d : shape) k *= d;
@@ -241,6 +274,8 @@ class StreamedPass {
   std::vector<Inputs> kept_;
   std::vector<int> ids_;
   std::vector<double> sums_;
+  Fn forward_, backward_;  // the output pass's (warmed by warm_)
+  std::thread warm_;
 };
 
 }  // namespace

@@ -62,19 +62,25 @@ class NativeBackend final : public HostBackend {
 
   std::shared_ptr<Executable> prepare_kernel(const Kernel& k) override { return prepare_kernels({k})[0]; }
 
+  // A program's kernels compile into one object: all of them (each once) when any is not loaded
+  // yet, so the object, its source and its disk-cache name depend on the program alone, not on
+  // which kernels other programs loaded before (programs compiled in another order, or on two
+  // threads, would otherwise group their kernels differently and compile new objects).
   std::vector<std::shared_ptr<Executable>> prepare_kernels(const std::vector<Kernel>& ks) override {
     std::lock_guard lock(kmu_);
     std::vector<std::string> keys;
-    std::string source;
-    std::vector<std::pair<std::string, std::string>> pending;  // key, symbol
+    bool missing = false;
     for (const Kernel& k : ks) {
       keys.push_back(k.key());
-      if (kernels_.count(keys.back()) ||
-          std::any_of(pending.begin(), pending.end(), [&](auto& t) { return t.first == keys.back(); }))
-        continue;
-      const std::string sym = fmt::format("jx_k{:016x}", fnv1a(keys.back()));
-      source += native::render_kernel(k, sym, false, true) + "\n";
-      pending.emplace_back(keys.back(), sym);
+      missing = missing || !kernels_.count(keys.back());
+    }
+    std::string source;
+    std::vector<std::pair<std::string, std::string>> pending;  // key, symbol
+    for (std::size_t i = 0; missing && i < ks.size(); ++i) {
+      if (std::any_of(pending.begin(), pending.end(), [&](auto& t) { return t.first == keys[i]; })) continue;
+      const std::string sym = fmt::format("jx_k{:016x}", fnv1a(keys[i]));
+      source += native::render_kernel(ks[i], sym, false, true) + "\n";
+      pending.emplace_back(keys[i], sym);
     }
     if (!pending.empty()) {
       source = native::c_prelude() + "\n" + source;
@@ -84,8 +90,9 @@ class NativeBackend final : public HostBackend {
       debug_log(1, fmt::format("native: {} kernels {} in {:.1f} ms ({})", pending.size(),
                                r.from_disk ? "loaded" : "compiled", r.ms, r.path));
       trim_unused(kernels_);
-      for (auto& [key, sym] : pending)
-        kernels_[key] = std::make_shared<NativeKernel>(r.lib, reinterpret_cast<KernelFn>(r.lib->symbol(sym)));
+      for (auto& [key, sym] : pending)  // a kernel loaded before keeps its executable
+        if (!kernels_.count(key))
+          kernels_[key] = std::make_shared<NativeKernel>(r.lib, reinterpret_cast<KernelFn>(r.lib->symbol(sym)));
     }
     std::vector<std::shared_ptr<Executable>> out;
     for (auto& k : keys) out.push_back(kernels_.at(k));
