@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <set>
 #include <cstring>
 #include <fstream>
 
@@ -183,6 +185,33 @@ TEST(Native, ProgramsCompileOnceAndLoadFromDiskAfterClearingCaches) {
   ASSERT_GE(compiles.size(), 1u);
   EXPECT_EQ(compiles.back(), "disk cache");
   EXPECT_TRUE(all_close(y, {std::tanh(0.5) * 3 + 2, std::tanh(1.5) * 3 + 2}, 1e-14, 1e-14));
+}
+
+// Two programs sharing a kernel (the sum) load the same objects in either order: a program's
+// object holds all its kernels, not only those another program did not load before (the
+// constant is new each run, so the disk cache cannot hold objects of an earlier run).
+TEST(Native, KernelObjectsDependOnTheProgramNotTheOrder) {
+  DefaultDeviceScope native("native");
+  const double c = 1.0 + ::testing::UnitTest::GetInstance()->random_seed() * 1e-6 +
+                   static_cast<double>(std::chrono::steady_clock::now().time_since_epoch().count() % 1000003) * 1e-13;
+  auto a = [c](const Array& x) { return np::sum(np::exp(x * c)) * x; };
+  auto b = [c](const Array& x) { return np::sum(np::exp(x * c)) + x; };
+  Array x = np::array({0.5, 1.5, 2.5}, DType::float64);
+  auto objects = [] {
+    std::set<std::string> r;
+    for (const auto& e : std::filesystem::directory_iterator(native::cache_dir()))
+      if (e.path().extension() == ".so") r.insert(e.path().filename().string());
+    return r;
+  };
+  clear_caches();
+  const std::set<std::string> before = objects();
+  const double ya = jit(a)(x).to_vector<double>()[0], yb = jit(b)(x).to_vector<double>()[0];
+  const std::set<std::string> after_ab = objects();
+  EXPECT_GE(after_ab.size(), before.size() + 2);  // each program's object
+  clear_caches();
+  EXPECT_EQ(jit(b)(x).to_vector<double>()[0], yb);
+  EXPECT_EQ(jit(a)(x).to_vector<double>()[0], ya);
+  EXPECT_EQ(objects(), after_ab);  // b then a: no new object
 }
 
 TEST(Native, PoolReusesAndReturnsMemory) {
