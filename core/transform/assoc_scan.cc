@@ -250,6 +250,8 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
   return {y, ty};
 }
 
+constexpr std::int64_t kSeriesBroadcastBytes = std::int64_t{256} << 20;
+
 std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
     const std::vector<Array>& vals, const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
     const PrimParams& p) {
@@ -260,13 +262,17 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
   // reached in at most k + 1 traces of the body. Staged for a backend that runs a vmapped scan
   // per series (BackendLimits::series_scans), every leaf is batched from the start: that form
   // needs each series' leaves of its own, and an unbatched leaf broadcast once costs less than
-  // the scan of whole-batch elements it would otherwise take.
+  // the scan of whole-batch elements it would otherwise take; but not where the broadcasts would
+  // take more than kSeriesBroadcastBytes (a leaf shared by 1024 series, made 1024 copies).
   const std::size_t nc = p.num_consts, k = vals.size() - nc;
   const std::int64_t ax = p.axis;
   const Jaxpr& j = assoc_body_jaxpr(p);
   const auto bin = p.body->in_avals();
   const Target* target = staging_target();
-  const bool per_series = target && target->limits.series_scans;
+  std::int64_t broadcast_bytes = 0;
+  for (std::size_t l = 0; l < k; ++l)
+    if (!bd[nc + l]) broadcast_bytes += static_cast<std::int64_t>(vals[nc + l].aval().bytes()) * size;
+  const bool per_series = target && target->limits.series_scans && broadcast_bytes <= kSeriesBroadcastBytes;
   std::vector<bool> leaf(k);
   for (std::size_t l = 0; l < k; ++l) leaf[l] = per_series || bd[nc + l].has_value();
   std::pair<Jaxpr, std::vector<Array>> traced;

@@ -145,7 +145,8 @@ class StreamedPass {
   // first chunk from (x0, C0) and the results dropped: on native that first call's tracing,
   // lowering and loading (~5 ms of the CLI's 102400-step fit) overlaps the first pass. Native
   // only (its memory, caches and jit are locked; a vulkan queue is not shared across threads).
-  // An error there is dropped as well: the output pass meets it again and reports it.
+  // An error there is dropped as well: the output pass meets it again and reports it. Its trace
+  // events (compiles, dispatches) are emitted on that thread.
   void warm_output_pass() {
     if (md_.y.backend().info().backend != "native") return;
     const Inputs in = inputs(0);
