@@ -471,7 +471,7 @@ TEST(VulkanAssociativeScan, VmappedScansRunPerSeries) {
 // (before, "a leaf is not batched" sent it to one combine of whole-batch elements per position);
 // the gradient's transposed scan (three leaves per element leaf, kept apart where the budget binds
 // 2·9 + 1 buffers: the "device" profile) runs per series too. Values and gradients equal the cpu
-// oracle's.
+// oracle's, and equal them too where the broadcasts would pass JX_SERIES_BROADCAST_MAX.
 TEST(VulkanAssociativeScan, SharedLeavesAndTheGradientRunPerSeries) {
   using V = std::vector<Array>;
   const std::int64_t B = 5, n = 300;
@@ -509,10 +509,27 @@ TEST(VulkanAssociativeScan, SharedLeavesAndTheGradientRunPerSeries) {
     });
     got = jit(f)(in[0], in[1], in[2], in[3]);
   }
-  vulkan::set_limits("webgpu");
   EXPECT_GE(std::count(shaders.begin(), shaders.end(), "associative_scan_series"), 2)
       << fmt::format("{}", fmt::join(shaders, ", "));
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[1].shape(), (Shape{B, 1}));
   for (std::size_t i = 0; i < 2; ++i) EXPECT_TRUE(all_close(got[i], vals(want[i]), 2e-4, 2e-4)) << i;
+  {  // broadcasts over the bound (1 KiB here, 256 MiB by default): the shared leaves stay shared,
+     // and the scans combine whole-batch elements, with the same values
+    ScopedEnv small("JX_SERIES_BROADCAST_MAX", "1024");
+    clear_caches();
+    std::vector<std::string> batched_shaders;
+    trace::Subscription sub([&](const trace::Event& e) {
+      if (e.kind == trace::EventKind::compile) batched_shaders.push_back(e.detail);
+    });
+    const V b = jit(f)(in[0], in[1], in[2], in[3]);
+    const auto scans = std::count_if(batched_shaders.begin(), batched_shaders.end(),
+                                     [](const std::string& d) { return d.rfind("associative_scan", 0) == 0; });
+    EXPECT_GE(scans, 2) << fmt::format("{}", fmt::join(batched_shaders, ", "));
+    EXPECT_EQ(std::count(batched_shaders.begin(), batched_shaders.end(), "associative_scan_series"), 0)
+        << fmt::format("{}", fmt::join(batched_shaders, ", "));
+    for (std::size_t i = 0; i < 2; ++i) EXPECT_TRUE(all_close(b[i], vals(want[i]), 2e-4, 2e-4)) << i;
+  }
+  clear_caches();
+  vulkan::set_limits("webgpu");
 }

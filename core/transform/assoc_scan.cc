@@ -9,6 +9,8 @@
 // assoc_transpose.cc).
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "core/backends/target.h"
 #include "core/transform/control.h"
 #include "core/replay/policy.h"
@@ -250,7 +252,12 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
   return {y, ty};
 }
 
-constexpr std::int64_t kSeriesBroadcastBytes = std::int64_t{256} << 20;
+// The most bytes of broadcasts that batch a vmapped scan's shared leaves for a per-series
+// backend: 256 MiB, or JX_SERIES_BROADCAST_MAX (read at each trace; tests set it small).
+std::int64_t series_broadcast_max() {
+  const char* e = std::getenv("JX_SERIES_BROADCAST_MAX");
+  return e && *e ? std::atoll(e) : std::int64_t{256} << 20;
+}
 
 std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
     const std::vector<Array>& vals, const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,
@@ -263,7 +270,7 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
   // per series (BackendLimits::series_scans), every leaf is batched from the start: that form
   // needs each series' leaves of its own, and an unbatched leaf broadcast once costs less than
   // the scan of whole-batch elements it would otherwise take; but not where the broadcasts would
-  // take more than kSeriesBroadcastBytes (a leaf shared by 1024 series, made 1024 copies).
+  // take more than series_broadcast_max() (a large leaf shared by 1024 series, made 1024 copies).
   const std::size_t nc = p.num_consts, k = vals.size() - nc;
   const std::int64_t ax = p.axis;
   const Jaxpr& j = assoc_body_jaxpr(p);
@@ -272,7 +279,7 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
   std::int64_t broadcast_bytes = 0;
   for (std::size_t l = 0; l < k; ++l)
     if (!bd[nc + l]) broadcast_bytes += static_cast<std::int64_t>(vals[nc + l].aval().bytes()) * size;
-  const bool per_series = target && target->limits.series_scans && broadcast_bytes <= kSeriesBroadcastBytes;
+  const bool per_series = target && target->limits.series_scans && broadcast_bytes <= series_broadcast_max();
   std::vector<bool> leaf(k);
   for (std::size_t l = 0; l < k; ++l) leaf[l] = per_series || bd[nc + l].has_value();
   std::pair<Jaxpr, std::vector<Array>> traced;
