@@ -84,18 +84,20 @@ struct TripleLayout {
   }
 };
 
+// The backend a scan over x runs on: the staged target's, else the first concrete element's,
+// else the default one.
+const Backend& backend_of(const std::vector<Array>& x) {
+  if (const Target* t = staging_target(); t && t->backend) return *t->backend;
+  for (const Array& a : x)
+    if (!a.is_tracer()) return a.backend();
+  return default_backend();
+}
+
 // Whether one kernel may bind `buffers`: under the budget of the target being staged, else
-// (eager) of the backend holding x (else the default one).
+// (eager) of the backend the scan runs on.
 bool binds_all(std::int64_t buffers, const std::vector<Array>& x) {
-  int budget = 0;
-  if (const Target* t = staging_target()) {
-    budget = t->budget;
-  } else {
-    const Backend* b = &default_backend();
-    for (const Array& a : x)
-      if (!a.is_tracer()) b = &a.backend();
-    budget = b->info().limits.max_buffers_per_kernel;
-  }
+  const Target* t = staging_target();
+  const int budget = t ? t->budget : backend_of(x).info().limits.max_buffers_per_kernel;
   return budget <= 0 || buffers <= budget;
 }
 
@@ -107,11 +109,7 @@ bool binds_all(std::int64_t buffers, const std::vector<Array>& x) {
 
 AssocGradForm assoc_grad_form(const std::vector<Array>& x) {
   const Target* t = staging_target();
-  const Backend* b = t ? t->backend : nullptr;
-  for (const Array& a : x)
-    if (!b && !a.is_tracer()) b = &a.backend();
-  if (!b) b = &default_backend();
-  if ((t ? t->limits : b->info().limits).launch_bound) return AssocGradForm::pairs;
+  if ((t ? t->limits : backend_of(x).info().limits).launch_bound) return AssocGradForm::pairs;
   // a compiled loop binds all its operands at once: under a buffer budget, the recursion's kernels
   return t && t->budget > 0 ? AssocGradForm::recursion : AssocGradForm::fold;
 }

@@ -7,10 +7,7 @@
 #include <string_view>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
-#include <memory>
 #include <simdjson.h>
-#include <sstream>
 #include <thread>
 #include <cerrno>
 #include <fcntl.h>
