@@ -113,7 +113,8 @@ TEST(VulkanLinalg, LuOutputsFromAFusedBody) {
 // The DLM combine at m > 2: inv inside an associative-scan combine. Every path (blocked where
 // elements fit, else cooperative on a GPU and Kogge-Stone on llvmpipe; the cooperative form also
 // forced, its LUs run by the whole workgroup) keeps the scan on the device: no host routine, and
-// at most 12 dispatches.
+// at most 12 dispatches. The cooperative form also on matrices with their rows reversed, whose
+// LUs exchange rows at every other pivot.
 TEST(VulkanLinalg, InverseInAnAssociativeCombineStaysOnTheDevice) {
   using E = std::vector<Array>;
   // (M, v) is the map x ↦ M⁻¹ x + v; a then b: (M_a M_b, M_b⁻¹ v_a + v_b)
@@ -122,13 +123,18 @@ TEST(VulkanLinalg, InverseInAnAssociativeCombineStaysOnTheDevice) {
   };
   for (DType d : {DType::float32, DType::float64}) {
     for (std::int64_t m : {3, 13}) {
-      for (const char* form : {"auto", "coop"}) {
-        const jxt::ScopedEnv forced("JX_VK_ASSOC", form);
+      for (const std::string form : {"auto", "coop", "coop-pivots"}) {
+        const bool pivots = form == "coop-pivots";
+        const jxt::ScopedEnv forced("JX_VK_ASSOC", pivots ? "coop" : form.c_str());
         clear_caches();  // plans are made at compile time
         for (std::int64_t n : {7, 300}) {
           const Array G = np::eye(m, {}, 0, d) + general(m, d) * (0.005 / static_cast<double>(m));
           Array Ms = np::broadcast_to(G, {n, m, m}) +
                      np::reshape(np::sin(np::arange(0, n, 1, d)), {n, 1, 1}) * 0.01 * np::eye(m, {}, 0, d);
+          if (pivots) {
+            const Array i = lax::iota(DType::int32, {m, m}, 0), j = lax::iota(DType::int32, {m, m}, 1);
+            Ms = np::einsum("ij,njk->nik", np::astype(np::equal(i + j, m - 1), d), Ms);  // rows reversed
+          }
           Array vs = np::cos(np::reshape(np::arange(0, n * m, 1, d), {n, m}));
           const E want = lax::associative_scan(compose, E{Ms, vs});
           auto v = on({Ms, vs}, "vulkan");

@@ -126,8 +126,12 @@ std::string lu_code(const MatrixCode& c, const LoadFn& load, const InPlace& F, c
 struct Together {
   std::int64_t wg;
   std::string barrier;
+  std::int64_t lane0 = 0;  // where count fits in wg − lane0 invocations: t = lid − lane0 on those
   // body for t = lid, lid + wg, ... < count (an int expression), t_ in scope
   std::string strided(const std::string& count, const std::string& body) const {
+    if (lane0 > 0)
+      return fmt::format("if (lid >= {0}) for (int t_ = lid - {0}; t_ < {1}; t_ += {2}) {{\n{3}}}\n", lane0, count, wg,
+                         body);
     return fmt::format("for (int t_ = lid; t_ < {}; t_ += {}) {{\n{}}}\n", count, wg, body);
   }
 };
@@ -150,43 +154,57 @@ std::string cholesky_together(const MatrixCode& c, const LoadFn& load, const InP
   return s + w.barrier + "}\n";
 }
 
+// One elimination step per barrier: pivot c_ reads the matrix from one buffer and writes the
+// exchanged, eliminated matrix to the other (the factors' and the permutation's own storage, used
+// in turn), so no invocation writes what another reads in the same step. Entry (r, j) of the
+// result, with v the pivot row and s(r) the row that the exchange of rows c and v brings to r:
+//   r ≤ c or j < c or a zero pivot: X[s(r)][j];   r > c, j = c: X[s(r)][c] / d;
+//   r > c, j > c: X[s(r)][j] − (X[s(r)][c] / d) X[v][j],   d = X[v][c];
+// the same operations as lu_code. The input starts in the buffer that makes the last step
+// write the factors; the permutation is written after it.
 std::string lu_together(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P,
                         const StoreAtFn& store, const std::string& mat, const Together& w) {
   const std::int64_t n = c.n;
   auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
+  const InPlace& first = n % 2 == 0 ? F : P;
+  const InPlace& second = n % 2 == 0 ? P : F;
+  auto step = [&](const InPlace& X, const InPlace& Y, int k) {
+    std::string s = fmt::format("{{\n  const int k_ = c_ + {};\n  int v_ = k_;\n", k);
+    s += fmt::format("  {} b_ = abs({});\n", c.t, X.get(f("k_", "k_")));
+    s += fmt::format("  for (int r_ = k_ + 1; r_ < {}; ++r_) {{\n    const {} a_ = abs({});\n", n, c.t,
+                     X.get(f("r_", "k_")));
+    s += "    if (a_ > b_) {\n      b_ = a_;\n      v_ = r_;\n    }\n  }\n";
+    s += "  if (v_ != k_) {\n    int w_ = p_[k_]; p_[k_] = p_[v_]; p_[v_] = w_;\n    det_ = -det_;\n  }\n";
+    s += fmt::format("  const {} d_ = {};\n", c.t, X.get(f("v_", "k_")));
+    std::string e = fmt::format("const int r_ = t_ / {0}, j_ = t_ % {0};\n", n);
+    e += "const int s_ = r_ == k_ ? v_ : r_ == v_ ? k_ : r_;\n";
+    e += fmt::format("{} x_ = {};\n", c.t, X.get(f("s_", "j_")));
+    e += fmt::format("if (r_ > k_ && j_ >= k_ && d_ != {}(0))\n", c.t);
+    e += fmt::format("  x_ = j_ == k_ ? x_ / d_ : x_ - ({} / d_) * {};\n", X.get(f("s_", "k_")), X.get(f("v_", "j_")));
+    s += w.strided(std::to_string(n * n), e + Y.set("t_", "x_"));
+    return s + "}\n" + w.barrier;
+  };
   std::string s = fmt::format("int p_[{}];\n{} det_ = {}(1);\n", n, c.t, c.t);
-  s += w.strided(std::to_string(n * n), F.set("t_", load(0, "ma_ + t_"))) + w.barrier;
+  s += w.strided(std::to_string(n * n), first.set("t_", load(0, "ma_ + t_"))) + w.barrier;
   s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) p_[q_] = q_;\n", n);
-  s += fmt::format("for (int c_ = 0; c_ < {}; ++c_) {{\n  int v_ = c_;\n", n);
-  s += fmt::format("  for (int r_ = c_ + 1; r_ < {}; ++r_) if (abs({}) > abs({})) v_ = r_;\n", n, F.get(f("r_", "c_")),
-                   F.get(f("v_", "c_")));
-  s += w.barrier + "  if (v_ != c_) {\n";
-  s += w.strided(std::to_string(n), fmt::format("const {} w_ = {};\n", c.t, F.get(f("c_", "t_"))) +
-                                        F.set(f("c_", "t_"), F.get(f("v_", "t_"))) + F.set(f("v_", "t_"), "w_"));
-  s += "    int w_ = p_[c_]; p_[c_] = p_[v_]; p_[v_] = w_;\n    det_ = -det_;\n  }\n" + w.barrier;
-  s += fmt::format("  const {} d_ = {};\n  if (d_ != {}(0)) {{\n", c.t, F.get(fmt::format("c_ * {}", n + 1)), c.t);
-  s += fmt::format("  const int w_ = {} - 1 - c_;\n", n);  // the trailing block is w_ × w_
-  s += w.strided("w_ * w_", "const int r_ = c_ + 1 + t_ / w_, j_ = c_ + 1 + t_ % w_;\n" +
-                                F.set(f("r_", "j_"), fmt::format("{} - ({} / d_) * {}", F.get(f("r_", "j_")),
-                                                                 F.get(f("r_", "c_")), F.get(f("c_", "j_")))));
-  s += w.barrier +
-       w.strided("w_", "const int r_ = c_ + 1 + t_;\n" + F.set(f("r_", "c_"), F.get(f("r_", "c_")) + " / d_"));
-  s += "  }\n" + w.barrier + "}\n";
+  s += fmt::format("for (int c_ = 0; c_ < {}; c_ += 2) {{\n", n) + step(first, second, 0);
+  s += fmt::format("if (c_ + 1 < {}) ", n) + step(second, first, 1) + "}\n";
   s += w.strided(std::to_string(n * n), P.set("t_", fmt::format("p_[t_ % {0}] == t_ / {0} ? {1}(1) : {1}(0)", n, c.t)));
   return s + "if (lid == 0) {\n" + store(2, mat, "det_") + "}\n";
 }
 
 }  // namespace
 
-std::string linalg_workgroup_code(const Op& op, std::int64_t wg, const std::string& barrier, bool f64_math, Shader& sh,
-                                  const LoadFn& load, const LoadFn& load_out, const StoreAtFn& store_at,
-                                  std::int64_t& iterations) {
+std::string linalg_workgroup_code(const Op& op, std::int64_t wg, std::int64_t lane0, const std::string& barrier,
+                                  bool f64_math, Shader& sh, const LoadFn& load, const LoadFn& load_out,
+                                  const StoreAtFn& store_at, std::int64_t& iterations) {
   const MatrixCode c = types_of(op, f64_math, sh);
   const std::int64_t n = c.n, mats = linalg_matrices(op);
   auto strides = [&](std::int64_t m) { return (m + wg - 1) / wg; };
-  const Together w{wg, barrier};
+  Together w{wg, barrier};
   if (op.prim == Prim::triangular_solve) {  // an invocation per (matrix, right-hand side)
     const std::int64_t k = rhs_columns(op), nk = n * k;
+    if (lane0 + mats * k <= wg) w.lane0 = lane0;
     iterations += strides(mats * k) * (1 + n * (n + 1));
     std::string body =
         fmt::format("const int m_ = t_ / {0}, c_ = t_ % {0};\nconst int ma_ = m_ * {1};\nconst int mb_ = m_ * {2};\n",
@@ -203,7 +221,7 @@ std::string linalg_workgroup_code(const Op& op, std::int64_t wg, const std::stri
   } else if (op.prim == Prim::lu) {
     s += lu_together(c, load, InPlace{load_out, store_at, 0, "ma_"}, InPlace{load_out, store_at, 1, "ma_"}, store_at,
                      "mat_", w);
-    iterations += mats * (3 * strides(n * n) + 2 * n + n * (n + strides(n) + strides(n * n) + strides(n)));
+    iterations += mats * (2 * strides(n * n) + n + n * (n + strides(n * n)));
   } else {
     throw Error(fmt::format("linalg_workgroup_code: {} is not a linear-algebra routine", prim_name(op.prim)));
   }

@@ -37,11 +37,13 @@ std::string linalg_matrix_code(const Op& op, const std::string& mat, bool f64_ma
 
 // The same run by a whole workgroup together: all its `wg` invocations reach this code in uniform
 // control flow (`lid` their index), `barrier` is the code of one barrier. triangular_solve takes
-// an invocation per (matrix, right-hand side); lu and cholesky take the matrices in turn, each
-// elimination step's rows strided over the workgroup, a barrier between steps: the per-matrix
+// an invocation per (matrix, right-hand side), from invocation lane0 where they fit after it (no
+// barrier of its own: it can run beside other steps); lu and cholesky take the matrices in turn,
+// each elimination step strided over the workgroup, a barrier between steps: the per-matrix
 // code's operations in its order (bit for bit its results), at a workgroup's parallelism. Adds
 // the loop iterations one invocation runs to `iterations`.
-std::string linalg_workgroup_code(const Op& op, std::int64_t wg, const std::string& barrier, bool f64_math, Shader& sh,
+std::string linalg_workgroup_code(const Op& op, std::int64_t wg, std::int64_t lane0, const std::string& barrier,
+                                  bool f64_math, Shader& sh,
                                   const std::function<std::string(int, const std::string&)>& load,
                                   const std::function<std::string(int, const std::string&)>& load_out,
                                   const StoreAtFn& store_at, std::int64_t& iterations);

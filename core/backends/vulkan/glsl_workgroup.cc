@@ -30,13 +30,15 @@ std::string write_loc(const Loc& l, int buffer, const std::string& i, const std:
   return swrite(l.aval.dtype, std::to_string(l.base), i, v);
 }
 
-std::string strided_loop(std::int64_t n, const std::string& body, bool single, std::int64_t wg) {
+std::string strided_loop(std::int64_t n, const std::string& body, bool single, std::int64_t wg, std::int64_t lane0) {
   if (n == 0) return "";
   if (single) {  // unrolled: constant indices, and no loop for llvmpipe's limiter to count
     std::string u;
     for (std::int64_t e = 0; e < n; ++e) u += fmt::format("{{\nconst int e = {};\n{}}}\n", e, body);
     return u;
   }
+  if (lane0 > 0 && lane0 + n <= wg)
+    return fmt::format("if (lid >= {0} && lid < {1}) {{\nconst int e = lid - {0};\n{2}}}\n", lane0, lane0 + n, body);
   if (n <= wg) return fmt::format("if (lid < {}) {{\nconst int e = lid;\n{}}}\n", n, body);
   return fmt::format("for (int e = lid; e < {}; e += {}) {{\n{}}}\n", n, wg, body);
 }
@@ -48,10 +50,26 @@ std::int64_t loop_iterations(std::int64_t n, bool single, std::int64_t wg) {
 
 namespace {
 
-// One step's code, strided over the workgroup; adds the loop iterations it costs to `it`.
+// The invocations a step needs when it runs in one pass without barriers of its own (so that it
+// can share the workgroup with the other steps between two barriers); 0 when it needs them all.
+std::int64_t step_lanes(const Program& b, const Step& st, const std::vector<Loc>& loc, bool single, std::int64_t wg) {
+  if (single) return 0;
+  std::int64_t n = loc[st.out[0]].aval.size();
+  if (st.kind == Step::Kind::routine) {
+    const Op& op = b.routines[st.index];
+    if (op.prim != Prim::triangular_solve && is_linalg(op.prim)) return 0;  // barriers of its own
+    if (op.prim == Prim::triangular_solve)
+      n = linalg_matrices(op) *
+          (op.in[1].size() / std::max<std::int64_t>(linalg_matrices(op) * op.in[0].shape.back(), 1));
+  }
+  return n > 0 && n <= wg ? n : 0;
+}
+
+// One step's code, strided over the workgroup from invocation lane0 (a step that fits in the
+// invocations from lane0 on; else from 0); adds the loop iterations it costs to `it`.
 std::string step_code(const Program& b, const Step& st, const std::vector<Loc>& loc, bool single, std::int64_t wg,
-                      const std::string& barrier, bool f64_math, Shader& sh, std::int64_t& it) {
-  auto strided = [&](std::int64_t m, const std::string& body) { return strided_loop(m, body, single, wg); };
+                      std::int64_t lane0, const std::string& barrier, bool f64_math, Shader& sh, std::int64_t& it) {
+  auto strided = [&](std::int64_t m, const std::string& body) { return strided_loop(m, body, single, wg, lane0); };
   auto strided_iterations = [&](std::int64_t m) { return loop_iterations(m, single, wg); };
   const Loc& lo = loc[st.out[0]];
   auto load = [&](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); };
@@ -72,7 +90,7 @@ std::string step_code(const Program& b, const Step& st, const std::vector<Loc>& 
     // fewer matrices than invocations: the workgroup works on each together (right-hand sides,
     // elimination rows in parallel), else an invocation per matrix
     if (!single && (op.prim == Prim::triangular_solve || mats < wg))
-      return linalg_workgroup_code(op, wg, barrier, f64_math, sh, load, load_out, store_at, it);
+      return linalg_workgroup_code(op, wg, lane0, barrier, f64_math, sh, load, load_out, store_at, it);
     it += strided_iterations(mats) + std::max<std::int64_t>(1, strided_iterations(mats)) * linalg_iterations(op);
     return "{\n" + strided(mats, linalg_matrix_code(op, "e", f64_math, sh, load, load_out, store_at)) + "}\n";
   }
@@ -88,6 +106,7 @@ WorkgroupSteps workgroup_steps(const Program& b, const std::vector<Loc>& loc, bo
                                const std::string& barrier, bool f64_math, Shader& sh) {
   WorkgroupSteps out;
   std::set<int> written, read;  // buffers since the last barrier
+  std::int64_t lane = 0;        // invocations taken by the steps since the last barrier
   for (const Step& st : b.steps) {
     if (st.kind == Step::Kind::free) continue;
     bool need = false;
@@ -98,10 +117,17 @@ WorkgroupSteps workgroup_steps(const Program& b, const std::vector<Loc>& loc, bo
       ++out.barriers;
       written.clear();
       read.clear();
+      lane = 0;
     }
     for (int i : st.in) read.insert(i);
     written.insert(st.out.begin(), st.out.end());
-    out.code += step_code(b, st, loc, single, wg, barrier, f64_math, sh, out.iterations);
+    // independent steps between two barriers run side by side on disjoint invocations, from a
+    // warp boundary (32) where they fit
+    const std::int64_t lanes = step_lanes(b, st, loc, single, wg);
+    std::int64_t lane0 = (lane + 31) / 32 * 32;
+    if (lanes == 0 || lane0 + lanes > wg) lane0 = lanes && lane + lanes <= wg ? lane : 0;
+    lane = lanes ? lane0 + lanes : wg;
+    out.code += step_code(b, st, loc, single, wg, lane0, barrier, f64_math, sh, out.iterations);
   }
   return out;
 }

@@ -35,8 +35,10 @@ std::string read_loc(const Loc& l, int buffer, const std::string& i);
 std::string write_loc(const Loc& l, int buffer, const std::string& i, const std::string& v);
 
 // Invocations of one workgroup of `wg` striding over n elements (no loop when one pass
-// suffices); in single mode invocation 0 alone runs every element (the others have returned).
-std::string strided_loop(std::int64_t n, const std::string& body, bool single, std::int64_t wg = kWorkgroup);
+// suffices; invocations lane0 .. lane0 + n − 1 where n fits from lane0); in single mode invocation
+// 0 alone runs every element (the others have returned).
+std::string strided_loop(std::int64_t n, const std::string& body, bool single, std::int64_t wg = kWorkgroup,
+                         std::int64_t lane0 = 0);
 std::int64_t loop_iterations(std::int64_t n, bool single, std::int64_t wg = kWorkgroup);
 
 struct WorkgroupSteps {
