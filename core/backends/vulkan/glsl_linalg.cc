@@ -124,15 +124,16 @@ std::string lu_code(const MatrixCode& c, const LoadFn& load, const InPlace& F, c
 // decisions (the pivot, the diagonal) are computed by all from the same workgroup-visible values,
 // so they agree, and each write is one invocation's. Same operations in the same order as above.
 struct Together {
-  std::int64_t wg;
+  std::int64_t wg;  // the invocations that stride (the workgroup, or its part for one matrix)
   std::string barrier;
-  std::int64_t lane0 = 0;  // where count fits in wg − lane0 invocations: t = lid − lane0 on those
-  // body for t = lid, lid + wg, ... < count (an int expression), t_ in scope
+  std::int64_t lane0 = 0;    // where count fits in wg − lane0 invocations: t = lid − lane0 on those
+  std::string lane = "lid";  // this invocation's index among the wg
+  // body for t = lane, lane + wg, ... < count (an int expression), t_ in scope
   std::string strided(const std::string& count, const std::string& body) const {
     if (lane0 > 0)
-      return fmt::format("if (lid >= {0}) for (int t_ = lid - {0}; t_ < {1}; t_ += {2}) {{\n{3}}}\n", lane0, count, wg,
-                         body);
-    return fmt::format("for (int t_ = lid; t_ < {}; t_ += {}) {{\n{}}}\n", count, wg, body);
+      return fmt::format("if ({0} >= {1}) for (int t_ = {0} - {1}; t_ < {2}; t_ += {3}) {{\n{4}}}\n", lane, lane0,
+                         count, wg, body);
+    return fmt::format("for (int t_ = {}; t_ < {}; t_ += {}) {{\n{}}}\n", lane, count, wg, body);
   }
 };
 
@@ -162,18 +163,37 @@ std::string cholesky_together(const MatrixCode& c, const LoadFn& load, const InP
 //   r > c, j > c: X[s(r)][j] − (X[s(r)][c] / d) X[v][j],   d = X[v][c];
 // the same operations as lu_code. The input starts in the buffer that makes the last step
 // write the factors; the permutation is written after it.
-std::string lu_together(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P,
-                        const StoreAtFn& store, const std::string& mat, const Together& w) {
-  const std::int64_t n = c.n;
+// Several independent matrices of one size and type (jobs) are factored at once: the workgroup
+// splits into equal parts, part g_ works on job g_, and all share the barriers.
+struct LuJob {
+  MatrixCode c;
+  const LoadFn& load;
+  InPlace F, P;
+  const StoreAtFn& store;
+  std::string mat;
+};
+
+std::string lu_together(const std::vector<LuJob>& jobs, const Together& all) {
+  const std::int64_t n = jobs[0].c.n, q = static_cast<std::int64_t>(jobs.size());
+  Together w = all;
+  if (q > 1) w.wg = all.wg / q, w.lane = "gq_";
   auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
-  const InPlace& first = n % 2 == 0 ? F : P;
-  const InPlace& second = n % 2 == 0 ? P : F;
-  auto step = [&](const InPlace& X, const InPlace& Y, int k) {
-    std::string s = fmt::format("{{\n  const int k_ = c_ + {};\n  int v_ = k_;\n", k);
-    s += fmt::format("  {} b_ = abs({});\n", c.t, X.get(f("k_", "k_")));
-    s += fmt::format("  for (int r_ = k_ + 1; r_ < {}; ++r_) {{\n    const {} a_ = abs({});\n", n, c.t,
-                     X.get(f("r_", "k_")));
-    s += "    if (a_ > b_) {\n      b_ = a_;\n      v_ = r_;\n    }\n  }\n";
+  auto each = [&](const std::function<std::string(const LuJob&)>& code) {
+    if (q == 1) return code(jobs[0]);
+    std::string s;
+    for (std::int64_t g = 0; g < q; ++g)
+      s += fmt::format("{}if (g_ == {}) {{\n", g ? "else " : "", g) + code(jobs[g]) + "}";
+    return s + "\n";
+  };
+  auto first = [&](const LuJob& j) -> const InPlace& { return n % 2 == 0 ? j.F : j.P; };
+  auto second = [&](const LuJob& j) -> const InPlace& { return n % 2 == 0 ? j.P : j.F; };
+  auto step = [&](const LuJob& jb, const InPlace& X, const InPlace& Y) {
+    const MatrixCode& c = jb.c;
+    // the pivot search: every row's |X[r][k]| loaded (independent loads), rows above k ignored
+    std::string s = fmt::format("  int v_ = k_;\n  {} b_ = abs({});\n", c.t, X.get(f("k_", "k_")));
+    s +=
+        fmt::format("  for (int r_ = 1; r_ < {}; ++r_) {{\n    const {} a_ = abs({});\n", n, c.t, X.get(f("r_", "k_")));
+    s += "    if (r_ > k_ && a_ > b_) {\n      b_ = a_;\n      v_ = r_;\n    }\n  }\n";
     s += "  if (v_ != k_) {\n    int w_ = p_[k_]; p_[k_] = p_[v_]; p_[v_] = w_;\n    det_ = -det_;\n  }\n";
     s += fmt::format("  const {} d_ = {};\n", c.t, X.get(f("v_", "k_")));
     std::string e = fmt::format("const int r_ = t_ / {0}, j_ = t_ % {0};\n", n);
@@ -181,16 +201,23 @@ std::string lu_together(const MatrixCode& c, const LoadFn& load, const InPlace& 
     e += fmt::format("{} x_ = {};\n", c.t, X.get(f("s_", "j_")));
     e += fmt::format("if (r_ > k_ && j_ >= k_ && d_ != {}(0))\n", c.t);
     e += fmt::format("  x_ = j_ == k_ ? x_ / d_ : x_ - ({} / d_) * {};\n", X.get(f("s_", "k_")), X.get(f("v_", "j_")));
-    s += w.strided(std::to_string(n * n), e + Y.set("t_", "x_"));
-    return s + "}\n" + w.barrier;
+    return s + w.strided(std::to_string(n * n), e + Y.set("t_", "x_"));
   };
-  std::string s = fmt::format("int p_[{}];\n{} det_ = {}(1);\n", n, c.t, c.t);
-  s += w.strided(std::to_string(n * n), first.set("t_", load(0, "ma_ + t_"))) + w.barrier;
-  s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) p_[q_] = q_;\n", n);
-  s += fmt::format("for (int c_ = 0; c_ < {}; c_ += 2) {{\n", n) + step(first, second, 0);
-  s += fmt::format("if (c_ + 1 < {}) ", n) + step(second, first, 1) + "}\n";
-  s += w.strided(std::to_string(n * n), P.set("t_", fmt::format("p_[t_ % {0}] == t_ / {0} ? {1}(1) : {1}(0)", n, c.t)));
-  return s + "if (lid == 0) {\n" + store(2, mat, "det_") + "}\n";
+  const MatrixCode& c0 = jobs[0].c;
+  std::string s = q > 1 ? fmt::format("const int g_ = lid / {0}, gq_ = lid - g_ * {0};\n", w.wg) : "";
+  s += fmt::format("int p_[{}];\n{} det_ = {}(1);\n", n, c0.t, c0.t);
+  s +=
+      each([&](const LuJob& j) { return w.strided(std::to_string(n * n), first(j).set("t_", j.load(0, "ma_ + t_"))); });
+  s += all.barrier + fmt::format("for (int q_ = 0; q_ < {}; ++q_) p_[q_] = q_;\n", n);
+  s += fmt::format("for (int c_ = 0; c_ < {}; c_ += 2) {{\n{{\nconst int k_ = c_;\n", n);
+  s += each([&](const LuJob& j) { return step(j, first(j), second(j)); }) + "}\n" + all.barrier;
+  s += fmt::format("if (c_ + 1 < {}) {{\nconst int k_ = c_ + 1;\n", n);
+  s += each([&](const LuJob& j) { return step(j, second(j), first(j)); }) + "}\n" + all.barrier + "}\n";
+  return s + each([&](const LuJob& j) {
+           return w.strided(std::to_string(n * n),
+                            j.P.set("t_", fmt::format("p_[t_ % {0}] == t_ / {0} ? {1}(1) : {1}(0)", n, j.c.t))) +
+                  "if (" + w.lane + " == 0) {\n" + j.store(2, j.mat, "det_") + "}\n";
+         });
 }
 
 }  // namespace
@@ -219,13 +246,30 @@ std::string linalg_workgroup_code(const Op& op, std::int64_t wg, std::int64_t la
     s += cholesky_together(c, load, InPlace{load_out, store_at, 0, "ma_"}, w);
     iterations += mats * (strides(n * n) + n * (n + strides(n) * (1 + n)));
   } else if (op.prim == Prim::lu) {
-    s += lu_together(c, load, InPlace{load_out, store_at, 0, "ma_"}, InPlace{load_out, store_at, 1, "ma_"}, store_at,
-                     "mat_", w);
+    s += lu_together({LuJob{c, load, InPlace{load_out, store_at, 0, "ma_"}, InPlace{load_out, store_at, 1, "ma_"},
+                            store_at, "mat_"}},
+                     w);
     iterations += mats * (2 * strides(n * n) + n + n * (n + strides(n * n)));
   } else {
     throw Error(fmt::format("linalg_workgroup_code: {} is not a linear-algebra routine", prim_name(op.prim)));
   }
   return "{\n" + s + "}\n}\n";
+}
+
+std::string lu_workgroup_code(const std::vector<LinalgIo>& jobs, std::int64_t wg, const std::string& barrier,
+                              bool f64_math, Shader& sh, std::int64_t& iterations) {
+  std::vector<LuJob> lu;
+  for (const LinalgIo& j : jobs) {
+    if (j.op.prim != Prim::lu || linalg_matrices(j.op) != 1 ||
+        j.op.in[0].shape.back() != jobs[0].op.in[0].shape.back() || j.op.in[0].dtype != jobs[0].op.in[0].dtype)
+      throw Error("lu_workgroup_code: the jobs are not single lu matrices of one size and type");
+    lu.push_back(LuJob{types_of(j.op, f64_math, sh), j.load, InPlace{j.load_out, j.store_at, 0, "ma_"},
+                       InPlace{j.load_out, j.store_at, 1, "ma_"}, j.store_at, "0"});
+  }
+  const std::int64_t n = lu[0].c.n, part = wg / static_cast<std::int64_t>(jobs.size());
+  const std::int64_t strides = (n * n + part - 1) / part;
+  iterations += 2 * strides + n + n * (n + strides);
+  return "{\nconst int ma_ = 0;\n" + lu_together(lu, Together{wg, barrier}) + "}\n";
 }
 
 bool is_linalg(Prim p) { return p == Prim::cholesky || p == Prim::triangular_solve || p == Prim::lu; }

@@ -14,6 +14,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/backends/vulkan/glsl_renderer.h"
 
@@ -47,6 +48,16 @@ std::string linalg_workgroup_code(const Op& op, std::int64_t wg, std::int64_t la
                                   const std::function<std::string(int, const std::string&)>& load,
                                   const std::function<std::string(int, const std::string&)>& load_out,
                                   const StoreAtFn& store_at, std::int64_t& iterations);
+
+// lu of independent single matrices of one size and type at once (steps between the same two
+// barriers): the workgroup splits into equal parts, one per matrix, which share the barriers.
+struct LinalgIo {
+  const Op& op;
+  std::function<std::string(int, const std::string&)> load, load_out;
+  StoreAtFn store_at;
+};
+std::string lu_workgroup_code(const std::vector<LinalgIo>& jobs, std::int64_t wg, const std::string& barrier,
+                              bool f64_math, Shader& sh, std::int64_t& iterations);
 
 // A top-level routine as its own shader, one invocation per matrix (inputs at bindings 0..,
 // outputs after them); nullopt where it cannot (not floating point, over the buffer budget).

@@ -100,34 +100,85 @@ std::string step_code(const Program& b, const Step& st, const std::vector<Loc>& 
   return "{\n" + strided(m, routine_element_code(op, "e", sh, load, store)) + "}\n";
 }
 
+// lu steps of single matrices that can be factored together (same size and type).
+bool together_lu(const Program& b, const Step& st, bool single) {
+  return !single && st.kind == Step::Kind::routine && b.routines[st.index].prim == Prim::lu &&
+         linalg_matrices(b.routines[st.index]) == 1;
+}
+
+LinalgIo step_io(const Program& b, const Step& st, const std::vector<Loc>& loc) {
+  return LinalgIo{b.routines[st.index],
+                  [&st, &loc](int in, const std::string& off) { return read_loc(loc[st.in[in]], st.in[in], off); },
+                  [&st, &loc](int o, const std::string& off) { return read_loc(loc[st.out[o]], st.out[o], off); },
+                  [&st, &loc](int o, const std::string& off, const std::string& v) {
+                    return write_loc(loc[st.out[o]], st.out[o], off, v);
+                  }};
+}
+
+// The steps between two barriers (independent of each other): lu steps of one size factored at
+// once; steps without barriers of their own side by side on disjoint invocations, from a warp
+// boundary (32) where they fit.
+std::string region_code(const Program& b, const std::vector<const Step*>& steps, const std::vector<Loc>& loc,
+                        bool single, std::int64_t wg, const std::string& barrier, bool f64_math, Shader& sh,
+                        std::int64_t& it) {
+  std::string code;
+  std::vector<bool> done(steps.size());
+  std::int64_t lane = 0;  // invocations taken so far
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    if (done[i]) continue;
+    const Step& st = *steps[i];
+    if (together_lu(b, st, single)) {
+      const Op& op = b.routines[st.index];
+      std::vector<LinalgIo> jobs{step_io(b, st, loc)};
+      for (std::size_t j = i + 1; j < steps.size() && static_cast<std::int64_t>(jobs.size()) < wg / 32; ++j) {
+        const Step& o = *steps[j];
+        if (done[j] || !together_lu(b, o, single)) continue;
+        const Op& p = b.routines[o.index];
+        if (p.in[0].shape.back() != op.in[0].shape.back() || p.in[0].dtype != op.in[0].dtype) continue;
+        jobs.push_back(step_io(b, o, loc));
+        done[j] = true;
+      }
+      if (jobs.size() > 1) {
+        code += lu_workgroup_code(jobs, wg, barrier, f64_math, sh, it);
+        lane = wg;
+        continue;
+      }
+    }
+    const std::int64_t lanes = step_lanes(b, st, loc, single, wg);
+    std::int64_t lane0 = (lane + 31) / 32 * 32;
+    if (lanes == 0 || lane0 + lanes > wg) lane0 = lanes && lane + lanes <= wg ? lane : 0;
+    lane = lanes ? lane0 + lanes : wg;
+    code += step_code(b, st, loc, single, wg, lane0, barrier, f64_math, sh, it);
+  }
+  return code;
+}
+
 }  // namespace
 
 WorkgroupSteps workgroup_steps(const Program& b, const std::vector<Loc>& loc, bool single, std::int64_t wg,
                                const std::string& barrier, bool f64_math, Shader& sh) {
-  WorkgroupSteps out;
+  // regions: a step that reads or writes what an earlier step of the region writes, or writes
+  // what it reads, starts a new one after a barrier
+  std::vector<std::vector<const Step*>> regions(1);
   std::set<int> written, read;  // buffers since the last barrier
-  std::int64_t lane = 0;        // invocations taken by the steps since the last barrier
   for (const Step& st : b.steps) {
     if (st.kind == Step::Kind::free) continue;
     bool need = false;
     for (int o : st.out) need = need || written.count(o) || read.count(o);
     for (int i : st.in) need = need || written.count(i);
     if (need) {
-      out.code += barrier;
-      ++out.barriers;
+      regions.emplace_back();
       written.clear();
       read.clear();
-      lane = 0;
     }
     for (int i : st.in) read.insert(i);
     written.insert(st.out.begin(), st.out.end());
-    // independent steps between two barriers run side by side on disjoint invocations, from a
-    // warp boundary (32) where they fit
-    const std::int64_t lanes = step_lanes(b, st, loc, single, wg);
-    std::int64_t lane0 = (lane + 31) / 32 * 32;
-    if (lanes == 0 || lane0 + lanes > wg) lane0 = lanes && lane + lanes <= wg ? lane : 0;
-    lane = lanes ? lane0 + lanes : wg;
-    out.code += step_code(b, st, loc, single, wg, lane0, barrier, f64_math, sh, out.iterations);
+    regions.back().push_back(&st);
+  }
+  WorkgroupSteps out;
+  for (std::size_t r = 0; r < regions.size(); ++r) {
+    if (r) out.code += barrier, ++out.barriers;
+    out.code += region_code(b, regions[r], loc, single, wg, barrier, f64_math, sh, out.iterations);
   }
   return out;
 }
