@@ -158,8 +158,9 @@ def assoc_filter(y, V, x0, G, F, W, C0):
         Ai, bi, Ci, ei, Ji = i
         Aj, bj, Cj, ej, Jj = j
         Ik = jnp.eye(m, dtype=DT)
-        AjM = Aj @ inv(Ik + Ci @ Jj)
-        AiTN = mT(Ai) @ inv(Ik + Jj @ Ci)
+        M = inv(Ik + Ci @ Jj)  # C, J symmetric: (I + Jj Ci)^-1 = M^T, so Ai^T N = (M Ai)^T
+        AjM = Aj @ M
+        AiTN = mT(M @ Ai)
         return (AjM @ Ai, mv(AjM, bi + mv(Ci, ej)) + bj, AjM @ Ci @ mT(Aj) + Cj,
                 mv(AiTN, ej - mv(Jj, bi)) + ei, AiTN @ Jj @ Ai + Ji)
 

@@ -80,15 +80,18 @@ AssocFilter assoc_filter(const Array& y, const Array& V, const Array& x0, const 
   // (A_i, b_i, C_i, η_i, J_i) earlier ⊕ (A_j, b_j, C_j, η_j, J_j) later, with
   // M = (I + C_i J_j)⁻¹ and N = (I + J_j C_i)⁻¹:
   //   A = A_j M A_i, b = A_j M (b_i + C_i η_j) + b_j, C = A_j M C_i A_jᵀ + C_j,
-  //   η = A_iᵀ N (η_j - J_j b_i) + η_i, J = A_iᵀ N J_j A_i + J_i
+  //   η = A_iᵀ N (η_j - J_j b_i) + η_i, J = A_iᵀ N J_j A_i + J_i.
+  // C and J are symmetric, so N = ((I + C_i J_j)ᵀ)⁻¹ = Mᵀ and A_iᵀ N = (M A_i)ᵀ: one inverse per
+  // combine (the m × m LU and its solves were most of a combine's work at m ≥ 8).
   using E = std::vector<Array>;
   auto compose = [](const E& i, const E& j) {
     const Array &Ai = i[0], &bi = i[1], &Ci = i[2], &ei = i[3], &Ji = i[4];
     const Array &Aj = j[0], &bj = j[1], &Cj = j[2], &ej = j[3], &Jj = j[4];
     const std::int64_t k = Ai.shape()[0], mm = Ai.shape()[1];
     Array Ik = batch(np::eye(mm, {}, 0, Ai.dtype()), k);
-    Array AjM = np::matmul(Aj, inv(Ik + np::matmul(Ci, Jj)));
-    Array AiTN = np::matmul(mT(Ai), inv(Ik + np::matmul(Jj, Ci)));
+    Array M = inv(Ik + np::matmul(Ci, Jj));
+    Array AjM = np::matmul(Aj, M);
+    Array AiTN = mT(np::matmul(M, Ai));
     return E{np::matmul(AjM, Ai), mv(AjM, bi + mv(Ci, ej)) + bj, np::matmul(np::matmul(AjM, Ci), mT(Aj)) + Cj,
              mv(AiTN, ej - mv(Jj, bi)) + ei, np::matmul(np::matmul(AiTN, Jj), Ai) + Ji};
   };
