@@ -461,13 +461,11 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
   if (ks && form != "coop" && form != "ks")
     render_blocked(ap, lim, out, leaf_index,
                    [&](auto rd, Shader& into, std::string& code) { return combine_code(ap, lim, rd, into, code); });
-  // a combine with linear algebra, blocked in fewer than 128 positions per workgroup, runs
-  // cooperatively: on the H100 at m = 8 (32-64 positions) the DLM filter's scan took 25.9 ms
-  // blocked and 7.5 ms cooperative at N = 102400; at m = 2 (256 positions) 0.18 against 0.50 ms
-  bool linalg = false;
-  for (const Step& st : b.steps)
-    linalg = linalg || (st.kind == Step::Kind::routine && is_linalg(b.routines[st.index].prim));
-  const bool small_blocks = out.blocked && form == "auto" && linalg && out.block < 128 && !lim.costly_barriers;
+  // a combine blocked in fewer than 128 positions per workgroup (large elements: matrices of
+  // m ≥ 8) runs cooperatively: on the H100 at m = 8 (32-64 positions) the DLM filter's scan took
+  // 25.9 ms blocked and 7.5 ms cooperative at N = 102400; at m = 2 (256 positions) 0.18 against
+  // 0.50 ms
+  const bool small_blocks = out.blocked && form == "auto" && out.block < 128 && !lim.costly_barriers;
   // llvmpipe: the cooperative form only where neither per-invocation form runs (a DLM gradient's
   // exact Hessian took 246 s cooperatively there, its barriers coroutine switches, against seconds
   // with Kogge-Stone)

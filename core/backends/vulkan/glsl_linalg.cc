@@ -317,7 +317,9 @@ std::optional<Shader> render_linalg_routine(const Op& op, bool f64_math, int max
   Shader sh;
   sh.name = std::string(prim_name(op.prim));
   sh.buffers = nin + nout;
-  sh.invocations = linalg_matrices(op);
+  // triangular_solve: an invocation per (matrix, right-hand side), whose columns are independent
+  const bool columns = op.prim == Prim::triangular_solve;
+  sh.invocations = linalg_matrices(op) * (columns ? rhs_columns(op) : 1);
   sh.float64 = d == DType::float64;
   std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
   for (int i = 0; i < nin; ++i)
@@ -326,12 +328,22 @@ std::optional<Shader> render_linalg_routine(const Op& op, bool f64_math, int max
   for (int o = 0; o < nout; ++o)
     s += fmt::format("layout(std430, set = 0, binding = {0}) buffer O{1} {{ {2} d[]; }} out{1};\n", nin + o, o,
                      gtype(op.out[o].dtype));
-  std::string body = linalg_matrix_code(
-      op, "gi", f64_math, sh, [](int b, const std::string& off) { return fmt::format("in{}.d[{}]", b, off); },
-      [](int o, const std::string& off) { return fmt::format("out{}.d[{}]", o, off); },
-      [](int o, const std::string& off, const std::string& v) {
-        return fmt::format("out{}.d[{}] = {};\n", o, off, v);
-      });
+  const LoadFn load = [](int b, const std::string& off) { return fmt::format("in{}.d[{}]", b, off); };
+  const LoadFn load_out = [](int o, const std::string& off) { return fmt::format("out{}.d[{}]", o, off); };
+  const StoreAtFn store_at = [](int o, const std::string& off, const std::string& v) {
+    return fmt::format("out{}.d[{}] = {};\n", o, off, v);
+  };
+  std::string body;
+  if (columns) {
+    const MatrixCode c = types_of(op, f64_math, sh);
+    const std::int64_t k = rhs_columns(op);
+    body = fmt::format(
+               "{{\nconst int c_ = gi % {0};\nconst int ma_ = (gi / {0}) * {1};\nconst int mb_ = (gi / {0}) * {2};\n",
+               k, c.n * c.n, c.n * k) +
+           triangular_column_code(op, c, load, InPlace{load_out, store_at, 0, "mb_"}) + "}\n";
+  } else {
+    body = linalg_matrix_code(op, "gi", f64_math, sh, load, load_out, store_at);
+  }
   s += prelude(sh.float64 || f64_math, f64_math);
   s += fmt::format(
       "void main() {{\n  const int gi = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + "
