@@ -461,11 +461,16 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
   if (ks && form != "coop" && form != "ks")
     render_blocked(ap, lim, out, leaf_index,
                    [&](auto rd, Shader& into, std::string& code) { return combine_code(ap, lim, rd, into, code); });
-  // a combine blocked in fewer than 128 positions per workgroup (large elements: matrices of
-  // m ≥ 8) runs cooperatively: on the H100 at m = 8 (32-64 positions) the DLM filter's scan took
-  // 25.9 ms blocked and 7.5 ms cooperative at N = 102400; at m = 2 (256 positions) 0.18 against
-  // 0.50 ms
-  const bool small_blocks = out.blocked && form == "auto" && out.block < 128 && !lim.costly_barriers;
+  // a combine with linear algebra or contractions (matmuls), blocked in fewer than 128
+  // positions per workgroup (large elements: matrices of m ≥ 8), runs cooperatively: on the H100
+  // at m = 8 (32-64 positions) the DLM filter's scan took 25.9 ms blocked and 7.5 ms cooperative
+  // at N = 102400, the H200's smoother scan at m = 13 22.3 against ~6 ms; at m = 2 (256
+  // positions) 0.18 against 0.50 ms. Elementwise combines stay blocked.
+  bool heavy = false;
+  for (const Step& st : b.steps)
+    heavy = heavy || (st.kind == Step::Kind::routine && is_linalg(b.routines[st.index].prim)) ||
+            (st.kind == Step::Kind::kernel && !b.kernels[st.index].reduce_axes.empty());
+  const bool small_blocks = out.blocked && form == "auto" && heavy && out.block < 128 && !lim.costly_barriers;
   // llvmpipe: the cooperative form only where neither per-invocation form runs (a DLM gradient's
   // exact Hessian took 246 s cooperatively there, its barriers coroutine switches, against seconds
   // with Kogge-Stone)
