@@ -158,6 +158,42 @@ TEST(VulkanLinalg, InverseInAnAssociativeCombineStaysOnTheDevice) {
   }
 }
 
+// Two independent inverses of one size in a combine: the cooperative form factors their LUs at
+// once, the workgroup split between them (one matrix exchanging rows at every other pivot, the
+// other at none), each part's permutation and factors its own.
+TEST(VulkanLinalg, TwoInversesInACooperativeCombineFactorTogether) {
+  using E = std::vector<Array>;
+  // two maps x ↦ M⁻¹ x + v and x ↦ N⁻¹ x + w composed side by side
+  auto compose = [](const E& a, const E& b) {
+    auto mv = [](const Array& A, const Array& x) { return np::einsum("nij,nj->ni", A, x); };
+    return E{np::matmul(a[0], b[0]), mv(np::linalg::inv(b[0]), a[1]) + b[1], np::matmul(a[2], b[2]),
+             mv(np::linalg::inv(b[2]), a[3]) + b[3]};
+  };
+  const jxt::ScopedEnv forced("JX_VK_ASSOC", "coop");
+  clear_caches();  // plans are made at compile time
+  // m = 6, 7: 64 invocations (two parts of 32); an even and an odd number of pivots (the buffers
+  // used in turn)
+  for (auto [d, m] : {std::pair{DType::float32, std::int64_t{6}}, std::pair{DType::float64, std::int64_t{7}}}) {
+    const std::int64_t n = 40;  // 16 positions per workgroup in turn: two levels and their fix-ups
+    const Array G = np::eye(m, {}, 0, d) + general(m, d) * (0.005 / static_cast<double>(m));
+    const Array Ms = np::broadcast_to(G, {n, m, m}) +
+                     np::reshape(np::sin(np::arange(0, n, 1, d)), {n, 1, 1}) * 0.01 * np::eye(m, {}, 0, d);
+    const Array i = lax::iota(DType::int32, {m, m}, 0), j = lax::iota(DType::int32, {m, m}, 1);
+    const Array Ns = np::einsum("ij,njk->nik", np::astype(np::equal(i + j, m - 1), d), Ms);  // rows reversed
+    const Array vs = np::cos(np::reshape(np::arange(0, n * m, 1, d), {n, m}));
+    const E in{Ms, vs, Ns, vs * 0.5};
+    const E want = lax::associative_scan(compose, in);
+    auto v = on(in, "vulkan");
+    auto js = jit([&](const E& x) { return lax::associative_scan(compose, x); });
+    const Counts k = counted([&] { (void)js(v); });
+    EXPECT_EQ(k.k.host_routines, 0u) << "m " << m;
+    const E got = js(v);
+    const double tol = d == DType::float64 ? 1e-9 : 2e-3;
+    for (std::size_t o = 0; o < want.size(); ++o)
+      EXPECT_TRUE(all_close(got[o], vals(want[o]), tol, tol)) << dtype_name(d) << " m " << m << " output " << o;
+  }
+}
+
 // Where the oracle raises (a matrix that is not positive definite), the shader cannot: inside a
 // fused scan cholesky gives NaN, as JAX does on a GPU. A single matrix at top level runs the
 // oracle's routine, so the error stays the oracle's.
