@@ -23,7 +23,7 @@ Array where_rows(const Array& mask, const Array& a, const Array& b) {
 }
 
 // Batched inverse [k,m,m]. m = 2 in closed form (adjugate / determinant: elementwise, so the
-// compose stays one fused shader on GPU backends); larger m through LU (a host routine there).
+// compose stays one fused shader on GPU backends); larger m through LU (GLSL in the combine there).
 Array inv(const Array& a) {
   if (a.shape().back() != 2) return np::linalg::inv(a);
   Shape lead(a.shape().begin(), a.shape().end() - 2);

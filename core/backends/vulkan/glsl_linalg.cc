@@ -82,12 +82,6 @@ std::string triangular_column_code(const Op& op, const MatrixCode& c, const Load
   return s + "    " + X.set(at("i_"), fmt::format("{}(v_)", c.t)) + "  }\n";
 }
 
-// Right-hand sides per matrix of a triangular_solve.
-std::int64_t rhs_columns(const Op& op) {
-  const std::int64_t n = op.in[0].shape.back();
-  return op.in[1].size() / std::max<std::int64_t>(linalg_matrices(op) * n, 1);
-}
-
 std::string triangular_solve_code(const Op& op, const MatrixCode& c, const LoadFn& load, const InPlace& X) {
   return fmt::format("for (int c_ = 0; c_ < {}; ++c_) {{\n", rhs_columns(op)) + triangular_column_code(op, c, load, X) +
          "}\n";
@@ -279,10 +273,15 @@ std::int64_t linalg_matrices(const Op& op) {
   return n ? op.in[0].size() / (n * n) : numel(Shape(op.in[0].shape.begin(), op.in[0].shape.end() - 2));
 }
 
+std::int64_t rhs_columns(const Op& op) {
+  const std::int64_t n = op.in[0].shape.back();
+  return op.in[1].size() / std::max<std::int64_t>(linalg_matrices(op) * n, 1);
+}
+
 std::int64_t linalg_iterations(const Op& op) {
   const std::int64_t n = op.in[0].shape.back();
   if (op.prim == Prim::triangular_solve) {
-    const std::int64_t k = op.in[1].size() / std::max<std::int64_t>(linalg_matrices(op) * n, 1);
+    const std::int64_t k = rhs_columns(op);
     return k * n * (n + 1) + op.in[1].size() / std::max<std::int64_t>(linalg_matrices(op), 1);
   }
   return n * n * n / 2 + 3 * n * n + n;  // the eliminations, loads and stores

@@ -24,6 +24,8 @@ bool is_linalg(Prim p);  // cholesky, triangular_solve, lu
 
 // The matrices of the batch (the invocations a routine step is strided over).
 std::int64_t linalg_matrices(const Op& op);
+// Right-hand sides per matrix of a triangular_solve.
+std::int64_t rhs_columns(const Op& op);
 // Loop iterations one matrix costs an invocation (the driver's watchdog budget counts them).
 std::int64_t linalg_iterations(const Op& op);
 

@@ -58,9 +58,7 @@ std::int64_t step_lanes(const Program& b, const Step& st, const std::vector<Loc>
   if (st.kind == Step::Kind::routine) {
     const Op& op = b.routines[st.index];
     if (op.prim != Prim::triangular_solve && is_linalg(op.prim)) return 0;  // barriers of its own
-    if (op.prim == Prim::triangular_solve)
-      n = linalg_matrices(op) *
-          (op.in[1].size() / std::max<std::int64_t>(linalg_matrices(op) * op.in[0].shape.back(), 1));
+    if (op.prim == Prim::triangular_solve) n = linalg_matrices(op) * rhs_columns(op);
   }
   return n > 0 && n <= wg ? n : 0;
 }
