@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <span>
 
 #include "core/backends/backend.h"
@@ -123,7 +124,7 @@ std::pair<Array, Array> system_matrices(const Options& o, DType d) {
 std::vector<Array> filter(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F,
                           const Array& W, const Array& C0, Algorithm alg) {
   if (alg == Algorithm::assoc) return assoc_outputs(detail::assoc_filter(y, V, x0, G, F, W, C0), y, V, x0, G, F, C0);
-  return detail::filter_scan(y, V, x0, G, F, W, C0, true);
+  return detail::filter_scan(y, V, x0, G, F, W, C0);
 }
 
 namespace detail {
@@ -165,7 +166,7 @@ OutputTerms output_terms(const Array& y, const Array& obs, const Array& Fx, cons
 }
 
 std::vector<Array> filter_scan(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F,
-                               const Array& W, const Array& C0, bool states) {
+                               const Array& W, const Array& C0) {
   const DType d = y.dtype();
   Array obs = np::logical_not(np::isnan(y));
   Array obsf = np::astype(obs, d);
@@ -173,8 +174,7 @@ std::vector<Array> filter_scan(const Array& y, const Array& V, const Array& x0, 
   auto fstep = [&](const FC& c, const std::vector<Array>& in) {
     const Array& Ft = in.size() > 3 ? in[3] : F;  // this step's observation row
     KalmanStep k = kalman_step(c, in[0], in[1], in[2], Ft, G, W);
-    return std::pair{
-        k.next, states ? std::vector<Array>{c.first, c.second, k.v, k.Cp, k.K} : std::vector<Array>{k.v, k.Cp, k.K}};
+    return std::pair{k.next, std::vector<Array>{c.first, c.second, k.v, k.Cp, k.K}};
   };
   std::vector<Array> xs{yz, V, obsf};
   if (F.ndim() == 2) xs.push_back(F);
@@ -207,6 +207,36 @@ std::vector<Array> filter_scan_outputs(const Array& y, const Array& V, const Arr
   ys.insert(ys.begin() + 5, {last.first.first, last.first.second});
   ys.push_back(last.second);
   return ys;
+}
+
+// The backward recursion unrolled: with P_t = L₁ᵀ⋯L_{t−1}ᵀ (P₁ = I), r₀ = Σ_t P_t Fᵀ v_t/Cp_t and
+// N₀ = Σ_t (P_t Fᵀ)(P_t Fᵀ)ᵀ/Cp_t over observed steps, so both add up going forward with the
+// filter (the fixed-point smoother of the first step). P decays where the filter forgets its
+// start; its entries below the dtype's smallest normal number are flushed to zero (as FTZ
+// hardware would: a term they would add is below the last bit of any (r, N) past ~1e-290 in
+// float64), so P reaches exactly zero, stays there, and no later step changes (r, N).
+std::vector<Array> first_state_scan(const Array& y, const Array& V, const Array& G, const Array& F, const Array& W,
+                                    const std::vector<Array>& carry) {
+  const DType d = y.dtype();
+  Array obs = np::logical_not(np::isnan(y));
+  Array obsf = np::astype(obs, d);
+  Array yz = np::where(obs, y, 0.0);
+  const double tiny = d == DType::float32 ? std::numeric_limits<float>::min() : std::numeric_limits<double>::min();
+  auto fstep = [&](const std::vector<Array>& c, const std::vector<Array>& in) {
+    const Array& Ft = in.size() > 3 ? in[3] : F;
+    const Array &P = c[2], &ot = in[2];
+    KalmanStep k = kalman_step({c[0], c[1]}, in[0], in[1], ot, Ft, G, W);
+    Array u = np::matmul(P, Ft);  // P Fᵀ
+    Array L = G - outer(k.K, Ft);
+    Array PL = np::matmul(P, np::transpose(L));
+    return std::pair{
+        std::vector<Array>{k.next.first, k.next.second, np::where(np::less(np::abs(PL), np::scalar(tiny, d)), 0.0, PL),
+                           c[3] + u * (ot * k.v / k.Cp), c[4] + outer(u, u) * (ot / k.Cp)},
+        std::vector<Array>{}};
+  };
+  std::vector<Array> xs{yz, V, obsf};
+  if (F.ndim() == 2) xs.push_back(F);
+  return lax::scan(fstep, carry, xs).first;
 }
 }  // namespace detail
 
@@ -396,17 +426,6 @@ Smoothed rn_smoother(const std::vector<Array>& fo, const Array& obsf, const Arra
   return r;
 }
 
-std::pair<Array, Array> rn_carry(const std::vector<Array>& vck, const Array& obsf, const Array& G, const Array& F,
-                                 const Array& r0, const Array& N0) {
-  auto bstep = [&](const RN& rn, const std::vector<Array>& in) {
-    const Array& Ft = in.size() > 4 ? in[4] : F;
-    return std::pair{rn_step(rn, G, Ft, in[0], in[1], in[2], in[3]), std::vector<Array>{}};
-  };
-  std::vector<Array> xs{vck[0], vck[1], vck[2], obsf};
-  if (F.ndim() == 2) xs.push_back(F);
-  return lax::scan(bstep, RN{r0, N0}, xs, {.reverse = true}).first;
-}
-
 std::pair<Array, Array> smoothed_first(const Array& x0, const Array& C0, const Array& r, const Array& N) {
   return smoothed(x0, C0, {r, N});
 }
@@ -428,12 +447,30 @@ std::pair<Array, Array> smoother_outputs(const Array& Cs, const Array& V, const 
 
 }  // namespace detail
 
+namespace {
+// dlmfit's first pass: the smoothed first state from (x0, C0), and 100 times its covariance (the
+// second pass's start). The assoc algorithm takes it from its parallel smoother; the scan
+// algorithm from the fixed-point smoother of the first step, one forward scan (the streamed fit's
+// first pass too).
+std::pair<Array, Array> first_pass(const detail::Model& md, Algorithm alg) {
+  if (alg == Algorithm::assoc) {
+    Fit first = smooth(md.y, md.V, md.x0, md.G, md.F, md.W, md.C0, alg);
+    return {np::index(first.x, {np::Slice{}, std::int64_t{0}}),
+            np::index(first.C, {np::Slice{}, np::Slice{}, std::int64_t{0}}) * 100.0};
+  }
+  const std::int64_t m = md.G.shape()[0];
+  const DType d = md.y.dtype();
+  const std::vector<Array> c = detail::first_state_scan(
+      md.y, md.V, md.G, md.F, md.W, {md.x0, md.C0, np::identity(m, d), np::zeros({m}, d), np::zeros({m, m}, d)});
+  auto [x1, C1] = detail::smoothed_first(md.x0, md.C0, c[3], c[4]);
+  return {x1, C1 * 100.0};
+}
+}  // namespace
+
 Fit fit(const Array& y0, const Array& s, const std::vector<double>& w, const Options& o,
         const std::optional<Array>& X) {
   const detail::Model md = detail::model(y0, s, w, o, X);
-  Fit first = smooth(md.y, md.V, md.x0, md.G, md.F, md.W, md.C0, o.algorithm);
-  Array x1 = np::index(first.x, {np::Slice{}, std::int64_t{0}});
-  Array C1 = np::index(first.C, {np::Slice{}, np::Slice{}, std::int64_t{0}}) * 100.0;
+  auto [x1, C1] = first_pass(md, o.algorithm);
   Fit out = smooth(md.y, md.V, x1, md.G, md.F, md.W, C1, o.algorithm);
   if (md.X) {
     out.F = md.F0;

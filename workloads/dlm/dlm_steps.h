@@ -29,10 +29,10 @@ struct Smoothed {
 Smoothed rn_smoother(const std::vector<Array>& fo, const Array& obsf, const Array& G, const Array& F, const Array& r0,
                      const Array& N0, const std::optional<Array>& V = std::nullopt);
 
-// The prediction-form Kalman filter as a scan: per step (x, C, v, Cp, K) with states, else
-// (v, Cp, K) only; then the prediction after the last step (x, C).
+// The prediction-form Kalman filter as a scan: per step (x, C, v, Cp, K), then the prediction
+// after the last step (x, C).
 std::vector<Array> filter_scan(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F,
-                               const Array& W, const Array& C0, bool states);
+                               const Array& W, const Array& C0);
 // The filter's per-step outputs, elementwise over any shape (the whole series, or one step inside
 // a scan) from y (NaN where missing), obs = y observed, F x, v, Cp and V: yhat = F x,
 // resid0 = y − yhat, resid = resid0 / V, v and resid2 = v / √Cp (NaN where missing), and the
@@ -43,17 +43,19 @@ struct OutputTerms {
 };
 OutputTerms output_terms(const Array& y, const Array& obs, const Array& Fx, const Array& v, const Array& Cp,
                          const Array& V);
-// filter_scan with states and the outputs computed inside the loop (no pass over the series
+// filter_scan with the outputs computed inside the loop (no pass over the series
 // afterwards): per step (x, C, v, Cp, K), the prediction after the last step (x, C), per step
 // (yhat, resid0, resid, v NaN where missing, resid2), then the summary's sums [5] (added in step
 // order).
 std::vector<Array> filter_scan_outputs(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F,
                                        const Array& W, const Array& C0);
 
-// The r/N recursion alone over (v, Cp, K per step) from (r0, N0): the carry before the first
-// step, no per-step output (what the initialisation pass needs).
-std::pair<Array, Array> rn_carry(const std::vector<Array>& vck, const Array& obsf, const Array& G, const Array& F,
-                                 const Array& r0, const Array& N0);
+// The filter carrying the first step's fixed-point smoother (what the initialisation pass needs):
+// carry (x, C, P, r, N) -> the same after the steps of y, no per-step output. From (x0, C0, I,
+// 0, 0) over the whole series, (r, N) are the r/N recursion's carry before the first step; P is
+// L₁ᵀ⋯L_tᵀ (L = G − K F), and when it is exactly zero the later steps leave (r, N) as they are.
+std::vector<Array> first_state_scan(const Array& y, const Array& V, const Array& G, const Array& F, const Array& W,
+                                    const std::vector<Array>& carry);
 // The smoothed mean and covariance of the first step from its prediction (x0, C0) and the
 // recursion's final (r, N): x0 + C0 r, C0 − C0 N C0 (symmetrized in float32, as in rn_smoother).
 std::pair<Array, Array> smoothed_first(const Array& x0, const Array& C0, const Array& r, const Array& N);

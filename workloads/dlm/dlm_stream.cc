@@ -5,6 +5,7 @@
 #include "workloads/dlm/dlm_io.h"
 #include "workloads/dlm/dlm_steps.h"
 
+#include <algorithm>
 #include <thread>
 
 namespace jx::dlm {
@@ -25,23 +26,16 @@ Fn jitted(F f) {
   return [j](const std::vector<Array>& a) { return j(a); };
 }
 
-// The initialisation pass needs the smoothed first state only. Its chunk functions: the filter
-// without states, (y, V, x, C, F) -> (v, Cp, K per step, x and C after the chunk); the r/N
-// recursion alone, (v, Cp, K, y, V, F, r, N, x0, C0) -> (r, N before the chunk, then the first
-// step's smoothed x1 and 100·C1 from (x0, C0), the output pass's start (dlmfit): meaningful
-// for the first chunk).
-Fn light_forward_fn(const detail::Model& md) {
+// The initialisation pass needs the smoothed first state only: the filter carrying the first
+// step's fixed-point smoother, (y, V, F, x, C, P, r, N, x0, C0) -> (x, C, P, r, N after the
+// chunk, then the first step's smoothed x1 and 100·C1 from (x0, C0) and (r, N) so far, the
+// output pass's start as dlmfit makes it).
+Fn first_state_fn(const detail::Model& md) {
   return jitted([G = md.G, W = md.W](const std::vector<Array>& a) {
-    return detail::filter_scan(a[0], a[1], a[2], G, a[4], W, a[3], false);
-  });
-}
-Fn carry_backward_fn(const detail::Model& md) {
-  return jitted([G = md.G](const std::vector<Array>& a) {
-    const Array& y = a[3];
-    auto [r, N] =
-        detail::rn_carry({a[0], a[1], a[2]}, np::astype(np::logical_not(np::isnan(y)), y.dtype()), G, a[5], a[6], a[7]);
-    auto [x1, C1] = detail::smoothed_first(a[8], a[9], r, N);
-    return std::vector<Array>{r, N, x1, C1 * 100.0};
+    std::vector<Array> c = detail::first_state_scan(a[0], a[1], G, a[2], W, {a[3], a[4], a[5], a[6], a[7]});
+    auto [x1, C1] = detail::smoothed_first(a[8], a[9], c[3], c[4]);
+    c.insert(c.end(), {x1, C1 * 100.0});
+    return c;
   });
 }
 
@@ -52,7 +46,7 @@ Fn carry_backward_fn(const detail::Model& md) {
 // writer lays it out.
 Fn states_forward_fn(const detail::Model& md) {  // forward_fn without its outputs
   return jitted([G = md.G, W = md.W](const std::vector<Array>& a) {
-    return detail::filter_scan(a[0], a[1], a[2], G, a[4], W, a[3], true);
+    return detail::filter_scan(a[0], a[1], a[2], G, a[4], W, a[3]);
   });
 }
 Fn forward_fn(const detail::Model& md) {
@@ -94,18 +88,21 @@ class StreamedPass {
     if (warm_.joinable()) warm_.join();
   }
   // The initialisation pass from the model's (x0, C0): the smoothed mean of the first step and
-  // 100 times its covariance (the output pass's start), nothing per step kept beyond a chunk.
+  // 100 times its covariance (the output pass's start). Forward only, nothing per step kept, and
+  // it stops at the chunk after which P is zero: no later step changes the result.
   std::pair<Array, Array> first_state() {
     warm_output_pass();
-    const Fn fwd = light_forward_fn(md_);
-    std::pair<Array, Array> first;
-    sweep(
-        fwd, fwd, 3, carry_backward_fn(md_), {md_.x0, md_.C0}, {md_.x0, md_.C0},
-        [](const Chunk&, const std::vector<Array>&) {},
-        [&](const Chunk& c, const std::vector<Array>& b) {
-          if (c.t0 == 0) first = {plain(b[2]), plain(b[3])};
-        });
-    return first;
+    const Fn step = first_state_fn(md_);
+    std::vector<Array> c{md_.x0, md_.C0, np::identity(m_, md_.y.dtype()), zeros({m_}), zeros({m_, m_})};
+    std::vector<Array> out;
+    for (std::size_t k = 0; k < chunks_.size(); ++k) {
+      const Inputs in = inputs(k);
+      out = step({in.y, in.V, in.F, c[0], c[1], c[2], c[3], c[4], md_.x0, md_.C0});
+      c.assign(out.begin(), out.begin() + 5);
+      const std::vector<double> P = c[2].to_vector<double>();
+      if (std::all_of(P.begin(), P.end(), [](double p) { return p == 0.0; })) break;
+    }
+    return {plain(out[5]), plain(out[6])};
   }
   // The output pass from (x1, C1): every output to `out` (ids from its reserve), the summary's
   // sums added up. Chunks run again for the backward sweep without their outputs.
@@ -118,7 +115,7 @@ class StreamedPass {
     put(y_in, all, md_.y);
     put(V_in, all, md_.V);
     sweep(
-        forward_, states_forward_fn(md_), 5, backward_, {}, {x1, C1},
+        forward_, states_forward_fn(md_), 5, backward_, {x1, C1},
         [&](const Chunk& c, const std::vector<Array>& fo) { forward_outputs(c, fo); },
         [&](const Chunk& c, const std::vector<Array>& b) { backward_outputs(c, b); });
     writes.finish();
@@ -165,11 +162,11 @@ class StreamedPass {
   // (the last chunk's always: it goes back first); any other chunk runs again from its checkpoint
   // with `again`, so memory stays O(chunk) for any n. Both return `per_step` arrays, then the
   // carry (x, C) after the chunk, then anything else; bwd takes those per-step arrays, the
-  // chunk's (y, V, F), the carry (r, N) of the step after it and `extra`, and returns (r, N)
-  // before the chunk first.
+  // chunk's (y, V, F) and the carry (r, N) of the step after it, and returns (r, N) before the
+  // chunk first.
   template <class OnForward, class OnBackward>
-  void sweep(const Fn& fwd, const Fn& again, std::size_t per_step, const Fn& bwd, const std::vector<Array>& extra,
-             std::pair<Array, Array> from, OnForward on_forward, OnBackward on_backward) {
+  void sweep(const Fn& fwd, const Fn& again, std::size_t per_step, const Fn& bwd, std::pair<Array, Array> from,
+             OnForward on_forward, OnBackward on_backward) {
     std::vector<std::pair<Array, Array>> checkpoints;
     std::vector<std::vector<Array>> kept(chunks_.size());
     std::int64_t kept_bytes = 0;
@@ -195,7 +192,6 @@ class StreamedPass {
       if (fo.empty()) fo = again({ci.y, ci.V, checkpoints[k].first, checkpoints[k].second, ci.F});
       std::vector<Array> in(fo.begin(), fo.begin() + static_cast<std::ptrdiff_t>(per_step));
       in.insert(in.end(), {ci.y, ci.V, ci.F, r, N});
-      in.insert(in.end(), extra.begin(), extra.end());
       const std::vector<Array> b = bwd(in);
       r = b[0];
       N = b[1];
@@ -203,7 +199,7 @@ class StreamedPass {
     }
   }
 
-  // A chunk's (y, V, F) as the chunk functions take them; kept for the four sweeps that use each
+  // A chunk's (y, V, F) as the chunk functions take them; kept for the three sweeps that use each
   // chunk while all of them together stay under kKeptInputBytes (else made again each time).
   struct Inputs {
     Array y, V, F;

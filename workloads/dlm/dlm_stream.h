@@ -3,7 +3,8 @@
 // each chunk's outputs go to a ResultWriter on a second thread, so memory beyond the inputs is
 // O(chunk) plus at most 64 MB, whatever n is, and chunk buffers are reused (fresh pages cost
 // more than the scans). Two passes, as dlmfit: the first only needs the smoothed first state
-// (the filter without its states, then the r/N recursion alone); the second computes every
+// (one forward sweep: the filter carrying the first step's fixed-point smoother, stopped once
+// no later step can change it); the second computes every
 // output inside its scans. Forward, each chunk's filter starts from the carry (x, C) its
 // predecessor left; that carry is kept (a checkpoint per chunk), and the chunk's per-step
 // results too while all kept ones fit in kStreamKeptBytes. Backward, chunks run last to first: the chunk's
