@@ -98,6 +98,43 @@ TEST(DlmStream, ChunkedFitEqualsFit) {
   std::filesystem::remove_all(dir);
 }
 
+// The first pass stops once P = L₁ᵀ⋯L_tᵀ is zero (flushed below the smallest normal): on a long
+// local-linear-trend series it runs a few chunks, not all of them, and the fit is still
+// dlm::fit's (which sums over every step), in float64 and float32.
+TEST(DlmStream, FirstPassStopsWhereTheStartIsForgotten) {
+  const std::int64_t n = 4000, chunk = 16;
+  std::vector<double> y(static_cast<std::size_t>(n));
+  double level = 1000, slope = 0;
+  for (std::int64_t t = 0; t < n; ++t) {
+    slope += 0.5 * std::sin(0.7 * static_cast<double>(t));
+    level += slope + 40 * std::cos(1.3 * static_cast<double>(t));
+    y[static_cast<std::size_t>(t)] = t % 97 == 5 ? NAN : level + 120 * std::sin(2.1 * static_cast<double>(t));
+  }
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("jx-dlm-first-{}", getpid());
+  std::filesystem::create_directories(dir);
+  for (DType d : {DType::float64, DType::float32}) {
+    const Array ya = np::array(y, std::nullopt, d), s = np::scalar(10.0, d);
+    const dlm::Fit want = dlm::fit(ya, s, {40, 40}, {});
+    dlm::ResultWriter w((dir / "fit.json").string(), dlm::OutputFormat::json, false);
+    const dlm::StreamedFit f = dlm::fit_streamed(ya, s, {40, 40}, {}, std::nullopt, w, chunk);
+    w.commit(f.fields);
+    // |P| shrinks ~0.37× a step: ~700 steps to fall below float64's smallest normal, ~90 float32's
+    EXPECT_GE(f.first_pass_steps, d == DType::float64 ? 512 : 64);
+    EXPECT_LE(f.first_pass_steps, n / 2) << "the first pass ran " << f.first_pass_steps << " of " << n << " steps";
+    std::ifstream is(dir / "fit.json");
+    const json got = json::parse(is);
+    // float32: C0 = 100(C − C N C) cancels (C ≈ 2.5e5 against a result ≈ 1.5e4), so rounding
+    // differences of the jitted chunks and the whole scan grow to ~1e-4 of it
+    const double tol = d == DType::float64 ? 1e-12 : 1e-3;
+    EXPECT_NEAR(f.lik, want.lik, tol * std::abs(want.lik));
+    const json wj = dlm::to_json(want);
+    for (const char* k : {"x0", "C0", "x", "C", "xf", "Cf", "v"})
+      EXPECT_TRUE(close_scaled(np::array(flat(got[k]), std::nullopt, DType::float64), wj[k], tol, k))
+          << (d == DType::float64 ? "float64" : "float32");
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(DlmStream, WriterRefusesBadDestinationsAndLeavesNothing) {
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("jx-dlm-writer-{}", getpid());
   std::filesystem::create_directories(dir);

@@ -99,6 +99,7 @@ class StreamedPass {
       const Inputs in = inputs(k);
       out = step({in.y, in.V, in.F, c[0], c[1], c[2], c[3], c[4], md_.x0, md_.C0});
       c.assign(out.begin(), out.begin() + 5);
+      first_pass_steps_ = chunks_[k].t1;
       const std::vector<double> P = c[2].to_vector<double>();
       if (std::all_of(P.begin(), P.end(), [](double p) { return p == 0.0; })) break;
     }
@@ -122,6 +123,7 @@ class StreamedPass {
     out_ = nullptr;
   }
   const std::vector<double>& sums() const { return sums_; }
+  std::int64_t first_pass_steps() const { return first_pass_steps_; }
 
  private:
   // A series on the host: read in place from host memory, else copied once.
@@ -271,6 +273,7 @@ class StreamedPass {
   std::vector<Inputs> kept_;
   std::vector<int> ids_;
   std::vector<double> sums_;
+  std::int64_t first_pass_steps_ = 0;
   Fn forward_, backward_;  // the output pass's (warmed by warm_)
   std::thread warm_;
 };
@@ -339,6 +342,7 @@ StreamedFit fit_streamed(const Array& y, const Array& s, const std::vector<doubl
   r.lik = summary.lik;
   r.s2 = summary.s2;
   r.nobs = summary.nobs;
+  r.first_pass_steps = pass.first_pass_steps();
   return r;
 }
 

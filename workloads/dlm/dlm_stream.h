@@ -28,6 +28,7 @@ struct StreamedFit {
   std::vector<Field> fields;  // fields(Fit)'s order; the arrays are regions of the writer
   double lik = 0, s2 = 0;
   int nobs = 0;
+  std::int64_t first_pass_steps = 0;  // the steps the first pass ran (it stops where P is zero)
 };
 // dlm::fit(y, s, w, o, X) with o.algorithm scan, written through `out` (commit(fields) next).
 StreamedFit fit_streamed(const Array& y, const Array& s, const std::vector<double>& w, const Options& o,
