@@ -134,6 +134,10 @@ NpzRegions::NpzRegions(const std::string& path, const std::string& shown)
   if (fd_ < 0) throw Error(fmt::format("{}: cannot write the output file: {}", shown_, std::strerror(errno)));
 }
 
+void NpzRegions::allocate() {
+  if (end_ > 0) (void)::fallocate(fd_, 0, 0, static_cast<off_t>(end_));
+}
+
 void NpzRegions::add(const StepArray& a, std::int64_t steps) {
   Region r;
   Shape shape = a.inner;

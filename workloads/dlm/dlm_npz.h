@@ -31,6 +31,9 @@ class NpzRegions {
   NpzRegions& operator=(const NpzRegions&) = delete;
 
   void add(const StepArray& a, std::int64_t steps);
+  // After the last add: the blocks of every entry allocated at once (fallocate), so that the
+  // writes that fill them in reserve none page by page. Where the file system cannot, nothing.
+  void allocate();
   void write(std::size_t id, std::int64_t t0, std::int64_t count, const double* v);
   // Patches the CRCs in; returns the entry for the central directory.
   ZipEntry finish(std::size_t id);

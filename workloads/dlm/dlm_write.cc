@@ -266,7 +266,10 @@ std::vector<int> ResultWriter::reserve(const std::vector<StepArray>& arrays, std
     total += numel(a.inner) * steps;
     if (npz_) npz_->add(a, steps);
   }
-  if (!npz_) regions_ = std::make_unique<RegionFile>(total, path_);
+  if (npz_)
+    npz_->allocate();
+  else
+    regions_ = std::make_unique<RegionFile>(total, path_);
   return ids;
 }
 
