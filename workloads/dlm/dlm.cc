@@ -134,7 +134,7 @@ using FC = std::pair<Array, Array>;  // x, C (predictions for the current step)
 // variance Cp = F C Fᵀ + V² (observed steps; v, K zero when missing), the gain K = G C Fᵀ / Cp,
 // and the next prediction (G x + K v, G C Lᵀ + W with L = G − K F).
 struct KalmanStep {
-  Array Fx, v, Cp, K;
+  Array Fx, v, Cp, K, L;  // L = G − K F
   FC next;
 };
 KalmanStep kalman_step(const FC& c, const Array& yt, const Array& vt, const Array& ot, const Array& Ft, const Array& G,
@@ -146,8 +146,8 @@ KalmanStep kalman_step(const FC& c, const Array& yt, const Array& vt, const Arra
   Array CF = np::matmul(C, Ft);           // C Fᵀ
   k.Cp = np::dot(Ft, CF) + ot * vt * vt;  // F C Fᵀ + V² (observed steps only)
   k.K = np::matmul(G, CF) * (ot / k.Cp);  // G C Fᵀ / Cp, zero when missing
-  Array L = G - outer(k.K, Ft);
-  k.next = {np::matmul(G, x) + k.K * k.v, np::matmul(np::matmul(G, C), np::transpose(L)) + W};
+  k.L = G - outer(k.K, Ft);
+  k.next = {np::matmul(G, x) + k.K * k.v, np::matmul(np::matmul(G, C), np::transpose(k.L)) + W};
   return k;
 }
 }  // namespace
@@ -227,8 +227,7 @@ std::vector<Array> first_state_scan(const Array& y, const Array& V, const Array&
     const Array &P = c[2], &ot = in[2];
     KalmanStep k = kalman_step({c[0], c[1]}, in[0], in[1], ot, Ft, G, W);
     Array u = np::matmul(P, Ft);  // P Fᵀ
-    Array L = G - outer(k.K, Ft);
-    Array PL = np::matmul(P, np::transpose(L));
+    Array PL = np::matmul(P, np::transpose(k.L));
     return std::pair{
         std::vector<Array>{k.next.first, k.next.second, np::where(np::less(np::abs(PL), np::scalar(tiny, d)), 0.0, PL),
                            c[3] + u * (ot * k.v / k.Cp), c[4] + outer(u, u) * (ot / k.Cp)},
