@@ -135,6 +135,35 @@ TEST(DlmStream, FirstPassStopsWhereTheStartIsForgotten) {
   std::filesystem::remove_all(dir);
 }
 
+// A stale temporary file of an earlier run, larger than the new output, leaves none of its bytes
+// behind: the npz written over it ends with its end-of-central-directory record, reads back, and
+// is as long as its content.
+TEST(DlmStream, NpzOverAStaleTemporaryFileEndsWithItsContent) {
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("jx-dlm-stale-{}", getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "fit.npz").string();
+  {
+    std::ofstream junk(path + ".tmp", std::ios::binary);
+    junk << std::string(std::size_t{4} << 20, 'x');
+  }
+  json in = load("niledemo-in.json");
+  const Array ya = np::array(flat(in["y"]), std::nullopt, DType::float64),
+              s = np::scalar(in["s"].get<double>(), DType::float64);
+  dlm::ResultWriter w(path, dlm::OutputFormat::npz, false);
+  const dlm::StreamedFit f = dlm::fit_streamed(ya, s, flat(in["w"]), {}, std::nullopt, w);
+  w.commit(f.fields);
+  std::ifstream is(path, std::ios::binary);
+  const std::string z((std::istreambuf_iterator<char>(is)), std::istreambuf_iterator<char>());
+  ASSERT_GT(z.size(), 22u);
+  EXPECT_LT(z.size(), std::size_t{1} << 20);
+  const std::size_t eocd = z.size() - 22;  // no archive comment
+  EXPECT_EQ(z.substr(eocd, 4), std::string("PK\x05\x06", 4));
+  const auto entries = npzt::read_npz(path);
+  EXPECT_EQ(entries.at("x").values.size(), 2u * 100u);  // the Nile series: m = 2, 100 steps
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(DlmStream, WriterRefusesBadDestinationsAndLeavesNothing) {
   const auto dir = std::filesystem::temp_directory_path() / fmt::format("jx-dlm-writer-{}", getpid());
   std::filesystem::create_directories(dir);
