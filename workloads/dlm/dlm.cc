@@ -237,6 +237,12 @@ std::vector<Array> first_state_scan(const Array& y, const Array& V, const Array&
   if (F.ndim() == 2) xs.push_back(F);
   return lax::scan(fstep, carry, xs).first;
 }
+
+std::vector<Array> first_state_start(const Model& md) {
+  const std::int64_t m = md.G.shape()[0];
+  const DType d = md.y.dtype();
+  return {md.x0, md.C0, np::identity(m, d), np::zeros({m}, d), np::zeros({m, m}, d)};
+}
 }  // namespace detail
 
 Array minus2_log_lik(const Array& y, const Array& V, const Array& x0, const Array& G, const Array& F, const Array& W,
@@ -457,10 +463,7 @@ std::pair<Array, Array> first_pass(const detail::Model& md, Algorithm alg) {
     return {np::index(first.x, {np::Slice{}, std::int64_t{0}}),
             np::index(first.C, {np::Slice{}, np::Slice{}, std::int64_t{0}}) * 100.0};
   }
-  const std::int64_t m = md.G.shape()[0];
-  const DType d = md.y.dtype();
-  const std::vector<Array> c = detail::first_state_scan(
-      md.y, md.V, md.G, md.F, md.W, {md.x0, md.C0, np::identity(m, d), np::zeros({m}, d), np::zeros({m, m}, d)});
+  const std::vector<Array> c = detail::first_state_scan(md.y, md.V, md.G, md.F, md.W, detail::first_state_start(md));
   auto [x1, C1] = detail::smoothed_first(md.x0, md.C0, c[3], c[4]);
   return {x1, C1 * 100.0};
 }

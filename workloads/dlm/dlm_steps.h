@@ -56,6 +56,8 @@ std::vector<Array> filter_scan_outputs(const Array& y, const Array& V, const Arr
 // L₁ᵀ⋯L_tᵀ (L = G − K F), and when it is exactly zero the later steps leave (r, N) as they are.
 std::vector<Array> first_state_scan(const Array& y, const Array& V, const Array& G, const Array& F, const Array& W,
                                     const std::vector<Array>& carry);
+// first_state_scan's carry before the first step: (x0, C0, I, 0, 0).
+std::vector<Array> first_state_start(const Model& md);
 // The smoothed mean and covariance of the first step from its prediction (x0, C0) and the
 // recursion's final (r, N): x0 + C0 r, C0 − C0 N C0 (symmetrized in float32, as in rn_smoother).
 std::pair<Array, Array> smoothed_first(const Array& x0, const Array& C0, const Array& r, const Array& N);

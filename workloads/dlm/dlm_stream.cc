@@ -93,7 +93,7 @@ class StreamedPass {
   std::pair<Array, Array> first_state() {
     warm_output_pass();
     const Fn step = first_state_fn(md_);
-    std::vector<Array> c{md_.x0, md_.C0, np::identity(m_, md_.y.dtype()), zeros({m_}), zeros({m_, m_})};
+    std::vector<Array> c = detail::first_state_start(md_);
     std::vector<Array> out;
     for (std::size_t k = 0; k < chunks_.size(); ++k) {
       const Inputs in = inputs(k);
