@@ -22,6 +22,10 @@ struct BackendLimits {
   // jit also lowers a vmapped scan's body before batching (ScanProgram::series), which the
   // backend may run once per series
   bool series_scans = false;
+  // the backend runs an associative scan's combines on several threads at once (native with 4
+  // or more): reverse mode keeps the scan associative (the pair scan and its transpose, about 2x
+  // the combine work) instead of linearizing a sequential fold
+  bool parallel_assoc_scans = false;
 };
 
 struct DeviceInfo {

@@ -109,9 +109,12 @@ bool binds_all(std::int64_t buffers, const std::vector<Array>& x) {
 
 AssocGradForm assoc_grad_form(const std::vector<Array>& x) {
   const Target* t = staging_target();
-  if ((t ? t->limits : backend_of(x).info().limits).launch_bound) return AssocGradForm::pairs;
+  const BackendLimits& lim = t ? t->limits : backend_of(x).info().limits;
+  if (lim.launch_bound) return AssocGradForm::pairs;
   // a compiled loop binds all its operands at once: under a buffer budget, the recursion's kernels
-  return t && t->budget > 0 ? AssocGradForm::recursion : AssocGradForm::fold;
+  if (t && t->budget > 0) return AssocGradForm::recursion;
+  // combines on threads: the pair scan's 2x work spread over them beats one sequential fold
+  return lim.parallel_assoc_scans ? AssocGradForm::pairs : AssocGradForm::fold;
 }
 
 std::pair<std::vector<Array>, std::vector<Array>> assoc_linearize_fold(const std::vector<Array>& x,

@@ -26,6 +26,16 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
 // leaving the loop are those of the interpreter, bit for bit.
 std::string render_scan(const ScanProgram& s, const std::string& name, bool* unrolled = nullptr,
                         int* first_term_sums = nullptr);
+// An associative scan (its axis outermost: every dim before it of size 1) as
+// `void <name>(const void* const* operands, void* const* results)`: its positions split into
+// `chunks` blocks, each folded on an OpenMP thread, then the blocks' prefixes combined in order
+// and applied to every later block on the threads (c_assoc.cc). The combine is rendered as
+// render_scan renders a one-step body (*unrolled as there). Throws BackendError for what it cannot
+// render (a combine with a nested scan, an element over kAssocMaxElementBytes).
+inline constexpr std::int64_t kAssocChunks = 16, kAssocMinPerChunk = 32;
+inline constexpr std::size_t kAssocMaxElementBytes = 64 * 1024;
+std::string render_assoc_scan(const AssocProgram& ap, const std::string& name, std::int64_t chunks,
+                              bool* unrolled = nullptr);
 // A kernel's space dims split into kept (the output's) and reduced ones, each in order, with the
 // number of elements each set spans.
 struct SpaceSplit {

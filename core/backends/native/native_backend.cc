@@ -4,7 +4,11 @@
 // primitives run on the host implementations (compiling one shared object per eager op would
 // cost far more than it saves).
 #include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "core/base/hash.h"
@@ -38,6 +42,7 @@ class NativeBackend final : public HostBackend {
     info_.device = v.empty() ? "generated C" : fmt::format("generated C compiled by {}", v);
     info_.reason = v.empty() ? "no working C compiler (install gcc or set JX_CC)" : "";
     info_.limits = {0, true};
+    info_.limits.parallel_assoc_scans = threads() >= 4 && !assoc_off();
   }
 
   const DeviceInfo& info() const override { return info_; }
@@ -100,35 +105,77 @@ class NativeBackend final : public HostBackend {
   }
 
   ScanPlan plan_scan(const ScanProgram& sp, const Target&) override {
-    const std::string key = sp.key();
+    return compiled(sp.key(), "jx_s", [&](const std::string& sym) {
+      bool unrolled = false;
+      int first_term = 0;
+      std::string source = native::render_scan(sp, sym, &unrolled, &first_term);
+      std::string why =
+          unrolled ? "native compiles the whole loop into one function, its body unrolled (carries and temporaries "
+                     "in registers)"
+                   : "native compiles the whole loop into one function";
+      if (first_term > 0)
+        why += fmt::format("; {} sums start from their first term (their signs of zero cannot matter)", first_term);
+      return std::make_pair(std::move(source), std::move(why));
+    });
+  }
+
+  // The blocked scan on OpenMP threads (c_assoc.cc) when there are threads and positions enough
+  // for two chunks of kAssocMinPerChunk; else the runtime's fold (JX_NATIVE_ASSOC=0: always).
+  ScanPlan plan_associative_scan(const AssocProgram& ap, const Target&) override {
+    const std::int64_t n = ap.operands.size() > static_cast<std::size_t>(ap.num_consts)
+                               ? ap.operands[static_cast<std::size_t>(ap.num_consts)].shape[ap.axis]
+                               : 0;
+    const std::int64_t chunks = std::min(native::kAssocChunks, n / native::kAssocMinPerChunk);
+    if (assoc_off()) return {ScanPath::fallback, "JX_NATIVE_ASSOC=0", nullptr};
+    if (chunks < 2) return {ScanPath::fallback, fmt::format("native scans {} positions in one chunk", n), nullptr};
+    if (native::openmp_flag().empty())
+      return {ScanPath::fallback, "native has no OpenMP threads for the blocked scan", nullptr};
+    return compiled(ap.key(), "jx_a", [&](const std::string& sym) {
+      bool unrolled = false;
+      std::string source = native::render_assoc_scan(ap, sym, chunks, &unrolled);
+      return std::make_pair(
+          std::move(source),
+          fmt::format("native scans {} chunks of {} positions on threads, then their prefixes (the combine{})", chunks,
+                      (n + chunks - 1) / chunks, unrolled ? " unrolled" : ""));
+    });
+  }
+
+ private:
+  static bool assoc_off() {
+    const char* e = std::getenv("JX_NATIVE_ASSOC");
+    return e && std::string(e) == "0";
+  }
+  // The threads OpenMP will start: OMP_NUM_THREADS's first count, else one per core (1 with
+  // JX_NATIVE_OPENMP=0). Read once, when the backend is made.
+  static int threads() {
+    if (const char* e = std::getenv("JX_NATIVE_OPENMP"); e && std::string(e) == "0") return 1;
+    if (const char* e = std::getenv("OMP_NUM_THREADS"); e && *e) return std::max(1, std::atoi(e));
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  // The function `render(symbol)` gives (C source, why), compiled once per key; a BackendError
+  // while rendering is the plan's fallback reason.
+  template <class Render>
+  ScanPlan compiled(const std::string& key, const char* prefix, Render render) {
     std::lock_guard lock(kmu_);
     if (auto it = scans_.find(key); it != scans_.end()) return {ScanPath::fused, it->second.why, it->second.exe};
-    const std::string sym = fmt::format("jx_s{:016x}", fnv1a(key));
-    std::string source;
-    bool unrolled = false;
-    int first_term = 0;
+    const std::string sym = fmt::format("{}{:016x}", prefix, fnv1a(key));
+    std::pair<std::string, std::string> rendered;
     try {
-      source = native::c_prelude() + native::render_scan(sp, sym, &unrolled, &first_term);
+      rendered = render(sym);
     } catch (const BackendError& e) {
       return {ScanPath::fallback, e.what(), nullptr};
     }
+    const std::string source = native::c_prelude() + rendered.first;
     debug_log(2, "native scan source:\n" + source);
     auto r = native::compile(source);
     trace::emit({trace::EventKind::compile, "native", "cc", 0, false, r.ms, r.from_disk ? "disk cache" : r.path});
     auto exe = std::make_shared<NativeKernel>(r.lib, reinterpret_cast<KernelFn>(r.lib->symbol(sym)));
     trim_unused(
         scans_, [](const CompiledScan& c) -> const auto& { return c.exe; });
-    std::string why =
-        unrolled ? "native compiles the whole loop into one function, its body unrolled (carries and temporaries in "
-                   "registers)"
-                 : "native compiles the whole loop into one function";
-    if (first_term > 0)
-      why += fmt::format("; {} sums start from their first term (their signs of zero cannot matter)", first_term);
-    scans_[key] = CompiledScan{exe, why};
-    return {ScanPath::fused, why, exe};
+    scans_[key] = CompiledScan{exe, rendered.second};
+    return {ScanPath::fused, rendered.second, exe};
   }
 
- private:
   DeviceInfo info_;
   mutable std::mutex kmu_;
   struct CompiledScan {
