@@ -30,6 +30,10 @@ std::string render_assoc_scan(const AssocProgram& ap, const std::string& name, s
   comb.num_consts = b.num_inputs;
   comb.length = 1;
   std::string s = render_scan(comb, name + "_comb", unrolled) + "\n";
+  // static, so that the compiler may inline it into the loops below (a global function of a
+  // shared object may be interposed, so it is not) and keep its operand copies in registers
+  const std::string head = fmt::format("void {}_comb(", name);
+  if (const auto at = s.find(head); at != std::string::npos) s.insert(at, "static inline __attribute__((always_inline)) ");
   std::vector<std::size_t> e;  // each leaf's element bytes
   std::size_t elem = 0;
   for (std::size_t j = 0; j < k; ++j) {
