@@ -1,4 +1,5 @@
 #include "core/backends/backend.h"
+#include "core/backends/native/compiler.h"
 #include "core/trace/builder.h"
 #include "core/trace/trace.h"
 #include "scanpath/scan_path_tracker.h"
@@ -655,6 +656,42 @@ TEST(AssociativeScan, GradOnNativeFollowsItsThreads) {
   }
 }
 
+// The blocked scan flushes subnormals to zero (as JAX on the CPU does: XLA's CPU runtime runs
+// with FTZ/DAZ), JX_NATIVE_FTZ=0 keeps them: prefix products of 0.5 in float32 are 2^-(i+1),
+// subnormal from position 126 on. Powers of two multiply exactly, so unflushed the blocked
+// scan's products equal the interpreter's bit for bit in any order.
+TEST(AssociativeScan, NativeBlockedScanFlushesSubnormals) {
+  auto f = [](const Array& a) {
+    return lax::associative_scan_flat(
+        [](const std::vector<Array>& p, const std::vector<Array>& q) { return std::vector<Array>{q[0] * p[0]}; },
+        {a})[0];
+  };
+  Array a = np::full({300}, 0.5, DType::float32);
+  std::vector<float> want;
+  {
+    DefaultDeviceScope cpu("cpu");
+    want = jit(f)(device_put(a, "cpu")).to_vector<float>();
+  }
+  ASSERT_EQ(want[126], std::ldexp(1.0f, -127));
+  for (const char* ftz : {"1", "0"}) {
+    SCOPED_TRACE(ftz);
+    setenv("JX_NATIVE_FTZ", ftz, 1);
+    clear_caches();
+    DefaultDeviceScope native("native");
+    trace::DispatchTracker d;
+    const auto got = jit(f)(device_put(a, "native")).to_vector<float>();
+    unsetenv("JX_NATIVE_FTZ");
+    // the blocked scan, unless this machine's compiler has no OpenMP (then the fold, unflushed)
+    const bool blocked = !native::openmp_flag().empty();
+    EXPECT_EQ(d.count(blocked ? "associative_scan" : "scan"), 1);
+    const bool flushed = blocked && std::string(ftz) == "1";
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(got[125], std::ldexp(1.0f, -126));  // the smallest normal float
+    for (std::size_t i = 126; i < got.size(); ++i) EXPECT_EQ(got[i], flushed ? 0.0f : want[i]) << i;
+  }
+  clear_caches();
+}
+
 // native runs a jitted associative scan as one compiled routine: the blocked scan on threads
 // (chunks folded in parallel, then their prefixes), or with JX_NATIVE_ASSOC=0 the fold as one
 // compiled loop; either way one dispatch whatever n, and the values of the interpreter's recursion
@@ -682,7 +719,7 @@ TEST(AssociativeScan, JitOnNativeIsOneCompiledRoutine) {
       ScanPathTracker t;
       trace::DispatchTracker d;
       auto got = jf(args[0], args[1]);
-      if (fold) {
+      if (fold || native::openmp_flag().empty()) {  // without OpenMP: the fold
         t.expect_path(ScanPath::fused);
         EXPECT_EQ(d.count("scan"), 1);
       } else {

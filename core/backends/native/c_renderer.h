@@ -31,11 +31,12 @@ std::string render_scan(const ScanProgram& s, const std::string& name, bool* unr
 // `chunks` blocks, each folded on an OpenMP thread, then the blocks' prefixes combined in order
 // and applied to every later block on the threads (c_assoc.cc). The combine is rendered as
 // render_scan renders a one-step body (*unrolled as there). Throws BackendError for what it cannot
-// render (a combine with a nested scan, an element over kAssocMaxElementBytes).
+// render (a combine with a nested scan, an element over kAssocMaxElementBytes). With
+// flush_subnormals, the combines run with subnormals flushed to zero (as XLA's CPU runtime does).
 inline constexpr std::int64_t kAssocChunks = 16, kAssocMinPerChunk = 32;
 inline constexpr std::size_t kAssocMaxElementBytes = 64 * 1024;
 std::string render_assoc_scan(const AssocProgram& ap, const std::string& name, std::int64_t chunks,
-                              bool* unrolled = nullptr);
+                              bool flush_subnormals, bool* unrolled = nullptr);
 // A kernel's space dims split into kept (the output's) and reduced ones, each in order, with the
 // number of elements each set spans.
 struct SpaceSplit {

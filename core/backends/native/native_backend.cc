@@ -132,19 +132,22 @@ class NativeBackend final : public HostBackend {
       return {ScanPath::fallback, "native has no OpenMP threads for the blocked scan", nullptr};
     return compiled(ap.key(), "jx_a", [&](const std::string& sym) {
       bool unrolled = false;
-      std::string source = native::render_assoc_scan(ap, sym, chunks, &unrolled);
+      const bool flush = !env_is("JX_NATIVE_FTZ", "0");
+      std::string source = native::render_assoc_scan(ap, sym, chunks, flush, &unrolled);
       return std::make_pair(
           std::move(source),
-          fmt::format("native scans {} chunks of {} positions on threads, then their prefixes (the combine{})", chunks,
-                      (n + chunks - 1) / chunks, unrolled ? " unrolled" : ""));
+          fmt::format("native scans {} chunks of {} positions on threads, then their prefixes (the combine{}{})",
+                      chunks, (n + chunks - 1) / chunks, unrolled ? " unrolled" : "",
+                      flush ? "; subnormals flushed to zero" : ""));
     });
   }
 
  private:
-  static bool assoc_off() {
-    const char* e = std::getenv("JX_NATIVE_ASSOC");
-    return e && std::string(e) == "0";
+  static bool env_is(const char* name, const char* value) {
+    const char* e = std::getenv(name);
+    return e && std::string(e) == value;
   }
+  static bool assoc_off() { return env_is("JX_NATIVE_ASSOC", "0"); }
   // The threads OpenMP will start: OMP_NUM_THREADS's first count, else one per core (1 with
   // JX_NATIVE_OPENMP=0). Read once, when the backend is made.
   static int threads() {
