@@ -19,9 +19,9 @@ MatrixCode types_of(const Op& op, bool f64_math, Shader& sh) {
   const DType d = op.in[0].dtype;
   MatrixCode m;
   m.t = gtype(d);
-  m.acc = (d == DType::float64 || f64_math) ? "double" : m.t;
-  m.nan = m.acc == "double" ? "packDouble2x32(uvec2(0u, 0x7ff80000u))" : "uintBitsToFloat(0x7fc00000u)";
   m.n = op.in[0].shape.back();
+  m.acc = (d == DType::float64 || (f64_math && !(short_f32_sums() && short_f32_sum(m.n)))) ? "double" : m.t;
+  m.nan = m.acc == "double" ? "packDouble2x32(uvec2(0u, 0x7ff80000u))" : "uintBitsToFloat(0x7fc00000u)";
   if (m.acc == "double") sh.float64 = true;
   sh.max_loop = std::max(sh.max_loop, m.n * m.n);
   return m;

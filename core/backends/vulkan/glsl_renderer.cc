@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "core/base/errors.h"
 
 namespace jx::vk {
@@ -171,6 +173,14 @@ bool uses_double(const std::vector<AVal>& ins, DType out, const std::vector<KNod
   return false;
 }
 
+bool short_f32_sums() {
+  static const bool on = [] {
+    const char* e = std::getenv("JX_VK_F32_ACC");
+    return !e || std::string(e) != "0";
+  }();
+  return on;
+}
+
 std::string prelude(bool doubles, bool f64_math) {
   std::string s = kCommon;
   if (doubles) s += kCommonF64;
@@ -310,6 +320,7 @@ std::int64_t reduced_elements(const Kernel& k) {  // elements folded into each o
 
 std::string accumulator_type(const Kernel& k, bool f64) {
   const DType bd = k.nodes[k.body].dtype;
+  if (bd == DType::float32 && short_f32_sums() && short_f32_sum(reduced_elements(k))) return "float";
   return !is_floating(bd) ? "int" : (f64 ? "double" : "float");
 }
 
