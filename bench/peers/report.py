@@ -45,16 +45,26 @@ def plot(comp, outdir, stem):
     return os.path.join(outdir, f"{stem}.svg")
 
 
+def commit_time(commit):
+    """The committer time of a commit of this repository (0 when git does not know it)."""
+    if not re.fullmatch(r"[0-9a-f]{7,40}", commit or ""):
+        return 0
+    r = subprocess.run(["git", "-C", ROOT, "show", "-s", "--format=%ct", commit], capture_output=True, text=True)
+    return int(r.stdout.strip()) if r.returncode == 0 and r.stdout.strip().isdigit() else 0
+
+
 def main():
-    # natural order: ...-peers11 is newer than ...-peers8
-    found = sorted(glob.glob(os.path.join(ROOT, "bench/results/*/peers.json")),
-                   key=lambda p: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", p)])
+    found = glob.glob(os.path.join(ROOT, "bench/results/*/peers.json"))
     if not found:
         raise SystemExit("bench-report: no bench/results/*/peers.json (run bench/peers/compare.py on the GPU machine first)")
+    # oldest first: by the run's date, then the time of the commit it measured (several runs a
+    # day), then the folder's name in natural order (...-peers11 after ...-peers8)
+    docs = sorted(((p, json.load(open(p))) for p in found),
+                  key=lambda pd: (pd[1].get("date", ""), commit_time(pd[1].get("commit", "")),
+                                  [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", pd[0])]))
     # each comparison (gpu, cpu), state dimension m, batch B and workload from the newest of the
     # runs that reach the largest N for it (a short run at one size does not displace a fuller
     # one; a run of other workloads at the same m adds its rows beside the earlier run's)
-    docs = [(p, json.load(open(p))) for p in found]
     chosen, reach = {}, {}
     key_of = lambda kind, r: (kind, r.get("m", 2), r.get("batch", 1), r["workload"])
     for p, d in docs:
