@@ -100,7 +100,7 @@ BENCHMARK_CAPTURE(BM_KalmanGrad, vulkan, "vulkan")
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
-dlm::Input nile() { return dlm::read_input(std::string(JX_SOURCE_DIR) + "/../shared/data/dlm/niledemo-in.json"); }
+dlm::Input nile() { return dlm::read_input(std::string(JX_SOURCE_DIR) + "/tests/data/dlm/niledemo-in.json"); }
 
 void BM_DlmFit(benchmark::State& st, const char* be, const char* alg) {  // Nile, order 1, tiled to N; two-pass fit
   DefaultDeviceScope scope(be);

@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the DLM test files: fixtures from ../shared/data/dlm (or tests/data/dlm), flattened
+// Shared by the DLM test files: fixtures from tests/data/dlm (a copy of ../shared/data/dlm), flattened
 // JSON numbers, and a comparison scaled by the largest reference value.
 #include <cmath>
 #include <fstream>
@@ -16,11 +16,11 @@ using json = nlohmann::json;
 using jx::Array;
 
 inline json load(const std::string& name) {
-  for (const std::string& dir : {jxt::source_dir() + "/../shared/data/dlm/", jxt::source_dir() + "/tests/data/dlm/"}) {
+  for (const std::string& dir : {jxt::source_dir() + "/tests/data/dlm/", jxt::source_dir() + "/../shared/data/dlm/"}) {
     std::ifstream f(dir + name);
     if (f) return json::parse(f);
   }
-  throw std::runtime_error("fixture " + name + " not found beside the project (../shared/data/dlm)");
+  throw std::runtime_error("fixture " + name + " not found in tests/data/dlm (nor ../shared/data/dlm)");
 }
 
 // Flattens nested JSON numbers (null = NaN) in row-major order.

@@ -13,7 +13,7 @@ namespace jxt {
 
 inline std::vector<double> vals(const jx::Array& a) { return a.to_vector<double>(); }
 
-// The source tree (scenarios, the DLM fixtures under tests/data or ../shared/data): JX_SOURCE_DIR
+// The source tree (scenarios, the DLM fixtures under tests/data/dlm): JX_SOURCE_DIR
 // from the environment where the binaries run from a copy elsewhere (scripts/gpu-check packs
 // them for the GPU machine), else the tree they were built from.
 inline std::string source_dir() {

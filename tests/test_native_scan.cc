@@ -1,5 +1,8 @@
 // Compiled-loop scans (path "fused") on native against the cpu host loop.
+#include "core/backends/backend.h"
+#include "core/backends/native/compiler.h"
 #include "core/instrument/instrument.h"
+#include "core/trace/trace.h"
 #include "scanpath/scan_path_tracker.h"
 #include "tests/helpers.h"
 #include "workloads/kalman/local_linear_trend.h"
@@ -318,4 +321,135 @@ TEST(NativeScan, LargeBodiesLoopOverTheirKernels) {
   EXPECT_FALSE(unrolled(t)) << t.choices().back().details;
   EXPECT_TRUE(all_close(c, vals(wc), 1e-5, 1e-6));  // tanhf in C, the interpreter's in double
   EXPECT_TRUE(all_close(y, vals(wy), 1e-5, 1e-5));
+}
+
+// Associative scans on native (core/backends/native/c_assoc.cc): the blocked scan on threads,
+// its subnormal flushing, and the gradient's form, which follows the thread count.
+// Reverse mode on native follows its threads (BackendLimits::parallel_assoc_scans, 4 or more:
+// ctest's native_threads run sets OMP_NUM_THREADS=4): with them the gradient keeps the scan
+// associative (the pair scan forward, its transposed triple scan backward, both blocked scans
+// on threads), without them it linearizes the sequential fold (one compiled loop each way).
+// Either way the interpreter's gradient.
+TEST(NativeAssocScan, GradFollowsItsThreads) {
+  auto loss = [](const Array& th) {
+    Array t = np::arange(0, 1000, 1, DType::float64) * 0.001;
+    Array a = np::exp(th * t) * 0.999, b = np::sin(th + t);
+    auto r = lax::associative_scan_flat(
+        [](const std::vector<Array>& p, const std::vector<Array>& q) {
+          return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]};
+        },
+        {a, b});
+    return np::sum(r[1] * r[1]);
+  };
+  Array th = np::full({}, 0.3, DType::float64);
+  double want = 0;
+  {
+    DefaultDeviceScope cpu("cpu");
+    want = grad(loss)(device_put(th, "cpu")).item<double>();
+  }
+  DefaultDeviceScope native("native");
+  auto g = jit(grad(loss));
+  const Array x = device_put(th, "native");
+  (void)g(x);
+  trace::DispatchTracker d;
+  const double got = g(x).item<double>();
+  EXPECT_NEAR(got, want, 1e-9 * std::abs(want));
+  if (backend("native").info().limits.parallel_assoc_scans) {
+    EXPECT_GE(d.count("associative_scan"), 2);
+    EXPECT_EQ(d.count("scan"), 0);
+  } else {
+    EXPECT_GE(d.count("scan"), 2);
+  }
+}
+
+// The blocked scan flushes subnormals to zero (as JAX on the CPU does: XLA's CPU runtime runs
+// with FTZ/DAZ), JX_NATIVE_FTZ=0 keeps them: prefix products of 0.5 in float32 are 2^-(i+1),
+// subnormal from position 126 on. Powers of two multiply exactly, so unflushed the blocked
+// scan's products equal the interpreter's bit for bit in any order.
+TEST(NativeAssocScan, BlockedScanFlushesSubnormals) {
+  auto f = [](const Array& a) {
+    return lax::associative_scan_flat(
+        [](const std::vector<Array>& p, const std::vector<Array>& q) { return std::vector<Array>{q[0] * p[0]}; },
+        {a})[0];
+  };
+  Array a = np::full({300}, 0.5, DType::float32);
+  std::vector<float> want;
+  {
+    DefaultDeviceScope cpu("cpu");
+    want = jit(f)(device_put(a, "cpu")).to_vector<float>();
+  }
+  ASSERT_EQ(want[126], std::ldexp(1.0f, -127));
+  for (const char* ftz : {"1", "0"}) {
+    SCOPED_TRACE(ftz);
+    setenv("JX_NATIVE_FTZ", ftz, 1);
+    clear_caches();
+    DefaultDeviceScope native("native");
+    trace::DispatchTracker d;
+    const auto got = jit(f)(device_put(a, "native")).to_vector<float>();
+    unsetenv("JX_NATIVE_FTZ");
+    // the blocked scan, unless this machine's compiler has no OpenMP (then the fold, unflushed)
+    const bool blocked = !native::openmp_flag().empty();
+    EXPECT_EQ(d.count(blocked ? "associative_scan" : "scan"), 1);
+    const bool flushed = blocked && std::string(ftz) == "1";
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(got[125], std::ldexp(1.0f, -126));  // the smallest normal float
+    for (std::size_t i = 126; i < got.size(); ++i) EXPECT_EQ(got[i], flushed ? 0.0f : want[i]) << i;
+  }
+  clear_caches();
+}
+
+// native runs a jitted associative scan as one compiled routine: the blocked scan on threads
+// (chunks folded in parallel, then their prefixes), or with JX_NATIVE_ASSOC=0 the fold as one
+// compiled loop; either way one dispatch whatever n, and the values of the interpreter's recursion
+TEST(NativeAssocScan, JitIsOneCompiledRoutine) {
+  auto f = [](const Array& a, const Array& b) {
+    return lax::associative_scan_flat(
+        [](const std::vector<Array>& p, const std::vector<Array>& q) {
+          return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]};
+        },
+        {a, b});
+  };
+  for (const char* mode : {"blocked", "fold"}) {
+    SCOPED_TRACE(mode);
+    const bool fold = std::string(mode) == "fold";
+    if (fold) setenv("JX_NATIVE_ASSOC", "0", 1);
+    clear_caches();  // the plans are cached per program
+    std::vector<std::size_t> counts;
+    for (int n : {100, 10000}) {
+      Array a = np::full({n}, 0.999, DType::float64), b = np::ones({n}, DType::float64);
+      auto want = f(a, b);
+      DefaultDeviceScope native("native");
+      auto jf = jit(f);
+      auto args = std::vector<Array>{device_put(a, "native"), device_put(b, "native")};
+      (void)jf(args[0], args[1]);
+      ScanPathTracker t;
+      trace::DispatchTracker d;
+      auto got = jf(args[0], args[1]);
+      if (fold || native::openmp_flag().empty()) {  // without OpenMP: the fold
+        t.expect_path(ScanPath::fused);
+        EXPECT_EQ(d.count("scan"), 1);
+      } else {
+        EXPECT_EQ(d.count("associative_scan"), 1);
+      }
+      counts.push_back(d.dispatches());
+      EXPECT_TRUE(all_close(got[1], vals(want[1]), 1e-12, 1e-12));
+      // reversed too: y_i = x_i ∘ … ∘ x_{n-1} (the later elements are the prefix)
+      auto rf = jit([](const Array& a, const Array& b) {
+        return lax::associative_scan_flat(
+            [](const std::vector<Array>& p, const std::vector<Array>& q) {
+              return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]};
+            },
+            {a, b}, true);
+      });
+      auto rwant = lax::associative_scan_flat(
+          [](const std::vector<Array>& p, const std::vector<Array>& q) {
+            return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]};
+          },
+          {a, b}, true);
+      EXPECT_TRUE(all_close(rf(args[0], args[1])[1], vals(rwant[1]), 1e-12, 1e-12));
+    }
+    if (fold) unsetenv("JX_NATIVE_ASSOC");
+    clear_caches();
+    EXPECT_EQ(counts[0], counts[1]);
+  }
 }
