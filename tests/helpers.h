@@ -13,6 +13,16 @@ namespace jxt {
 
 inline std::vector<double> vals(const jx::Array& a) { return a.to_vector<double>(); }
 
+// The affine recurrence as an associative scan: elements (a, b) composed as (a1·a0, a1·b0 + b1),
+// so prefix t holds x_t = a_t x_{t-1} + b_t from x_{-1} = 0 (reverse: from the last element on).
+inline std::vector<jx::Array> affine_scan(const jx::Array& a, const jx::Array& b, bool reverse = false) {
+  return jx::lax::associative_scan_flat(
+      [](const std::vector<jx::Array>& p, const std::vector<jx::Array>& q) {
+        return std::vector<jx::Array>{q[0] * p[0], q[0] * p[1] + q[1]};
+      },
+      {a, b}, reverse);
+}
+
 // The source tree (scenarios, the DLM fixtures under tests/data/dlm): JX_SOURCE_DIR
 // from the environment where the binaries run from a copy elsewhere (scripts/gpu-check packs
 // them for the GPU machine), else the tree they were built from.

@@ -334,11 +334,7 @@ TEST(NativeAssocScan, GradFollowsItsThreads) {
   auto loss = [](const Array& th) {
     Array t = np::arange(0, 1000, 1, DType::float64) * 0.001;
     Array a = np::exp(th * t) * 0.999, b = np::sin(th + t);
-    auto r = lax::associative_scan_flat(
-        [](const std::vector<Array>& p, const std::vector<Array>& q) {
-          return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]};
-        },
-        {a, b});
+    auto r = jxt::affine_scan(a, b);
     return np::sum(r[1] * r[1]);
   };
   Array th = np::full({}, 0.3, DType::float64);
@@ -402,13 +398,7 @@ TEST(NativeAssocScan, BlockedScanFlushesSubnormals) {
 // (chunks folded in parallel, then their prefixes), or with JX_NATIVE_ASSOC=0 the fold as one
 // compiled loop; either way one dispatch whatever n, and the values of the interpreter's recursion
 TEST(NativeAssocScan, JitIsOneCompiledRoutine) {
-  auto f = [](const Array& a, const Array& b) {
-    return lax::associative_scan_flat(
-        [](const std::vector<Array>& p, const std::vector<Array>& q) {
-          return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]};
-        },
-        {a, b});
-  };
+  auto f = [](const Array& a, const Array& b) { return jxt::affine_scan(a, b); };
   for (const char* mode : {"blocked", "fold"}) {
     SCOPED_TRACE(mode);
     const bool fold = std::string(mode) == "fold";
@@ -434,18 +424,8 @@ TEST(NativeAssocScan, JitIsOneCompiledRoutine) {
       counts.push_back(d.dispatches());
       EXPECT_TRUE(all_close(got[1], vals(want[1]), 1e-12, 1e-12));
       // reversed too: y_i = x_i ∘ … ∘ x_{n-1} (the later elements are the prefix)
-      auto rf = jit([](const Array& a, const Array& b) {
-        return lax::associative_scan_flat(
-            [](const std::vector<Array>& p, const std::vector<Array>& q) {
-              return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]};
-            },
-            {a, b}, true);
-      });
-      auto rwant = lax::associative_scan_flat(
-          [](const std::vector<Array>& p, const std::vector<Array>& q) {
-            return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]};
-          },
-          {a, b}, true);
+      auto rf = jit([](const Array& a, const Array& b) { return jxt::affine_scan(a, b, true); });
+      auto rwant = jxt::affine_scan(a, b, true);
       EXPECT_TRUE(all_close(rf(args[0], args[1])[1], vals(rwant[1]), 1e-12, 1e-12));
     }
     if (fold) unsetenv("JX_NATIVE_ASSOC");

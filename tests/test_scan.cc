@@ -343,11 +343,7 @@ namespace {
 Array affine_loss(const Array& th) {
   Array t = np::arange(0, 9, 1, DType::float64) * 0.1;
   Array a = np::exp(th * t) * 0.9, b = np::sin(th + t);
-  auto r = lax::associative_scan_flat(
-      [](const std::vector<Array>& p, const std::vector<Array>& q) {
-        return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]};
-      },
-      {a, b});
+  auto r = jxt::affine_scan(a, b);
   return np::sum(r[1] * r[1]);
 }
 // the same inside a scan body: the body's jaxpr holds the associative_scan primitive, so grad and
@@ -564,11 +560,7 @@ TEST(AssociativeScan, ReverseModeAtShortLengths) {
       auto f = [n, rev](const Array& th) {
         Array t = np::arange(0, static_cast<double>(n), 1, DType::float32) * 0.3;
         Array a = np::exp(th * t) * 0.9, b = np::sin(th + t);
-        auto r = lax::associative_scan_flat(
-            [](const std::vector<Array>& p, const std::vector<Array>& q) {
-              return std::vector<Array>{q[0] * p[0], q[0] * p[1] + q[1]};
-            },
-            {a, b}, rev);
+        auto r = jxt::affine_scan(a, b, rev);
         auto s = lax::associative_scan_flat(
             [](const std::vector<Array>& p, const std::vector<Array>& q) { return std::vector<Array>{p[0] * q[0]}; },
             {a + 1.0}, rev);
