@@ -17,7 +17,6 @@ w=$(mktemp -d)
 mkdir -p "$w/json" "$w/log" "$w/rc" "$w/validation"
 # the binaries read the source tree (scenarios, DLM fixtures) from here, not the build machine's path
 export JX_SOURCE_DIR=$root JX_SCENARIOS=$root/scenarios JXLAB=$root/.gpu/bin/jxlab JX_NATIVE_CACHE=$w/native-cache JX_VULKAN_CACHE=$w/vulkan-cache
-if [ -d .gpu/data/dlm ] && [ ! -d tests/data/dlm ]; then mkdir -p tests/data && cp -r .gpu/data/dlm tests/data/; fi
 cp .gpu/commit "$w/commit" 2>/dev/null || echo unknown > "$w/commit"
 .gpu/bin/jxlab devices > "$w/devices.txt" 2>&1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$w/gpu.txt" 2>/dev/null || true

@@ -16,11 +16,9 @@ using json = nlohmann::json;
 using jx::Array;
 
 inline json load(const std::string& name) {
-  for (const std::string& dir : {jxt::source_dir() + "/tests/data/dlm/", jxt::source_dir() + "/../shared/data/dlm/"}) {
-    std::ifstream f(dir + name);
-    if (f) return json::parse(f);
-  }
-  throw std::runtime_error("fixture " + name + " not found in tests/data/dlm (nor ../shared/data/dlm)");
+  std::ifstream f(jxt::source_dir() + "/tests/data/dlm/" + name);
+  if (!f) throw std::runtime_error("fixture " + name + " not found in tests/data/dlm");
+  return json::parse(f);
 }
 
 // Flattens nested JSON numbers (null = NaN) in row-major order.

@@ -35,10 +35,6 @@ const char* kFlushOn = R"(#if defined(__x86_64__) || defined(__i386__)
 )";
 const char* kFlushOff = "#define JX_FTZ_ON\n#define JX_FTZ_OFF\n";
 
-}  // namespace
-
-namespace {
-
 // What the three passes need: the combine's arity, the positions, the chunk length, each leaf's
 // element bytes and offset within one packed element (elem bytes in all).
 struct AssocLayout {

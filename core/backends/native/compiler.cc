@@ -1,5 +1,6 @@
 #include "core/backends/native/compiler.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 #include <fstream>
 #include <sstream>
+#include <thread>
 #include <unistd.h>
 
 #include "core/base/errors.h"
@@ -278,6 +280,12 @@ std::string openmp_flag() {
     return ok ? std::string(" -fopenmp") : std::string();
   }();
   return flag;
+}
+
+int openmp_threads() {
+  if (const char* e = std::getenv("JX_NATIVE_OPENMP"); e && std::string(e) == "0") return 1;
+  if (const char* e = std::getenv("OMP_NUM_THREADS"); e && *e) return std::max(1, std::atoi(e));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 CompileResult compile(const std::string& source) {

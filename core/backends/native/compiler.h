@@ -35,6 +35,9 @@ std::string compiler_command(std::size_t source_bytes = 0);
 // " -fopenmp" when the compiler and loader support OpenMP (probed once), else empty; also empty
 // with JX_NATIVE_OPENMP=0. Threads: OMP_NUM_THREADS, default one per core.
 std::string openmp_flag();
+// The threads OpenMP starts for native code: OMP_NUM_THREADS's first count, else one per core;
+// 1 with JX_NATIVE_OPENMP=0.
+int openmp_threads();
 // The compiler's first --version line, or empty when it cannot run.
 std::string compiler_version();
 

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
-#include <thread>
 #include <unordered_map>
 
 #include "core/base/hash.h"
@@ -42,7 +41,7 @@ class NativeBackend final : public HostBackend {
     info_.device = v.empty() ? "generated C" : fmt::format("generated C compiled by {}", v);
     info_.reason = v.empty() ? "no working C compiler (install gcc or set JX_CC)" : "";
     info_.limits = {0, true};
-    info_.limits.parallel_assoc_scans = threads() >= 4 && !assoc_off();
+    info_.limits.parallel_assoc_scans = native::openmp_threads() >= 4 && !assoc_off();
   }
 
   const DeviceInfo& info() const override { return info_; }
@@ -148,13 +147,6 @@ class NativeBackend final : public HostBackend {
     return e && std::string(e) == value;
   }
   static bool assoc_off() { return env_is("JX_NATIVE_ASSOC", "0"); }
-  // The threads OpenMP will start: OMP_NUM_THREADS's first count, else one per core (1 with
-  // JX_NATIVE_OPENMP=0). Read once, when the backend is made.
-  static int threads() {
-    if (const char* e = std::getenv("JX_NATIVE_OPENMP"); e && std::string(e) == "0") return 1;
-    if (const char* e = std::getenv("OMP_NUM_THREADS"); e && *e) return std::max(1, std::atoi(e));
-    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  }
   // The function `render(symbol)` gives (C source, why), compiled once per key; a BackendError
   // while rendering is the plan's fallback reason.
   template <class Render>

@@ -5,10 +5,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
-
-#include <cstdlib>
 
 #include "core/base/errors.h"
 
