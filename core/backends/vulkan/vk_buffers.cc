@@ -132,13 +132,16 @@ std::vector<std::unique_ptr<Buf>> FreeBuffers::take_all() {
   return all;
 }
 
-std::unique_ptr<Buf> BufferPool::acquire(std::size_t n, std::size_t live_bytes) {
+std::unique_ptr<Buf> BufferPool::take_pooled(std::size_t n) {
   const std::size_t cls = size_class(n);
-  if (std::unique_ptr<Buf> b = free_.take(cls)) {
-    pooled_bytes_ -= cls;
-    return b;
-  }
-  return create(cls, mem_type_, false, live_bytes);
+  std::unique_ptr<Buf> b = free_.take(cls);
+  if (b) pooled_bytes_ -= cls;
+  return b;
+}
+
+std::unique_ptr<Buf> BufferPool::acquire(std::size_t n, std::size_t live_bytes) {
+  if (std::unique_ptr<Buf> b = take_pooled(n)) return b;
+  return create(size_class(n), mem_type_, false, live_bytes);
 }
 
 // Over the budget, free pooled buffers from the largest size class down until this one fits

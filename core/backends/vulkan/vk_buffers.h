@@ -63,6 +63,7 @@ class BufferPool {
   // that starts from the same pooled set gets the same buffers and its cached descriptor sets
   // match), else a new one. live_bytes only words the out-of-memory error.
   std::unique_ptr<Buf> acquire(std::size_t n, std::size_t live_bytes);
+  std::unique_ptr<Buf> take_pooled(std::size_t n);  // the pooled one acquire would give, else null
   // Back to the pool; over the budget, pooled buffers go from the largest class down first.
   void give_back(std::unique_ptr<Buf> b);
   std::unique_ptr<Buf> staging(std::size_t bytes, std::size_t live_bytes);  // host-visible, mapped

@@ -1,6 +1,8 @@
 // The vulkan backend's recorder and descriptor cache (vk_recorder.h).
 #include "core/backends/vulkan/vk_recorder.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/instrument/faults.h"
@@ -323,6 +325,17 @@ void Recorder::release(std::unique_ptr<Buf> b) {
 }
 
 std::unique_ptr<Buf> Recorder::take_released(std::size_t n) { return released_.take(size_class(n)); }
+
+std::unique_ptr<Buf> Recorder::take_recorded(std::size_t n) {
+  if (!current_) return nullptr;
+  auto& held = current_->released;
+  const std::size_t cls = size_class(n);
+  auto it = std::find_if(held.begin(), held.end(), [&](const auto& b) { return b->capacity == cls; });
+  if (it == held.end()) return nullptr;
+  std::unique_ptr<Buf> b = std::move(*it);
+  held.erase(it);
+  return b;
+}
 
 void Recorder::recycle(std::unique_ptr<Batch> b) {
   VkDevice d = ctx_->device();

@@ -129,6 +129,12 @@ class Recorder {
   // A buffer of n's size class freed since the last host wait (the oldest first, so a host loop's
   // steps take the same buffers and hit the same cached descriptor sets), else null.
   std::unique_ptr<Buf> take_released(std::size_t n);
+  // A buffer of n's size class the recording batch released (the oldest), else null: stream-
+  // ordered reuse within the batch, as take_released across batches. The last resort before a
+  // new buffer: a write into it needs a barrier after its earlier readers (WAR), where a fresh
+  // buffer needs none (a host loop whose steps are recorded into one batch otherwise makes new
+  // buffers until the batch is submitted).
+  std::unique_ptr<Buf> take_recorded(std::size_t n);
   std::uint64_t waits() const { return waits_; }  // host waits so far (finish() that waited)
 
   void submit();  // ends and submits the recording batch (no wait)

@@ -97,9 +97,14 @@ SlotId VulkanBackend::malloc(const AVal& tag) {
   alive();
   HostTimer ht(rec_->timing(), counters_.host_alloc_ns);
   const std::size_t n = tag.bytes();
-  std::unique_ptr<Buf> b = rec_->take_released(n);  // stream-ordered reuse (Recorder::release)
-  const std::uint64_t reused_until = b ? rec_->waits() + 1 : 0;
+  // stream-ordered reuse (Recorder::release) of a buffer submitted work released, else a pooled
+  // one, else one the recording batch released, else a new one
+  std::unique_ptr<Buf> b = rec_->take_released(n);
+  bool reused = b != nullptr;
+  if (!b) b = buffers_->take_pooled(n);
+  if (!b && (b = rec_->take_recorded(n))) reused = true;
   if (!b) b = buffers_->acquire(n, bytes_);
+  const std::uint64_t reused_until = reused ? rec_->waits() + 1 : 0;
   const SlotId id = new_slot_id();
   slots_.emplace(id, Slot{std::move(b), n, tag, 1, reused_until});
   bytes_ += n;
