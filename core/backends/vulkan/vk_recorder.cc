@@ -14,11 +14,11 @@ Recorder::Recorder(std::shared_ptr<Context> ctx, DeviceHealth& health, BufferPoo
 
 void Recorder::barrier_for(const std::vector<VkBuffer>& reads, const std::vector<VkBuffer>& writes, Batch& b) {
   bool need = false;
-  for (VkBuffer x : reads) need = need || written_.count(x);
-  for (VkBuffer x : writes) need = need || written_.count(x) || read_.count(x);
+  for (VkBuffer x : reads) need = need || written_.contains(x);
+  for (VkBuffer x : writes) need = need || written_.contains(x) || read_.contains(x);
   if (need) barrier(b);
-  read_.insert(reads.begin(), reads.end());
-  written_.insert(writes.begin(), writes.end());
+  for (VkBuffer x : reads) read_.insert(x);
+  for (VkBuffer x : writes) written_.insert(x);
 }
 
 void Recorder::copy(Batch& b, VkBuffer src, std::size_t src_off, VkBuffer dst, std::size_t dst_off, std::size_t bytes) {
@@ -87,15 +87,13 @@ VkDescriptorSet Recorder::cached_set(Batch& b, const Pipeline& pipe, const std::
 }
 
 VkDescriptorSet DescriptorCache::get(const Pipeline& pipe, const std::vector<const Buf*>& bufs, bool timing) {
-  std::vector<VkBuffer> handles;
   const VkDescriptorSetLayout layout = pipe.set_layout.get();
-  std::string key(reinterpret_cast<const char*>(&layout), sizeof(layout));
-  for (const Buf* x : bufs) {
-    handles.push_back(x->buf.get());
-    key.append(reinterpret_cast<const char*>(&x->id), sizeof(x->id));
-  }
-  if (auto it = sets_.find(key); it != sets_.end()) return it->second;
+  key_.assign(1, reinterpret_cast<std::uint64_t>(layout));
+  for (const Buf* x : bufs) key_.push_back(x->id);
+  if (auto it = sets_.find(key_); it != sets_.end()) return it->second;
   if (full_) return VK_NULL_HANDLE;
+  std::vector<VkBuffer> handles;
+  for (const Buf* x : bufs) handles.push_back(x->buf.get());
   VkDevice d = ctx_->device();
   if (!pool_) {
     VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kCachedDescriptors};
@@ -118,7 +116,7 @@ VkDescriptorSet DescriptorCache::get(const Pipeline& pipe, const std::vector<con
     return VK_NULL_HANDLE;
   }
   write(set, handles, timing);
-  sets_.emplace(std::move(key), set);
+  sets_.emplace(key_, set);
   return set;
 }
 
@@ -160,11 +158,6 @@ Batch& Recorder::batch_with_room(std::uint32_t sets, std::uint32_t descriptors) 
     b = &recording();
   }
   return *b;
-}
-
-void Recorder::touch(std::span<const SlotId> in, std::span<const SlotId> out) {
-  for (auto id : in) used_.insert(id);
-  for (auto id : out) used_.insert(id);
 }
 
 Batch& Recorder::recording() {
@@ -214,7 +207,7 @@ std::unique_ptr<Batch> Recorder::make_batch() {
 
 void Recorder::barrier_if(const std::vector<VkBuffer>& bufs, Batch& b) {
   bool need = false;
-  for (VkBuffer x : bufs) need = need || written_.count(x);
+  for (VkBuffer x : bufs) need = need || written_.contains(x);
   if (need) barrier(b);
 }
 
@@ -280,7 +273,6 @@ void Recorder::finish() {
   }
   for (auto& r : released_.take_all()) pool_.give_back(std::move(r));
   waits_++;
-  used_.clear();
   written_.clear();
   read_.clear();
   cache_.reset_if_full();  // nothing recorded refers to the cached sets now

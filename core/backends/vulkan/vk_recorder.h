@@ -5,6 +5,7 @@
 // when the host reads (then waits), when its descriptor pool is full, once it holds
 // submit_every commands, or on flush(). Per-batch descriptor sets come from the batch's pool;
 // sets reused across batches from the DescriptorCache. GPU timing by timestamp queries.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -13,7 +14,6 @@
 #include <span>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "core/backends/backend.h"
@@ -79,7 +79,30 @@ class DescriptorCache {
   vulkan::Counters& c_;
   DescriptorPoolH pool_;
   bool full_ = false;
-  std::unordered_map<std::string, VkDescriptorSet> sets_;
+  // the layout's handle, then the buffers' creation ids
+  struct KeyHash {
+    std::size_t operator()(const std::vector<std::uint64_t>& k) const noexcept {
+      std::uint64_t h = 0x9e3779b97f4a7c15ULL;
+      for (std::uint64_t w : k) h = (h ^ w) * 0x100000001b3ULL + (h >> 29);
+      return static_cast<std::size_t>(h);
+    }
+  };
+  std::unordered_map<std::vector<std::uint64_t>, VkDescriptorSet, KeyHash> sets_;
+  std::vector<std::uint64_t> key_;  // get()'s key, reused: a hit allocates nothing
+};
+
+// The buffers read or written since the last barrier: a handful, so a flat vector searched in
+// order (a hash set allocated a node per insert and freed them all at every barrier).
+class BufferSet {
+ public:
+  bool contains(VkBuffer b) const { return std::find(v_.begin(), v_.end(), b) != v_.end(); }
+  void insert(VkBuffer b) {
+    if (!contains(b)) v_.push_back(b);
+  }
+  void clear() { v_.clear(); }  // keeps the capacity
+
+ private:
+  std::vector<VkBuffer> v_;
 };
 
 class Recorder {
@@ -116,10 +139,6 @@ class Recorder {
   void download(VkBuffer src, Buf& host, std::size_t bytes);
   void fill_zero(Batch& b, const std::shared_ptr<Buf>& buf);  // held by the batch until it completes
 
-  // Slots touched by work not yet known complete: a host access to one waits first.
-  void touch(std::span<const SlotId> in, std::span<const SlotId> out);
-  bool pending(SlotId id) const { return used_.count(id) != 0; }
-  void forget(SlotId id) { used_.erase(id); }
   // A freed slot's buffer. Stream-ordered reuse: once every command that may use it is
   // submitted, later commands may take it (take_released) — the queue runs commands in submission
   // order and barrier_for orders a new write after the old reads and writes (RAW, WAW, WAR). The
@@ -169,9 +188,8 @@ class Recorder {
   std::unique_ptr<Batch> current_;
   std::deque<std::unique_ptr<Batch>> inflight_;
   std::vector<std::unique_ptr<Batch>> spare_;
-  std::unordered_set<VkBuffer> written_;
-  std::unordered_set<VkBuffer> read_;  // read since the last barrier (scans rewrite buffers they read)
-  std::unordered_set<SlotId> used_;
+  BufferSet written_;
+  BufferSet read_;        // read since the last barrier (scans rewrite buffers they read)
   FreeBuffers released_;  // freed by submitted work since the last host wait
   std::uint64_t waits_ = 0;
   bool timing_ = false;

@@ -127,7 +127,6 @@ void VulkanBackend::decref(SlotId id) {
   bytes_ -= s.bytes;
   std::unique_ptr<Buf> b = std::move(s.buf);
   slots_.erase(id);
-  rec_->forget(id);
   rec_->release(std::move(b));
 }
 
@@ -139,21 +138,20 @@ void VulkanBackend::write(SlotId id, std::span<const std::byte> src) {
     throw BackendError(fmt::format("vulkan: write of {} bytes into a {}-byte slot", src.size(), s.bytes));
   counters_.bytes_uploaded += src.size();
   if (src.empty()) return;
-  if (s.buf->mapped && in_use_elsewhere(s) && !rec_->pending(id)) {  // a fresh buffer, not a host wait
+  if (s.buf->mapped && in_use_elsewhere(s) && !pending(s)) {  // a fresh buffer, not a host wait
     rec_->release(std::move(s.buf));
     s.buf = buffers_->acquire(s.bytes, bytes_);
     s.reused_until = 0;
   }
   if (s.buf->mapped) {
-    if (rec_->pending(id)) rec_->finish();
+    if (pending(s)) rec_->finish();
     std::memcpy(s.buf->mapped, src.data(), src.size());
     return;
   }
   auto st = buffers_->staging(src.size(), bytes_);
   std::memcpy(st->mapped, src.data(), src.size());
   rec_->upload(std::move(st), s.buf->buf.get(), src.size());
-  const SlotId touched[1] = {id};
-  rec_->touch({}, touched);
+  s.used_until = rec_->waits() + 1;
 }
 
 void VulkanBackend::read(SlotId id, std::span<std::byte> dst) {
@@ -165,7 +163,7 @@ void VulkanBackend::read(SlotId id, std::span<std::byte> dst) {
   counters_.bytes_downloaded += dst.size();
   if (dst.empty()) return;
   if (s.buf->mapped && buffers_->mapped_reads()) {
-    if (rec_->pending(id) || in_use_elsewhere(s)) rec_->finish();
+    if (pending(s) || in_use_elsewhere(s)) rec_->finish();
     std::memcpy(dst.data(), s.buf->mapped, dst.size());
     return;
   }
@@ -276,24 +274,33 @@ void VulkanBackend::dispatch(Executable& exe, std::span<const SlotId> in, std::s
   std::lock_guard lock(mu_);
   alive();
   HostTimer ht(rec_->timing(), counters_.host_dispatch_ns);
+  if (auto* k = dynamic_cast<KernelExe*>(&exe)) return run_kernel(*k, in, out);  // most dispatches
   if (auto* hr = dynamic_cast<HostRoutineExe*>(&exe)) return host_routine(*hr, in, out);
   if (ScanRunner::runs(exe)) {
     std::vector<Buf*> ib, ob;
     for (auto id : in) ib.push_back(get(id).buf.get());
     for (auto id : out) ob.push_back(get(id).buf.get());
     scans_->run(exe, ib, ob, bytes_);
-    rec_->touch(in, out);
+    for (auto id : in) touch(id);  // after recording: a host wait there would have cleared it
+    for (auto id : out) touch(id);
     return;
   }
-  run_kernel(static_cast<KernelExe&>(exe), in, out);
+  throw BackendError("vulkan: dispatch of an executable another backend prepared");
 }
 
 void VulkanBackend::run_kernel(KernelExe& k, std::span<const SlotId> in, std::span<const SlotId> out) {
   if (k.invocations == 0) return;
-  std::vector<VkBuffer> reads, writes;
-  std::vector<const Buf*> bound;
-  for (auto id : in) bound.push_back(get(id).buf.get());
-  for (auto id : out) bound.push_back(get(id).buf.get());
+  // the members' capacity is reused: a dispatch allocates nothing here (the lock is held)
+  std::vector<VkBuffer>&reads = kernel_reads_, &writes = kernel_writes_;
+  std::vector<const Buf*>& bound = kernel_bound_;
+  reads.clear();
+  writes.clear();
+  bound.clear();
+  std::vector<Slot*>& slots = kernel_slots_;
+  slots.clear();
+  for (auto id : in) slots.push_back(&get(id));
+  for (auto id : out) slots.push_back(&get(id));
+  for (Slot* x : slots) bound.push_back(x->buf.get());
   for (std::size_t i = 0; i < bound.size(); ++i) (i < in.size() ? reads : writes).push_back(bound[i]->buf.get());
   Batch& b = rec_->batch_with_room(1, static_cast<std::uint32_t>(reads.size() + writes.size()) + 1);
   bind_scratch(b, k, writes);
@@ -302,7 +309,7 @@ void VulkanBackend::run_kernel(KernelExe& k, std::span<const SlotId> in, std::sp
   const int nbufs = static_cast<int>(bound.size());
   rec_->barrier_for(reads, writes, b);
   rec_->record_dispatch(b, *k.pipe, set, k.invocations, nbufs);
-  rec_->touch(in, out);
+  for (Slot* x : slots) x->used_until = rec_->waits() + 1;  // a host access waits for this dispatch
 }
 
 void VulkanBackend::flush() {

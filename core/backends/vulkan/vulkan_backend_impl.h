@@ -88,8 +88,12 @@ class VulkanBackend final : public Backend, public KernelSource {
     // Recorder::waits() + 1 when buf was taken from the recorder's released buffers: until the
     // next host wait, submitted work of its previous slot may still use it (no host access)
     std::uint64_t reused_until = 0;
+    // Recorder::waits() + 1 while recorded work uses it: a host access waits first
+    std::uint64_t used_until = 0;
   };
   bool in_use_elsewhere(const Slot& s) const { return s.reused_until == rec_->waits() + 1; }
+  bool pending(const Slot& s) const { return s.used_until == rec_->waits() + 1; }
+  void touch(SlotId id) { get(id).used_until = rec_->waits() + 1; }  // used by the work just recorded
 
   void alive() const;
   Slot& get(SlotId id);
@@ -97,6 +101,9 @@ class VulkanBackend final : public Backend, public KernelSource {
   // What scan shaders may use under the current limits profile.
   ScanLimits scan_limits() const;
   void run_kernel(KernelExe& k, std::span<const SlotId> in, std::span<const SlotId> out);
+  std::vector<VkBuffer> kernel_reads_, kernel_writes_;  // run_kernel's, reused
+  std::vector<const Buf*> kernel_bound_;
+  std::vector<Slot*> kernel_slots_;
   void host_routine(HostRoutineExe& r, std::span<const SlotId> in, std::span<const SlotId> out);
 
   mutable DeviceInfo info_;  // unavailable, with the reason, once the device is lost (health_)
