@@ -49,10 +49,19 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     W += shared_words(b.buffers[nc + l]);
     regs += b.buffers[nc + l].size();
   }
+  // A position's slot in workgroup memory: W words rounded up to an odd count, so the 32
+  // invocations of a warp reading or writing word e of their slots hit 32 different banks (an even
+  // stride shares banks: W = 16, the m = 2 filter's element, made every access a 16-way conflict).
+  // JX_VK_ODD_SLOTS=0: W words, as before (for measuring).
+  static const bool odd_slots = [] {
+    const char* e = std::getenv("JX_VK_ODD_SLOTS");
+    return !e || std::string(e) != "0";
+  }();
+  const std::int64_t Ws = W % 2 == 0 && odd_slots ? W + 1 : W;
   // positions per workgroup: 256, or fewer where 256 elements overflow the workgroup's memory
   std::int64_t B = kWorkgroup;
-  while (B > 32 && B * W * 4 > lim.shared_bytes) B /= 2;
-  if (W == 0 || B * W * 4 > lim.shared_bytes) return;
+  while (B > 32 && B * Ws * 4 > lim.shared_bytes) B /= 2;
+  if (W == 0 || B * Ws * 4 > lim.shared_bytes) return;
   const std::int64_t c_max =
       std::clamp<std::int64_t>(128 / std::max<std::int64_t>(regs, 1), 1, 4);  // elements held in registers
   // several positions per invocation only for small elements: the gradient's transposed scan
@@ -90,7 +99,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
       s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
     }
     s += "layout(push_constant) uniform PC { int mode; int s; } pc;\n";
-    s += shared_decl(B * W, lim.checked_shared);
+    s += shared_decl(B * Ws, lim.checked_shared);
     s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
     auto arrays = [&](const std::string& name) {
       std::string d;
@@ -138,8 +147,10 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
       }
       return c;
     };
-    // a position's slot in workgroup memory: W words, leaf l's element from word sm_base[l] on
-    auto slot_base = [&](const std::string& slot, int l) { return fmt::format("({}) * {} + {}", slot, W, sm_base[l]); };
+    // a position's slot in workgroup memory: Ws words, leaf l's element from word sm_base[l] on
+    auto slot_base = [&](const std::string& slot, int l) {
+      return fmt::format("({}) * {} + {}", slot, Ws, sm_base[l]);
+    };
     auto to_shared = [&](const std::string& slot) {
       std::string c;
       for (int l = 0; l < k; ++l)
@@ -322,7 +333,7 @@ std::string assoc_form() {
 
 std::string assoc_overrides() {
   std::string k = assoc_form();
-  for (const char* name : {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG"}) {
+  for (const char* name : {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS"}) {
     const char* e = std::getenv(name);
     k += fmt::format("|{}", e ? e : "");
   }
