@@ -474,23 +474,26 @@ Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t G
   s += decompose(red, red_names, "rr_");
   s += nodes_code(c, k.reachable(k.body), idx, "    ");
   s += "    " + combine_code(k, "acc", fmt::format("{}(v{})", at, k.body)) + "  }\n";
-  s += "  red_[lid] = acc;\n  barrier();\n";
-  s += fmt::format(
-      "  for (int h_ = {}; h_ > 0; h_ >>= 1) {{\n    if (lid < h_) {{\n      {} b_ = red_[lid + h_];\n      {}    }}\n "
-      "   barrier();\n  }}\n",
+  // the workgroup's accumulators folded pairwise in a fixed tree (deterministic)
+  const std::string tree = fmt::format(
+      "  red_[lid] = acc;\n  barrier();\n  for (int h_ = {}; h_ > 0; h_ >>= 1) {{\n    if (lid < h_) {{\n      {} b_ = "
+      "red_[lid + h_];\n      {}    }}\n    barrier();\n  }}\n",
       kWorkgroup / 2, at, combine_code(k, "red_[lid]", "b_"));
+  s += tree;
   if (!split) {
     s += "  if (lid != 0) return;\n  acc = red_[0];\n";
   } else {
+    // the last workgroup to finish folds the G partials: lane l those at l, l + 256, ... in
+    // order, then the same tree (one lane reading all G in turn waited on G dependent loads)
     s += fmt::format(
         "  if (lid == 0) {{\n    scr.part_[wg] = red_[0];\n    memoryBarrierBuffer();\n    last_ = "
         "atomicAdd(scr.cnt_[o_], 1u) == {}u;\n  }}\n"
-        "  barrier();\n  if (lid != 0 || !last_) return;\n  memoryBarrierBuffer();\n",
+        "  barrier();\n  if (!last_) return;\n  memoryBarrierBuffer();\n",
         G - 1);
     s += fmt::format(
-        "  acc = {};\n  for (int q_ = 0; q_ < {}; ++q_) {{\n    {} b_ = scr.part_[o_ * {} + q_];\n    {}  }}\n  "
-        "scr.cnt_[o_] = 0u;\n",
-        reduction_identity(k, at), G, at, G, combine_code(k, "acc", "b_"));
+        "  acc = {};\n  for (int q_ = lid; q_ < {}; q_ += {}) {{\n    {} b_ = scr.part_[o_ * {} + q_];\n    {}  }}\n",
+        reduction_identity(k, at), G, kWorkgroup, at, G, combine_code(k, "acc", "b_"));
+    s += tree + "  if (lid != 0) return;\n  acc = red_[0];\n  scr.cnt_[o_] = 0u;\n";
   }
   s += reduction_finish(
       c, idx, [&](std::size_t d) { return reduced_dim(k, d); },
