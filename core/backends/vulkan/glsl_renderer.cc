@@ -426,8 +426,9 @@ constexpr std::int64_t kWorkgroupReduceMin = 1024;
 // output is latency-bound: the H100's log-likelihood sum over 102400 terms took 0.6 ms in one).
 // Workgroup p of output o folds elements p·256 + lid, stepping G·256, as above; lane 0 stores the
 // partial in the scratch buffer and counts itself in; the last of the G to count in folds the G
-// partials in index order (deterministic whichever finishes last), finishes the output and resets
-// the counter, so the scratch buffer is left as it was found.
+// partials (lane l those at l, l + 256, ... in order, then the workgroup's fixed tree:
+// deterministic whichever finishes last), finishes the output and resets the counter, so the
+// scratch buffer is left as it was found.
 constexpr std::int64_t kMaxSplit = 256;
 
 std::int64_t split_count(const Kernel& k) {
