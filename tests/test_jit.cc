@@ -46,6 +46,61 @@ TEST_P(JitEveryCase, JitOfVjpEqualsEager) {
 INSTANTIATE_TEST_SUITE_P(All, JitEveryCase, ::testing::ValuesIn(jxt::cases()),
                          [](const auto& info) { return info.param.name; });
 
+// CompileOnly: the call traces and compiles (a compile event, the program cached) but
+// dispatches nothing, and answers arrays of the traced shapes and dtypes; the real call after it
+// compiles nothing and gives the values. A scan's body is compiled with its program. Nested:
+// the scope counts, and leaving the inner one keeps the outer.
+TEST(Jit, CompileOnlyCompilesWithoutRunning) {
+  auto f = jit([](const Array& x, const Array& y) {
+    auto [c, ys] = lax::scan(
+        [](const Array& c, const Array& xt) {
+          return std::pair{c * 0.5 + xt, c * xt};
+        },
+        np::sum(y), x);
+    return std::vector<Array>{c, ys * 2.0};
+  });
+  Array x = np::arange(0, 12, 1, DType::float32) * 0.25, y = np::ones({3}, DType::float32);
+  std::vector<std::string> compiles;
+  std::size_t dispatches = 0;
+  auto watch = [&](const trace::Event& e) {
+    if (e.kind == trace::EventKind::compile && e.name == "jit") compiles.push_back(e.backend);
+    if (e.kind == trace::EventKind::dispatch) ++dispatches;
+  };
+  std::vector<Array> placeholders;
+  {
+    trace::Subscription sub(watch);
+    const CompileOnly outer;
+    {
+      const CompileOnly inner;
+      EXPECT_TRUE(CompileOnly::active());
+    }
+    EXPECT_TRUE(CompileOnly::active());
+    placeholders = f(x, y);
+  }
+  EXPECT_FALSE(CompileOnly::active());
+  EXPECT_EQ(compiles.size(), 1u);
+  EXPECT_EQ(dispatches, 0u);
+  ASSERT_EQ(placeholders.size(), 2u);
+  EXPECT_EQ(placeholders[0].aval().str(), "float32[]");
+  EXPECT_EQ(placeholders[1].aval().str(), "float32[12]");
+  compiles.clear();
+  std::vector<Array> got;
+  {
+    trace::Subscription sub(watch);
+    got = f(x, y);
+  }
+  EXPECT_TRUE(compiles.empty()) << "the real call compiled again";
+  EXPECT_GT(dispatches, 0u);
+  double c = 3.0;
+  std::vector<double> ys;
+  for (int t = 0; t < 12; ++t) {
+    ys.push_back(2.0 * c * (0.25 * t));
+    c = c * 0.5 + 0.25 * t;
+  }
+  EXPECT_NEAR(got[0].item<double>(), c, 1e-5);
+  EXPECT_TRUE(all_close(got[1], ys, 1e-5, 1e-5));
+}
+
 TEST(Fusion, ElementwiseChainIsOneKernel) {
   auto f = jit([](const Array& x) { return np::exp(x) * 2.0 + 1.0; });
   Array x = f64({0.0, 1.0, -1.0});

@@ -44,7 +44,23 @@ std::shared_ptr<const CompiledProgram> compile_entry(const JitCore::Entry& entry
   return prog;
 }
 
+thread_local int compile_only_depth = 0;
+
+// CompileOnly's outputs: a fresh slot per output of the traced jaxpr, left as allocated.
+std::vector<Array> unrun_outputs(const Jaxpr& j, Backend& be) {
+  std::vector<Array> out;
+  for (const Atom& a : j.outs) {
+    const AVal av = j.aval_of(a);
+    out.emplace_back(&be, be.malloc(av), av);
+  }
+  return out;
+}
+
 }  // namespace
+
+CompileOnly::CompileOnly() { ++compile_only_depth; }
+CompileOnly::~CompileOnly() { --compile_only_depth; }
+bool CompileOnly::active() { return compile_only_depth > 0; }
 
 std::vector<Array> JitCore::call(const std::string& signature, const std::vector<Array>& args, const FlatFn& fn,
                                  std::any& out_tree) {
@@ -65,6 +81,7 @@ std::vector<Array> JitCore::call(const std::string& signature, const std::vector
   if (!entry) entry = trace_entry(sig, args, fn, Entry{{}, {}, target, {}, {}, 0}, out_tree);
   auto prog = program_cache().get(entry->key);
   if (!prog) prog = compile_entry(*entry, o_.name);
+  if (CompileOnly::active()) return unrun_outputs(entry->jaxpr.jaxpr, *entry->target.backend);
   std::vector<Array> in = args;
   in.insert(in.end(), entry->jaxpr.consts.begin(), entry->jaxpr.consts.end());
   std::vector<Array> out = prog->run(in);

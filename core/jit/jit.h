@@ -45,6 +45,19 @@ class JitCore {
   std::uint64_t tick_ = 0;
 };
 
+// While a CompileOnly lives on this thread, jit calls trace and compile as a first call would
+// but run nothing: each output is a fresh array of the traced shape and dtype whose contents are
+// unspecified. Ahead-of-time warming (a thread compiles the programs a later call will run, as
+// jax.jit(f).lower(...).compile() does); a call under a transformation is traced as always.
+class CompileOnly {
+ public:
+  CompileOnly();
+  ~CompileOnly();
+  CompileOnly(const CompileOnly&) = delete;
+  CompileOnly& operator=(const CompileOnly&) = delete;
+  static bool active();  // on this thread
+};
+
 struct MemoryStats {
   std::size_t live_slots = 0, live_bytes = 0, peak_bytes = 0, pooled_bytes = 0;
   std::size_t jit_cache_entries = 0, compiled_kernels = 0, pipelines = 0;
