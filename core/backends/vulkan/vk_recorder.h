@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/backends/backend.h"
+#include "core/base/hash.h"
 #include "core/backends/vulkan/glsl_renderer.h"
 #include "core/backends/vulkan/vk_buffers.h"
 #include "core/backends/vulkan/vk_pipeline.h"
@@ -82,9 +83,8 @@ class DescriptorCache {
   // the layout's handle, then the buffers' creation ids
   struct KeyHash {
     std::size_t operator()(const std::vector<std::uint64_t>& k) const noexcept {
-      std::uint64_t h = 0x9e3779b97f4a7c15ULL;
-      for (std::uint64_t w : k) h = (h ^ w) * 0x100000001b3ULL + (h >> 29);
-      return static_cast<std::size_t>(h);
+      return static_cast<std::size_t>(
+          fnv1a(std::string_view(reinterpret_cast<const char*>(k.data()), k.size() * sizeof(std::uint64_t))));
     }
   };
   std::unordered_map<std::vector<std::uint64_t>, VkDescriptorSet, KeyHash> sets_;
