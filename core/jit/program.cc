@@ -1,5 +1,7 @@
 #include "core/jit/program.h"
 
+#include "core/base/env.h"
+
 #include <cstdlib>
 #include <optional>
 #include <fmt/format.h>
@@ -113,10 +115,7 @@ std::string CompiledProgram::host_loop_reason() const {
 
 namespace {
 bool early_submit() {
-  static const bool on = [] {
-    const char* e = std::getenv("JX_EARLY_SUBMIT");
-    return !e || std::string(e) != "0";
-  }();
+  static const bool on = !env_is_zero("JX_EARLY_SUBMIT");
   return on;
 }
 // Host loops (scans run step by step) the calling thread is inside: their bodies' associative

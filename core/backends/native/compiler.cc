@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/base/errors.h"
+#include "core/base/env.h"
 #include "core/base/hash.h"
 #include "core/instrument/instrument.h"
 
@@ -259,7 +260,7 @@ CompileResult compile_with(const std::string& cmd, const std::string& source) {
 // object using it, e.g. after clear_caches()) would crash the process.
 std::string openmp_flag() {
   static const std::string flag = [] {
-    if (const char* e = std::getenv("JX_NATIVE_OPENMP"); e && std::string(e) == "0") return std::string();
+    if (env_is_zero("JX_NATIVE_OPENMP")) return std::string();
     const char* cc = std::getenv("JX_CC");
     CompileResult cached;  // held until the copy below holds the OpenMP runtime: it never unloads
     try {
@@ -283,7 +284,7 @@ std::string openmp_flag() {
 }
 
 int openmp_threads() {
-  if (const char* e = std::getenv("JX_NATIVE_OPENMP"); e && std::string(e) == "0") return 1;
+  if (env_is_zero("JX_NATIVE_OPENMP")) return 1;
   if (const char* e = std::getenv("OMP_NUM_THREADS"); e && *e) return std::max(1, std::atoi(e));
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "core/base/env.h"
 #include "core/base/hash.h"
 #include "core/backends/cache_bound.h"
 #include "core/backends/host_memory.h"
@@ -131,7 +132,7 @@ class NativeBackend final : public HostBackend {
       return {ScanPath::fallback, "native has no OpenMP threads for the blocked scan", nullptr};
     return compiled(ap.key(), "jx_a", [&](const std::string& sym) {
       bool unrolled = false;
-      const bool flush = !env_is("JX_NATIVE_FTZ", "0");
+      const bool flush = !env_is_zero("JX_NATIVE_FTZ");
       std::string source = native::render_assoc_scan(ap, sym, chunks, flush, &unrolled);
       return std::make_pair(
           std::move(source),
@@ -142,11 +143,7 @@ class NativeBackend final : public HostBackend {
   }
 
  private:
-  static bool env_is(const char* name, const char* value) {
-    const char* e = std::getenv(name);
-    return e && std::string(e) == value;
-  }
-  static bool assoc_off() { return env_is("JX_NATIVE_ASSOC", "0"); }
+  static bool assoc_off() { return env_is_zero("JX_NATIVE_ASSOC"); }
   // The function `render(symbol)` gives (C source, why), compiled once per key; a BackendError
   // while rendering is the plan's fallback reason.
   template <class Render>

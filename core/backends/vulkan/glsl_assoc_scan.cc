@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/backends/vulkan/glsl_linalg.h"
+#include "core/base/env.h"
 #include "core/backends/vulkan/glsl_scan.h"
 #include "core/backends/vulkan/glsl_words.h"
 
@@ -53,10 +54,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
   // invocations of a warp reading or writing word e of their slots hit 32 different banks (an even
   // stride shares banks: W = 16, the m = 2 filter's element, made every access a 16-way conflict).
   // JX_VK_ODD_SLOTS=0: W words, as before (for measuring).
-  static const bool odd_slots = [] {
-    const char* e = std::getenv("JX_VK_ODD_SLOTS");
-    return !e || std::string(e) != "0";
-  }();
+  static const bool odd_slots = !env_is_zero("JX_VK_ODD_SLOTS");
   const std::int64_t Ws = W % 2 == 0 && odd_slots ? W + 1 : W;
   // positions per workgroup: 256, or fewer where 256 elements overflow the workgroup's memory
   std::int64_t B = kWorkgroup;

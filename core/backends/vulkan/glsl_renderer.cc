@@ -1,5 +1,7 @@
 #include "core/backends/vulkan/glsl_renderer.h"
 
+#include "core/base/env.h"
+
 #include "core/backends/cstyle.h"
 
 #include <algorithm>
@@ -173,10 +175,7 @@ bool uses_double(const std::vector<AVal>& ins, DType out, const std::vector<KNod
 }
 
 bool short_f32_sums() {
-  static const bool on = [] {
-    const char* e = std::getenv("JX_VK_F32_ACC");
-    return !e || std::string(e) != "0";
-  }();
+  static const bool on = !env_is_zero("JX_VK_F32_ACC");
   return on;
 }
 

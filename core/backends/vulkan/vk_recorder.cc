@@ -329,6 +329,15 @@ std::unique_ptr<Buf> Recorder::take_recorded(std::size_t n) {
   return b;
 }
 
+std::unique_ptr<Buf> Recorder::take_reusable(std::size_t n, bool* reused) {
+  std::unique_ptr<Buf> b = take_released(n);
+  bool from_work = b != nullptr;
+  if (!b) b = pool_.take_pooled(n);
+  if (!b && (b = take_recorded(n))) from_work = true;
+  if (reused) *reused = from_work;
+  return b;
+}
+
 void Recorder::recycle(std::unique_ptr<Batch> b) {
   VkDevice d = ctx_->device();
   time_collect(*b);

@@ -154,6 +154,9 @@ class Recorder {
   // buffer needs none (a host loop whose steps are recorded into one batch otherwise makes new
   // buffers until the batch is submitted).
   std::unique_ptr<Buf> take_recorded(std::size_t n);
+  // A buffer of n's size class without making one: released by submitted work, else pooled, else
+  // released by the recording batch (`reused`: taken from work that may still use it), else null.
+  std::unique_ptr<Buf> take_reusable(std::size_t n, bool* reused = nullptr);
   std::uint64_t waits() const { return waits_; }  // host waits so far (finish() that waited)
 
   void submit();  // ends and submits the recording batch (no wait)

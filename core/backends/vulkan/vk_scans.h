@@ -115,12 +115,9 @@ class ScanRunner {
   ScanPlan plan_preencoded(const ScanProgram& sp, const std::string& not_fused);
   ScanPlan assoc_plan(std::shared_ptr<AssocExe> x);  // levels and reason of a compiled form
   const ScanPlan& remember(const std::string& key, ScanPlan plan);
-  // a buffer submitted work released (its first write here goes through barrier_for), else a
-  // pooled one, else one the recording batch released, else a new one
+  // a reused buffer (its first write here goes through barrier_for), else a new one
   std::unique_ptr<Buf> scratch_buf(std::size_t bytes) {
-    if (auto b = rec_.take_released(bytes)) return b;
-    if (auto b = pool_.take_pooled(bytes)) return b;
-    if (auto b = rec_.take_recorded(bytes)) return b;
+    if (auto b = rec_.take_reusable(bytes)) return b;
     return pool_.acquire(bytes, live_bytes_);
   }
 

@@ -97,12 +97,8 @@ SlotId VulkanBackend::malloc(const AVal& tag) {
   alive();
   HostTimer ht(rec_->timing(), counters_.host_alloc_ns);
   const std::size_t n = tag.bytes();
-  // stream-ordered reuse (Recorder::release) of a buffer submitted work released, else a pooled
-  // one, else one the recording batch released, else a new one
-  std::unique_ptr<Buf> b = rec_->take_released(n);
-  bool reused = b != nullptr;
-  if (!b) b = buffers_->take_pooled(n);
-  if (!b && (b = rec_->take_recorded(n))) reused = true;
+  bool reused = false;  // stream-ordered reuse (Recorder::release), else a new buffer
+  std::unique_ptr<Buf> b = rec_->take_reusable(n, &reused);
   if (!b) b = buffers_->acquire(n, bytes_);
   const std::uint64_t reused_until = reused ? rec_->waits() + 1 : 0;
   const SlotId id = new_slot_id();
@@ -151,7 +147,7 @@ void VulkanBackend::write(SlotId id, std::span<const std::byte> src) {
   auto st = buffers_->staging(src.size(), bytes_);
   std::memcpy(st->mapped, src.data(), src.size());
   rec_->upload(std::move(st), s.buf->buf.get(), src.size());
-  s.used_until = rec_->waits() + 1;
+  mark_used(s);
 }
 
 void VulkanBackend::read(SlotId id, std::span<std::byte> dst) {
@@ -281,8 +277,8 @@ void VulkanBackend::dispatch(Executable& exe, std::span<const SlotId> in, std::s
     for (auto id : in) ib.push_back(get(id).buf.get());
     for (auto id : out) ob.push_back(get(id).buf.get());
     scans_->run(exe, ib, ob, bytes_);
-    for (auto id : in) touch(id);  // after recording: a host wait there would have cleared it
-    for (auto id : out) touch(id);
+    for (auto id : in) mark_used(get(id));  // after recording: a host wait there would have cleared it
+    for (auto id : out) mark_used(get(id));
     return;
   }
   throw BackendError("vulkan: dispatch of an executable another backend prepared");
@@ -309,7 +305,7 @@ void VulkanBackend::run_kernel(KernelExe& k, std::span<const SlotId> in, std::sp
   const int nbufs = static_cast<int>(bound.size());
   rec_->barrier_for(reads, writes, b);
   rec_->record_dispatch(b, *k.pipe, set, k.invocations, nbufs);
-  for (Slot* x : slots) x->used_until = rec_->waits() + 1;  // a host access waits for this dispatch
+  for (Slot* x : slots) mark_used(*x);  // a host access waits for this dispatch
 }
 
 void VulkanBackend::flush() {

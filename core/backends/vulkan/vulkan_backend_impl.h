@@ -93,7 +93,7 @@ class VulkanBackend final : public Backend, public KernelSource {
   };
   bool in_use_elsewhere(const Slot& s) const { return s.reused_until == rec_->waits() + 1; }
   bool pending(const Slot& s) const { return s.used_until == rec_->waits() + 1; }
-  void touch(SlotId id) { get(id).used_until = rec_->waits() + 1; }  // used by the work just recorded
+  void mark_used(Slot& s) { s.used_until = rec_->waits() + 1; }  // by the work just recorded
 
   void alive() const;
   Slot& get(SlotId id);
