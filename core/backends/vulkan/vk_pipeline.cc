@@ -11,6 +11,9 @@
 #include "core/backends/vulkan/spirv_cache.h"
 #include "core/base/hash.h"
 #include "core/base/errors.h"
+#include "core/instrument/debug.h"
+
+#include <chrono>
 
 namespace jx::vk {
 namespace {
@@ -117,7 +120,16 @@ std::shared_ptr<Pipeline> Pipelines::get(const std::vector<std::uint32_t>& spirv
               nullptr};
   ci.layout = pl;
   VkPipeline pipe = VK_NULL_HANDLE;
+  const auto t0 = std::chrono::steady_clock::now();
   const VkResult r = vkCreateComputePipelines(d, cache_.get(), 1, &ci, nullptr, &pipe);
+  // the driver's own compile, which the SPIR-V cache does not cover (lavapipe defers most of it to the
+  // first dispatch, so its figure is a lower bound)
+  if (debug_level() >= 1) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s >= 0.25)
+      debug_log(1, fmt::format("vulkan: the driver took {:.2f} s to build pipeline '{}' ({} words of SPIR-V)", s, name,
+                               spirv.size()));
+  }
   if (r != VK_SUCCESS && r != VK_ERROR_DEVICE_LOST)
     throw PipelineCompileError(
         fmt::format("vulkan: the driver could not build pipeline '{}' ({})", name, result_name(r)));
