@@ -6,12 +6,22 @@
 // truthy(), select, convert); a dialect overrides op() only for the primitives its language spells
 // its own way (C: libm names, wrapping int32 helpers; GLSL: its transcendental helpers) and
 // passes the rest to the base. The meaning of each operation is core/prim/scalar_ops.h's.
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/kernel/kernel.h"
 
 namespace jx {
+
+// float32 sums of 3 to kShortF32Sum terms (matrix products, the factorizations' inner products)
+// accumulate in float, in the interpreter's order, as JAX's float32 products do, rather than in
+// double as the oracle does: a few ulps from the oracle, without an f32 -> f64 conversion per
+// term (and on GPUs half-rate f64 arithmetic). Longer sums (reductions over positions) stay in
+// double. Two-term sums keep the double accumulator: their double sum rounded once is the float
+// sum anyway. Each compiled dialect turns it off on its own: JX_VK_F32_ACC=0, JX_NATIVE_F32_ACC=0.
+inline constexpr std::int64_t kShortF32Sum = 64;
+inline bool short_f32_sum(std::int64_t terms) { return terms > 2 && terms <= kShortF32Sum; }
 
 class CStyleLanguage {
  public:

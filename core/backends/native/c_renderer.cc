@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/backends/cstyle.h"
+#include "core/base/env.h"
 #include "core/base/errors.h"
 #include "core/instrument/faults.h"
 
@@ -178,6 +179,17 @@ std::string reduce_store(const Kernel& k) {
   return k.out.dtype == DType::int32 ? "jx_d2i_wrap(acc)" : store(k.out.dtype, "acc");
 }
 
+bool float_accumulator(const Kernel& k, std::int64_t terms) {
+  static const bool on = !env_is_zero("JX_NATIVE_F32_ACC");
+  return on && k.reduce_op == Prim::reduce_sum && k.nodes[k.body].dtype == DType::float32 && short_f32_sum(terms);
+}
+
+namespace {
+// The accumulator's C type and a term as added to it.
+const char* acc_type(bool f32) { return f32 ? "float" : "double"; }
+std::string acc_term(const Kernel& k, bool f32) { return fmt::format("{}v{}", f32 ? "" : "(double)", k.body); }
+}  // namespace
+
 namespace {
 // One kernel's C text as it is written: the text so far and the current indentation.
 struct KernelText {
@@ -253,22 +265,47 @@ void reduce_output(KernelText& w, const SpaceSplit& split, const std::vector<std
   }
 }
 
-// The reduction with its innermost output dim (L <= kRowOutputs outputs, stride 1) inside the
-// reduced loops: a row of L accumulators, each still adding its terms in the interpreter's order
-// (so the results are bit for bit the same), while the loop over the row vectorizes (a small
-// matrix product's outputs, a sum over a leading axis). False where it does not apply.
 constexpr std::int64_t kRowOutputs = 64;
+
+// Rows at once: R rows of the next output dim (n of them, R dividing n) accumulated side by side,
+// R independent chains of additions instead of one (a small matrix product's adds wait on each
+// other otherwise: 16 dependent vector adds per row at m = 16); 1 where no R applies.
+std::int64_t row_group(const Kernel& k, const std::vector<std::size_t>& outer, std::int64_t L, bool par_out) {
+  if (par_out || outer.empty()) return 1;
+  const std::int64_t n = k.space[outer.back()];
+  for (std::int64_t R : {4, 2})
+    if (n % R == 0 && R * L <= kRowOutputs) return R;
+  return 1;
+}
+
+// The reduction with its innermost output dim (L <= kRowOutputs outputs, stride 1) inside the
+// reduced loops: a row of L accumulators (R rows of them, row_group), each still adding its terms
+// in the interpreter's order (so the results are bit for bit the same), while the loop over the
+// row vectorizes (a small matrix product's outputs, a sum over a leading axis). False where it
+// does not apply.
 bool reduction_rows(KernelText& w, const SpaceSplit& split, const std::vector<int>& body,
                     const std::vector<std::string>& idx, bool par_out) {
   const Kernel& k = w.k;
   if (split.kept.empty() || split.red.empty()) return false;
   const std::size_t dl = split.kept.back();
   const std::int64_t L = k.space[dl];
-  if (L < 2 || L > kRowOutputs || (par_out && split.kept.size() < 2)) return false;
+  std::vector<std::size_t> outer(split.kept.begin(), split.kept.end() - 1);
+  const std::int64_t R = row_group(k, outer, L, par_out);
+  if ((L < 2 && R < 2) || L > kRowOutputs || (par_out && outer.empty())) return false;
   std::string& s = w.s;
-  const std::vector<std::size_t> outer(split.kept.begin(), split.kept.end() - 1);
   if (par_out) s += fmt::format("{}#pragma omp parallel for collapse({}) schedule(static)\n", w.ind, outer.size());
-  w.open(outer);
+  std::vector<std::string> ridx = idx;  // the indices of row u of the group
+  if (R > 1) {
+    const std::size_t g = outer.back();
+    outer.pop_back();
+    w.open(outer);
+    s += fmt::format("{0}for (int64_t i{1} = 0; i{1} < {2}; i{1} += {3}) {{\n", w.ind, g, k.space[g], R);
+    w.ind += "  ";
+    outer.push_back(g);
+    ridx[g] = fmt::format("(i{} + u)", g);
+  } else {
+    w.open(outer);
+  }
   std::string o0 = "0";
   std::int64_t stride = L;
   for (auto d = outer.rbegin(); d != outer.rend(); ++d) {
@@ -276,18 +313,24 @@ bool reduction_rows(KernelText& w, const SpaceSplit& split, const std::vector<in
     stride *= k.space[*d];
   }
   const std::string row = fmt::format("for (int64_t i{0} = 0; i{0} < {1}; ++i{0})", dl, L);
-  s += fmt::format("{0}const int64_t o0 = {1};\n{0}double accs[{2}];\n{0}{3} accs[i{4}] = {5};\n", w.ind, o0, L, row,
-                   dl, reduce_identity(k));
+  const std::string rows = R > 1 ? fmt::format("for (int64_t u = 0; u < {}; ++u) ", R) : "const int64_t u = 0;\n";
+  const std::string at = fmt::format("u * {} + i{}", L, dl);
+  const bool f32 = float_accumulator(k, split.n_in);
+  s += fmt::format(
+      "{0}const int64_t o0 = {1};\n{0}{4} accs[{2}];\n{0}for (int64_t a = 0; a < {2}; ++a) accs[a] = {3};\n", w.ind, o0,
+      R * L, reduce_identity(k), acc_type(f32));
   w.open(split.red);
-  s += fmt::format("{}{} {{\n{}  double acc = accs[i{}];\n", w.ind, row, w.ind, dl);
-  s += nodes_code(k, body, idx, w.ind + "  ");
-  s += reduce_update(k, fmt::format("(double)v{}", k.body), w.ind + "  ");
-  s += fmt::format("{0}  accs[i{1}] = acc;\n{0}}}\n", w.ind, dl);
+  s += fmt::format("{0}{{\n{0}{1}{2} {{\n{0}  {4} acc = accs[{3}];\n", w.ind, rows, row, at, acc_type(f32));
+  s += nodes_code(k, body, ridx, w.ind + "  ");
+  s += reduce_update(k, acc_term(k, f32), w.ind + "  ");
+  s += fmt::format("{0}  accs[{1}] = acc;\n{0}}}\n{0}}}\n", w.ind, at);
   w.close(split.red.size());
-  s += fmt::format("{0}{1} {{\n{0}  const int64_t o = o0 + i{2};\n{0}  double acc = accs[i{2}];\n", w.ind, row, dl);
+  s += fmt::format("{0}{{\n{0}{1}{2} {{\n{0}  const int64_t o = o0 + {3};\n{0}  double acc = accs[{3}];\n", w.ind, rows,
+                   row, at);
   w.ind += "  ";
-  reduce_output(w, split, idx);
+  reduce_output(w, split, ridx);
   w.close(1);
+  s += w.ind + "}\n";
   w.close(outer.size());
   return true;
 }
@@ -323,13 +366,14 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
   if (par_terms)
     s += fmt::format("  double* terms = (double*)malloc(sizeof(double) * {});\n", std::min(n_in, kParallelBlock));
   w.open_kept(split.kept, par_out);
-  s += fmt::format("{}double acc = {};\n", w.ind, reduce_identity(k));
+  const bool f32 = !par_terms && float_accumulator(k, n_in);
+  s += fmt::format("{}{} acc = {};\n", w.ind, acc_type(f32), reduce_identity(k));
   if (par_terms) {
     terms_in_blocks(w, split, body, idx);
   } else {
     w.open(split.red);
     s += nodes_code(k, body, idx, w.ind);
-    s += reduce_update(k, fmt::format("(double)v{}", k.body), w.ind);
+    s += reduce_update(k, acc_term(k, f32), w.ind);
     w.close(split.red.size());
   }
   reduce_output(w, split, idx);

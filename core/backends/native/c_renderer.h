@@ -58,5 +58,8 @@ std::string reduce_identity(const Kernel& k);
 std::string reduce_update(const Kernel& k, const std::string& v, const std::string& ind);
 std::string reduce_finish(const Kernel& k, const std::string& ind);
 std::string reduce_store(const Kernel& k);
+// Whether a reduction of `terms` terms per output accumulates in float instead (cstyle.h:
+// short_f32_sum; JX_NATIVE_F32_ACC=0 keeps double, bit for bit the interpreter's results).
+bool float_accumulator(const Kernel& k, std::int64_t terms);
 
 }  // namespace jx::native

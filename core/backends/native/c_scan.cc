@@ -170,7 +170,8 @@ std::int64_t unroll_cost(const Program& b) {
 // Kernel k with its inputs named `in` and its output the local array `out`. Row-major over the
 // non-reduced dims, as render_kernel's loops. A float32 reduction of at most two terms
 // accumulates in float: the double sum (or product) of two floats rounded once to float is the
-// correctly rounded float result, so this equals the interpreter's double accumulation.
+// correctly rounded float result, so this equals the interpreter's double accumulation. Short
+// float32 sums (float_accumulator) accumulate in float too, as render_kernel's do.
 std::string unrolled_kernel(const Kernel& k, const std::vector<std::string>& in, const std::string& out,
                             const std::string& ind, bool from_first_term) {
   const SpaceSplit split = split_space(k);
@@ -195,7 +196,7 @@ std::string unrolled_kernel(const Kernel& k, const std::vector<std::string>& in,
       s += nodes_code(k, body, idx, in2, &in);
       s += fmt::format("{}{}[{}] = {};\n", in2, out, o, store(k.out.dtype, fmt::format("v{}", k.body)));
     } else {
-      const bool f32 = k.nodes[k.body].dtype == DType::float32 && nred <= 2;
+      const bool f32 = (k.nodes[k.body].dtype == DType::float32 && nred <= 2) || float_accumulator(k, nred);
       const bool first = from_first_term && nred > 0;  // see loose_buffers
       s += fmt::format("{}{} acc{};\n", in2, f32 ? "float" : "double", first ? "" : " = " + reduce_identity(k));
       for (std::int64_t r = 0; r < nred; ++r) {

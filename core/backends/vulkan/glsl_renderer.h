@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "core/backends/cstyle.h"
 #include "core/kernel/kernel.h"
 
 namespace jx::vk {
@@ -32,15 +33,9 @@ struct Shader {
 std::string gtype(DType d);              // GLSL scalar type of a dtype
 std::string literal(DType d, double v);  // exact GLSL literal
 bool uses_double(const std::vector<AVal>& ins, DType out, const std::vector<KNode>& nodes);
-// float32 sums of at most kShortF32Sum terms (the matrix products and factorizations inside
-// combines) accumulate in float, as JAX's float32 products do, rather than in double as the
-// oracle does (JX_VK_F32_ACC=0 keeps double): a few ulps from the oracle, without an f32 -> f64
-// conversion per term and half-rate f64 arithmetic (the m = 13 DLM filter, smoother and gradient
-// on the H200: 0.81-0.86x the time). Longer sums (reductions over positions) stay in double.
-// Two terms keep the double accumulator: their double sum rounded once is the float sum anyway,
-// and the m = 2 shaders then stay as they were (with float there, 1.1x the time on the H200).
-inline constexpr std::int64_t kShortF32Sum = 64;
-inline bool short_f32_sum(std::int64_t terms) { return terms > 2 && terms <= kShortF32Sum; }
+// float32 sums of 3 to kShortF32Sum terms accumulate in float (core/backends/cstyle.h:
+// short_f32_sum; JX_VK_F32_ACC=0 keeps double). On the H200 the m = 13 DLM filter, smoother and
+// gradient took 0.81-0.86x the time; with float for two-term sums too the m = 2 shaders took 1.1x.
 bool short_f32_sums();
 std::string prelude(bool doubles, bool f64_math);  // helper functions every shader may call
 
