@@ -218,10 +218,13 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
 // result in the workgroup's slice of global scratch (a buffer barrier between steps); a combine
 // whose results are its own operands (first of the left, last of the right: associative) copies
 // them aside before the next operands overwrite them. n = 200, 4 positions per workgroup in turn:
-// scans at strides 1, 4, 16, 64 and fix-ups of the three lower levels, 7 dispatches.
-TEST(VulkanAssociativeScan, CooperativeFormThroughScratchAndStaging) {
+// scans at strides 1, 4, 16, 64 and fix-ups of the three lower levels, 7 dispatches. Both forms
+// of the shader's main loop: split (a GPU's) and merged (llvmpipe's).
+class VulkanCoopLoops : public ::testing::TestWithParam<const char*> {};
+INSTANTIATE_TEST_SUITE_P(Both, VulkanCoopLoops, ::testing::Values("split", "merged"));
+TEST_P(VulkanCoopLoops, CooperativeFormThroughScratchAndStaging) {
   using V = std::vector<Array>;
-  const ScopedEnv chunk("JX_VK_COOP_CHUNK", "4"), forced("JX_VK_ASSOC", "coop");
+  const ScopedEnv chunk("JX_VK_COOP_CHUNK", "4"), forced("JX_VK_ASSOC", "coop"), loops("JX_VK_COOP_LOOPS", GetParam());
   vulkan::set_limits("webgpu");
   auto sum = [](const V& p, const V& q) { return V{p[0] + q[0]}; };
   auto first_last = [](const V& p, const V& q) { return V{p[0], q[1]}; };

@@ -331,7 +331,7 @@ std::string assoc_form() {
 
 std::string assoc_overrides() {
   std::string k = assoc_form();
-  for (const char* name : {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS"}) {
+  for (const char* name : {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS", "JX_VK_COOP_LOOPS"}) {
     const char* e = std::getenv(name);
     k += fmt::format("|{}", e ? e : "");
   }
