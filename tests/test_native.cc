@@ -135,6 +135,44 @@ TEST(Native, LargeKernelsRunOnThreadsAndMatchTheInterpreterBitForBit) {
   EXPECT_GE(parallel_loops, 2u * 5u);  // per dtype: the elementwise kernel and every reduction
 }
 
+// float32 sums of 3 to 64 terms (a 16 x 16 matrix product's) accumulate in float, in the
+// interpreter's order: a few ulps from it, and the generated C holds float accumulators; float64
+// products keep double ones. With JX_NATIVE_F32_ACC=0 (the ctest entry native_f32_acc_off) every
+// result equals the interpreter's bit for bit. Two-term sums keep double either way.
+TEST(Native, ShortFloat32SumsAccumulateInFloat) {
+  const char* env = std::getenv("JX_NATIVE_F32_ACC");
+  const bool off = env && std::string(env) == "0";
+  const std::string cache =
+      (std::filesystem::temp_directory_path() / ("jx-native-f32acc-" + std::to_string(::getpid()))).string();
+  ::setenv("JX_NATIVE_CACHE", cache.c_str(), 1);
+  auto f = jit([](const std::vector<Array>& x) { return std::vector<Array>{np::matmul(x[0], x[1])}; });
+  for (DType d : {DType::float32, DType::float64}) {
+    std::vector<Array> x{np::array(jxt::randn(256, 7), Shape{16, 16}, d),
+                         np::array(jxt::randn(256, 8), Shape{16, 16}, d)};
+    std::vector<Array> want;
+    {
+      DefaultDeviceScope cpu("cpu");
+      want = f(on(x, "cpu"));
+    }
+    DefaultDeviceScope native("native");
+    const std::vector<double> got = vals(f(on(x, "native"))[0]), w = vals(want[0]);
+    if (off || d == DType::float64)
+      EXPECT_TRUE(same_bits(got, w)) << dtype_name(d);
+    else
+      EXPECT_TRUE(all_close(got, w, 1e-5, 1e-5)) << dtype_name(d);
+  }
+  ::unsetenv("JX_NATIVE_CACHE");
+  std::string src;
+  for (const auto& e : std::filesystem::directory_iterator(cache))
+    if (e.path().extension() == ".c") {
+      std::ifstream in(e.path());
+      src += std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    }
+  std::filesystem::remove_all(cache);
+  EXPECT_EQ(src.find("float accs[") != std::string::npos, !off) << "float accumulators in the generated C";
+  EXPECT_NE(src.find("double accs["), std::string::npos);  // the float64 product's
+}
+
 TEST(Native, DeviceAndEagerOps) {
   auto devs = devices();
   auto it = std::find_if(devs.begin(), devs.end(), [](auto& d) { return d.backend == "native"; });

@@ -188,9 +188,7 @@ namespace {
 // The accumulator's C type and a term as added to it.
 const char* acc_type(bool f32) { return f32 ? "float" : "double"; }
 std::string acc_term(const Kernel& k, bool f32) { return fmt::format("{}v{}", f32 ? "" : "(double)", k.body); }
-}  // namespace
 
-namespace {
 // One kernel's C text as it is written: the text so far and the current indentation.
 struct KernelText {
   const Kernel& k;
@@ -280,9 +278,9 @@ std::int64_t row_group(const Kernel& k, const std::vector<std::size_t>& outer, s
 
 // The reduction with its innermost output dim (L <= kRowOutputs outputs, stride 1) inside the
 // reduced loops: a row of L accumulators (R rows of them, row_group), each still adding its terms
-// in the interpreter's order (so the results are bit for bit the same), while the loop over the
-// row vectorizes (a small matrix product's outputs, a sum over a leading axis). False where it
-// does not apply.
+// in the interpreter's order (bit for bit its results where the accumulator is double:
+// float_accumulator), while the loop over the row vectorizes (a small matrix product's outputs, a
+// sum over a leading axis). False where it does not apply.
 bool reduction_rows(KernelText& w, const SpaceSplit& split, const std::vector<int>& body,
                     const std::vector<std::string>& idx, bool par_out) {
   const Kernel& k = w.k;

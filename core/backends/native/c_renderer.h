@@ -23,7 +23,8 @@ std::string render_kernel(const Kernel& k, const std::string& name, bool is_stat
 // once per call (on the stack when small). Throws BackendError when the body holds a step it
 // cannot render (a nested scan). In unrolled bodies, sums whose results only flow where a sign of
 // zero cannot matter start from their first term (counted in *first_term_sums); the results
-// leaving the loop are those of the interpreter, bit for bit.
+// leaving the loop are those of the interpreter, bit for bit (with JX_NATIVE_F32_ACC=0:
+// float_accumulator).
 std::string render_scan(const ScanProgram& s, const std::string& name, bool* unrolled = nullptr,
                         int* first_term_sums = nullptr);
 // An associative scan (its axis outermost: every dim before it of size 1) as
@@ -52,7 +53,8 @@ std::string literal(DType d, double v);  // exact (hex floats)
 std::string nodes_code(const Kernel& k, const std::vector<int>& order, const std::vector<std::string>& idx,
                        const std::string& ind, const std::vector<std::string>* in_names = nullptr);
 std::string store(DType d, const std::string& v);  // v converted to d (bools normalised to 0/1)
-// A reduction kernel's accumulator `acc` (double, as in the interpreter): its identity, its update
+// A reduction kernel's accumulator `acc` (double, as in the interpreter, or float:
+// float_accumulator): its identity, its update
 // by the value v, its rounding to the body dtype once all terms are in, and the stored result.
 std::string reduce_identity(const Kernel& k);
 std::string reduce_update(const Kernel& k, const std::string& v, const std::string& ind);
