@@ -1,5 +1,6 @@
 #pragma once
 // Settings read from the environment.
+#include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
@@ -10,6 +11,13 @@ namespace jx {
 inline bool env_is_zero(const char* name) {
   const char* e = std::getenv(name);
   return e && std::string_view(e) == "0";
+}
+
+// The whole number in `name`, or `fallback` where it is unset or empty (JX_VK_COOP_CHUNK,
+// JX_VK_SPLIT_TERMS, ...).
+inline std::int64_t env_int(const char* name, std::int64_t fallback) {
+  const char* e = std::getenv(name);
+  return e && *e ? std::atoll(e) : fallback;
 }
 
 }  // namespace jx

@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "core/backends/target.h"
+#include "core/base/env.h"
 #include "core/transform/control.h"
 #include "core/replay/policy.h"
 #include "core/transform/control_internal.h"
@@ -254,10 +255,7 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
 
 // The most bytes of broadcasts that batch a vmapped scan's shared leaves for a per-series
 // backend: 256 MiB, or JX_SERIES_BROADCAST_MAX (read at each trace; tests set it small).
-std::int64_t series_broadcast_max() {
-  const char* e = std::getenv("JX_SERIES_BROADCAST_MAX");
-  return e && *e ? std::atoll(e) : std::int64_t{256} << 20;
-}
+std::int64_t series_broadcast_max() { return env_int("JX_SERIES_BROADCAST_MAX", std::int64_t{256} << 20); }
 
 std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
     const std::vector<Array>& vals, const std::vector<std::optional<std::int64_t>>& bd, std::int64_t size,

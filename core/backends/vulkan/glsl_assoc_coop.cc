@@ -19,16 +19,12 @@
 #include <fmt/format.h>
 
 #include "core/backends/vulkan/glsl_scan.h"
+#include "core/base/env.h"
 #include "core/backends/vulkan/glsl_words.h"
 #include "core/backends/vulkan/glsl_workgroup.h"
 
 namespace jx::vk {
 namespace {
-
-std::int64_t env_or(const char* name, std::int64_t fallback) {
-  const char* e = std::getenv(name);
-  return e && *e ? std::atoll(e) : fallback;
-}
 
 // Where the combine's buffers live. Body buffers: constants | left leaves (the running total
 // or x[q]) | right leaves (x[j]) | temporaries; then, where an output is one of the body's own
@@ -75,7 +71,7 @@ CoopLayout coop_layout(const AssocProgram& ap, const AssocShader& layout, std::i
   // an invocation per element of the widest buffer, 32 to 256 (JX_VK_COOP_WG overrides)
   std::int64_t wg = 32;
   while (wg < widest && wg < kWorkgroup) wg *= 2;
-  L.wg = std::clamp<std::int64_t>(env_or("JX_VK_COOP_WG", wg), 1, kWorkgroup);
+  L.wg = std::clamp<std::int64_t>(env_int("JX_VK_COOP_WG", wg), 1, kWorkgroup);
   return L;
 }
 
@@ -216,7 +212,7 @@ std::optional<AssocShader::Coop> render_coop_assoc(const AssocProgram& ap, const
   s += coop_functions(ap, layout, L, leaf_index, barrier, lim, sh, per_combine);
   // positions per workgroup in turn (JX_VK_COOP_CHUNK overrides); fewer where llvmpipe's loop
   // limit counts the iterations of a chunk's combines, more workgroups where it counts a share's
-  std::int64_t K = std::max<std::int64_t>(2, env_or("JX_VK_COOP_CHUNK", 16));
+  std::int64_t K = std::max<std::int64_t>(2, env_int("JX_VK_COOP_CHUNK", 16));
   if (lim.max_loop_iterations > 0) {
     while (K > 2 && K * per_combine > lim.max_loop_iterations) K /= 2;
     const std::int64_t groups_needed = (n * per_combine + lim.max_loop_iterations - 1) / lim.max_loop_iterations;

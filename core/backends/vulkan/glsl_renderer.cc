@@ -438,10 +438,7 @@ constexpr std::int64_t kMaxSplit = 256;
 constexpr std::int64_t kSplitTermsPerInvocation = 2;
 
 std::int64_t split_count(const Kernel& k) {
-  static const std::int64_t terms = [] {
-    const char* e = std::getenv("JX_VK_SPLIT_TERMS");
-    return e && *e ? std::max<std::int64_t>(1, std::atoll(e)) : kSplitTermsPerInvocation;
-  }();
+  static const std::int64_t terms = std::max<std::int64_t>(1, env_int("JX_VK_SPLIT_TERMS", kSplitTermsPerInvocation));
   const std::int64_t per_group = kWorkgroup * terms;
   const std::int64_t reduced = reduced_elements(k);
   if (reduced < kSplitReductionMin) return 1;  // one workgroup suffices

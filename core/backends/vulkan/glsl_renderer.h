@@ -13,10 +13,9 @@
 namespace jx::vk {
 
 constexpr std::uint32_t kWorkgroup = 256;  // invocations per workgroup (WebGPU's default limit)
-// A reduction over more than kWorkgroup · kSplitElementsPerInvocation elements per output splits
-// over several workgroups when its budget leaves a binding for their scratch buffer.
-constexpr std::int64_t kSplitElementsPerInvocation = 8;
-constexpr std::int64_t kSplitReductionMin = kWorkgroup * kSplitElementsPerInvocation + 1;
+// A reduction over more than 2048 elements per output splits over several workgroups when its
+// budget leaves a binding for their scratch buffer (glsl_renderer.cc: split_count).
+constexpr std::int64_t kSplitReductionMin = 2049;
 
 struct Shader {
   std::string name, glsl;
