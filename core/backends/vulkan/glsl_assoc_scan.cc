@@ -13,26 +13,6 @@
 namespace jx::vk {
 namespace {
 
-// The Kogge-Stone scan of every invocation's xa over its workgroup, by subgroups: log2 SG rounds
-// of subgroupShuffleUp within each subgroup (no workgroup memory, no barriers), then the NS
-// subgroups' totals scanned in workgroup-memory slots 0..NS-1 by the first NS invocations (log2 NS
-// rounds), and every invocation of subgroup g > 0 takes the total of subgroups 0..g-1. `lid` is
-// the invocation's rank gl_SubgroupID·SG + gl_SubgroupInvocationID, so positions follow the
-// subgroups whatever the driver's mapping of local indices onto them. `sv` holds xa meanwhile.
-using SlotCode = std::function<std::string(const std::string&)>;
-std::string subgroup_rounds(const std::string& shuffle_up, const SlotCode& to_shared, const SlotCode& from_shared,
-                            const std::function<std::string(const std::string&, const std::string&)>& assign) {
-  std::string s = "for (int d = 1; d < int(gl_SubgroupSize); d <<= 1) {\n" + shuffle_up +
-                  "if (live0 && int(gl_SubgroupInvocationID) >= d) combine_();\n}\n";
-  s += "const int sg = int(gl_SubgroupID), ns = int(gl_NumSubgroups);\nif (ns > 1) {\n" + assign("sv", "xa");
-  s += "if (gl_SubgroupInvocationID == gl_SubgroupSize - 1u) {\n" + to_shared("sg") + "}\nbarrier();\n";
-  s += "if (lid < ns) {\n" + from_shared("lid") + assign("xa", "pa") + "}\n";
-  s += "for (int d = 1; d < ns; d <<= 1) {\nbarrier();\nif (lid < ns) {\n" + to_shared("lid") +
-       "}\nbarrier();\nif (lid < ns && lid >= d) {\n" + from_shared("lid - d") + "combine_();\n}\n}\n";
-  s += "barrier();\nif (lid < ns) {\n" + to_shared("lid") + "}\nbarrier();\n" + assign("xa", "sv");
-  return s + "if (live0 && sg > 0) {\n" + from_shared("sg - 1") + "combine_();\n}\nbarrier();\n}\n";
-}
-
 // The blocked scan (work-efficient over workgroups; Kogge-Stone inside one): in place on the
 // packed leaves, push constants {mode, s}. Invocation m owns C consecutive positions p = C·m + c,
 // each at j = s·p + s - 1 (logical order, mirrored for reverse); a workgroup of B invocations
@@ -70,23 +50,16 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     W += shared_words(b.buffers[nc + l]);
     regs += b.buffers[nc + l].size();
   }
-  // Positions' slots in workgroup memory, word-interleaved: word w of slot p at w·B + p, so the
-  // 32 invocations of a warp touching word w of their slots hit 32 consecutive banks with no
-  // padding. JX_VK_SLOTS (for measuring): `odd`, contiguous slots of W words rounded up to an odd
-  // count (the 11-27 layout: W + 1 words cost the gradient's 48-word element half its positions
-  // per workgroup on 48 KiB devices); `packed`, contiguous W-word slots (an even W makes every
-  // access a bank conflict: 16-way at the m = 2 filter's 16 words).
-  static const std::string layout = [] {
-    const char* e = std::getenv("JX_VK_SLOTS");
-    return std::string(e && *e ? e : "interleaved");
-  }();
-  const bool lanes = layout != "odd" && layout != "packed";
-  const std::int64_t Ws = W % 2 == 0 && layout == "odd" ? W + 1 : W;
+  // A position's slot in workgroup memory: W words rounded up to an odd count, so the 32
+  // invocations of a warp reading or writing word e of their slots hit 32 different banks (an even
+  // stride shares banks: W = 16, the m = 2 filter's element, made every access a 16-way conflict).
+  // JX_VK_ODD_SLOTS=0: W words, as before (for measuring).
+  static const bool odd_slots = !env_is_zero("JX_VK_ODD_SLOTS");
+  const std::int64_t Ws = W % 2 == 0 && odd_slots ? W + 1 : W;
   // positions per workgroup: 256, or fewer where 256 elements overflow the workgroup's memory
   std::int64_t B = kWorkgroup;
   while (B > 32 && B * Ws * 4 > lim.shared_bytes) B /= 2;
   if (W == 0 || B * Ws * 4 > lim.shared_bytes) return;
-  const bool shuffles = lim.subgroup_shuffle > 1 && B % lim.subgroup_shuffle == 0;
   const std::int64_t c_max =
       std::clamp<std::int64_t>(128 / std::max<std::int64_t>(regs, 1), 1, 4);  // elements held in registers
   // several positions per invocation only for small elements: the gradient's transposed scan
@@ -112,9 +85,6 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     sh.invocations = (n + C - 1) / C;  // the largest level; run_assoc dispatches fewer for the others
     sh.float64 = out.sh.float64;
     std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", B);
-    if (shuffles)
-      s += "#extension GL_KHR_shader_subgroup_basic : require\n"
-           "#extension GL_KHR_shader_subgroup_shuffle_relative : require\n";
     s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
     if (direct) {
       sh.buffers = 1 + 2 * k;
@@ -139,7 +109,6 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     };
     s += arrays("xa") + arrays("pa") + arrays("nx");
     for (std::int64_t c = 0; c < C; ++c) s += arrays(fmt::format("x{}_", c));
-    if (shuffles) s += arrays("sv");
     auto each = [&](int l, const std::string& body) {
       return fmt::format("for (int e = 0; e < {}; ++e) {{ {} }}\n", b.buffers[nc + l].size(), body);
     };
@@ -176,31 +145,27 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
       }
       return c;
     };
-    // leaf l's element in a position's slot (`slot`: an int expression) from word sm_base[l] on
+    // a position's slot in workgroup memory: Ws words, leaf l's element from word sm_base[l] on
+    auto slot_base = [&](const std::string& slot, int l) {
+      return fmt::format("({}) * {} + {}", slot, Ws, sm_base[l]);
+    };
     auto to_shared = [&](const std::string& slot) {
       std::string c;
-      for (int l = 0; l < k; ++l) {
-        const DType d = b.buffers[nc + l].dtype;
-        const std::string v = fmt::format("xa{}[e]", l);
-        c += each(l, lanes ? swrite_lanes(d, sm_base[l], B, slot, "e", v)
-                           : swrite(d, fmt::format("({}) * {} + {}", slot, Ws, sm_base[l]), "e", v));
-      }
+      for (int l = 0; l < k; ++l)
+        c += each(l, swrite(b.buffers[nc + l].dtype, slot_base(slot, l), "e", fmt::format("xa{}[e]", l)));
       return c;
     };
     auto from_shared = [&](const std::string& slot) {
       std::string c;
-      for (int l = 0; l < k; ++l) {
-        const DType d = b.buffers[nc + l].dtype;
-        c += each(l, fmt::format("pa{}[e] = {};", l,
-                                 lanes ? sread_lanes(d, sm_base[l], B, slot, "e")
-                                       : sread(d, fmt::format("({}) * {} + {}", slot, Ws, sm_base[l]), "e")));
-      }
+      for (int l = 0; l < k; ++l)
+        c += each(l, fmt::format("pa{}[e] = {};", l, sread(b.buffers[nc + l].dtype, slot_base(slot, l), "e")));
       return c;
     };
     s += fmt::format(
-        "void main() {{\nconst int lid = int({});\n"
-        "const int m = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u) + lid;\n",
-        shuffles ? "gl_SubgroupID * gl_SubgroupSize + gl_SubgroupInvocationID" : "gl_LocalInvocationIndex", B);
+        "void main() {{\nconst int m = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + "
+        "gl_LocalInvocationIndex);\n"
+        "const int lid = int(gl_LocalInvocationIndex);\n",
+        B);
     for (std::int64_t c = 0; c < C; ++c)
       s += fmt::format(
           "const int j{0} = pc.s * ({1} * m + {0}) + pc.s - 1;\nconst bool live{0} = j{0} < {2};\nconst int i{0} = "
@@ -229,12 +194,8 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     s += assign("xa", "x0_");
     for (std::int64_t c = 1; c < C; ++c)
       s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "}\n";
-    std::string shuffle_up;
-    for (int l = 0; l < k; ++l) shuffle_up += each(l, fmt::format("pa{0}[e] = subgroupShuffleUp(xa{0}[e], d);", l));
-    s += shuffles ? subgroup_rounds(shuffle_up, to_shared, from_shared, assign)
-                  : fmt::format("for (int d = 1; d < {}; d <<= 1) {{\n", B) + to_shared("lid") +
-                        "barrier();\nif (live0 && lid >= d) {\n" + from_shared("lid - d") +
-                        "combine_();\n}\nbarrier();\n}\n";
+    s += fmt::format("for (int d = 1; d < {}; d <<= 1) {{\n", B) + to_shared("lid") +
+         "barrier();\nif (live0 && lid >= d) {\n" + from_shared("lid - d") + "combine_();\n}\nbarrier();\n}\n";
     if (C == 1) {  // the inclusive total is the element's prefix
       s += "if (live0) {\n" + assign("x0_", "xa") + "}\n";
     } else {
@@ -370,7 +331,7 @@ std::string assoc_form() {
 
 std::string assoc_overrides() {
   std::string k = assoc_form();
-  for (const char* name : {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_SLOTS", "JX_VK_COOP_LOOPS", "JX_VK_SHUFFLE"}) {
+  for (const char* name : {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS", "JX_VK_COOP_LOOPS"}) {
     const char* e = std::getenv(name);
     k += fmt::format("|{}", e ? e : "");
   }

@@ -33,9 +33,6 @@ struct ScanLimits {
   bool costly_barriers = false;
   // a vmapped scan may run its unbatched body per series (ScanProgram::series); JX_VK_SERIES=0: never
   bool series = true;
-  // invocations per subgroup where compute shaders have subgroupShuffleUp, else 0: the blocked
-  // associative scan then scans within subgroups by shuffles (JX_VK_SHUFFLE=0: never)
-  std::int64_t subgroup_shuffle = 0;
 };
 
 // Invocations per workgroup of a scan run with an invocation per series (a warp on NVIDIA: the

@@ -1,7 +1,5 @@
 #include "core/backends/vulkan/glsl_words.h"
 
-#include <functional>
-
 #include <fmt/format.h>
 
 namespace jx::vk {
@@ -40,52 +38,29 @@ std::string gwrite(DType d, std::int64_t base, const std::string& i, const std::
 }
 std::int64_t shared_words(const AVal& a) { return a.size() * (a.dtype == DType::float64 ? 2 : 1); }
 // Workgroup memory is one array of words, `sm`, read and written only through sm_ld/sm_st
-// (shared_decl). Element i of a value is its words i (one word) or 2i and 2i + 1 (float64); `word`
-// gives the address of a value's word k (k: an int expression) and the accessors are built on it.
-namespace {
-using WordAddress = std::function<std::string(const std::string&)>;
-std::string read_words(DType d, const WordAddress& word, const std::string& i, const char* mem) {
+// (shared_decl). Element i of a value whose words start at word `base` (an expression) is at
+// base + i, or base + 2i (two words) for float64: `base` is in words, `i` in elements.
+std::string sread(DType d, const std::string& base, const std::string& i, const char* mem) {
   switch (d) {
-    case DType::float32: return fmt::format("uintBitsToFloat({}_ld({}))", mem, word(i));
-    case DType::int32: return fmt::format("int({}_ld({}))", mem, word(i));
+    case DType::float32: return fmt::format("uintBitsToFloat({}_ld({} + ({})))", mem, base, i);
+    case DType::int32: return fmt::format("int({}_ld({} + ({})))", mem, base, i);
     case DType::float64:
-      return fmt::format("packDouble2x32(uvec2({0}_ld({1}), {0}_ld({2})))", mem, word(fmt::format("2 * ({})", i)),
-                         word(fmt::format("2 * ({}) + 1", i)));
-    case DType::bool_: return fmt::format("({}_ld({}) != 0u)", mem, word(i));
+      return fmt::format("packDouble2x32(uvec2({2}_ld({0} + 2 * ({1})), {2}_ld({0} + 2 * ({1}) + 1)))", base, i, mem);
+    case DType::bool_: return fmt::format("({}_ld({} + ({})) != 0u)", mem, base, i);
   }
   return "0";
 }
-std::string write_words(DType d, const WordAddress& word, const std::string& i, const std::string& v, const char* mem) {
+std::string swrite(DType d, const std::string& base, const std::string& i, const std::string& v, const char* mem) {
   switch (d) {
-    case DType::float32: return fmt::format("{}_st({}, floatBitsToUint({}));\n", mem, word(i), v);
+    case DType::float32: return fmt::format("{}_st({} + ({}), floatBitsToUint({}));\n", mem, base, i, v);
     case DType::int32:
-    case DType::bool_: return fmt::format("{}_st({}, uint({}));\n", mem, word(i), v);
+    case DType::bool_: return fmt::format("{}_st({} + ({}), uint({}));\n", mem, base, i, v);
     case DType::float64:
-      return fmt::format("{{ uvec2 u_ = unpackDouble2x32({0}); {1}_st({2}, u_.x); {1}_st({3}, u_.y); }}\n", v, mem,
-                         word(fmt::format("2 * ({})", i)), word(fmt::format("2 * ({}) + 1", i)));
+      return fmt::format(
+          "{{ uvec2 u_ = unpackDouble2x32({2}); {3}_st({0} + 2 * ({1}), u_.x); {3}_st({0} + 2 * ({1}) + 1, u_.y); }}\n",
+          base, i, v, mem);
   }
   return "";
-}
-WordAddress contiguous(const std::string& base) {
-  return [base](const std::string& k) { return fmt::format("{} + ({})", base, k); };
-}
-WordAddress interleaved(std::int64_t base, std::int64_t lanes, const std::string& slot) {
-  return [=](const std::string& k) { return fmt::format("({} + ({})) * {} + ({})", base, k, lanes, slot); };
-}
-}  // namespace
-
-std::string sread(DType d, const std::string& base, const std::string& i, const char* mem) {
-  return read_words(d, contiguous(base), i, mem);
-}
-std::string swrite(DType d, const std::string& base, const std::string& i, const std::string& v, const char* mem) {
-  return write_words(d, contiguous(base), i, v, mem);
-}
-std::string sread_lanes(DType d, std::int64_t word, std::int64_t lanes, const std::string& slot, const std::string& i) {
-  return read_words(d, interleaved(word, lanes, slot), i, "sm");
-}
-std::string swrite_lanes(DType d, std::int64_t word, std::int64_t lanes, const std::string& slot, const std::string& i,
-                         const std::string& v) {
-  return write_words(d, interleaved(word, lanes, slot), i, v, "sm");
 }
 
 // The declaration of `words` words of workgroup memory and its two accessors. Checked

@@ -20,13 +20,6 @@ std::int64_t shared_words(const AVal& a);
 std::string sread(DType d, const std::string& base, const std::string& i, const char* mem = "sm");
 std::string swrite(DType d, const std::string& base, const std::string& i, const std::string& v,
                    const char* mem = "sm");
-// The same in a word-interleaved layout of `lanes` slots: word w of the value in slot `slot` (an
-// expression) at (word + w) · lanes + slot, `word` being the value's first word within a slot.
-// The invocations of a warp touching word w of consecutive slots hit consecutive banks whatever
-// a slot's size (slots of contiguous words need an odd size for that).
-std::string sread_lanes(DType d, std::int64_t word, std::int64_t lanes, const std::string& slot, const std::string& i);
-std::string swrite_lanes(DType d, std::int64_t word, std::int64_t lanes, const std::string& slot, const std::string& i,
-                         const std::string& v);
 // The declaration of `words` words of workgroup memory and its accessors (checked: an access
 // outside [0, words) reads 0xffffffff and writes nothing).
 std::string shared_decl(std::int64_t words, bool checked);

@@ -137,8 +137,6 @@ std::vector<VkPhysicalDevice> physical_devices(VkInstance inst) {
 
 DeviceDesc describe(VkPhysicalDevice p) {
   VkPhysicalDeviceDriverProperties drv{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
-  VkPhysicalDeviceSubgroupProperties sub{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
-  drv.pNext = &sub;
   VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
   props.pNext = &drv;
   vkGetPhysicalDeviceProperties2(p, &props);
@@ -154,10 +152,6 @@ DeviceDesc describe(VkPhysicalDevice p) {
   d.max_storage_buffers = pr.limits.maxPerStageDescriptorStorageBuffers;
   d.max_invocations = pr.limits.maxComputeWorkGroupInvocations;
   d.max_shared_bytes = pr.limits.maxComputeSharedMemorySize;
-  d.subgroup_size = sub.subgroupSize;
-  const VkSubgroupFeatureFlags shuffle = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT;
-  d.subgroup_shuffle =
-      (sub.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 && (sub.supportedOperations & shuffle) == shuffle;
   d.timestamp_ns = pr.limits.timestampPeriod;  // the chosen queue family may still have none
   return d;
 }

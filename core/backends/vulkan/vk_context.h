@@ -73,9 +73,7 @@ struct DeviceDesc {
   std::uint32_t api = 0;
   bool float64 = false;
   std::uint32_t max_storage_buffers = 0, max_invocations = 0, max_shared_bytes = 0;
-  std::uint32_t subgroup_size = 0;  // invocations per subgroup
-  bool subgroup_shuffle = false;    // compute shaders have subgroupShuffleUp (shuffle_relative)
-  float timestamp_ns = 0;           // nanoseconds per timestamp tick; 0 where the compute queue has none
+  float timestamp_ns = 0;  // nanoseconds per timestamp tick; 0 where the compute queue has none
 };
 
 // Validation messages (warnings and errors) seen since start, when validation is on.

@@ -5,7 +5,6 @@
 #include "core/backends/vulkan/vulkan_backend_impl.h"
 
 #include "core/backends/vulkan/glsl_linalg.h"
-#include "core/base/env.h"
 
 namespace jx {
 namespace vk {
@@ -264,8 +263,7 @@ ScanLimits VulkanBackend::scan_limits() const {
           max_buffers_,
           checked_shared_,
           llvmpipe(),
-          series_scans(),
-          d.subgroup_shuffle && !env_is_zero("JX_VK_SHUFFLE") ? static_cast<std::int64_t>(d.subgroup_size) : 0};
+          series_scans()};
 }
 
 void VulkanBackend::dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) {
@@ -474,10 +472,9 @@ std::vector<std::string> describe_devices() {
     const auto& d = devs[i];
     out.push_back(fmt::format(
         "{}: {} ({}; driver {}; Vulkan {}.{}; float64 {}; storage buffers/stage {}; invocations/workgroup {}; "
-        "shared memory {} B; subgroup {}{})",
+        "shared memory {} B)",
         i, d.name, d.type, d.driver, VK_API_VERSION_MAJOR(d.api), VK_API_VERSION_MINOR(d.api), d.float64 ? "yes" : "no",
-        d.max_storage_buffers, d.max_invocations, d.max_shared_bytes, d.subgroup_size,
-        d.subgroup_shuffle ? ", shuffles" : ""));
+        d.max_storage_buffers, d.max_invocations, d.max_shared_bytes));
   }
   return out;
 }
