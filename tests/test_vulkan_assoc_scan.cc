@@ -170,13 +170,11 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
         V got;
         const std::uint64_t disp = dispatches_of([&] { got = lax::associative_scan_flat(op, ev, reverse, 0); });
         // scans at strides 1, 256, 256² while their level has more than one position and the
-        // level below did not fit one workgroup, whose invocations take up to 8 positions each at
-        // the top (streamed: 1025 and 2047 in one dispatch, 262400 in 3); a fix-up for each level
-        // but the top
+        // level below did not fit one workgroup; a fix-up for each level but the top
         std::uint64_t levels = 0;
         for (std::int64_t s = 1; n / s > 1; s *= 256) {
           ++levels;
-          if (n / s <= 256 * 8) break;
+          if (n / s <= 1024) break;
         }
         const std::uint64_t fixups = levels > 0 ? levels - 1 : 0;
         EXPECT_EQ(disp, levels + fixups) << n << " " << profile;
@@ -189,13 +187,13 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
     }
   }
   // Wider elements: 17 float32 words overflow 256 positions of the profile's workgroup memory, so
-  // a workgroup scans 128 (n = 1000: one workgroup, 8 positions per invocation streamed; n = 128² + 1:
-  // 2 scans + 1 fix-up, across the superblock edge); 129 words do not fit even 32 positions: the cooperative form (a GPU's
+  // a workgroup scans 128 (n = 1000: 2 scans + 1 fix-up; n = 128² + 1 likewise, across the
+  // superblock edge); 129 words do not fit even 32 positions: the cooperative form (a GPU's
   // choice; forced here, as llvmpipe prefers Kogge-Stone), 4 positions per workgroup in turn
   // (scans at strides 1, 4, 16, 64, 256 and fix-ups below the top: 9), or Kogge-Stone rounds (10).
   auto wide = [](const V& p, const V& q) { return V{p[0] + q[0]}; };
   const ScopedEnv chunk("JX_VK_COOP_CHUNK", "4");
-  for (auto [n, words, dispatches, form] : {std::tuple{1000, 17, 1u, "auto"}, std::tuple{128 * 128 + 1, 17, 3u, "auto"},
+  for (auto [n, words, dispatches, form] : {std::tuple{1000, 17, 3u, "auto"}, std::tuple{128 * 128 + 1, 17, 3u, "auto"},
                                             std::tuple{1000, 129, 9u, "coop"}, std::tuple{1000, 129, 10u, "ks"}}) {
     const ScopedEnv forced("JX_VK_ASSOC", form);
     if (std::string(form) == "ks") clear_caches();

@@ -13,62 +13,6 @@
 namespace jx::vk {
 namespace {
 
-// Most positions the top level of a blocked scan takes per invocation, streamed through global
-// memory (C > c_max: more elements than an invocation's registers hold).
-constexpr std::int64_t kStreamedTop = 8;
-
-using Code1 = std::function<std::string(const std::string&)>;
-using Code2 = std::function<std::string(const std::string&, const std::string&)>;
-
-// Mode 0 of a level whose invocations hold their C positions in registers (x<c>_): the C
-// elements scanned in order, the totals by the workgroup's `rounds`, then each element takes the
-// total of the invocations before it.
-std::string held_levels(std::int64_t C, const std::string& rounds, const Code2& load, const Code2& store,
-                        const Code1& to_shared, const Code1& from_shared, const Code2& assign) {
-  std::string s;
-  for (std::int64_t c = 0; c < C; ++c)
-    s += fmt::format("if (live{}) {{\n", c) + load(fmt::format("x{}_", c), fmt::format("i{}", c)) + "}\n";
-  for (std::int64_t c = 1; c < C; ++c)
-    s += fmt::format("if (live{}) {{\n", c) + assign("pa", fmt::format("x{}_", c - 1)) +
-         assign("xa", fmt::format("x{}_", c)) + "combine_();\n" + assign(fmt::format("x{}_", c), "xa") + "}\n";
-  s += assign("xa", "x0_");
-  for (std::int64_t c = 1; c < C; ++c)
-    s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "}\n";
-  s += rounds;
-  if (C == 1) {  // the inclusive total is the element's prefix
-    s += "if (live0) {\n" + assign("x0_", "xa") + "}\n";
-  } else {
-    s += to_shared("lid") + "barrier();\nif (live0 && lid > 0) {\n" + from_shared("lid - 1");
-    for (std::int64_t c = 0; c < C; ++c)
-      s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "combine_();\n" +
-           assign(fmt::format("x{}_", c), "xa") + "}\n";
-    s += "}\n";
-  }
-  for (std::int64_t c = 0; c < C; ++c)
-    s += fmt::format("if (live{}) {{\n", c) + store(fmt::format("x{}_", c), fmt::format("i{}", c)) + "}\n";
-  return s;
-}
-
-// Mode 0 of the top level with C positions per invocation streamed: xa folds the invocation's
-// elements x_0 ⊕ ... ⊕ x_{C-1} read in turn, the workgroup's `rounds` scan those totals, and a
-// second pass reads each element again and writes p ⊕ x_c, p running from the total of the
-// invocations before (an invocation reads and writes only its own positions, so reading them
-// twice in place is safe). Registers: two elements (pa, xa) whatever C.
-std::string streamed_top(std::int64_t C, const std::string& rounds, const Code2& load, const Code2& store,
-                         const Code1& to_shared, const Code1& from_shared, const Code2& assign) {
-  std::string s = "if (live0) {\n" + load("xa", "i0") + "}\n";
-  for (std::int64_t c = 1; c < C; ++c)
-    s += fmt::format("if (live{}) {{\n", c) + assign("pa", "xa") + load("xa", fmt::format("i{}", c)) +
-         "combine_();\n}\n";
-  s += rounds + to_shared("lid") + "barrier();\nconst bool carry_ = live0 && lid > 0;\n";
-  s += "if (carry_) {\n" + from_shared("lid - 1") + "}\n";
-  for (std::int64_t c = 0; c < C; ++c)
-    s += fmt::format("if (live{}) {{\n", c) + load("xa", fmt::format("i{}", c)) +
-         (c == 0 ? "if (carry_) combine_();\n" : "combine_();\n") + store("xa", fmt::format("i{}", c)) +
-         assign("pa", "xa") + "}\n";
-  return s;
-}
-
 // The blocked scan (work-efficient over workgroups; Kogge-Stone inside one): in place on the
 // packed leaves, push constants {mode, s}. Invocation m owns C consecutive positions p = C·m + c,
 // each at j = s·p + s - 1 (logical order, mirrored for reverse); a workgroup of B invocations
@@ -80,10 +24,9 @@ std::string streamed_top(std::int64_t C, const std::string& rounds, const Code2&
 // last of its superblock, becomes x[q] ⊕ x[j] with q the last position of the previous superblock
 // (already holding its full prefix). run_assoc scans up s = 1, B, ... with C = 1 (one position
 // per invocation: the most workgroups in flight, which is what a GPU's latency needs) until a
-// level fits one workgroup: the top level, where C = ceil(positions / B) (its own shader): up
-// to c_max ≤ 4 held in registers, or up to kStreamedTop = 8 streamed (held_levels, streamed_top);
+// level fits one workgroup: the top level, where C = ceil(positions / B) ≤ 4 (its own shader);
 // then fixes up the levels below: 3 dispatches at n = 102400 and B = 256 (400 totals, C = 2 at
-// the top), 1 at n = 1600 (C = 7, streamed).
+// the top).
 // Element values live in module-scope arrays (private per invocation), so the combine,
 // xa := pa ⊕ xa, is one function called from every place. Where the budget has 2k + 1 bindings
 // (k leaves), each leaf binds its input and its output (no packing copies): mode 2 is mode 0
@@ -122,13 +65,8 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
   // several positions per invocation only for small elements: the gradient's transposed scan
   // (48 words, 2 per invocation) took 1.66 ms per level against 1.03 ms one per invocation
   if (c_max < low) low = 1;
-  // The top level: up to c_max positions per invocation held in registers, or up to
-  // kStreamedTop streamed through global memory (JX_VK_STREAMED_TOP=0: never): one dispatch where
-  // a level of blocked positions and its fix-up would take two more.
-  static const bool streamed = !env_is_zero("JX_VK_STREAMED_TOP");
-  const std::int64_t c_top_max = streamed ? std::max(c_max, kStreamedTop) : c_max;
   std::int64_t top = n;  // positions of the top level (strides (B·low)^L while more than a workgroup's worth)
-  while (top > B * c_top_max) top /= B * low;
+  while (top > B * c_max) top /= B * low;
   const std::int64_t c_top = top > B ? (top + B - 1) / B : 1;
   std::int64_t loops = 0;
   auto render = [&](std::int64_t C) -> std::optional<Shader> {
@@ -170,8 +108,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
       return d;
     };
     s += arrays("xa") + arrays("pa") + arrays("nx");
-    if (C <= c_max)
-      for (std::int64_t c = 0; c < C; ++c) s += arrays(fmt::format("x{}_", c));
+    for (std::int64_t c = 0; c < C; ++c) s += arrays(fmt::format("x{}_", c));
     auto each = [&](int l, const std::string& body) {
       return fmt::format("for (int e = 0; e < {}; ++e) {{ {} }}\n", b.buffers[nc + l].size(), body);
     };
@@ -242,16 +179,34 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
       s += fmt::format("if (live{0} && (j{0} + 1) % S != 0) {{\n", c) + load_global("xa", fmt::format("i{}", c)) +
            "combine_();\n" + store_global("xa", fmt::format("i{}", c)) + "}\n";
     s += "return;\n}\n";
-    auto load_any = [&](const std::string& arr, const std::string& pos) {  // mode 2 (direct): from the inputs
-      return direct
-                 ? "if (pc.mode == 2) {\n" + load_global(arr, pos, true) + "} else {\n" + load_global(arr, pos) + "}\n"
-                 : load_global(arr, pos);
-    };
-    const std::string rounds = fmt::format("for (int d = 1; d < {}; d <<= 1) {{\n", B) + to_shared("lid") +
-                               "barrier();\nif (live0 && lid >= d) {\n" + from_shared("lid - d") +
-                               "combine_();\n}\nbarrier();\n}\n";
-    s += C > c_max ? streamed_top(C, rounds, load_any, store_global, to_shared, from_shared, assign)
-                   : held_levels(C, rounds, load_any, store_global, to_shared, from_shared, assign);
+    // mode 0: the invocation's elements in order, then the workgroup's totals
+    for (std::int64_t c = 0; c < C; ++c) {  // mode 2 (direct): the first level reads the inputs
+      const std::string arr = fmt::format("x{}_", c), pos = fmt::format("i{}", c);
+      s +=
+          fmt::format("if (live{}) {{\n", c) +
+          (direct ? "if (pc.mode == 2) {\n" + load_global(arr, pos, true) + "} else {\n" + load_global(arr, pos) + "}\n"
+                  : load_global(arr, pos)) +
+          "}\n";
+    }
+    for (std::int64_t c = 1; c < C; ++c)
+      s += fmt::format("if (live{}) {{\n", c) + assign("pa", fmt::format("x{}_", c - 1)) +
+           assign("xa", fmt::format("x{}_", c)) + "combine_();\n" + assign(fmt::format("x{}_", c), "xa") + "}\n";
+    s += assign("xa", "x0_");
+    for (std::int64_t c = 1; c < C; ++c)
+      s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "}\n";
+    s += fmt::format("for (int d = 1; d < {}; d <<= 1) {{\n", B) + to_shared("lid") +
+         "barrier();\nif (live0 && lid >= d) {\n" + from_shared("lid - d") + "combine_();\n}\nbarrier();\n}\n";
+    if (C == 1) {  // the inclusive total is the element's prefix
+      s += "if (live0) {\n" + assign("x0_", "xa") + "}\n";
+    } else {
+      s += to_shared("lid") + "barrier();\nif (live0 && lid > 0) {\n" + from_shared("lid - 1");
+      for (std::int64_t c = 0; c < C; ++c)
+        s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "combine_();\n" +
+             assign(fmt::format("x{}_", c), "xa") + "}\n";
+      s += "}\n";
+    }
+    for (std::int64_t c = 0; c < C; ++c)
+      s += fmt::format("if (live{}) {{\n", c) + store_global(fmt::format("x{}_", c), fmt::format("i{}", c)) + "}\n";
     sh.glsl = s + "}\n";
     const std::int64_t per_combine = loops + 3 * regs;
     if (lim.max_loop_iterations > 0 && per_combine * (2 * C + 9) + 8 * regs * C > lim.max_loop_iterations)
@@ -376,8 +331,7 @@ std::string assoc_form() {
 
 std::string assoc_overrides() {
   std::string k = assoc_form();
-  for (const char* name :
-       {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS", "JX_VK_COOP_LOOPS", "JX_VK_STREAMED_TOP"}) {
+  for (const char* name : {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS", "JX_VK_COOP_LOOPS"}) {
     const char* e = std::getenv(name);
     k += fmt::format("|{}", e ? e : "");
   }
