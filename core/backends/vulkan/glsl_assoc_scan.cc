@@ -13,6 +13,16 @@
 namespace jx::vk {
 namespace {
 
+// A loop over an element's values (`e`): unrolled where at most kUnrollMax long, so the indices
+// of the element arrays become constants and the arrays registers rather than memory private to
+// the invocation (JX_VK_UNROLL=0: the driver decides).
+constexpr std::int64_t kUnrollMax = 64;
+constexpr const char* kUnrollExtension = "#extension GL_EXT_control_flow_attributes : enable\n";
+std::string element_loop(std::int64_t count) {
+  static const bool on = !env_is_zero("JX_VK_UNROLL");
+  return fmt::format("{}for (int e = 0; e < {}; ++e) ", on && count <= kUnrollMax ? "[[unroll]] " : "", count);
+}
+
 // The blocked scan (work-efficient over workgroups; Kogge-Stone inside one): in place on the
 // packed leaves, push constants {mode, s}. Invocation m owns C consecutive positions p = C·m + c,
 // each at j = s·p + s - 1 (logical order, mirrored for reverse); a workgroup of B invocations
@@ -84,7 +94,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     sh.name = C > low ? "associative_scan_top" : "associative_scan_blocked";
     sh.invocations = (n + C - 1) / C;  // the largest level; run_assoc dispatches fewer for the others
     sh.float64 = out.sh.float64;
-    std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", B);
+    std::string s = fmt::format("#version 450\n{}layout(local_size_x = {}) in;\n", kUnrollExtension, B);
     s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
     if (direct) {
       sh.buffers = 1 + 2 * k;
@@ -110,7 +120,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     s += arrays("xa") + arrays("pa") + arrays("nx");
     for (std::int64_t c = 0; c < C; ++c) s += arrays(fmt::format("x{}_", c));
     auto each = [&](int l, const std::string& body) {
-      return fmt::format("for (int e = 0; e < {}; ++e) {{ {} }}\n", b.buffers[nc + l].size(), body);
+      return element_loop(b.buffers[nc + l].size()) + "{ " + body + " }\n";
     };
     auto assign = [&](const std::string& to, const std::string& from) {
       std::string c;
@@ -241,7 +251,7 @@ std::int64_t combine_code(const AssocProgram& ap, const ScanLimits& lim,
     const Op* op = st.kind == Step::Kind::routine ? &b.routines[st.index] : nullptr;
     const bool la = op && is_linalg(op->prim);  // the element's matrices in turn
     const std::int64_t m = la ? linalg_matrices(*op) : b.buffers[st.out[0]].size();
-    code += fmt::format("for (int e = 0; e < {}; ++e) {{\n", m);
+    code += element_loop(m) + "{\n";
     if (!op) {
       const Kernel& kk = b.kernels[st.index];
       code += kernel_element_code(KernelCtx{kk, lim.f64_math, load}, "e", into, store) + "}\n";
@@ -282,7 +292,7 @@ bool render_kogge_stone(const AssocProgram& ap, const ScanLimits& lim, AssocShad
   std::vector<KNode> nodes;
   for (const Kernel& kk : b.kernels) nodes.insert(nodes.end(), kk.nodes.begin(), kk.nodes.end());
   sh.float64 = uses_double(ap.operands, DType::float32, nodes);
-  std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
+  std::string s = fmt::format("#version 450\n{}layout(local_size_x = {}) in;\n", kUnrollExtension, kWorkgroup);
   s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
   s += "layout(std430, set = 0, binding = 1) readonly buffer BS { uint d[]; } src;\n";
   s += "layout(std430, set = 0, binding = 2) buffer BD { uint d[]; } dst;\n";
@@ -299,8 +309,8 @@ bool render_kogge_stone(const AssocProgram& ap, const ScanLimits& lim, AssocShad
   for (int l = 0; l < k; ++l) {
     const AVal& e = b.buffers[nc + l];
     const std::string idx = leaf_index(l, "i", "e");
-    s += fmt::format("for (int e = 0; e < {}; ++e) {}", e.size(),
-                     gwrite(e.dtype, out.leaf_words[l], idx, gread("src", e.dtype, out.leaf_words[l], idx), "dst"));
+    s += element_loop(e.size()) + fmt::format("{}", gwrite(e.dtype, out.leaf_words[l], idx,
+                                                           gread("src", e.dtype, out.leaf_words[l], idx), "dst"));
     loops += e.size();
   }
   s += "return;\n}\n";
@@ -308,8 +318,8 @@ bool render_kogge_stone(const AssocProgram& ap, const ScanLimits& lim, AssocShad
   for (int l = 0; l < k; ++l) {
     const int o = b.outputs[l];
     const AVal& e = b.buffers[nc + l];
-    s += fmt::format("for (int e = 0; e < {}; ++e) {}", e.size(),
-                     gwrite(e.dtype, out.leaf_words[l], leaf_index(l, "i", "e"), read(o, "e"), "dst"));
+    s += element_loop(e.size()) +
+         fmt::format("{}", gwrite(e.dtype, out.leaf_words[l], leaf_index(l, "i", "e"), read(o, "e"), "dst"));
     loops += e.size();
   }
   sh.glsl = s + "}\n";
@@ -331,7 +341,8 @@ std::string assoc_form() {
 
 std::string assoc_overrides() {
   std::string k = assoc_form();
-  for (const char* name : {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS", "JX_VK_COOP_LOOPS"}) {
+  for (const char* name :
+       {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS", "JX_VK_COOP_LOOPS", "JX_VK_UNROLL"}) {
     const char* e = std::getenv(name);
     k += fmt::format("|{}", e ? e : "");
   }
