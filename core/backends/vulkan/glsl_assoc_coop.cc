@@ -199,7 +199,7 @@ std::optional<AssocShader::Coop> render_coop_assoc(const AssocProgram& ap, const
   std::vector<KNode> nodes;
   for (const Kernel& kk : ap.body.kernels) nodes.insert(nodes.end(), kk.nodes.begin(), kk.nodes.end());
   sh.float64 = uses_double(ap.operands, DType::float32, nodes);
-  std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", L.wg);
+  std::string s = glsl_header(L.wg);
   s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
   s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
   if (L.scratch)

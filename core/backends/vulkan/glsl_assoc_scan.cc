@@ -17,7 +17,6 @@ namespace {
 // of the element arrays become constants and the arrays registers rather than memory private to
 // the invocation (JX_VK_UNROLL=0: the driver decides).
 constexpr std::int64_t kUnrollMax = 64;
-constexpr const char* kUnrollExtension = "#extension GL_EXT_control_flow_attributes : enable\n";
 std::string element_loop(std::int64_t count) {
   static const bool on = !env_is_zero("JX_VK_UNROLL");
   return fmt::format("{}for (int e = 0; e < {}; ++e) ", on && count <= kUnrollMax ? "[[unroll]] " : "", count);
@@ -94,7 +93,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     sh.name = C > low ? "associative_scan_top" : "associative_scan_blocked";
     sh.invocations = (n + C - 1) / C;  // the largest level; run_assoc dispatches fewer for the others
     sh.float64 = out.sh.float64;
-    std::string s = fmt::format("#version 450\n{}layout(local_size_x = {}) in;\n", kUnrollExtension, B);
+    std::string s = glsl_header(B);
     s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
     if (direct) {
       sh.buffers = 1 + 2 * k;
@@ -292,7 +291,7 @@ bool render_kogge_stone(const AssocProgram& ap, const ScanLimits& lim, AssocShad
   std::vector<KNode> nodes;
   for (const Kernel& kk : b.kernels) nodes.insert(nodes.end(), kk.nodes.begin(), kk.nodes.end());
   sh.float64 = uses_double(ap.operands, DType::float32, nodes);
-  std::string s = fmt::format("#version 450\n{}layout(local_size_x = {}) in;\n", kUnrollExtension, kWorkgroup);
+  std::string s = glsl_header(kWorkgroup);
   s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
   s += "layout(std430, set = 0, binding = 1) readonly buffer BS { uint d[]; } src;\n";
   s += "layout(std430, set = 0, binding = 2) buffer BD { uint d[]; } dst;\n";

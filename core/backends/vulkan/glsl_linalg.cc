@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "core/base/env.h"
+
 namespace jx::vk {
 namespace {
 
@@ -41,21 +43,31 @@ struct InPlace {
   }
 };
 
+// Matrices of up to kUnrolledRows rows: loops marked `[[unroll]] ` (JX_VK_UNROLL=0: none), so
+// their indices fold to constants and a matrix held in an invocation's arrays stays in registers.
+constexpr std::int64_t kUnrolledRows = 8;
+bool unrolling() {
+  static const bool on = !env_is_zero("JX_VK_UNROLL");
+  return on;
+}
+std::string unroll(std::int64_t n) { return unrolling() && n <= kUnrolledRows ? "[[unroll]] " : ""; }
+
 // A = L Lᵀ from A's lower triangle: L[j][j] = √(A[j][j] − Σ_{k<j} L[j][k]²),
 // L[i][j] = (A[i][j] − Σ_{k<j} L[i][k] L[j][k]) / L[j][j] for i > j; NaN where a minor is not positive.
 std::string cholesky_code(const MatrixCode& c, const LoadFn& load, const InPlace& L) {
   const std::int64_t n = c.n;
   auto l = [&](const std::string& i, const std::string& j) { return L.get(fmt::format("({}) * {} + ({})", i, n, j)); };
-  std::string s = fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) + L.set("q_", c.t + "(0)") + "}\n";
-  s += fmt::format("for (int j_ = 0; j_ < {}; ++j_) {{\n", n);
+  const std::string u = unroll(n);
+  std::string s = u + fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) + L.set("q_", c.t + "(0)") + "}\n";
+  s += u + fmt::format("for (int j_ = 0; j_ < {}; ++j_) {{\n", n);
   s += fmt::format("  {} s_ = {}({});\n", c.acc, c.acc, load(0, fmt::format("ma_ + j_ * {} + j_", n)));
-  s += fmt::format("  for (int k_ = 0; k_ < j_; ++k_) s_ -= {0}({1}) * {0}({1});\n", c.acc, l("j_", "k_"));
+  s += "  " + u + fmt::format("for (int k_ = 0; k_ < j_; ++k_) s_ -= {0}({1}) * {0}({1});\n", c.acc, l("j_", "k_"));
   s += fmt::format("  const {} d_ = s_ > {}(0) ? sqrt(s_) : {};\n", c.acc, c.acc, c.nan);
   s += "  " + L.set(fmt::format("j_ * {}", n + 1), fmt::format("{}(d_)", c.t));
-  s += fmt::format("  for (int i_ = j_ + 1; i_ < {}; ++i_) {{\n", n);
+  s += "  " + u + fmt::format("for (int i_ = j_ + 1; i_ < {}; ++i_) {{\n", n);
   s += fmt::format("    {} u_ = {}({});\n", c.acc, c.acc, load(0, fmt::format("ma_ + i_ * {} + j_", n)));
-  s += fmt::format("    for (int k_ = 0; k_ < j_; ++k_) u_ -= {0}({1}) * {0}({2});\n", c.acc, l("i_", "k_"),
-                   l("j_", "k_"));
+  s += "    " + u +
+       fmt::format("for (int k_ = 0; k_ < j_; ++k_) u_ -= {0}({1}) * {0}({2});\n", c.acc, l("i_", "k_"), l("j_", "k_"));
   return s + "    " + L.set(fmt::format("i_ * {} + j_", n), fmt::format("{}(u_ / d_)", c.t)) + "  }\n}\n";
 }
 
@@ -73,25 +85,62 @@ std::string triangular_column_code(const Op& op, const MatrixCode& c, const Load
   auto at = [&](const std::string& i) {
     return p.left_side ? fmt::format("({}) * {} + c_", i, k) : fmt::format("c_ * {} + ({})", n, i);
   };
-  std::string s = fmt::format("  for (int s_ = 0; s_ < {}; ++s_) {{\n", n);
+  const std::string u = unroll(n);
+  std::string s = "  " + u + fmt::format("for (int s_ = 0; s_ < {}; ++s_) {{\n", n);
   s += fmt::format("    const int i_ = {};\n", lower ? "s_" : fmt::format("{} - s_", n - 1));
   s += fmt::format("    {} v_ = {}({});\n", c.acc, c.acc, load(1, "mb_ + " + at("i_")));
-  s += lower ? "    for (int j_ = 0; j_ < i_; ++j_)" : fmt::format("    for (int j_ = i_ + 1; j_ < {}; ++j_)", n);
+  s +=
+      "    " + u + (lower ? "for (int j_ = 0; j_ < i_; ++j_)" : fmt::format("for (int j_ = i_ + 1; j_ < {}; ++j_)", n));
   s += fmt::format(" v_ -= {0}({1}) * {0}({2});\n", c.acc, M("i_", "j_"), X.get(at("j_")));
   if (!p.unit_diagonal) s += fmt::format("    v_ /= {}({});\n", c.acc, M("i_", "i_"));
   return s + "    " + X.set(at("i_"), fmt::format("{}(v_)", c.t)) + "  }\n";
 }
 
 std::string triangular_solve_code(const Op& op, const MatrixCode& c, const LoadFn& load, const InPlace& X) {
-  return fmt::format("for (int c_ = 0; c_ < {}; ++c_) {{\n", rhs_columns(op)) + triangular_column_code(op, c, load, X) +
-         "}\n";
+  return unroll(rhs_columns(op)) + fmt::format("for (int c_ = 0; c_ < {}; ++c_) {{\n", rhs_columns(op)) +
+         triangular_column_code(op, c, load, X) + "}\n";
 }
 
 // A = P L U with partial pivoting (the first largest |pivot|), the packed LU, P with
 // P[perm[i]][i] = 1, and det(P) = ±1; a zero pivot is left in U (no division).
+//
+// Up to kUnrolledRows rows the loops are unrolled and the row swap is a select per candidate row
+// (no index depends on data): every index folds to a constant and the factors stay in registers,
+// where a dynamically indexed row lives in memory private to the invocation (on the H200 the
+// m = 4 filter's combine spent most of its time there). Same operations in the same order.
+std::string lu_unrolled_code(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P,
+                             const StoreAtFn& store, const std::string& mat) {
+  const std::int64_t n = c.n;
+  auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
+  std::string s = fmt::format("int p_[{}];\n{} det_ = {}(1);\n", n, c.t, c.t);
+  s += fmt::format("[[unroll]] for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) + F.set("q_", load(0, "ma_ + q_")) + "}\n";
+  s += fmt::format("[[unroll]] for (int q_ = 0; q_ < {}; ++q_) p_[q_] = q_;\n", n);
+  s += fmt::format("[[unroll]] for (int c_ = 0; c_ < {}; ++c_) {{\n  int v_ = c_;\n  {} b_ = abs({});\n", n, c.t,
+                   F.get(f("c_", "c_")));
+  s += fmt::format("  [[unroll]] for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n    const {} a_ = abs({});\n", n, c.t,
+                   F.get(f("r_", "c_")));
+  s += "    if (a_ > b_) { v_ = r_; b_ = a_; }\n  }\n";
+  s += fmt::format("  [[unroll]] for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n    const bool s_ = v_ == r_;\n", n);
+  s += fmt::format("    [[unroll]] for (int j_ = 0; j_ < {}; ++j_) {{\n      const {} w_ = {}, x_ = {};\n", n, c.t,
+                   F.get(f("c_", "j_")), F.get(f("r_", "j_")));
+  s += "      " + F.set(f("c_", "j_"), "s_ ? x_ : w_") + "      " + F.set(f("r_", "j_"), "s_ ? w_ : x_") + "    }\n";
+  s += "    const int w_ = p_[c_], x_ = p_[r_];\n    p_[c_] = s_ ? x_ : w_;\n    p_[r_] = s_ ? w_ : x_;\n  }\n";
+  s += "  if (v_ != c_) det_ = -det_;\n";
+  s += fmt::format("  const {} d_ = {};\n  if (d_ != {}(0))\n", c.t, F.get(fmt::format("c_ * {}", n + 1)), c.t);
+  s += fmt::format("    [[unroll]] for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n      const {} m_ = {} / d_;\n", n, c.t,
+                   F.get(f("r_", "c_")));
+  s += "      " + F.set(f("r_", "c_"), "m_");
+  s += fmt::format("      [[unroll]] for (int j_ = c_ + 1; j_ < {}; ++j_) ", n) +
+       F.set(f("r_", "j_"), fmt::format("{} - m_ * {}", F.get(f("r_", "j_")), F.get(f("c_", "j_")))) + "    }\n}\n";
+  s += fmt::format("[[unroll]] for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) +
+       P.set("q_", fmt::format("p_[q_ % {0}] == q_ / {0} ? {1}(1) : {1}(0)", n, c.t)) + "}\n";
+  return s + store(2, mat, "det_");
+}
+
 std::string lu_code(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P, const StoreAtFn& store,
                     const std::string& mat) {
   const std::int64_t n = c.n;
+  if (unrolling() && n <= kUnrolledRows) return lu_unrolled_code(c, load, F, P, store, mat);
   auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
   std::string s = fmt::format("int p_[{}];\n{} det_ = {}(1);\n", n, c.t, c.t);
   s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) + F.set("q_", load(0, "ma_ + q_")) + "}\n";
@@ -320,7 +369,7 @@ std::optional<Shader> render_linalg_routine(const Op& op, bool f64_math, int max
   const bool columns = op.prim == Prim::triangular_solve;
   sh.invocations = linalg_matrices(op) * (columns ? rhs_columns(op) : 1);
   sh.float64 = d == DType::float64;
-  std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
+  std::string s = glsl_header(kWorkgroup);
   for (int i = 0; i < nin; ++i)
     s += fmt::format("layout(std430, set = 0, binding = {0}) readonly buffer B{0} {{ {1} d[]; }} in{0};\n", i,
                      gtype(op.in[i].dtype));

@@ -269,7 +269,7 @@ std::string store_code(DType d, const std::string& o, const std::string& v) {
 // Header: version, workgroup size, buffer declarations, helpers; then main's prologue that
 // computes the flat output index `gi` and returns past the end.
 std::string header(const std::vector<AVal>& ins, DType out, bool doubles, bool f64_math, std::int64_t n) {
-  std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", kWorkgroup);
+  std::string s = glsl_header(kWorkgroup);
   for (std::size_t i = 0; i < ins.size(); ++i)
     s += fmt::format("layout(std430, set = 0, binding = {0}) readonly buffer B{0} {{ {1} d[]; }} in{0};\n", i,
                      btype(ins[i].dtype));
@@ -514,6 +514,12 @@ Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t G
   return sh;
 }
 }  // namespace
+
+std::string glsl_header(std::int64_t local_size_x) {
+  return fmt::format(
+      "#version 450\n#extension GL_EXT_control_flow_attributes : enable\nlayout(local_size_x = {}) in;\n",
+      local_size_x);
+}
 
 Shader render_kernel(const Kernel& k, bool f64_math) {
   if (k.is_reduction() && reduced_elements(k) >= kWorkgroupReduceMin) {

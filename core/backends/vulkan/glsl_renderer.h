@@ -37,6 +37,9 @@ bool uses_double(const std::vector<AVal>& ins, DType out, const std::vector<KNod
 // gradient took 0.81-0.86x the time; with float for two-term sums too the m = 2 shaders took 1.1x.
 bool short_f32_sums();
 std::string prelude(bool doubles, bool f64_math);  // helper functions every shader may call
+// The first lines of every compute shader: the version, the extensions generated code may use
+// (`[[unroll]]`: GL_EXT_control_flow_attributes) and the workgroup size.
+std::string glsl_header(std::int64_t local_size_x);
 
 // One kernel's element computation, for shaders that inline kernels (fused scans): `load(b,
 // off)` reads element `off` (an int expression) of the kernel's input b as its dtype (nullptr:

@@ -372,7 +372,7 @@ std::optional<ScanShader> render_scan_shader(const ScanProgram& sp, const ScanLi
   sh.float64 = uses_double(body.buffers, DType::float32, nodes);
   const std::string t = sp.reverse ? fmt::format("{} - 1 - it", sp.length) : "it";
   out.workgroup = L.B && L.single ? kSeriesWorkgroup : kWorkgroup;
-  std::string s = fmt::format("#version 450\nlayout(local_size_x = {}) in;\n", out.workgroup);
+  std::string s = glsl_header(out.workgroup);
   s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
   s += fmt::format("layout(std430, set = 0, binding = 1) {}buffer BO {{ uint d[]; }} gout;\n",
                    L.spilled ? "coherent " : "");
