@@ -106,8 +106,9 @@ std::string triangular_solve_code(const Op& op, const MatrixCode& c, const LoadF
 //
 // Up to kUnrolledRows rows the loops are unrolled and the row swap is a select per candidate row
 // (no index depends on data): every index folds to a constant and the factors stay in registers,
-// where a dynamically indexed row lives in memory private to the invocation (on the H200 the
-// m = 4 filter's combine spent most of its time there). Same operations in the same order.
+// where a dynamically indexed row lives in memory private to the invocation. Same operations in
+// the same order. On the H200, GPU time per call of the m = 4 DLM at N = 102400: filter 1.25 ->
+// 0.74 ms, smoother 1.60 -> 1.15 ms, gradient 5.64 -> 5.18 ms.
 std::string lu_unrolled_code(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P,
                              const StoreAtFn& store, const std::string& mat) {
   const std::int64_t n = c.n;
