@@ -260,7 +260,7 @@ std::int64_t combine_code(const AssocProgram& ap, const ScanLimits& lim,
         return fmt::format("r{}[{}] = {};\n", st.out[o], off, v);
       };
       auto load_out = [&](int o, const std::string& off) { return fmt::format("r{}[{}]", st.out[o], off); };
-      code += linalg_matrix_code(*op, "e", lim.f64_math, into, load, load_out, store_at) + "}\n";
+      code += linalg_matrix_code(*op, "e", lim.f64_math, into, load, load_out, store_at, true) + "}\n";
       it += m * (1 + linalg_iterations(*op));
     } else {
       code += routine_element_code(*op, "e", into, load, store) + "}\n";

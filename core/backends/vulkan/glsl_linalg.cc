@@ -104,11 +104,13 @@ std::string triangular_solve_code(const Op& op, const MatrixCode& c, const LoadF
 // A = P L U with partial pivoting (the first largest |pivot|), the packed LU, P with
 // P[perm[i]][i] = 1, and det(P) = ±1; a zero pivot is left in U (no division).
 //
-// Up to kUnrolledRows rows the loops are unrolled and the row swap is a select per candidate row
-// (no index depends on data): every index folds to a constant and the factors stay in registers,
-// where a dynamically indexed row lives in memory private to the invocation. Same operations in
-// the same order. On the H200, GPU time per call of the m = 4 DLM at N = 102400: filter 1.25 ->
-// 0.74 ms, smoother 1.60 -> 1.15 ms, gradient 5.64 -> 5.18 ms.
+// In an invocation's own arrays (`registers`) and up to kUnrolledRows rows, the loops are
+// unrolled and the row swap is a select per candidate row (no index depends on data): every index
+// folds to a constant and the factors stay in registers, where a dynamically indexed row lives in
+// memory private to the invocation. Same operations in the same order. On the H200, GPU time per
+// call of the m = 4 DLM at N = 102400: filter 1.25 -> 0.74 ms, smoother 1.60 -> 1.15 ms, gradient
+// 5.64 -> 5.18 ms. In global memory the selects read and write every candidate row (the m = 8
+// smoother's top-level LU of 102400 matrices: 0.55 -> 1.38 ms), so there the rolled form runs.
 std::string lu_unrolled_code(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P,
                              const StoreAtFn& store, const std::string& mat) {
   const std::int64_t n = c.n;
@@ -139,9 +141,9 @@ std::string lu_unrolled_code(const MatrixCode& c, const LoadFn& load, const InPl
 }
 
 std::string lu_code(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P, const StoreAtFn& store,
-                    const std::string& mat) {
+                    const std::string& mat, bool registers) {
   const std::int64_t n = c.n;
-  if (unrolling() && n <= kUnrolledRows) return lu_unrolled_code(c, load, F, P, store, mat);
+  if (registers && unrolling() && n <= kUnrolledRows) return lu_unrolled_code(c, load, F, P, store, mat);
   auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
   std::string s = fmt::format("int p_[{}];\n{} det_ = {}(1);\n", n, c.t, c.t);
   s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) + F.set("q_", load(0, "ma_ + q_")) + "}\n";
@@ -338,7 +340,7 @@ std::int64_t linalg_iterations(const Op& op) {
 }
 
 std::string linalg_matrix_code(const Op& op, const std::string& mat, bool f64_math, Shader& sh, const LoadFn& load,
-                               const LoadFn& load_out, const StoreAtFn& store_at) {
+                               const LoadFn& load_out, const StoreAtFn& store_at, bool registers) {
   const MatrixCode c = types_of(op, f64_math, sh);
   std::string s = "{\n";
   s += fmt::format("const int ma_ = ({}) * {};\n", mat, c.n * c.n);
@@ -351,8 +353,8 @@ std::string linalg_matrix_code(const Op& op, const std::string& mat, bool f64_ma
       break;
     }
     case Prim::lu:
-      s +=
-          lu_code(c, load, InPlace{load_out, store_at, 0, "ma_"}, InPlace{load_out, store_at, 1, "ma_"}, store_at, mat);
+      s += lu_code(c, load, InPlace{load_out, store_at, 0, "ma_"}, InPlace{load_out, store_at, 1, "ma_"}, store_at, mat,
+                   registers);
       break;
     default: throw Error(fmt::format("linalg_matrix_code: {} is not a linear-algebra routine", prim_name(op.prim)));
   }
