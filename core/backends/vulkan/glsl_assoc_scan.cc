@@ -13,13 +13,13 @@
 namespace jx::vk {
 namespace {
 
-// A loop over an element's values (`e`): unrolled where at most kUnrollMax long, so the indices
-// of the element arrays become constants and the arrays registers rather than memory private to
-// the invocation (JX_VK_UNROLL=0: the driver decides).
+// A loop over an element's values (`e`): unrolled where at most kUnrollMax long and the device
+// unrolls (unroll_loops), so the indices of the element arrays become constants and the arrays
+// registers rather than memory private to the invocation.
 constexpr std::int64_t kUnrollMax = 64;
 std::string element_loop(std::int64_t count) {
-  static const bool on = !env_is_zero("JX_VK_UNROLL");
-  return fmt::format("{}for (int e = 0; e < {}; ++e) ", on && count <= kUnrollMax ? "[[unroll]] " : "", count);
+  return fmt::format("{}for (int e = 0; e < {}; ++e) ", unroll_loops() && count <= kUnrollMax ? "[[unroll]] " : "",
+                     count);
 }
 
 // The blocked scan (work-efficient over workgroups; Kogge-Stone inside one): in place on the
@@ -340,8 +340,7 @@ std::string assoc_form() {
 
 std::string assoc_overrides() {
   std::string k = assoc_form();
-  for (const char* name :
-       {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS", "JX_VK_COOP_LOOPS", "JX_VK_UNROLL"}) {
+  for (const char* name : {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS", "JX_VK_COOP_LOOPS"}) {
     const char* e = std::getenv(name);
     k += fmt::format("|{}", e ? e : "");
   }

@@ -43,14 +43,13 @@ struct InPlace {
   }
 };
 
-// Matrices of up to kUnrolledRows rows: loops marked `[[unroll]] ` (JX_VK_UNROLL=0: none), so
-// their indices fold to constants and a matrix held in an invocation's arrays stays in registers.
+// Matrices of up to kUnrolledRows rows: loops of up to `most` iterations marked `[[unroll]] `
+// where the device unrolls (unroll_loops), so their indices fold to constants and a matrix held in
+// an invocation's arrays stays in registers.
 constexpr std::int64_t kUnrolledRows = 8;
-bool unrolling() {
-  static const bool on = !env_is_zero("JX_VK_UNROLL");
-  return on;
+std::string unroll(std::int64_t count, std::int64_t most = kUnrolledRows) {
+  return unroll_loops() && count <= most ? "[[unroll]] " : "";
 }
-std::string unroll(std::int64_t n) { return unrolling() && n <= kUnrolledRows ? "[[unroll]] " : ""; }
 
 // A = L Lᵀ from A's lower triangle: L[j][j] = √(A[j][j] − Σ_{k<j} L[j][k]²),
 // L[i][j] = (A[i][j] − Σ_{k<j} L[i][k] L[j][k]) / L[j][j] for i > j; NaN where a minor is not positive.
@@ -104,38 +103,43 @@ std::string triangular_solve_code(const Op& op, const MatrixCode& c, const LoadF
 // A = P L U with partial pivoting (the first largest |pivot|), the packed LU, P with
 // P[perm[i]][i] = 1, and det(P) = ±1; a zero pivot is left in U (no division).
 //
-// In an invocation's own arrays (`registers`) and up to kUnrolledRows rows, the loops are
-// unrolled and the row swap is a select per candidate row (no index depends on data): every index
-// folds to a constant and the factors stay in registers, where a dynamically indexed row lives in
-// memory private to the invocation. Same operations in the same order. On the H200, GPU time per
+// In an invocation's own arrays (`registers`) and up to kUnrolledRows rows, the row swap is a
+// select per candidate row (no index depends on data; JX_VK_UNROLL=0: the exchange by index), and
+// where the device unrolls (unroll_loops) every index folds to a constant and the factors stay in
+// registers, where a dynamically indexed row lives in memory private to the invocation. Same
+// operations in the same order. On the H200, GPU time per
 // call of the m = 4 DLM at N = 102400: filter 1.25 -> 0.74 ms, smoother 1.60 -> 1.15 ms, gradient
 // 5.64 -> 5.18 ms. In global memory the selects read and write every candidate row (the m = 8
 // smoother's top-level LU of 102400 matrices: 0.55 -> 1.38 ms), so there the rolled form runs.
-std::string lu_unrolled_code(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P,
-                             const StoreAtFn& store, const std::string& mat) {
+std::string lu_by_selects(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P,
+                          const StoreAtFn& store, const std::string& mat) {
   const std::int64_t n = c.n;
   auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
   std::string s = fmt::format("int p_[{}];\n{} det_ = {}(1);\n", n, c.t, c.t);
-  s += fmt::format("[[unroll]] for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) + F.set("q_", load(0, "ma_ + q_")) + "}\n";
-  s += fmt::format("[[unroll]] for (int q_ = 0; q_ < {}; ++q_) p_[q_] = q_;\n", n);
-  s += fmt::format("[[unroll]] for (int c_ = 0; c_ < {}; ++c_) {{\n  int v_ = c_;\n  {} b_ = abs({});\n", n, c.t,
-                   F.get(f("c_", "c_")));
-  s += fmt::format("  [[unroll]] for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n    const {} a_ = abs({});\n", n, c.t,
+  s += unroll(n * n, kUnrolledRows * kUnrolledRows) + fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) +
+       F.set("q_", load(0, "ma_ + q_")) + "}\n";
+  s += unroll(n) + fmt::format("for (int q_ = 0; q_ < {}; ++q_) p_[q_] = q_;\n", n);
+  s += unroll(n) + fmt::format("for (int c_ = 0; c_ < {}; ++c_) {{\n  int v_ = c_;\n  {} b_ = abs({});\n", n, c.t,
+                               F.get(f("c_", "c_")));
+  s += "  " + unroll(n) +
+       fmt::format("for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n    const {} a_ = abs({});\n", n, c.t,
                    F.get(f("r_", "c_")));
   s += "    if (a_ > b_) { v_ = r_; b_ = a_; }\n  }\n";
-  s += fmt::format("  [[unroll]] for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n    const bool s_ = v_ == r_;\n", n);
-  s += fmt::format("    [[unroll]] for (int j_ = 0; j_ < {}; ++j_) {{\n      const {} w_ = {}, x_ = {};\n", n, c.t,
+  s += "  " + unroll(n) + fmt::format("for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n    const bool s_ = v_ == r_;\n", n);
+  s += "    " + unroll(n) +
+       fmt::format("for (int j_ = 0; j_ < {}; ++j_) {{\n      const {} w_ = {}, x_ = {};\n", n, c.t,
                    F.get(f("c_", "j_")), F.get(f("r_", "j_")));
   s += "      " + F.set(f("c_", "j_"), "s_ ? x_ : w_") + "      " + F.set(f("r_", "j_"), "s_ ? w_ : x_") + "    }\n";
   s += "    const int w_ = p_[c_], x_ = p_[r_];\n    p_[c_] = s_ ? x_ : w_;\n    p_[r_] = s_ ? w_ : x_;\n  }\n";
   s += "  if (v_ != c_) det_ = -det_;\n";
   s += fmt::format("  const {} d_ = {};\n  if (d_ != {}(0))\n", c.t, F.get(fmt::format("c_ * {}", n + 1)), c.t);
-  s += fmt::format("    [[unroll]] for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n      const {} m_ = {} / d_;\n", n, c.t,
+  s += "    " + unroll(n) +
+       fmt::format("for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n      const {} m_ = {} / d_;\n", n, c.t,
                    F.get(f("r_", "c_")));
   s += "      " + F.set(f("r_", "c_"), "m_");
-  s += fmt::format("      [[unroll]] for (int j_ = c_ + 1; j_ < {}; ++j_) ", n) +
+  s += "      " + unroll(n) + fmt::format("for (int j_ = c_ + 1; j_ < {}; ++j_) ", n) +
        F.set(f("r_", "j_"), fmt::format("{} - m_ * {}", F.get(f("r_", "j_")), F.get(f("c_", "j_")))) + "    }\n}\n";
-  s += fmt::format("[[unroll]] for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) +
+  s += unroll(n * n, kUnrolledRows * kUnrolledRows) + fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) +
        P.set("q_", fmt::format("p_[q_ % {0}] == q_ / {0} ? {1}(1) : {1}(0)", n, c.t)) + "}\n";
   return s + store(2, mat, "det_");
 }
@@ -143,7 +147,8 @@ std::string lu_unrolled_code(const MatrixCode& c, const LoadFn& load, const InPl
 std::string lu_code(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P, const StoreAtFn& store,
                     const std::string& mat, bool registers) {
   const std::int64_t n = c.n;
-  if (registers && unrolling() && n <= kUnrolledRows) return lu_unrolled_code(c, load, F, P, store, mat);
+  static const bool selects = !env_is_zero("JX_VK_UNROLL");
+  if (registers && selects && n <= kUnrolledRows) return lu_by_selects(c, load, F, P, store, mat);
   auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
   std::string s = fmt::format("int p_[{}];\n{} det_ = {}(1);\n", n, c.t, c.t);
   s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) + F.set("q_", load(0, "ma_ + q_")) + "}\n";

@@ -1,5 +1,7 @@
 #include "core/backends/vulkan/glsl_renderer.h"
 
+#include <atomic>
+
 #include "core/base/env.h"
 
 #include "core/backends/cstyle.h"
@@ -514,6 +516,12 @@ Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t G
   return sh;
 }
 }  // namespace
+
+namespace {
+std::atomic<bool> g_unroll_loops{false};
+}
+void set_unroll_loops(bool on) { g_unroll_loops.store(on); }
+bool unroll_loops() { return g_unroll_loops.load(); }
 
 std::string glsl_header(std::int64_t local_size_x) {
   return fmt::format(

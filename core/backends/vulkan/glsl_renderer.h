@@ -40,6 +40,13 @@ std::string prelude(bool doubles, bool f64_math);  // helper functions every sha
 // The first lines of every compute shader: the version, the extensions generated code may use
 // (`[[unroll]]`: GL_EXT_control_flow_attributes) and the workgroup size.
 std::string glsl_header(std::int64_t local_size_x);
+// Whether generated loops over small fixed counts (an element's values, a small matrix's rows)
+// carry `[[unroll]]`, so their indices fold to constants and the arrays they index stay in
+// registers. Set by the backend when it opens its device: on for GPUs, off on llvmpipe (its LLVM
+// unrolls what pays on its own, and unrolled shaders took it 50% longer to compile: the DLM tests
+// 187 -> 280 s cold); JX_VK_UNROLL=0|1 overrides.
+void set_unroll_loops(bool on);
+bool unroll_loops();
 
 // One kernel's element computation, for shaders that inline kernels (fused scans): `load(b,
 // off)` reads element `off` (an int expression) of the kernel's input b as its dtype (nullptr:
