@@ -100,73 +100,67 @@ std::string triangular_solve_code(const Op& op, const MatrixCode& c, const LoadF
          triangular_column_code(op, c, load, X) + "}\n";
 }
 
-// A = P L U with partial pivoting (the first largest |pivot|), the packed LU, P with
-// P[perm[i]][i] = 1, and det(P) = ±1; a zero pivot is left in U (no division).
-//
-// In an invocation's own arrays (`registers`) and up to kUnrolledRows rows, the row swap is a
-// select per candidate row (no index depends on data; JX_VK_UNROLL=0: the exchange by index), and
-// where the device unrolls (unroll_loops) every index folds to a constant and the factors stay in
-// registers, where a dynamically indexed row lives in memory private to the invocation. Same
-// operations in the same order. On the H200, GPU time per
-// call of the m = 4 DLM at N = 102400: filter 1.25 -> 0.74 ms, smoother 1.60 -> 1.15 ms, gradient
-// 5.64 -> 5.18 ms. In global memory the selects read and write every candidate row (the m = 8
-// smoother's top-level LU of 102400 matrices: 0.55 -> 1.38 ms), so there the rolled form runs.
-std::string lu_by_selects(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P,
-                          const StoreAtFn& store, const std::string& mat) {
+// Column c_'s pivot: v_, the first row from c_ on with the largest |F[r][c_]|, exchanged with row
+// c_ (its factors and p_), det_ negated where v_ ≠ c_. By index: the exchange reads and writes rows
+// c_ and v_ only, v_ found at run time. By selects: each candidate row r_ is exchanged where
+// v_ == r_, so no index depends on data (loops prefixed `u`).
+std::string pivot_by_index(const MatrixCode& c, const InPlace& F) {
   const std::int64_t n = c.n;
   auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
-  std::string s = fmt::format("int p_[{}];\n{} det_ = {}(1);\n", n, c.t, c.t);
-  s += unroll(n * n, kUnrolledRows * kUnrolledRows) + fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) +
-       F.set("q_", load(0, "ma_ + q_")) + "}\n";
-  s += unroll(n) + fmt::format("for (int q_ = 0; q_ < {}; ++q_) p_[q_] = q_;\n", n);
-  s += unroll(n) + fmt::format("for (int c_ = 0; c_ < {}; ++c_) {{\n  int v_ = c_;\n  {} b_ = abs({});\n", n, c.t,
-                               F.get(f("c_", "c_")));
-  s += "  " + unroll(n) +
+  std::string s = fmt::format("  for (int r_ = c_ + 1; r_ < {}; ++r_) if (abs({}) > abs({})) v_ = r_;\n", n,
+                              F.get(f("r_", "c_")), F.get(f("v_", "c_")));
+  s += "  if (v_ != c_) {\n";
+  s += fmt::format("    for (int j_ = 0; j_ < {}; ++j_) {{\n      const {} w_ = {};\n", n, c.t, F.get(f("c_", "j_")));
+  s += "      " + F.set(f("c_", "j_"), F.get(f("v_", "j_"))) + "      " + F.set(f("v_", "j_"), "w_") + "    }\n";
+  return s + "    int w_ = p_[c_]; p_[c_] = p_[v_]; p_[v_] = w_;\n    det_ = -det_;\n  }\n";
+}
+std::string pivot_by_selects(const MatrixCode& c, const InPlace& F, const std::string& u) {
+  const std::int64_t n = c.n;
+  auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
+  std::string s = fmt::format("  {} b_ = abs({});\n", c.t, F.get(f("c_", "c_")));
+  s += "  " + u +
        fmt::format("for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n    const {} a_ = abs({});\n", n, c.t,
                    F.get(f("r_", "c_")));
   s += "    if (a_ > b_) { v_ = r_; b_ = a_; }\n  }\n";
-  s += "  " + unroll(n) + fmt::format("for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n    const bool s_ = v_ == r_;\n", n);
-  s += "    " + unroll(n) +
+  s += "  " + u + fmt::format("for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n    const bool s_ = v_ == r_;\n", n);
+  s += "    " + u +
        fmt::format("for (int j_ = 0; j_ < {}; ++j_) {{\n      const {} w_ = {}, x_ = {};\n", n, c.t,
                    F.get(f("c_", "j_")), F.get(f("r_", "j_")));
   s += "      " + F.set(f("c_", "j_"), "s_ ? x_ : w_") + "      " + F.set(f("r_", "j_"), "s_ ? w_ : x_") + "    }\n";
   s += "    const int w_ = p_[c_], x_ = p_[r_];\n    p_[c_] = s_ ? x_ : w_;\n    p_[r_] = s_ ? w_ : x_;\n  }\n";
-  s += "  if (v_ != c_) det_ = -det_;\n";
-  s += fmt::format("  const {} d_ = {};\n  if (d_ != {}(0))\n", c.t, F.get(fmt::format("c_ * {}", n + 1)), c.t);
-  s += "    " + unroll(n) +
-       fmt::format("for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n      const {} m_ = {} / d_;\n", n, c.t,
-                   F.get(f("r_", "c_")));
-  s += "      " + F.set(f("r_", "c_"), "m_");
-  s += "      " + unroll(n) + fmt::format("for (int j_ = c_ + 1; j_ < {}; ++j_) ", n) +
-       F.set(f("r_", "j_"), fmt::format("{} - m_ * {}", F.get(f("r_", "j_")), F.get(f("c_", "j_")))) + "    }\n}\n";
-  s += unroll(n * n, kUnrolledRows * kUnrolledRows) + fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) +
-       P.set("q_", fmt::format("p_[q_ % {0}] == q_ / {0} ? {1}(1) : {1}(0)", n, c.t)) + "}\n";
-  return s + store(2, mat, "det_");
+  return s + "  if (v_ != c_) det_ = -det_;\n";
 }
 
+// A = P L U with partial pivoting (the first largest |pivot|), the packed LU, P with
+// P[perm[i]][i] = 1, and det(P) = ±1; a zero pivot is left in U (no division).
+//
+// In an invocation's own arrays (`registers`) and up to kUnrolledRows rows the pivot is exchanged
+// by selects (JX_VK_UNROLL=0: by index), and where the device unrolls (unroll_loops) every index
+// folds to a constant, so the factors stay in registers: a row indexed at run time lives in memory
+// private to the invocation. Same operations in the same order. On the H200, GPU time per call of
+// the m = 4 DLM at N = 102400: filter 1.25 -> 0.74 ms, smoother 1.60 -> 1.15 ms, gradient
+// 5.64 -> 5.18 ms. In global memory the selects read and write every candidate row (the m = 8
+// smoother's top-level LU of 102400 matrices: 0.55 -> 1.38 ms), so there the exchange is by index.
 std::string lu_code(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P, const StoreAtFn& store,
                     const std::string& mat, bool registers) {
   const std::int64_t n = c.n;
-  static const bool selects = !env_is_zero("JX_VK_UNROLL");
-  if (registers && selects && n <= kUnrolledRows) return lu_by_selects(c, load, F, P, store, mat);
+  static const bool selects_allowed = !env_is_zero("JX_VK_UNROLL");
+  const bool selects = registers && selects_allowed && n <= kUnrolledRows;
+  const std::string u = selects ? unroll(n) : "", uu = selects ? unroll(n * n, kUnrolledRows * kUnrolledRows) : "";
   auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
   std::string s = fmt::format("int p_[{}];\n{} det_ = {}(1);\n", n, c.t, c.t);
-  s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) + F.set("q_", load(0, "ma_ + q_")) + "}\n";
-  s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) p_[q_] = q_;\n", n);
-  s += fmt::format("for (int c_ = 0; c_ < {}; ++c_) {{\n  int v_ = c_;\n", n);
-  s += fmt::format("  for (int r_ = c_ + 1; r_ < {}; ++r_) if (abs({}) > abs({})) v_ = r_;\n", n, F.get(f("r_", "c_")),
-                   F.get(f("v_", "c_")));
-  s += "  if (v_ != c_) {\n";
-  s += fmt::format("    for (int j_ = 0; j_ < {}; ++j_) {{\n      const {} w_ = {};\n", n, c.t, F.get(f("c_", "j_")));
-  s += "      " + F.set(f("c_", "j_"), F.get(f("v_", "j_"))) + "      " + F.set(f("v_", "j_"), "w_") + "    }\n";
-  s += "    int w_ = p_[c_]; p_[c_] = p_[v_]; p_[v_] = w_;\n    det_ = -det_;\n  }\n";
+  s += uu + fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) + F.set("q_", load(0, "ma_ + q_")) + "}\n";
+  s += u + fmt::format("for (int q_ = 0; q_ < {}; ++q_) p_[q_] = q_;\n", n);
+  s += u + fmt::format("for (int c_ = 0; c_ < {}; ++c_) {{\n  int v_ = c_;\n", n);
+  s += selects ? pivot_by_selects(c, F, u) : pivot_by_index(c, F);
   s += fmt::format("  const {} d_ = {};\n  if (d_ != {}(0))\n", c.t, F.get(fmt::format("c_ * {}", n + 1)), c.t);
-  s += fmt::format("    for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n      const {} m_ = {} / d_;\n", n, c.t,
+  s += "    " + u +
+       fmt::format("for (int r_ = c_ + 1; r_ < {}; ++r_) {{\n      const {} m_ = {} / d_;\n", n, c.t,
                    F.get(f("r_", "c_")));
   s += "      " + F.set(f("r_", "c_"), "m_");
-  s += fmt::format("      for (int j_ = c_ + 1; j_ < {}; ++j_) ", n) +
+  s += "      " + u + fmt::format("for (int j_ = c_ + 1; j_ < {}; ++j_) ", n) +
        F.set(f("r_", "j_"), fmt::format("{} - m_ * {}", F.get(f("r_", "j_")), F.get(f("c_", "j_")))) + "    }\n}\n";
-  s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) +
+  s += uu + fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) +
        P.set("q_", fmt::format("p_[q_ % {0}] == q_ / {0} ? {1}(1) : {1}(0)", n, c.t)) + "}\n";
   return s + store(2, mat, "det_");
 }

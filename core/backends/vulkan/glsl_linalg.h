@@ -32,8 +32,8 @@ std::int64_t linalg_iterations(const Op& op);
 // Code for matrix `mat` (an int expression) of the batch: `load(b, off)` reads element `off` of
 // input b, `load_out(o, off)` and `store_at(o, off, v)` read and write element `off` of output o
 // (the factorizations and solves work in place in their outputs). `registers`: the outputs are an
-// invocation's own arrays (an associative-scan combine), where an LU of up to 8 rows is unrolled with
-// its row exchange by selects; in memory the rolled form exchanges only the rows it must.
+// invocation's own arrays (an associative-scan combine), where an LU of up to 8 rows exchanges its
+// pivot rows by selects (unrolled on GPUs); in memory it exchanges only the two rows by index.
 using StoreAtFn = std::function<std::string(int out, const std::string& off, const std::string& value)>;
 std::string linalg_matrix_code(const Op& op, const std::string& mat, bool f64_math, Shader& sh,
                                const std::function<std::string(int, const std::string&)>& load,

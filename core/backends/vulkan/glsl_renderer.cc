@@ -515,11 +515,9 @@ Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t G
       std::max<std::int64_t>((reduced + G * kWorkgroup - 1) / (G * kWorkgroup), split ? G : 0);
   return sh;
 }
+std::atomic<bool> g_unroll_loops{false};  // set_unroll_loops
 }  // namespace
 
-namespace {
-std::atomic<bool> g_unroll_loops{false};
-}
 void set_unroll_loops(bool on) { g_unroll_loops.store(on); }
 bool unroll_loops() { return g_unroll_loops.load(); }
 
