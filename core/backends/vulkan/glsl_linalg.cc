@@ -142,11 +142,11 @@ std::string pivot_by_selects(const MatrixCode& c, const InPlace& F, const std::s
 // 5.64 -> 5.18 ms. In global memory the selects read and write every candidate row (the m = 8
 // smoother's top-level LU of 102400 matrices: 0.55 -> 1.38 ms), so there the exchange is by index.
 std::string lu_code(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P, const StoreAtFn& store,
-                    const std::string& mat, bool registers) {
+                    const std::string& mat, bool registers, std::int64_t max_rows = kUnrolledRows) {
   const std::int64_t n = c.n;
   static const bool selects_allowed = !env_is_zero("JX_VK_UNROLL");
-  const bool selects = registers && selects_allowed && n <= kUnrolledRows;
-  const std::string u = selects ? unroll(n) : "", uu = selects ? unroll(n * n, kUnrolledRows * kUnrolledRows) : "";
+  const bool selects = registers && selects_allowed && n <= max_rows;
+  const std::string u = selects ? unroll(n, max_rows) : "", uu = selects ? unroll(n * n, max_rows * max_rows) : "";
   auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
   std::string s = fmt::format("int p_[{}];\n{} det_ = {}(1);\n", n, c.t, c.t);
   s += uu + fmt::format("for (int q_ = 0; q_ < {}; ++q_) {{\n", n * n) + F.set("q_", load(0, "ma_ + q_")) + "}\n";
@@ -360,6 +360,40 @@ std::string linalg_matrix_code(const Op& op, const std::string& mat, bool f64_ma
   return s + "}\n";
 }
 
+namespace {
+
+// A top-level lu in the invocation's own array `f_`: in global memory each pivot step reads what
+// the step before wrote, and every such read waits on an L2 round trip (the m = 13 DLM's LU of 200
+// matrices took 0.235 ms on the H200, one invocation each). The factors are loaded into `f_`,
+// factored there and stored once; up to kPrivateRows rows unrolled with the pivot exchanged by
+// selects, so `f_` stays in registers. H200, the DLM smoother's LU of 102400 matrices: m = 8
+// 0.55 -> 0.22 ms; m = 13 2.40 -> 0.59 ms (0.78 by index in `f_`); m = 16 4.33 -> 1.79 ms by
+// index in `f_` (2.79 unrolled, hence the 13 rows). Arrays of up to kPrivateBytes only: NVIDIA's compiler refuses a
+// 16 × 16 float64 array. JX_VK_LU_PRIVATE=0: in global memory, for measuring.
+constexpr std::int64_t kPrivateBytes = 1024, kPrivateRows = 13;
+bool lu_in_private_array(const Op& op) {
+  const std::int64_t n = op.in[0].shape.back();
+  return op.prim == Prim::lu && n * n * dtype_size(op.in[0].dtype) <= kPrivateBytes && !env_is_zero("JX_VK_LU_PRIVATE");
+}
+
+std::string lu_private_code(const Op& op, bool f64_math, Shader& sh, const LoadFn& load, const LoadFn& load_out,
+                            const StoreAtFn& store_at) {
+  const MatrixCode c = types_of(op, f64_math, sh);
+  const std::int64_t nn = c.n * c.n;
+  const LoadFn get = [](int, const std::string& off) { return fmt::format("f_[{}]", off); };
+  const StoreAtFn set = [](int, const std::string& off, const std::string& v) {
+    return fmt::format("f_[{}] = {};\n", off, v);
+  };
+  std::string s = fmt::format("{{\nconst int ma_ = gi * {};\n{} f_[{}];\n", nn, c.t, nn);
+  s += lu_code(c, load, InPlace{get, set, 0, "0"}, InPlace{load_out, store_at, 1, "ma_"}, store_at, "gi", true,
+               kPrivateRows);
+  s += unroll(nn, kPrivateRows * kPrivateRows) + fmt::format("for (int q_ = 0; q_ < {}; ++q_) ", nn) +
+       store_at(0, "ma_ + q_", "f_[q_]");
+  return s + "}\n";
+}
+
+}  // namespace
+
 std::optional<Shader> render_linalg_routine(const Op& op, bool f64_math, int max_buffers) {
   const DType d = op.in[0].dtype;
   const int nin = static_cast<int>(op.in.size()), nout = static_cast<int>(op.out.size());
@@ -391,6 +425,8 @@ std::optional<Shader> render_linalg_routine(const Op& op, bool f64_math, int max
                "{{\nconst int c_ = gi % {0};\nconst int ma_ = (gi / {0}) * {1};\nconst int mb_ = (gi / {0}) * {2};\n",
                k, c.n * c.n, c.n * k) +
            triangular_column_code(op, c, load, InPlace{load_out, store_at, 0, "mb_"}) + "}\n";
+  } else if (lu_in_private_array(op)) {
+    body = lu_private_code(op, f64_math, sh, load, load_out, store_at);
   } else {
     body = linalg_matrix_code(op, "gi", f64_math, sh, load, load_out, store_at);
   }
