@@ -35,6 +35,7 @@ ls .gpu/bin/test_* | xargs -P 4 -I{} bash -c 'run_one {}'
 # the validation layer: the Vulkan binaries as CI's `validation` label runs them, and the DLM
 # fixtures' associative scans on vulkan
 if [ -d .gpu/layers ]; then
+  for f in .gpu/layers/*.so.gz; do [ -f "$f" ] && gunzip -f "$f"; done  # gpu-check packs it compressed
   export VK_LAYER_PATH=$root/.gpu/layers LD_LIBRARY_PATH=$root/.gpu/layers:${LD_LIBRARY_PATH:-}
   for n in test_vulkan test_vulkan_scan test_vulkan_shutdown test_vulkan_linalg; do
     JX_VULKAN_VALIDATION=1 timeout 1500 ".gpu/bin/$n" --gtest_output="json:$w/validation/$n.json" > "$w/validation/$n.log" 2>&1
