@@ -47,6 +47,8 @@ struct InPlace {
 // where the device unrolls (unroll_loops), so their indices fold to constants and a matrix held in
 // an invocation's arrays stays in registers.
 constexpr std::int64_t kUnrolledRows = 8;
+// A top-level triangular solve's column in the invocation's own array: unrolled up to 16 rows.
+constexpr std::int64_t kOwnRows = 16;
 std::string unroll(std::int64_t count, std::int64_t most = kUnrolledRows) {
   return unroll_loops() && count <= most ? "[[unroll]] " : "";
 }
@@ -73,7 +75,10 @@ std::string cholesky_code(const MatrixCode& c, const LoadFn& load, const InPlace
 // op(A) X = B (left side) or X op(A) = B, as the oracle: M y = r per right-hand side c_ (an int
 // in scope), with M(i, j) = op(A)(i, j) (left) or op(A)(j, i) (right), solved forward (M lower) or
 // backward. Right-hand sides are independent: the caller loops over them or strides them.
-std::string triangular_column_code(const Op& op, const MatrixCode& c, const LoadFn& load, const InPlace& X) {
+// `own_column`: the column is solved in the invocation's array x_ and stored once at the end
+// (a top-level solve: in global memory each row would wait on the L2 for the rows before it).
+std::string triangular_column_code(const Op& op, const MatrixCode& c, const LoadFn& load, const InPlace& X,
+                                   bool own_column = false) {
   const PrimParams& p = op.params;
   const std::int64_t n = c.n, nk = op.in[1].size() / std::max<std::int64_t>(linalg_matrices(op), 1), k = nk / n;
   const bool tr = p.transpose_a != !p.left_side, lower = p.lower != tr;
@@ -84,15 +89,20 @@ std::string triangular_column_code(const Op& op, const MatrixCode& c, const Load
   auto at = [&](const std::string& i) {
     return p.left_side ? fmt::format("({}) * {} + c_", i, k) : fmt::format("c_ * {} + ({})", n, i);
   };
-  const std::string u = unroll(n);
-  std::string s = "  " + u + fmt::format("for (int s_ = 0; s_ < {}; ++s_) {{\n", n);
+  const std::string u = own_column ? unroll(n, kOwnRows) : unroll(n);
+  auto x = [&](const std::string& i) { return own_column ? fmt::format("x_[{}]", i) : X.get(at(i)); };
+  std::string s = own_column ? fmt::format("  {} x_[{}];\n", c.t, n) : "";
+  s += "  " + u + fmt::format("for (int s_ = 0; s_ < {}; ++s_) {{\n", n);
   s += fmt::format("    const int i_ = {};\n", lower ? "s_" : fmt::format("{} - s_", n - 1));
   s += fmt::format("    {} v_ = {}({});\n", c.acc, c.acc, load(1, "mb_ + " + at("i_")));
   s +=
       "    " + u + (lower ? "for (int j_ = 0; j_ < i_; ++j_)" : fmt::format("for (int j_ = i_ + 1; j_ < {}; ++j_)", n));
-  s += fmt::format(" v_ -= {0}({1}) * {0}({2});\n", c.acc, M("i_", "j_"), X.get(at("j_")));
+  s += fmt::format(" v_ -= {0}({1}) * {0}({2});\n", c.acc, M("i_", "j_"), x("j_"));
   if (!p.unit_diagonal) s += fmt::format("    v_ /= {}({});\n", c.acc, M("i_", "i_"));
-  return s + "    " + X.set(at("i_"), fmt::format("{}(v_)", c.t)) + "  }\n";
+  const std::string v = fmt::format("{}(v_)", c.t);
+  s += "    " + (own_column ? fmt::format("x_[i_] = {};\n", v) : X.set(at("i_"), v)) + "  }\n";
+  if (own_column) s += "  " + u + fmt::format("for (int s_ = 0; s_ < {}; ++s_) ", n) + X.set(at("s_"), "x_[s_]");
+  return s;
 }
 
 std::string triangular_solve_code(const Op& op, const MatrixCode& c, const LoadFn& load, const InPlace& X) {
@@ -369,11 +379,15 @@ namespace {
 // selects, so `f_` stays in registers. H200, the DLM smoother's LU of 102400 matrices: m = 8
 // 0.55 -> 0.22 ms; m = 13 2.40 -> 0.59 ms (0.78 by index in `f_`); m = 16 4.33 -> 1.79 ms by
 // index in `f_` (2.79 unrolled, hence the 13 rows). Arrays of up to kPrivateBytes only: NVIDIA's compiler refuses a
-// 16 × 16 float64 array. JX_VK_LU_PRIVATE=0: in global memory, for measuring.
+// 16 × 16 float64 array. JX_VK_LINALG_PRIVATE=0: in global memory, for measuring.
 constexpr std::int64_t kPrivateBytes = 1024, kPrivateRows = 13;
+bool in_private_arrays(std::int64_t bytes) {
+  static const bool on = !env_is_zero("JX_VK_LINALG_PRIVATE");
+  return on && bytes <= kPrivateBytes;
+}
 bool lu_in_private_array(const Op& op) {
   const std::int64_t n = op.in[0].shape.back();
-  return op.prim == Prim::lu && n * n * dtype_size(op.in[0].dtype) <= kPrivateBytes && !env_is_zero("JX_VK_LU_PRIVATE");
+  return op.prim == Prim::lu && in_private_arrays(n * n * dtype_size(op.in[0].dtype));
 }
 
 std::string lu_private_code(const Op& op, bool f64_math, Shader& sh, const LoadFn& load, const LoadFn& load_out,
@@ -424,7 +438,9 @@ std::optional<Shader> render_linalg_routine(const Op& op, bool f64_math, int max
     body = fmt::format(
                "{{\nconst int c_ = gi % {0};\nconst int ma_ = (gi / {0}) * {1};\nconst int mb_ = (gi / {0}) * {2};\n",
                k, c.n * c.n, c.n * k) +
-           triangular_column_code(op, c, load, InPlace{load_out, store_at, 0, "mb_"}) + "}\n";
+           triangular_column_code(op, c, load, InPlace{load_out, store_at, 0, "mb_"},
+                                  in_private_arrays(c.n * dtype_size(d))) +
+           "}\n";
   } else if (lu_in_private_array(op)) {
     body = lu_private_code(op, f64_math, sh, load, load_out, store_at);
   } else {
