@@ -174,7 +174,7 @@ TEST(VulkanLinalg, TwoInversesInACooperativeCombineFactorTogether) {
   // m = 6, 7: 64 invocations (two parts of 32); an even and an odd number of pivots (the buffers
   // used in turn)
   for (auto [d, m] : {std::pair{DType::float32, std::int64_t{6}}, std::pair{DType::float64, std::int64_t{7}}}) {
-    const std::int64_t n = 40;  // 16 positions per workgroup in turn: two levels and their fix-ups
+    const std::int64_t n = 40;  // 4 positions per workgroup in turn: three levels and their fix-ups
     const Array G = np::eye(m, {}, 0, d) + general(m, d) * (0.005 / static_cast<double>(m));
     const Array Ms = np::broadcast_to(G, {n, m, m}) +
                      np::reshape(np::sin(np::arange(0, n, 1, d)), {n, 1, 1}) * 0.01 * np::eye(m, {}, 0, d);
