@@ -149,8 +149,9 @@ std::string pivot_by_selects(const MatrixCode& c, const InPlace& F, const std::s
 // folds to a constant, so the factors stay in registers: a row indexed at run time lives in memory
 // private to the invocation. Same operations in the same order. On the H200, GPU time per call of
 // the m = 4 DLM at N = 102400: filter 1.25 -> 0.74 ms, smoother 1.60 -> 1.15 ms, gradient
-// 5.64 -> 5.18 ms. In global memory the selects read and write every candidate row (the m = 8
-// smoother's top-level LU of 102400 matrices: 0.55 -> 1.38 ms), so there the exchange is by index.
+// 5.64 -> 5.18 ms. In global memory the selects would read and write every candidate row (the
+// m = 8 smoother's top-level LU of 102400 matrices: 0.55 -> 1.38 ms), so there the exchange is by
+// index; a top-level LU now works in the invocation's own array instead (lu_private_code).
 std::string lu_code(const MatrixCode& c, const LoadFn& load, const InPlace& F, const InPlace& P, const StoreAtFn& store,
                     const std::string& mat, bool registers, std::int64_t max_rows = kUnrolledRows) {
   const std::int64_t n = c.n;
