@@ -210,11 +210,16 @@ TEST(Vulkan, ReleaseOrderDoesNotRotateAJitProgramsBuffers) {
   });
   Array a = np::reshape(np::arange(0, 128, 1, DType::float32), {4, 32}) * 0.01;  // sums of 32 terms: one kernel each
   const auto first = f(a).to_vector<double>();
+  vulkan::reset_counters();
   (void)f(a).to_vector<double>();
+  // 15 kernels; the independent ones of each level of the tree share dispatches (kernel groups)
+  const std::uint64_t per_call = vulkan::counters().dispatches;
+  EXPECT_GE(per_call, 4u);  // the 8 sums, then the tree's 3 levels
+  EXPECT_LE(per_call, 15u);
   vulkan::reset_counters();
   for (int i = 0; i < 4; ++i) EXPECT_EQ(f(a).to_vector<double>(), first);
   const auto c = vulkan::counters();
-  EXPECT_EQ(c.dispatches, 4u * 15u);
+  EXPECT_EQ(c.dispatches, 4u * per_call);
   EXPECT_EQ(c.descriptor_sets, 0u);
 }
 
@@ -301,6 +306,42 @@ TEST(Vulkan, JitProgramsStayWithinTheWebGpuBudget) {
   double want = 1.0 * 2.0;
   for (int i = 2; i < 12; ++i) want = want * 0.5 + (i + 1.0);
   EXPECT_TRUE(all_close(got, std::vector<double>(64, want), 1e-6, 1e-6));
+}
+
+// Kernels that do not read each other's outputs run as one dispatch (core/jit/kernel_groups.h),
+// whatever their sizes and dtypes (a bool output packs bytes with atomics, a short reduction
+// loops per invocation), as many as the budget's bindings allow.
+TEST(Vulkan, IndependentKernelsShareADispatchWithinTheBudget) {
+  auto outputs = [](const std::vector<Array>& a) {
+    const Array &x = a[0], &y = a[1], &i = a[2];
+    return std::vector<Array>{np::exp(x) * 2.0,    np::greater(x, np::zeros_like(x)),
+                              y * y + 1.0,         i + np::ones_like(i),
+                              np::sum(np::sin(x)), np::cos(y) - y};
+  };
+  std::mt19937 rng(7);
+  std::normal_distribution<double> nd;
+  auto normal = [&](std::int64_t n, DType d) {
+    std::vector<double> v(n);
+    for (double& e : v) e = nd(rng);
+    return np::astype(np::array(v), d);
+  };
+  const std::vector<Array> in{normal(300, DType::float32), normal(5, DType::float64),
+                              np::array({1.0, -2.0, 3.0, 2147483646.0, 0.0, 5.0, -7.0}, DType::int32)};
+  const std::vector<Array> want = outputs(in);  // the cpu oracle, op by op
+  DefaultDeviceScope vk("vulkan");
+  for (int budget : {0, 8}) {  // 0: the backend's (8 under the webgpu profile: 3 inputs + 5 outputs)
+    auto f = jit(outputs, {.name = fmt::format("groups{}", budget), .max_buffers = budget});
+    trace::DispatchTracker t;
+    const std::vector<Array> got = f(on(in, "vulkan"));
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t k = 0; k < got.size(); ++k)
+      EXPECT_TRUE(all_close(got[k], vals(want[k]), 1e-6, 1e-6)) << "output " << k;
+    const int device = backend("vulkan").info().limits.max_buffers_per_kernel;
+    const int bindings = budget > 0 ? std::min(budget, device) : device;
+    EXPECT_LE(t.max_buffers(), bindings);
+    // 3 inputs and 6 outputs: one dispatch where 9 bindings fit, two under 8
+    EXPECT_EQ(t.dispatches(), bindings >= 9 ? 1u : 2u) << bindings;
+  }
 }
 
 TEST(Vulkan, TripleComposeAssociativeScanUnderJitValueAndGrad) {

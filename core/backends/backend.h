@@ -79,6 +79,23 @@ class Backend {
     for (const Kernel& k : ks) v.push_back(prepare_kernel(k));
     return v;
   }
+  // Independent kernels of a program as one dispatch, for a backend whose launches cost more than
+  // the kernels (a GPU): none reads another's output. Member j reads its input b from the group's
+  // input binds[j][b]; the dispatch binds the group's inputs, then one output per member in order.
+  // nullptr where the backend has no such form; kernel_joins_group says which kernels may join.
+  struct GroupMember {
+    const Kernel* kernel = nullptr;
+    std::vector<int> binds;
+  };
+  virtual bool kernel_joins_group(const Kernel& k) const {
+    (void)k;
+    return false;
+  }
+  virtual std::shared_ptr<Executable> prepare_kernel_group(const std::vector<GroupMember>& members,
+                                                           const std::vector<AVal>& inputs) {
+    (void)members, (void)inputs;
+    return nullptr;
+  }
   // A whole scan as one executable (operands in, results out), planned for `t` (its limits and
   // replay switches); fallback (no executable) when this backend cannot run the loop without the
   // host. The reason is given either way.

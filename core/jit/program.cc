@@ -2,6 +2,7 @@
 
 #include "core/base/env.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <fmt/format.h>
@@ -35,6 +36,13 @@ std::shared_ptr<const CompiledProgram> compile(const Jaxpr& j, const Target& t) 
 
 CompiledProgram::CompiledProgram(Program p, const Target& t) : prog_(std::move(p)), target_(t), be_(*t.backend) {
   kexe_ = be_.prepare_kernels(prog_.kernels);
+  if (t.limits.launch_bound && !env_is_zero("JX_KERNEL_GROUPS")) {
+    const int b = t.budget, lim = t.limits.max_buffers_per_kernel;
+    groups_ = plan_kernel_groups(prog_, be_, b <= 0 ? lim : lim <= 0 ? b : std::min(b, lim));
+    if (!groups_.empty()) group_at_.assign(prog_.steps.size(), -1);
+    for (std::size_t g = 0; g < groups_.size(); ++g)
+      for (int s : groups_[g].steps) group_at_[s] = static_cast<int>(g);
+  }
   for (const Op& op : prog_.routines) rexe_.push_back(be_.prepare(op));
   for (const Op& op : prog_.controls) {
     if (op.prim == Prim::associative_scan) {
@@ -251,6 +259,24 @@ class CompiledProgram::Run {
     be_.dispatch(exe, in_, out_);
     emit("scan", exe.bound_buffers(static_cast<int>(in_.size() + out_.size())), true);
   }
+
+ public:
+  // A group's kernels, dispatched at its first step (later members' steps do nothing): their
+  // inputs are all computed by then, and the frees between members free none of them.
+  void group(const KernelGroup& g) {
+    in_.clear();
+    out_.clear();
+    for (int b : g.in) in_.push_back(slot_[b]);
+    for (int b : g.out) {
+      slot_[b] = be_.malloc(p_.buffers[b]);
+      owned_[b] = true;
+      out_.push_back(slot_[b]);
+    }
+    be_.dispatch(*g.exe, in_, out_);
+    emit(g.name, static_cast<int>(in_.size() + out_.size()), true);
+  }
+
+ private:
   void dispatch(const Step& st) {
     bind_slots(st);
     const bool kernel = st.kind == Step::Kind::kernel;
@@ -270,7 +296,14 @@ class CompiledProgram::Run {
 
 std::vector<Array> CompiledProgram::run(const std::vector<Array>& inputs) const {
   Run r(*this, inputs);
-  for (const Step& st : prog_.steps) r.step(st);
+  for (std::size_t s = 0; s < prog_.steps.size(); ++s) {
+    const int g = group_at_.empty() ? -1 : group_at_[s];
+    if (g < 0) {
+      r.step(prog_.steps[s]);
+    } else if (groups_[g].steps.front() == static_cast<int>(s)) {
+      r.group(groups_[g]);
+    }
+  }
   return r.outputs();
 }
 

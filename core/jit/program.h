@@ -6,6 +6,7 @@
 #include "core/array/array.h"
 #include "core/backends/backend.h"
 #include "core/backends/target.h"
+#include "core/jit/kernel_groups.h"
 #include "core/kernel/program.h"
 
 namespace jx {
@@ -60,6 +61,10 @@ class CompiledProgram {
   Target target_;
   Backend& be_;
   std::vector<std::shared_ptr<Executable>> kexe_, rexe_;
+  // independent kernels dispatched together (launch-bound backends; JX_KERNEL_GROUPS=0: none);
+  // group_at_[step]: the group a kernel step belongs to, -1 none (empty: no groups)
+  std::vector<KernelGroup> groups_;
+  std::vector<int> group_at_;
   struct ScanStep {
     bool associative = false;                     // an associative_scan (else a lax.scan)
     bool while_loop = false;                      // a while_loop or cond: run by the runtime on the host

@@ -259,13 +259,13 @@ std::string nodes_code(const KernelCtx& c, const std::vector<int>& order, const 
   return GlslLanguage(c).nodes(c.k, order, idx, ind);
 }
 
-std::string store_code(DType d, const std::string& o, const std::string& v) {
+std::string store_code(DType d, const std::string& o, const std::string& v, const std::string& buf = "outb") {
   if (d == DType::bool_)  // bytes packed in uints: clear then set this invocation's byte
     return fmt::format(
-        "  atomicAnd(outb.d[({0}) >> 2], ~(0xffu << ((({0}) & 3) * 8)));\n"
-        "  atomicOr(outb.d[({0}) >> 2], uint({1}) << ((({0}) & 3) * 8));\n",
-        o, v);
-  return fmt::format("  outb.d[{}] = {};\n", o, v);
+        "  atomicAnd({2}.d[({0}) >> 2], ~(0xffu << ((({0}) & 3) * 8)));\n"
+        "  atomicOr({2}.d[({0}) >> 2], uint({1}) << ((({0}) & 3) * 8));\n",
+        o, v, buf);
+  return fmt::format("  {}.d[{}] = {};\n", buf, o, v);
 }
 
 // Header: version, workgroup size, buffer declarations, helpers; then main's prologue that
@@ -540,6 +540,49 @@ Shader render_kernel(const Kernel& k, bool f64_math) {
   sh.invocations = k.out.size();
   std::string s = header(k.inputs, k.out.dtype, sh.float64 || f64_math, f64_math, sh.invocations);
   s += kernel_element_code(c, "gi", sh, [&](const std::string& v) { return store_code(k.out.dtype, "gi", v); });
+  sh.glsl = s + "}\n";
+  return sh;
+}
+
+bool joins_group(const Kernel& k) {
+  return k.out.size() > 0 && !(k.is_reduction() && reduced_elements(k) >= kWorkgroupReduceMin);
+}
+
+// Member j owns the invocations [off_j, off_j + n_j), off_j a multiple of the workgroup size, so
+// every workgroup runs one member's code (no divergence but the last partial workgroup of each).
+Shader render_kernel_group(const std::vector<GroupedKernel>& ms, const std::vector<AVal>& ins, bool f64_math) {
+  Shader sh;
+  sh.buffers = static_cast<int>(ins.size() + ms.size());
+  for (const auto& m : ms) {
+    sh.float64 = sh.float64 || uses_double(m.kernel->inputs, m.kernel->out.dtype, m.kernel->nodes);
+    sh.name += (sh.name.empty() ? "" : "+") + m.kernel->name;
+  }
+  std::string s = glsl_header(kWorkgroup);
+  for (std::size_t i = 0; i < ins.size(); ++i)
+    s += fmt::format("layout(std430, set = 0, binding = {0}) readonly buffer B{0} {{ {1} d[]; }} in{0};\n", i,
+                     btype(ins[i].dtype));
+  for (std::size_t j = 0; j < ms.size(); ++j) {
+    const DType d = ms[j].kernel->out.dtype;
+    s += fmt::format("layout(std430, set = 0, binding = {}) {}buffer BO{} {{ {} d[]; }} out{};\n", ins.size() + j,
+                     d == DType::bool_ ? "" : "writeonly ", j, btype(d), j);
+  }
+  s += prelude(sh.float64 || f64_math, f64_math);
+  s += fmt::format(
+      "void main() {{\n  const int gi = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + "
+      "gl_LocalInvocationIndex);\n",
+      kWorkgroup);
+  std::int64_t off = 0;
+  for (std::size_t j = 0; j < ms.size(); ++j) {
+    const Kernel& k = *ms[j].kernel;
+    const std::vector<int>& binds = ms[j].binds;
+    KernelCtx c{k, f64_math, [&](int b, const std::string& o) { return load_expr(k.inputs[b].dtype, binds[b], o); }};
+    const std::string out = fmt::format("out{}", j);
+    s += fmt::format("  if (gi >= {0} && gi < {1}) {{\n  const int e_ = gi - {0};\n", off, off + k.out.size());
+    s += kernel_element_code(c, "e_", sh, [&](const std::string& v) { return store_code(k.out.dtype, "e_", v, out); });
+    s += "  }\n";
+    off += (k.out.size() + kWorkgroup - 1) / kWorkgroup * kWorkgroup;
+  }
+  sh.invocations = off;
   sh.glsl = s + "}\n";
   return sh;
 }

@@ -71,6 +71,15 @@ std::string routine_element_code(const Op& op, const std::string& elem, Shader& 
 // A long reduction splits over workgroups only where lowering left the kernel a scratch binding
 // (Kernel::scratch_binding).
 Shader render_kernel(const Kernel& k, bool f64_math);
+// Independent kernels in one shader (horizontal fusion, core/jit/kernel_groups.h): inputs at
+// bindings 0..k-1, member j's output at k + j; member j reads its input b at binding binds[b].
+// joins_group: kernels rendered with an invocation per output (elementwise, short reductions).
+struct GroupedKernel {
+  const Kernel* kernel;
+  std::vector<int> binds;
+};
+bool joins_group(const Kernel& k);
+Shader render_kernel_group(const std::vector<GroupedKernel>& members, const std::vector<AVal>& inputs, bool f64_math);
 // pad, concatenate, argmax, argmin; nullopt for primitives without a shader (linear algebra).
 std::optional<Shader> render_routine(const Op& op);
 

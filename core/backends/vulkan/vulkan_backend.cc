@@ -245,6 +245,23 @@ std::shared_ptr<Executable> VulkanBackend::prepare_kernel(const Kernel& k) {
   return exe;
 }
 
+std::shared_ptr<Executable> VulkanBackend::prepare_kernel_group(const std::vector<GroupMember>& members,
+                                                                const std::vector<AVal>& inputs) {
+  std::lock_guard lock(mu_);
+  alive();
+  std::vector<GroupedKernel> ms;
+  std::string key = "group";
+  for (const GroupMember& m : members) {
+    ms.push_back({m.kernel, m.binds});
+    key += fmt::format("|{}|{}", m.kernel->key(), fmt::join(m.binds, ","));
+  }
+  if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
+  auto exe = kernel_exe(render_kernel_group(ms, inputs, ctx_->desc().float64), key);
+  trim_unused(kernels_);
+  kernels_[key] = exe;
+  return exe;
+}
+
 ScanPlan VulkanBackend::plan_scan(const ScanProgram& sp, const Target& t) {
   std::lock_guard lock(mu_);
   alive();

@@ -54,6 +54,9 @@ class VulkanBackend final : public Backend, public KernelSource {
   // ---- executables ----
   std::shared_ptr<Executable> prepare(const Op& op) override;
   std::shared_ptr<Executable> prepare_kernel(const Kernel& k) override;
+  bool kernel_joins_group(const Kernel& k) const override { return joins_group(k); }
+  std::shared_ptr<Executable> prepare_kernel_group(const std::vector<GroupMember>& members,
+                                                   const std::vector<AVal>& inputs) override;
   ScanPlan plan_scan(const ScanProgram& sp, const Target& t) override;
   ScanPlan plan_associative_scan(const AssocProgram& ap, const Target& t) override;
   void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) override;
