@@ -401,7 +401,7 @@ TEST(VulkanAssociativeScan, ReverseAxisBoolsAndTheTripleLoss) {
 
 // A vmapped associative scan whose every leaf is batched runs its unbatched combine as the blocked
 // form for all series at once (the series the dispatches' depth), on its slice of the leaves (the
-// batch axis right after the scan axis) and of the batched constants; values equal to the cpu
+// batch axis right before the scan axis: a series' positions lie together) and of the batched constants; values equal to the cpu
 // oracle (one position per workgroup's level; three levels, reversed) and to the batched form
 // (JX_VK_SERIES=0). 256 series take 4 positions per invocation at every level (1024 per
 // workgroup: 1500 positions reversed in one level and a fix-up, 2100 in two levels and a fix-up). The gradient
@@ -467,6 +467,46 @@ TEST(VulkanAssociativeScan, VmappedScansRunPerSeries) {
       for (std::size_t i = 0; i < 4; ++i) EXPECT_TRUE(all_close(batched[i], vals(want[i]), 2e-4, 2e-4));
       clear_caches();
     }
+  }
+}
+
+// The same along a scan axis after others: leaves (3, n, 2) scanned along axis 1, vmapped over B
+// series (batched leaves (3, B, n, 2) per series); an affine map per position (a, b) composed as
+// x then y: (a_y·a_x, a_y·b_x + b_y). Values equal the cpu oracle's.
+TEST(VulkanAssociativeScan, VmappedScansAlongALaterAxisRunPerSeries) {
+  using V = std::vector<Array>;
+  const std::int64_t B = 6, n = 700;
+  auto per_series = [](const Array& a, const Array& b) {
+    return lax::associative_scan_flat(
+        [](const V& x, const V& y) {
+          return V{y[0] * x[0], y[0] * x[1] + y[1]};
+        },
+        {a, b}, false, 1);
+  };
+  auto f = vmap(per_series);
+  const Array a =
+      np::reshape(np::cos(np::arange(0, B * 3 * n * 2, 1, DType::float32) * 0.37) * 0.2 + 0.9, {B, 3, n, 2});
+  const Array b = np::reshape(np::sin(np::arange(0, B * 3 * n * 2, 1, DType::float32) * 0.11), {B, 3, n, 2});
+  V want;
+  {
+    DefaultDeviceScope scope("cpu");
+    const V r = on({a, b}, "cpu");
+    want = f(r[0], r[1]);
+  }
+  const V in = on({a, b}, "vulkan");
+  std::vector<std::string> shaders;
+  V got;
+  {
+    trace::Subscription sub([&](const trace::Event& e) {
+      if (e.kind == trace::EventKind::compile) shaders.push_back(e.detail);
+    });
+    got = jit(f)(in[0], in[1]);
+  }
+  EXPECT_NE(std::find(shaders.begin(), shaders.end(), "associative_scan_series"), shaders.end())
+      << fmt::format("{}", fmt::join(shaders, ", "));
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(got[i].shape(), (Shape{B, 3, n, 2}));
+    EXPECT_TRUE(all_close(got[i], vals(want[i]), 2e-4, 2e-4)) << i;
   }
 }
 

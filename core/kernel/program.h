@@ -30,7 +30,7 @@ struct Program {
 // A primitive made by vmap (PrimParams::unbatched), where the backend asked for it: its body before
 // batching, whose operands are the batched primitive's from `first` on (operand first + i has the
 // batch axis of `size` where batched[i]: consts on axis 0, a scan's carries on axis 0 and its xs
-// on axis 1, an associative scan's leaves right after its scan axis). Each series runs `body`
+// on axis 1, an associative scan's leaves right before its scan axis, one past the body's). Each series runs `body`
 // over its slices; every result has the batch axis where its operands do.
 struct SeriesBody {
   Program body;

@@ -151,7 +151,8 @@ struct PrimParams {
   // over the whole batch. Its operands are the primitive's after the first (operands -
   // batched.size()) (the batched body's own hoisted constants); batched[i] is 1 where operand i of
   // those has the batch axis of `batch_size` (consts and scan carries: axis 0; scan xs: axis 1,
-  // after the scan axis; associative-scan leaves: right after `axis`). A hint: not printed, and a
+  // after the scan axis; associative-scan leaves, all batched: right before `axis`, which is the
+  // unbatched scan axis + 1). A hint: not printed, and a
   // primitive without it means the same; a rule that copies these PrimParams for another body clears it.
   std::shared_ptr<const SubProgram> unbatched;
   std::int64_t batch_size = 0;

@@ -262,7 +262,10 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
     const PrimParams& p) {
   // The primitive stays whole: a batched leaf carries its batch axis right after the scan axis
   // (every leaf still scans along `axis`), a batched const in front, and the body is the combine
-  // vmapped over those axes. A leaf is batched when its operand is, or when the combine makes its
+  // vmapped over those axes. Per series (below) every leaf is batched and carries the batch axis
+  // right before the scan axis instead (the primitive then scans along axis + 1): each series'
+  // positions lie together, so a per-series scan's neighbouring invocations read neighbouring
+  // elements, and vmap's usual batch axis 0 needs no transpose around a scan along axis 0. A leaf is batched when its operand is, or when the combine makes its
   // result depend on a batched value (its operand is then broadcast): a fixpoint over the leaves,
   // reached in at most k + 1 traces of the body. Staged for a backend that runs a vmapped scan
   // per series (BackendLimits::series_scans), every leaf is batched from the start: that form
@@ -280,6 +283,7 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
   const bool per_series = target && target->limits.series_scans && broadcast_bytes <= series_broadcast_max();
   std::vector<bool> leaf(k);
   for (std::size_t l = 0; l < k; ++l) leaf[l] = per_series || bd[nc + l].has_value();
+  const std::int64_t at = per_series ? ax : ax + 1;  // a batched leaf's batch axis
   std::pair<Jaxpr, std::vector<Array>> traced;
   for (bool grew = true; grew;) {
     grew = false;
@@ -291,8 +295,8 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
     }
     for (int side = 0; side < 2; ++side)
       for (std::size_t l = 0; l < k; ++l) {
-        in_axes.push_back(leaf[l] ? std::optional<std::int64_t>(ax + 1) : std::nullopt);
-        avals.push_back(leaf[l] ? with_batch_axis(bin[nc + side * k + l], ax + 1, size) : bin[nc + side * k + l]);
+        in_axes.push_back(leaf[l] ? std::optional<std::int64_t>(at) : std::nullopt);
+        avals.push_back(leaf[l] ? with_batch_axis(bin[nc + side * k + l], at, size) : bin[nc + side * k + l]);
       }
     std::vector<bool> next = leaf;
     traced = hoist(make_jaxpr_flat(
@@ -303,7 +307,7 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
           for (std::size_t l = 0; l < k; ++l) {
             auto& [o, b] = outs[l];
             if (b && !leaf[l]) next[l] = grew = true;  // traced again with this leaf batched
-            r.push_back(!leaf[l] || grew ? o : batch_axis_at(o, b, ax + 1, size));
+            r.push_back(!leaf[l] || grew ? o : batch_axis_at(o, b, at, size));
           }
           return r;
         },
@@ -314,23 +318,24 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
   std::vector<Array> ops = hoisted;
   for (std::size_t i = 0; i < nc; ++i) ops.push_back(bd[i] ? batch_axis_at(vals[i], bd[i], 0, size) : vals[i]);
   for (std::size_t l = 0; l < k; ++l)
-    ops.push_back(leaf[l] ? batch_axis_at(vals[nc + l], bd[nc + l], ax + 1, size) : vals[nc + l]);
+    ops.push_back(leaf[l] ? batch_axis_at(vals[nc + l], bd[nc + l], at, size) : vals[nc + l]);
   PrimParams q = p;
+  q.axis = per_series ? ax + 1 : ax;
   q.num_consts = static_cast<int>(hoisted.size() + nc);
   q.body = std::make_shared<JaxprBody>(std::move(body));
   q.tangent_of = nullptr;  // a batched pair scan's layout is not the one its transpose reads
   q.tangent_consts.clear();
   q.tangent_leaves.clear();
-  // per series it is the scan vmap was given (PrimParams::unbatched): leaves batched right after the axis
-  q.unbatched = p.body;
+  // per series it is the scan vmap was given (PrimParams::unbatched): leaves batched right before
+  // the scan axis (only there: the backend reads that layout)
+  q.unbatched = per_series ? p.body : nullptr;
   q.batch_size = size;
   q.batched.clear();
   for (std::size_t i = 0; i < nc; ++i) q.batched.push_back(bd[i] ? 1 : 0);
   for (std::size_t l = 0; l < k; ++l) q.batched.push_back(leaf[l] ? 1 : 0);
   auto out = bind(Prim::associative_scan, ops, q);
   std::vector<std::pair<Array, std::optional<std::int64_t>>> r;
-  for (std::size_t l = 0; l < k; ++l)
-    r.push_back({out[l], leaf[l] ? std::optional<std::int64_t>(ax + 1) : std::nullopt});
+  for (std::size_t l = 0; l < k; ++l) r.push_back({out[l], leaf[l] ? std::optional<std::int64_t>(at) : std::nullopt});
   return r;
 }
 

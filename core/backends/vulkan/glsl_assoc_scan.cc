@@ -399,8 +399,10 @@ constexpr std::int64_t kManySeries = 256;
 
 // A vmapped associative scan's unbatched combine as the blocked form run for every series at once:
 // series z = gl_WorkGroupID.z reads and writes its slice of the batched leaves (the batch axis
-// right after `axis`: per-series element e is batched element (e / post)·B·post + z·post + e % post)
-// and of its batched constants (axis 0). Every leaf must be batched.
+// right before the scan axis `axis`, the unbatched one axis - 1: per-series element e is batched
+// element ((e / post)·B + z)·post + e % post, so a series' positions lie together and neighbouring
+// invocations read neighbouring elements) and of its batched constants (axis 0). Every leaf must
+// be batched.
 std::optional<AssocShader> render_series_assoc(const AssocProgram& ap, const ScanLimits& lim, std::string& why) {
   const SeriesBody& S = *ap.series;
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc, ncu = S.num_consts;
@@ -416,11 +418,16 @@ std::optional<AssocShader> render_series_assoc(const AssocProgram& ap, const Sca
       return std::nullopt;
     }
   if (why = not_inlined(S.body); !why.empty()) return std::nullopt;
-  AssocProgram u{S.body, ncu, ap.axis, ap.reverse, {}, nullptr};  // one series' operands
+  const std::int64_t ua = ap.axis - 1;  // the unbatched scan axis
+  if (ua < 0) {
+    why = "the leaves have no batch axis before the scan axis";
+    return std::nullopt;
+  }
+  AssocProgram u{S.body, ncu, ua, ap.reverse, {}, nullptr};  // one series' operands
   for (int i = 0; i < ncu; ++i) u.operands.push_back(S.body.buffers[i]);
   for (int l = 0; l < k; ++l) {
     AVal a = S.body.buffers[ncu + l];
-    a.shape[ap.axis] = ap.operands[nc + l].shape[ap.axis];
+    a.shape[ua] = ap.operands[nc + l].shape[ap.axis];
     u.operands.push_back(a);
   }
   AssocShader batched, out;
@@ -434,9 +441,9 @@ std::optional<AssocShader> render_series_assoc(const AssocProgram& ap, const Sca
   out.leaf_size = batched.leaf_size;
   const LeafIndexFn whole = leaf_index_of(ap);
   LeafIndexFn leaf_index = [&](int l, const std::string& pos, const std::string& e) {
-    const std::int64_t post = post_axis(u.operands[ncu + l].shape, ap.axis);
-    return whole(
-        l, pos, fmt::format("(({0}) / {1}) * {2} + int(gl_WorkGroupID.z) * {1} + ({0}) % {1}", e, post, S.size * post));
+    const std::int64_t post = post_axis(u.operands[ncu + l].shape, ua);
+    return whole(l, pos,
+                 fmt::format("((({0}) / {1}) * {2} + int(gl_WorkGroupID.z)) * {1} + ({0}) % {1}", e, post, S.size));
   };
   std::int64_t local = 0;
   for (std::size_t i = ncu + 2 * k; i < S.body.buffers.size(); ++i) local += shared_words(S.body.buffers[i]);
