@@ -213,11 +213,12 @@ class CompiledProgram::Run {
     }
   }
   // operands' slots into in_, fresh slots for the outputs into out_
-  void bind_slots(const Step& st) {
+  void bind_slots(const Step& st) { bind_slots(st.in, st.out); }
+  void bind_slots(const std::vector<int>& in, const std::vector<int>& out) {
     in_.clear();
     out_.clear();
-    for (int b : st.in) in_.push_back(slot_[b]);
-    for (int b : st.out) {
+    for (int b : in) in_.push_back(slot_[b]);
+    for (int b : out) {
       slot_[b] = be_.malloc(p_.buffers[b]);
       owned_[b] = true;
       out_.push_back(slot_[b]);
@@ -264,14 +265,7 @@ class CompiledProgram::Run {
   // A group's kernels, dispatched at its first step (later members' steps do nothing): their
   // inputs are all computed by then, and the frees between members free none of them.
   void group(const KernelGroup& g) {
-    in_.clear();
-    out_.clear();
-    for (int b : g.in) in_.push_back(slot_[b]);
-    for (int b : g.out) {
-      slot_[b] = be_.malloc(p_.buffers[b]);
-      owned_[b] = true;
-      out_.push_back(slot_[b]);
-    }
+    bind_slots(g.in, g.out);
     be_.dispatch(*g.exe, in_, out_);
     emit(g.name, static_cast<int>(in_.size() + out_.size()), true);
   }
