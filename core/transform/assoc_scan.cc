@@ -265,7 +265,8 @@ std::vector<std::pair<Array, std::optional<std::int64_t>>> assoc_batch(
   // vmapped over those axes. Per series (below) every leaf is batched and carries the batch axis
   // right before the scan axis instead (the primitive then scans along axis + 1): each series'
   // positions lie together, so a per-series scan's neighbouring invocations read neighbouring
-  // elements, and vmap's usual batch axis 0 needs no transpose around a scan along axis 0. A leaf is batched when its operand is, or when the combine makes its
+  // elements, and vmap's usual batch axis 0 needs no transpose around a scan along axis 0.
+  // A leaf is batched when its operand is, or when the combine makes its
   // result depend on a batched value (its operand is then broadcast): a fixpoint over the leaves,
   // reached in at most k + 1 traces of the body. Staged for a backend that runs a vmapped scan
   // per series (BackendLimits::series_scans), every leaf is batched from the start: that form
