@@ -107,7 +107,7 @@ TEST(Linalg, InvAndSolve) {
 TEST(Linalg, SingularMatricesAreErrors) {
   Array s = np::array({{1.0, 2.0}, {2.0, 4.0}}, DType::float64);
   EXPECT_TRUE(
-      jxt::throws_with<LinAlgError>([&] { np::linalg::inv(s); }, {"inv: solve: triangular_solve: matrix is singular"}));
+      jxt::throws_with<LinAlgError>([&] { np::linalg::inv(s); }, {"inv: triangular_solve: matrix is singular"}));
   EXPECT_TRUE(jxt::throws_with<LinAlgError>([&] { np::linalg::solve(s, np::ones({2}, DType::float64)); },
                                             {"solve:", "singular"}));
   EXPECT_TRUE(jxt::throws_msg<ShapeError>(

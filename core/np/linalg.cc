@@ -1,5 +1,5 @@
 // numpy.linalg on the routines: solve and inv through A = P L U (Pᵀb, then a unit-lower and an
-// upper triangular solve); slogdet from U's diagonal and det(P).
+// upper triangular solve; inv solves for Pᵀ itself); slogdet from U's diagonal and det(P).
 #include "core/np/np_internal.h"
 
 namespace jx::np::linalg {
@@ -19,6 +19,13 @@ auto with_name(const char* name, F f) {
   } catch (const LinAlgError& e) {
     throw LinAlgError(fmt::format("{}: {}", name, e.what()));
   }
+}
+
+// x with L U x = y, from lu's packed factors f (L unit lower, U upper).
+Array lu_solve(const Array& f, const Array& y) {
+  const Array z =
+      triangular_solve(f, y, {.left_side = true, .lower = true, .transpose_a = false, .unit_diagonal = true});
+  return triangular_solve(f, z, {.left_side = true, .lower = false, .transpose_a = false, .unit_diagonal = false});
 }
 
 }  // namespace
@@ -53,16 +60,19 @@ Array solve(const Array& a0, const Array& b0) {
     throw ShapeError(fmt::format("solve: cannot solve {} with right-hand side {}", a.aval().str(), b0.aval().str()));
   return with_name("solve", [&] {
     auto [f, p, s] = lax::lu(a);
-    Array y = matmul(swapaxes(p, -1, -2), b);
-    y = triangular_solve(f, y, {.left_side = true, .lower = true, .transpose_a = false, .unit_diagonal = true});
-    Array x = triangular_solve(f, y, {.left_side = true, .lower = false, .transpose_a = false, .unit_diagonal = false});
+    Array x = lu_solve(f, matmul(swapaxes(p, -1, -2), b));
     return vec ? squeeze(x, std::vector<std::int64_t>{-1}) : x;
   });
 }
 
+// A⁻¹ = U⁻¹ L⁻¹ Pᵀ: solve(A, I) without its product Pᵀ I (the same values: each entry of that
+// product is one 0 or 1 times 1 plus zeros).
 Array inv(const Array& a0) {
   Array a = as_float_matrix("inv", a0);
-  return with_name("inv", [&] { return solve(a, broadcast_to(eye(a.shape().back(), {}, 0, a.dtype()), a.shape())); });
+  return with_name("inv", [&] {
+    auto [f, p, s] = lax::lu(a);
+    return lu_solve(f, swapaxes(p, -1, -2));
+  });
 }
 
 std::pair<Array, Array> slogdet(const Array& a0) {

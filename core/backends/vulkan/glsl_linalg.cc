@@ -76,7 +76,8 @@ std::string cholesky_code(const MatrixCode& c, const LoadFn& load, const InPlace
 // in scope), with M(i, j) = op(A)(i, j) (left) or op(A)(j, i) (right), solved forward (M lower) or
 // backward. Right-hand sides are independent: the caller loops over them or strides them.
 // `own_column`: the column is solved in the invocation's array x_ and stored once at the end
-// (a top-level solve: in global memory each row would wait on the L2 for the rows before it).
+// (at top level each row would wait on the L2 for the rows before it; in workgroup memory on its
+// own store and load).
 std::string triangular_column_code(const Op& op, const MatrixCode& c, const LoadFn& load, const InPlace& X,
                                    bool own_column = false) {
   const PrimParams& p = op.params;
@@ -276,6 +277,17 @@ std::string lu_together(const std::vector<LuJob>& jobs, const Together& all) {
          });
 }
 
+// A workgroup's triangular solve (an invocation per column, the cooperative combine's inverse) in
+// the invocation's own array too, up to kOwnRows rows (unrolled, so the column stays in registers):
+// in workgroup memory each row waited for the rows before it to be stored and loaded back. H200,
+// N = 102400, median of 3 interleaved rounds (bench/results/2026-11-27-h200-own-column): the
+// m = 13 filter 12.34 -> 10.63 ms, smoother 15.11 -> 13.44 ms, m = 16 filter 18.22 -> 14.69 ms;
+// at N = 1600 the m = 13 gradient 2.82 -> 2.39 ms. JX_VK_WG_OWN_COLUMN=0: in workgroup memory.
+bool own_column_in_workgroup(std::int64_t rows) {
+  static const bool on = !env_is_zero("JX_VK_WG_OWN_COLUMN");
+  return on && rows <= kOwnRows;
+}
+
 }  // namespace
 
 std::string linalg_workgroup_code(const Op& op, std::int64_t wg, std::int64_t lane0, const std::string& barrier,
@@ -294,7 +306,8 @@ std::string linalg_workgroup_code(const Op& op, std::int64_t wg, std::int64_t la
                     std::max<std::int64_t>(k, 1), n * n, nk);
     return "{\n" +
            w.strided(std::to_string(mats * k),
-                     body + triangular_column_code(op, c, load, InPlace{load_out, store_at, 0, "mb_"})) +
+                     body + triangular_column_code(op, c, load, InPlace{load_out, store_at, 0, "mb_"},
+                                                   own_column_in_workgroup(n))) +
            "}\n";
   }
   std::string s = fmt::format("for (int mat_ = 0; mat_ < {}; ++mat_) {{\nconst int ma_ = mat_ * {};\n", mats, n * n);

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/backends/vulkan/glsl_linalg.h"
+#include "core/base/env.h"
 #include "core/backends/vulkan/glsl_words.h"
 
 namespace jx::vk {
@@ -98,6 +99,22 @@ std::string step_code(const Program& b, const Step& st, const std::vector<Loc>& 
   return "{\n" + strided(m, routine_element_code(op, "e", sh, load, store)) + "}\n";
 }
 
+// A triangular solve chained onto the solve before it: it reads that solve's result as its
+// right-hand sides, with the same matrices, sides and columns, so each invocation solves the same
+// (matrix, column) in both and reads back only its own writes. Both run between the same two
+// barriers, on the same invocations (L then U of the cooperative combine's inverse: one barrier
+// fewer).
+bool column_chained(const Program& b, const Step& prev, const Step& st, bool single) {
+  static const bool on = !env_is_zero("JX_VK_CHAIN_SOLVES");  // 0: a barrier between them, for measuring
+  auto solve = [&](const Step& x) {
+    return x.kind == Step::Kind::routine && b.routines[x.index].prim == Prim::triangular_solve;
+  };
+  if (!on || single || !solve(prev) || !solve(st) || st.in.size() < 2 || st.in[1] != prev.out[0]) return false;
+  const Op &p = b.routines[prev.index], &o = b.routines[st.index];
+  return p.params.left_side == o.params.left_side && p.in[0].shape == o.in[0].shape && p.in[1].shape == o.in[1].shape &&
+         p.in[1].dtype == o.in[1].dtype && st.in[0] != prev.out[0];
+}
+
 // lu steps of single matrices that can be factored together (same size and type).
 bool together_lu(const Program& b, const Step& st, bool single) {
   return !single && st.kind == Step::Kind::routine && b.routines[st.index].prim == Prim::lu &&
@@ -121,10 +138,14 @@ std::string region_code(const Program& b, const std::vector<const Step*>& steps,
                         std::int64_t& it) {
   std::string code;
   std::vector<bool> done(steps.size());
-  std::int64_t lane = 0;  // invocations taken so far
+  std::int64_t lane = 0, last0 = 0;  // invocations taken so far; where the last step started
   for (std::size_t i = 0; i < steps.size(); ++i) {
     if (done[i]) continue;
     const Step& st = *steps[i];
+    if (i > 0 && column_chained(b, *steps[i - 1], st, single)) {  // on the solve's own invocations
+      code += step_code(b, st, loc, single, wg, last0, barrier, f64_math, sh, it);
+      continue;
+    }
     if (together_lu(b, st, single)) {
       const Op& op = b.routines[st.index];
       std::vector<LinalgIo> jobs{step_io(b, st, loc)};
@@ -146,6 +167,7 @@ std::string region_code(const Program& b, const std::vector<const Step*>& steps,
     std::int64_t lane0 = (lane + 31) / 32 * 32;
     if (lanes == 0 || lane0 + lanes > wg) lane0 = lanes && lane + lanes <= wg ? lane : 0;
     lane = lanes ? lane0 + lanes : wg;
+    last0 = lane0;
     code += step_code(b, st, loc, single, wg, lane0, barrier, f64_math, sh, it);
   }
   return code;
@@ -156,14 +178,15 @@ std::string region_code(const Program& b, const std::vector<const Step*>& steps,
 WorkgroupSteps workgroup_steps(const Program& b, const std::vector<Loc>& loc, bool single, std::int64_t wg,
                                const std::string& barrier, bool f64_math, Shader& sh) {
   // regions: a step that reads or writes what an earlier step of the region writes, or writes
-  // what it reads, starts a new one after a barrier
+  // what it reads, starts a new one after a barrier (but a solve chained onto the one before it)
   std::vector<std::vector<const Step*>> regions(1);
   std::set<int> written, read;  // buffers since the last barrier
   for (const Step& st : b.steps) {
     if (st.kind == Step::Kind::free) continue;
     bool need = false;
+    const bool chained = !regions.back().empty() && column_chained(b, *regions.back().back(), st, single);
     for (int o : st.out) need = need || written.count(o) || read.count(o);
-    for (int i : st.in) need = need || written.count(i);
+    for (std::size_t i = 0; i < st.in.size(); ++i) need = need || (written.count(st.in[i]) && !(chained && i == 1));
     if (need) {
       regions.emplace_back();
       written.clear();
