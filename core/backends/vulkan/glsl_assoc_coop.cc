@@ -68,9 +68,11 @@ CoopLayout coop_layout(const AssocProgram& ap, const AssocShader& layout, std::i
       L.scratch += w;
     }
   }
-  // an invocation per element of the widest buffer, 32 to 256 (JX_VK_COOP_WG overrides)
-  std::int64_t wg = 32;
-  while (wg < widest && wg < kWorkgroup) wg *= 2;
+  // an invocation per element of the widest buffer, in whole warps of 32, 32 to 256 (JX_VK_COOP_WG
+  // overrides): no idle warps, so more workgroups fit a multiprocessor. H200, m = 13 (169 entries)
+  // at N = 102400, 192 against 256 invocations: filter 10.10 against 10.55 ms, smoother 12.83
+  // against 13.34 ms (bench/results/2026-11-27-h200-coop-wg)
+  const std::int64_t wg = std::min<std::int64_t>(std::max<std::int64_t>(32, (widest + 31) / 32 * 32), kWorkgroup);
   L.wg = std::clamp<std::int64_t>(env_int("JX_VK_COOP_WG", wg), 1, kWorkgroup);
   return L;
 }
