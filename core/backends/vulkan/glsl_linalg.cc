@@ -218,8 +218,8 @@ std::string cholesky_together(const MatrixCode& c, const LoadFn& load, const InP
 // result, with v the pivot row and s(r) the row that the exchange of rows c and v brings to r:
 //   r ≤ c or j < c or a zero pivot: X[s(r)][j];   r > c, j = c: X[s(r)][c] / d;
 //   r > c, j > c: X[s(r)][j] − (X[s(r)][c] / d) X[v][j],   d = X[v][c];
-// the same operations as lu_code. The input starts in the buffer that makes the last step
-// write the factors; the permutation is written after it.
+// the same operations as lu_code. Pivot 0 reads the input and writes the buffer that makes the
+// last step write the factors; the permutation is written after it.
 // Several independent matrices of one size and type (jobs) are factored at once: the workgroup
 // splits into equal parts, part g_ works on job g_, and all share the barriers.
 struct LuJob {
@@ -263,13 +263,16 @@ std::string lu_together(const std::vector<LuJob>& jobs, const Together& all) {
   const MatrixCode& c0 = jobs[0].c;
   std::string s = q > 1 ? fmt::format("const int g_ = lid / {0}, gq_ = lid - g_ * {0};\n", w.wg) : "";
   s += fmt::format("int p_[{}];\n{} det_ = {}(1);\n", n, c0.t, c0.t);
-  s +=
-      each([&](const LuJob& j) { return w.strided(std::to_string(n * n), first(j).set("t_", j.load(0, "ma_ + t_"))); });
-  s += all.barrier + fmt::format("for (int q_ = 0; q_ < {}; ++q_) p_[q_] = q_;\n", n);
-  s += fmt::format("for (int c_ = 0; c_ < {}; c_ += 2) {{\n{{\nconst int k_ = c_;\n", n);
-  s += each([&](const LuJob& j) { return step(j, first(j), second(j)); }) + "}\n" + all.barrier;
+  // pivot 0 reads the input itself (no copy of it first), then pivots 1, 2, ... in turn
+  s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) p_[q_] = q_;\n{{\nconst int k_ = 0;\n", n);
+  s += each([&](const LuJob& j) {
+         return step(j, InPlace{j.load, j.store, 0, "ma_"}, second(j));
+       }) +
+       "}\n" + all.barrier;
+  s += fmt::format("for (int c_ = 1; c_ < {}; c_ += 2) {{\n{{\nconst int k_ = c_;\n", n);
+  s += each([&](const LuJob& j) { return step(j, second(j), first(j)); }) + "}\n" + all.barrier;
   s += fmt::format("if (c_ + 1 < {}) {{\nconst int k_ = c_ + 1;\n", n);
-  s += each([&](const LuJob& j) { return step(j, second(j), first(j)); }) + "}\n" + all.barrier + "}\n";
+  s += each([&](const LuJob& j) { return step(j, first(j), second(j)); }) + "}\n" + all.barrier + "}\n";
   return s + each([&](const LuJob& j) {
            return w.strided(std::to_string(n * n),
                             j.P.set("t_", fmt::format("p_[t_ % {0}] == t_ / {0} ? {1}(1) : {1}(0)", n, j.c.t))) +
