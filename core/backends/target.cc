@@ -1,6 +1,5 @@
 #include "core/backends/target.h"
 
-#include <algorithm>
 #include <fmt/format.h>
 
 #include "core/backends/backend.h"
@@ -9,8 +8,7 @@ namespace jx {
 
 Target Target::for_jit(Backend& be, int max_buffers) {
   Target t = for_eager(be);
-  const int b = t.limits.max_buffers_per_kernel;
-  t.budget = max_buffers <= 0 ? b : b <= 0 ? max_buffers : std::min(b, max_buffers);
+  t.budget = stricter_limit(max_buffers, t.limits.max_buffers_per_kernel);
   if (t.policy.ignore_buffer_budget) {
     t.budget = 0;
     t.inline_multi_use = true;

@@ -11,6 +11,9 @@
 
 namespace jx {
 
+// The stricter of two buffer limits, where a limit ≤ 0 is none.
+inline int stricter_limit(int a, int b) { return a <= 0 ? b : b <= 0 ? a : (a < b ? a : b); }
+
 struct Target {
   Backend* backend = nullptr;
   BackendLimits limits;  // the backend's, read once

@@ -37,8 +37,7 @@ std::shared_ptr<const CompiledProgram> compile(const Jaxpr& j, const Target& t) 
 CompiledProgram::CompiledProgram(Program p, const Target& t) : prog_(std::move(p)), target_(t), be_(*t.backend) {
   kexe_ = be_.prepare_kernels(prog_.kernels);
   if (t.limits.launch_bound && !env_is_zero("JX_KERNEL_GROUPS")) {
-    const int b = t.budget, lim = t.limits.max_buffers_per_kernel;
-    groups_ = plan_kernel_groups(prog_, be_, b <= 0 ? lim : lim <= 0 ? b : std::min(b, lim));
+    groups_ = plan_kernel_groups(prog_, be_, stricter_limit(t.budget, t.limits.max_buffers_per_kernel));
     if (!groups_.empty()) group_at_.assign(prog_.steps.size(), -1);
     for (std::size_t g = 0; g < groups_.size(); ++g)
       for (int s : groups_[g].steps) group_at_[s] = static_cast<int>(g);

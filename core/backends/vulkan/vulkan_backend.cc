@@ -237,12 +237,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare(const Op& op) {
 std::shared_ptr<Executable> VulkanBackend::prepare_kernel(const Kernel& k) {
   std::lock_guard lock(mu_);
   alive();
-  const std::string key = k.key();
-  if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
-  auto exe = kernel_exe(render_kernel(k, ctx_->desc().float64), key);
-  trim_unused(kernels_);
-  kernels_[key] = exe;
-  return exe;
+  return cached_kernel(k.key(), [&] { return render_kernel(k, ctx_->desc().float64); });
 }
 
 std::shared_ptr<Executable> VulkanBackend::prepare_kernel_group(const std::vector<GroupMember>& members,
@@ -255,11 +250,7 @@ std::shared_ptr<Executable> VulkanBackend::prepare_kernel_group(const std::vecto
     ms.push_back({m.kernel, m.binds});
     key += fmt::format("|{}|{}", m.kernel->key(), fmt::join(m.binds, ","));
   }
-  if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
-  auto exe = kernel_exe(render_kernel_group(ms, inputs, ctx_->desc().float64), key);
-  trim_unused(kernels_);
-  kernels_[key] = exe;
-  return exe;
+  return cached_kernel(key, [&] { return render_kernel_group(ms, inputs, ctx_->desc().float64); });
 }
 
 ScanPlan VulkanBackend::plan_scan(const ScanProgram& sp, const Target& t) {

@@ -94,6 +94,15 @@ class VulkanBackend final : public Backend, public KernelSource {
     // Recorder::waits() + 1 while recorded work uses it: a host access waits first
     std::uint64_t used_until = 0;
   };
+  // The kernel cache (lock held): the executable under key, rendered and compiled on a miss.
+  template <class Render>
+  std::shared_ptr<Executable> cached_kernel(const std::string& key, Render render) {
+    if (auto it = kernels_.find(key); it != kernels_.end()) return it->second;
+    auto exe = kernel_exe(render(), key);
+    trim_unused(kernels_);
+    kernels_[key] = exe;
+    return exe;
+  }
   bool in_use_elsewhere(const Slot& s) const { return s.reused_until == rec_->waits() + 1; }
   bool pending(const Slot& s) const { return s.used_until == rec_->waits() + 1; }
   void mark_used(Slot& s) { s.used_until = rec_->waits() + 1; }  // by the work just recorded
