@@ -157,6 +157,10 @@ std::string coop_prefetch(const AssocProgram& ap, const AssocShader& layout, con
     }
     s += fetch + "}\n" + stash + "}\n";
   }
+  // mode 1's next position from p on: the first whose j is neither in the first superchunk nor
+  // the last of its own
+  s += "int fix_next_(int p, int G, int count, int S) {\nfor (; p < count; p += G) {\n"
+       "const int j = pc.s * p + pc.s - 1;\nif (j >= S && (j + 1) % S != 0) break;\n}\nreturn p;\n}\n";
   return decl + s;
 }
 
@@ -172,43 +176,37 @@ struct CoopMain {
 
 // The mode 0 and mode 1 loops of the header comment, each with its own calls of load_, combine_
 // and commit_ (on the H200 the m = 13 filter, smoother and gradient took 5-6% less time this way
-// than with the merged loop).
-std::string coop_loops_split(const CoopMain& M, const std::string& barrier) {
-  std::string s = fmt::format("if (pc.mode == 0) {{\nfor (int g = g0; g < (count + {0} - 1) / {0}; g += G) {{\n", M.K);
-  s += fmt::format("const int p0 = g * {};\n", M.K);
-  s += "load_(lid, 0, " + M.phys("pc.s * p0 + pc.s - 1") + ");\n";
-  s += fmt::format("for (int c = 1; c < {} && p0 + c < count; ++c) {{\n", M.K);
-  s += "const int i = " + M.phys("pc.s * (p0 + c) + pc.s - 1") + ";\n";
-  s += "load_(lid, 1, i);\n" + barrier + "combine_(lid);\n" + barrier + "commit_(lid, i, true);\n" + barrier;
-  s += "}\n}\n} else {\n";
-  s += "for (int p = g0; p < count; p += G) {\nconst int j = pc.s * p + pc.s - 1;\n";
-  s += "if (j < S || (j + 1) % S == 0) continue;\n";
-  s += "load_(lid, 0, " + M.phys("(j / S) * S - 1") + ");\nload_(lid, 1, " + M.phys("j") + ");\n" + barrier;
-  s += "combine_(lid);\n" + barrier + "commit_(lid, " + M.phys("j") + ", false);\n" + barrier;
-  return s + "}\n}\n";
-}
-
-// The split loops with the right leaves (mode 0) or both sides (mode 1) fetched one position
-// ahead (coop_prefetch). fix_next_ skips the positions mode 1 leaves alone. (Storing the fetched
-// leaves right after the commit, with one barrier fewer a combine, measured the same.)
-std::string coop_loops_prefetch(const CoopMain& M, const std::string& barrier) {
+// than with the merged loop). `ahead`: the right leaves (mode 0) or both sides (mode 1) fetched
+// one position ahead (coop_prefetch; fix_next_ skips the positions mode 1 leaves alone). Storing
+// the fetched leaves right after the commit, with one barrier fewer a combine, measured the same.
+std::string coop_loops_split(const CoopMain& M, const std::string& barrier, bool ahead) {
   auto pos = [&](const std::string& p) { return M.phys(fmt::format("pc.s * ({}) + pc.s - 1", p)); };
   std::string s = fmt::format("if (pc.mode == 0) {{\nfor (int g = g0; g < (count + {0} - 1) / {0}; g += G) {{\n", M.K);
-  s += fmt::format("const int p0 = g * {};\n", M.K);
-  s += "load_(lid, 0, " + pos("p0") + ");\nif (p0 + 1 < count) fetch1_(lid, " + pos("p0 + 1") + ");\n";
-  s += fmt::format("for (int c = 1; c < {} && p0 + c < count; ++c) {{\n", M.K);
-  s += "const int i = " + pos("p0 + c") + ";\nstash1_(lid);\n" + barrier;
-  s += fmt::format("if (c + 1 < {} && p0 + c + 1 < count) fetch1_(lid, ", M.K) + pos("p0 + c + 1") + ");\n";
+  s += fmt::format("const int p0 = g * {};\nload_(lid, 0, ", M.K) + pos("p0") + ");\n";
+  if (ahead) s += "if (p0 + 1 < count) fetch1_(lid, " + pos("p0 + 1") + ");\n";
+  s += fmt::format("for (int c = 1; c < {} && p0 + c < count; ++c) {{\nconst int i = ", M.K) + pos("p0 + c") + ";\n";
+  if (ahead)
+    s += "stash1_(lid);\n" + barrier + fmt::format("if (c + 1 < {} && p0 + c + 1 < count) fetch1_(lid, ", M.K) +
+         pos("p0 + c + 1") + ");\n";
+  else
+    s += "load_(lid, 1, i);\n" + barrier;
   s += "combine_(lid);\n" + barrier + "commit_(lid, i, true);\n" + barrier + "}\n}\n} else {\n";
-  auto fetch_both = [&](const std::string& p) {
-    const std::string j = fmt::format("(pc.s * ({}) + pc.s - 1)", p);
-    return "fetch0_(lid, " + M.phys(fmt::format("({0} / S) * S - 1", j)) + ");\nfetch1_(lid, " + M.phys(j) + ");\n";
+  auto j_of = [](const std::string& p) { return fmt::format("(pc.s * ({}) + pc.s - 1)", p); };
+  // side 0 from q, the last position of the superchunk before j's; side 1 from j ({0}: side, {1}: position)
+  auto both = [&](const char* call, const std::string& j) {
+    return fmt::format(fmt::runtime(call), 0, M.phys(fmt::format("({} / S) * S - 1", j))) +
+           fmt::format(fmt::runtime(call), 1, M.phys(j));
   };
-  s += "int p = fix_next_(g0, G, count, S);\nif (p < count) {\n" + fetch_both("p") + "}\n";
+  const std::string tail = "combine_(lid);\n" + barrier + "commit_(lid, " + M.phys("j") + ", false);\n" + barrier;
+  if (!ahead)
+    return s + "for (int p = g0; p < count; p += G) {\nconst int j = pc.s * p + pc.s - 1;\n" +
+           "if (j < S || (j + 1) % S == 0) continue;\n" + both("load_(lid, {0}, {1});\n", "j") + barrier + tail +
+           "}\n}\n";
+  s += "int p = fix_next_(g0, G, count, S);\nif (p < count) {\n" + both("fetch{0}_(lid, {1});\n", j_of("p")) + "}\n";
   s += "while (p < count) {\nconst int j = pc.s * p + pc.s - 1;\nstash0_(lid);\nstash1_(lid);\n" + barrier;
-  s += "const int pn = fix_next_(p + G, G, count, S);\nif (pn < count) {\n" + fetch_both("pn") + "}\n";
-  s += "combine_(lid);\n" + barrier + "commit_(lid, " + M.phys("j") + ", false);\n" + barrier + "p = pn;\n}\n";
-  return s + "}\n";
+  s += "const int pn = fix_next_(p + G, G, count, S);\nif (pn < count) {\n" +
+       both("fetch{0}_(lid, {1});\n", j_of("pn")) + "}\n";
+  return s + tail + "p = pn;\n}\n}\n";
 }
 
 // The same as one loop, so that load_, combine_ and commit_ each have one call site: llvmpipe
@@ -239,9 +237,7 @@ std::string coop_main(const AssocProgram& ap, std::int64_t K, const CoopLayout& 
   s += "const int G = int(gl_NumWorkGroups.x), g0 = int(gl_WorkGroupID.x);\n";
   if (L.scratch) s += fmt::format("sb = g0 * {};\n", L.scratch);
   s += fmt::format("const int count = {} / pc.s, S = pc.s * {};\n", M.n, K);
-  s += merged     ? coop_loops_merged(M, barrier)
-       : prefetch ? coop_loops_prefetch(M, barrier)
-                  : coop_loops_split(M, barrier);
+  s += merged ? coop_loops_merged(M, barrier) : coop_loops_split(M, barrier, prefetch);
   return s + "}\n";
 }
 
@@ -302,12 +298,7 @@ std::optional<AssocShader::Coop> render_coop_assoc(const AssocProgram& ap, const
   // fetched ahead in the split loops (JX_VK_COOP_PREFETCH=0: not, for measuring)
   const std::string ahead =
       merged || env_is_zero("JX_VK_COOP_PREFETCH") ? "" : coop_prefetch(ap, layout, L, leaf_index);
-  if (!ahead.empty())
-    s += ahead +
-         "int fix_next_(int p, int G, int count, int S) {\n"
-         "for (; p < count; p += G) {\nconst int j = pc.s * p + pc.s - 1;\nif (j >= S && (j + 1) % S != 0) break;\n}\n"
-         "return p;\n}\n";
-  sh.glsl = s + coop_main(ap, K, L, barrier, merged, !ahead.empty());
+  sh.glsl = s + ahead + coop_main(ap, K, L, barrier, merged, !ahead.empty());
   sh.invocations = L.wg;
   out.mode = fmt::format(
       "cooperative: a workgroup of {} invocations per combine, {} positions in turn per workgroup, {} bytes of "
