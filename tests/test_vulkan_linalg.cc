@@ -4,6 +4,7 @@
 // recursion — with values against the cpu oracle at n ∈ {1, 2, 3, 5, 13, 16}, both dtypes; and at
 // top level, batches of matrices as one shader.
 // Registered twice in ctest like test_vulkan (plain and under the validation layer).
+#include <array>
 #include <cmath>
 #include <optional>
 
@@ -153,6 +154,66 @@ TEST(VulkanLinalg, InverseInAnAssociativeCombineStaysOnTheDevice) {
           EXPECT_TRUE(all_close(got[1], vals(want[1]), tol, tol))
               << dtype_name(d) << " m " << m << " n " << n << " " << form;
         }
+      }
+    }
+  }
+}
+
+// np.linalg.inv's permutation folded into its solves (glsl_workgroup.cc: PermFolds): in the
+// cooperative combine the LU keeps its pivots in registers and writes no P, no transpose of P runs,
+// and the unit-lower solve reads Pᵀ from the pivots: two barriers fewer between the combine's
+// steps, and the unfolded form's values bit for bit (JX_VK_FOLD_PERM=0), on matrices whose LUs
+// exchange rows at every pivot.
+TEST(VulkanLinalg, InversePermutationFoldsIntoItsSolves) {
+  using E = std::vector<Array>;
+  auto compose = [](const E& a, const E& b) {
+    return E{np::matmul(a[0], b[0]), np::einsum("nij,nj->ni", np::linalg::inv(b[0]), a[1]) + b[1]};
+  };
+  const jxt::ScopedEnv forced("JX_VK_ASSOC", "coop");
+  auto barriers = [](const std::string& details) {
+    const std::string key = " barriers between its steps";
+    const std::size_t at = details.find(key), open = details.rfind('(', at);
+    return at == std::string::npos || open == std::string::npos ? -1
+                                                                : std::stoi(details.substr(open + 1, at - open - 1));
+  };
+  for (DType d : {DType::float32, DType::float64}) {
+    for (std::int64_t m : {5, 13}) {
+      const std::int64_t n = 40;
+      const Array G = np::eye(m, {}, 0, d) + general(m, d) * (0.005 / static_cast<double>(m));
+      const Array i = lax::iota(DType::int32, {m, m}, 0), j = lax::iota(DType::int32, {m, m}, 1);
+      // rows turned by one (row r is row r + 1 mod m): pivots that are no involution, so Pᵀ ≠ P
+      const Array turn = np::logical_or(np::equal(j - i, 1), np::equal(i - j, m - 1));
+      const Array Ms =
+          np::einsum("ij,njk->nik", np::astype(turn, d),
+                     np::broadcast_to(G, {n, m, m}) +
+                         np::reshape(np::sin(np::arange(0, n, 1, d)), {n, 1, 1}) * 0.01 * np::eye(m, {}, 0, d));
+      const Array vs = np::cos(np::reshape(np::arange(0, n * m, 1, d), {n, m}));
+      const E want = lax::associative_scan(compose, E{Ms, vs});
+      auto v = on({Ms, vs}, "vulkan");
+      std::array<E, 2> got;
+      std::array<int, 2> bars{};
+      for (int folded = 0; folded < 2; ++folded) {
+        const jxt::ScopedEnv fold("JX_VK_FOLD_PERM", folded ? "1" : "0");
+        clear_caches();  // shaders are rendered at compile time
+        auto js = jit([&](const Array& a, const Array& b) { return lax::associative_scan(compose, E{a, b}); });
+        // the plan's reason, logged at compile time: "associative_scan on vulkan: ... cooperative: ..."
+        const int level = debug_level();
+        set_debug(1);
+        ::testing::internal::CaptureStderr();
+        got[folded] = js(v[0], v[1]);
+        (void)vals(got[folded][0]);
+        const std::string log = ::testing::internal::GetCapturedStderr();
+        set_debug(level);
+        EXPECT_NE(log.find("associative_scan on vulkan: "), std::string::npos) << log;
+        bars[folded] = barriers(log);
+      }
+      const std::string at = std::string(dtype_name(d)) + " m " + std::to_string(m);
+      EXPECT_GE(bars[0], 3) << at;
+      EXPECT_EQ(bars[0] - bars[1], 2) << at;
+      const double tol = d == DType::float64 ? 1e-9 : 2e-3;
+      for (std::size_t o = 0; o < want.size(); ++o) {
+        EXPECT_EQ(vals(got[1][o]), vals(got[0][o])) << at << " output " << o;
+        EXPECT_TRUE(all_close(got[1][o], vals(want[o]), tol, tol)) << at << " output " << o;
       }
     }
   }

@@ -86,7 +86,7 @@ CoopLayout coop_layout(const AssocProgram& ap, const AssocShader& layout, std::i
 // results at position i and, with keep, makes them the left leaves (the running total).
 std::string coop_functions(const AssocProgram& ap, const AssocShader& layout, const CoopLayout& L,
                            const LeafIndexFn& leaf_index, const std::string& barrier, const ScanLimits& lim, Shader& sh,
-                           std::int64_t& per_combine) {
+                           std::int64_t& per_combine, int& step_barriers) {
   const Program& b = ap.body;
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
   const int nbuf = static_cast<int>(b.buffers.size());
@@ -104,6 +104,7 @@ std::string coop_functions(const AssocProgram& ap, const AssocShader& layout, co
   const WorkgroupSteps steps = workgroup_steps(b, L.loc, false, L.wg, barrier, lim.f64_math, sh);
   s += steps.code + "}\nvoid commit_(int lid, int i, bool keep) {\n";
   per_combine += steps.iterations;
+  step_barriers = steps.barriers;
   std::vector<int> from(k);  // where leaf l's result is read from at the store
   for (int l = 0; l < k; ++l) {
     from[l] = b.outputs[l];
@@ -279,7 +280,8 @@ std::optional<AssocShader::Coop> render_coop_assoc(const AssocProgram& ap, const
   if (L.smem) s += shared_decl(L.smem, lim.checked_shared);
   s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
   std::int64_t per_combine = 3;
-  s += coop_functions(ap, layout, L, leaf_index, barrier, lim, sh, per_combine);
+  int step_barriers = 0;
+  s += coop_functions(ap, layout, L, leaf_index, barrier, lim, sh, per_combine, step_barriers);
   // positions per workgroup in turn (JX_VK_COOP_CHUNK overrides); fewer where llvmpipe's loop
   // limit counts the iterations of a chunk's combines, more workgroups where it counts a share's
   std::int64_t K = std::max<std::int64_t>(2, env_int("JX_VK_COOP_CHUNK", coop_chunk(n)));
@@ -301,9 +303,10 @@ std::optional<AssocShader::Coop> render_coop_assoc(const AssocProgram& ap, const
   sh.glsl = s + ahead + coop_main(ap, K, L, barrier, merged, !ahead.empty());
   sh.invocations = L.wg;
   out.mode = fmt::format(
-      "cooperative: a workgroup of {} invocations per combine, {} positions in turn per workgroup, {} bytes of "
-      "workgroup memory{}",
-      L.wg, K, L.smem * 4, L.scratch ? fmt::format(", {} bytes of scratch per workgroup", L.scratch * 4) : "");
+      "cooperative: a workgroup of {} invocations per combine ({} barriers between its steps), {} positions in "
+      "turn per workgroup, {} bytes of workgroup memory{}",
+      L.wg, step_barriers, K, L.smem * 4,
+      L.scratch ? fmt::format(", {} bytes of scratch per workgroup", L.scratch * 4) : "");
   return out;
 }
 

@@ -78,8 +78,10 @@ std::string cholesky_code(const MatrixCode& c, const LoadFn& load, const InPlace
 // `own_column`: the column is solved in the invocation's array x_ and stored once at the end
 // (at top level each row would wait on the L2 for the rows before it; in workgroup memory on its
 // own store and load).
+// `perm` (lower unit solves of Pᵀ only): the right-hand sides are Pᵀ of the pivots in the array of
+// that name, Pᵀ[i][c] = (perm[i] == c), instead of being loaded (see lu_together).
 std::string triangular_column_code(const Op& op, const MatrixCode& c, const LoadFn& load, const InPlace& X,
-                                   bool own_column = false) {
+                                   bool own_column = false, const std::string& perm = "") {
   const PrimParams& p = op.params;
   const std::int64_t n = c.n, nk = op.in[1].size() / std::max<std::int64_t>(linalg_matrices(op), 1), k = nk / n;
   const bool tr = p.transpose_a != !p.left_side, lower = p.lower != tr;
@@ -95,7 +97,10 @@ std::string triangular_column_code(const Op& op, const MatrixCode& c, const Load
   std::string s = own_column ? fmt::format("  {} x_[{}];\n", c.t, n) : "";
   s += "  " + u + fmt::format("for (int s_ = 0; s_ < {}; ++s_) {{\n", n);
   s += fmt::format("    const int i_ = {};\n", lower ? "s_" : fmt::format("{} - s_", n - 1));
-  s += fmt::format("    {} v_ = {}({});\n", c.acc, c.acc, load(1, "mb_ + " + at("i_")));
+  if (perm.empty())
+    s += fmt::format("    {} v_ = {}({});\n", c.acc, c.acc, load(1, "mb_ + " + at("i_")));
+  else
+    s += fmt::format("    {0} v_ = {1}[i_] == c_ ? {0}(1) : {0}(0);\n", c.acc, perm);
   s +=
       "    " + u + (lower ? "for (int j_ = 0; j_ < i_; ++j_)" : fmt::format("for (int j_ = i_ + 1; j_ < {}; ++j_)", n));
   s += fmt::format(" v_ -= {0}({1}) * {0}({2});\n", c.acc, M("i_", "j_"), x("j_"));
@@ -222,16 +227,23 @@ std::string cholesky_together(const MatrixCode& c, const LoadFn& load, const InP
 // last step write the factors; the permutation is written after it.
 // Several independent matrices of one size and type (jobs) are factored at once: the workgroup
 // splits into equal parts, part g_ works on job g_, and all share the barriers.
+// A job with `perm` (the only job) keeps its pivots in the int array of that name, declared by the
+// caller, and writes no P: P's storage is only its working buffer. Every invocation holds the same
+// pivots, and the code ends with a barrier after the factors' last write (the det is written after).
 struct LuJob {
   MatrixCode c;
   const LoadFn& load;
   InPlace F, P;
   const StoreAtFn& store;
   std::string mat;
+  std::string perm = {};
 };
 
 std::string lu_together(const std::vector<LuJob>& jobs, const Together& all) {
   const std::int64_t n = jobs[0].c.n, q = static_cast<std::int64_t>(jobs.size());
+  const std::string& folded = jobs[0].perm;
+  if (!folded.empty() && q > 1) throw Error("lu_together: a job that keeps its pivots must be the only one");
+  const std::string pn = folded.empty() ? "p_" : folded;
   Together w = all;
   if (q > 1) w.wg = all.wg / q, w.lane = "gq_";
   auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
@@ -251,7 +263,8 @@ std::string lu_together(const std::vector<LuJob>& jobs, const Together& all) {
     s +=
         fmt::format("  for (int r_ = 1; r_ < {}; ++r_) {{\n    const {} a_ = abs({});\n", n, c.t, X.get(f("r_", "k_")));
     s += "    if (r_ > k_ && a_ > b_) {\n      b_ = a_;\n      v_ = r_;\n    }\n  }\n";
-    s += "  if (v_ != k_) {\n    int w_ = p_[k_]; p_[k_] = p_[v_]; p_[v_] = w_;\n    det_ = -det_;\n  }\n";
+    s += fmt::format(
+        "  if (v_ != k_) {{\n    int w_ = {0}[k_]; {0}[k_] = {0}[v_]; {0}[v_] = w_;\n    det_ = -det_;\n  }}\n", pn);
     s += fmt::format("  const {} d_ = {};\n", c.t, X.get(f("v_", "k_")));
     std::string e = fmt::format("const int r_ = t_ / {0}, j_ = t_ % {0};\n", n);
     e += "const int s_ = r_ == k_ ? v_ : r_ == v_ ? k_ : r_;\n";
@@ -262,9 +275,10 @@ std::string lu_together(const std::vector<LuJob>& jobs, const Together& all) {
   };
   const MatrixCode& c0 = jobs[0].c;
   std::string s = q > 1 ? fmt::format("const int g_ = lid / {0}, gq_ = lid - g_ * {0};\n", w.wg) : "";
-  s += fmt::format("int p_[{}];\n{} det_ = {}(1);\n", n, c0.t, c0.t);
+  if (folded.empty()) s += fmt::format("int p_[{}];\n", n);
+  s += fmt::format("{} det_ = {}(1);\n", c0.t, c0.t);
   // pivot 0 reads the input itself (no copy of it first), then pivots 1, 2, ... in turn
-  s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) p_[q_] = q_;\n{{\nconst int k_ = 0;\n", n);
+  s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) {}[q_] = q_;\n{{\nconst int k_ = 0;\n", n, pn);
   s += each([&](const LuJob& j) {
          return step(j, InPlace{j.load, j.store, 0, "ma_"}, second(j));
        }) +
@@ -274,9 +288,12 @@ std::string lu_together(const std::vector<LuJob>& jobs, const Together& all) {
   s += fmt::format("if (c_ + 1 < {}) {{\nconst int k_ = c_ + 1;\n", n);
   s += each([&](const LuJob& j) { return step(j, first(j), second(j)); }) + "}\n" + all.barrier + "}\n";
   return s + each([&](const LuJob& j) {
-           return w.strided(std::to_string(n * n),
-                            j.P.set("t_", fmt::format("p_[t_ % {0}] == t_ / {0} ? {1}(1) : {1}(0)", n, j.c.t))) +
-                  "if (" + w.lane + " == 0) {\n" + j.store(2, j.mat, "det_") + "}\n";
+           const std::string p =
+               j.perm.empty()
+                   ? w.strided(std::to_string(n * n),
+                               j.P.set("t_", fmt::format("p_[t_ % {0}] == t_ / {0} ? {1}(1) : {1}(0)", n, j.c.t)))
+                   : "";
+           return p + "if (" + w.lane + " == 0) {\n" + j.store(2, j.mat, "det_") + "}\n";
          });
 }
 
@@ -295,7 +312,7 @@ bool own_column_in_workgroup(std::int64_t rows) {
 
 std::string linalg_workgroup_code(const Op& op, std::int64_t wg, std::int64_t lane0, const std::string& barrier,
                                   bool f64_math, Shader& sh, const LoadFn& load, const LoadFn& load_out,
-                                  const StoreAtFn& store_at, std::int64_t& iterations) {
+                                  const StoreAtFn& store_at, std::int64_t& iterations, const std::string& perm) {
   const MatrixCode c = types_of(op, f64_math, sh);
   const std::int64_t n = c.n, mats = linalg_matrices(op);
   auto strides = [&](std::int64_t m) { return (m + wg - 1) / wg; };
@@ -310,7 +327,7 @@ std::string linalg_workgroup_code(const Op& op, std::int64_t wg, std::int64_t la
     return "{\n" +
            w.strided(std::to_string(mats * k),
                      body + triangular_column_code(op, c, load, InPlace{load_out, store_at, 0, "mb_"},
-                                                   own_column_in_workgroup(n))) +
+                                                   own_column_in_workgroup(n), perm)) +
            "}\n";
   }
   std::string s = fmt::format("for (int mat_ = 0; mat_ < {}; ++mat_) {{\nconst int ma_ = mat_ * {};\n", mats, n * n);
@@ -318,8 +335,9 @@ std::string linalg_workgroup_code(const Op& op, std::int64_t wg, std::int64_t la
     s += cholesky_together(c, load, InPlace{load_out, store_at, 0, "ma_"}, w);
     iterations += mats * (strides(n * n) + n * (n + strides(n) * (1 + n)));
   } else if (op.prim == Prim::lu) {
+    if (!perm.empty() && mats != 1) throw Error("linalg_workgroup_code: pivots kept for a batch of matrices");
     s += lu_together({LuJob{c, load, InPlace{load_out, store_at, 0, "ma_"}, InPlace{load_out, store_at, 1, "ma_"},
-                            store_at, "mat_"}},
+                            store_at, "mat_", perm}},
                      w);
     iterations += mats * (2 * strides(n * n) + n + n * (n + strides(n * n)));
   } else {

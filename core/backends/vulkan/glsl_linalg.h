@@ -47,11 +47,16 @@ std::string linalg_matrix_code(const Op& op, const std::string& mat, bool f64_ma
 // each elimination step strided over the workgroup, a barrier between steps: the per-matrix
 // code's operations in its order (bit for bit its results), at a workgroup's parallelism. Adds
 // the loop iterations one invocation runs to `iterations`.
+// `perm`, the name of an int[n] array the caller declares, folds the permutation of np.linalg.inv
+// (U⁻¹ L⁻¹ Pᵀ): a lu of one matrix keeps its pivots there and writes no P (its storage is only
+// the elimination's working buffer), and ends with a barrier after its factors' last write; a
+// unit-lower triangular solve of one matrix reads its right-hand sides Pᵀ[i][c] = (perm[i] == c)
+// from it instead of operand 1.
 std::string linalg_workgroup_code(const Op& op, std::int64_t wg, std::int64_t lane0, const std::string& barrier,
                                   bool f64_math, Shader& sh,
                                   const std::function<std::string(int, const std::string&)>& load,
                                   const std::function<std::string(int, const std::string&)>& load_out,
-                                  const StoreAtFn& store_at, std::int64_t& iterations);
+                                  const StoreAtFn& store_at, std::int64_t& iterations, const std::string& perm = "");
 
 // lu of independent single matrices of one size and type at once (steps between the same two
 // barriers): the workgroup splits into equal parts, one per matrix, which share the barriers.

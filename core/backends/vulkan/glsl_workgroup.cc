@@ -1,6 +1,8 @@
 #include "core/backends/vulkan/glsl_workgroup.h"
 
 #include <fmt/format.h>
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/backends/vulkan/glsl_linalg.h"
@@ -67,7 +69,8 @@ std::int64_t step_lanes(const Program& b, const Step& st, const std::vector<Loc>
 // One step's code, strided over the workgroup from invocation lane0 (a step that fits in the
 // invocations from lane0 on; else from 0); adds the loop iterations it costs to `it`.
 std::string step_code(const Program& b, const Step& st, const std::vector<Loc>& loc, bool single, std::int64_t wg,
-                      std::int64_t lane0, const std::string& barrier, bool f64_math, Shader& sh, std::int64_t& it) {
+                      std::int64_t lane0, const std::string& barrier, bool f64_math, Shader& sh, std::int64_t& it,
+                      const std::string& perm = "") {
   auto strided = [&](std::int64_t m, const std::string& body) { return strided_loop(m, body, single, wg, lane0); };
   auto strided_iterations = [&](std::int64_t m) { return loop_iterations(m, single, wg); };
   const Loc& lo = loc[st.out[0]];
@@ -89,7 +92,7 @@ std::string step_code(const Program& b, const Step& st, const std::vector<Loc>& 
     // fewer matrices than invocations: the workgroup works on each together (right-hand sides,
     // elimination rows in parallel), else an invocation per matrix
     if (!single && (op.prim == Prim::triangular_solve || mats < wg))
-      return linalg_workgroup_code(op, wg, lane0, barrier, f64_math, sh, load, load_out, store_at, it);
+      return linalg_workgroup_code(op, wg, lane0, barrier, f64_math, sh, load, load_out, store_at, it, perm);
     it += strided_iterations(mats) + std::max<std::int64_t>(1, strided_iterations(mats)) * linalg_iterations(op);
     return "{\n" + strided(mats, linalg_matrix_code(op, "e", f64_math, sh, load, load_out, store_at)) + "}\n";
   }
@@ -120,6 +123,72 @@ bool together_lu(const Program& b, const Step& st, bool single) {
   return !single && st.kind == Step::Kind::routine && b.routines[st.index].prim == Prim::lu &&
          linalg_matrices(b.routines[st.index]) == 1;
 }
+bool together_with(const Program& b, const Step& x, const Step& y, bool single) {
+  if (!together_lu(b, x, single) || !together_lu(b, y, single)) return false;
+  const AVal &p = b.routines[x.index].in[0], &q = b.routines[y.index].in[0];
+  return p.shape.back() == q.shape.back() && p.dtype == q.dtype;
+}
+
+// A kernel that only swaps the last two axes of its one input (of one square matrix): y[i][j] = x[j][i].
+bool transposes_matrix(const Kernel& k) {
+  const std::size_t d = k.space.size();
+  if (k.is_reduction() || k.inputs.size() != 1 || k.epilogue >= 0 || d < 2 || k.nodes[k.body].kind != KNodeKind::load)
+    return false;
+  const KLoad& l = k.loads[k.nodes[k.body].load];
+  const std::int64_t n = k.space[d - 1];
+  bool ok = !l.indexed && !l.clamp && l.offset == 0 && k.out.dtype == k.inputs[0].dtype &&
+            k.inputs[0].shape == k.out.shape && k.space[d - 2] == n && l.strides[d - 1] == n && l.strides[d - 2] == 1;
+  for (std::size_t i = 0; i + 2 < d; ++i) ok = ok && k.space[i] == 1;
+  return ok;
+}
+
+// np.linalg.inv's permutation folded into its solves (linalg_workgroup_code's `perm`): a lu of one
+// matrix whose P is read only by a kernel transposing it, read in turn only as the right-hand sides
+// of unit-lower solves of one matrix (neither a result of the program). The lu keeps its pivots in
+// registers (`pf<P>_`), the transpose is not run, and the solves follow the lu's own last barrier:
+// two barriers and two passes over the workgroup fewer per inverse.
+struct PermFolds {
+  std::map<const Step*, std::string> lu, solves;  // the array each folded lu writes, each solve reads
+  std::set<const Step*> skipped;                  // the transposes
+};
+
+PermFolds perm_candidates(const Program& b, bool single) {
+  PermFolds f;
+  // JX_VK_FOLD_PERM=0: P and its transpose written (read at each render: tests compare both)
+  if (single || env_is_zero("JX_VK_FOLD_PERM")) return f;
+  std::map<int, std::vector<const Step*>> readers;
+  for (const Step& st : b.steps)
+    if (st.kind != Step::Kind::free)
+      for (int i : st.in) readers[i].push_back(&st);
+  const std::set<int> results(b.outputs.begin(), b.outputs.end());
+  auto only_reader = [&](int buf) -> const Step* {
+    const auto& r = readers[buf];
+    return !results.count(buf) && r.size() == 1 && std::count(r[0]->in.begin(), r[0]->in.end(), buf) == 1 ? r[0]
+                                                                                                          : nullptr;
+  };
+  auto unit_lower_rhs = [&](const Step* st, int buf) {
+    if (st->kind != Step::Kind::routine || st->in.size() != 2 || st->in[1] != buf || st->in[0] == buf) return false;
+    const Op& op = b.routines[st->index];
+    const PrimParams& p = op.params;
+    return op.prim == Prim::triangular_solve && p.left_side && p.lower && !p.transpose_a && p.unit_diagonal &&
+           linalg_matrices(op) == 1;
+  };
+  for (const Step& st : b.steps) {
+    if (!together_lu(b, st, single) || st.out.size() < 3) continue;
+    const Step* t = only_reader(st.out[1]);
+    if (!t || t->kind != Step::Kind::kernel || !transposes_matrix(b.kernels[t->index]) || t->out.size() != 1 ||
+        results.count(t->out[0]) || readers[t->out[0]].empty())
+      continue;
+    bool ok = true;
+    for (const Step* r : readers[t->out[0]]) ok = ok && unit_lower_rhs(r, t->out[0]);
+    if (!ok) continue;
+    const std::string name = fmt::format("pf{}_", st.out[1]);
+    f.lu[&st] = name;
+    f.skipped.insert(t);
+    for (const Step* r : readers[t->out[0]]) f.solves[r] = name;
+  }
+  return f;
+}
 
 LinalgIo step_io(const Program& b, const Step& st, const std::vector<Loc>& loc) {
   return LinalgIo{b.routines[st.index],
@@ -135,7 +204,13 @@ LinalgIo step_io(const Program& b, const Step& st, const std::vector<Loc>& loc) 
 // boundary (32) where they fit.
 std::string region_code(const Program& b, const std::vector<const Step*>& steps, const std::vector<Loc>& loc,
                         bool single, std::int64_t wg, const std::string& barrier, bool f64_math, Shader& sh,
-                        std::int64_t& it) {
+                        std::int64_t& it, const PermFolds& folds) {
+  auto perm = [&](const Step& st) {
+    auto l = folds.lu.find(&st);
+    if (l != folds.lu.end()) return l->second;
+    auto s = folds.solves.find(&st);
+    return s != folds.solves.end() ? s->second : std::string();
+  };
   std::string code;
   std::vector<bool> done(steps.size());
   std::int64_t lane = 0, last0 = 0;  // invocations taken so far; where the last step started
@@ -143,17 +218,14 @@ std::string region_code(const Program& b, const std::vector<const Step*>& steps,
     if (done[i]) continue;
     const Step& st = *steps[i];
     if (i > 0 && column_chained(b, *steps[i - 1], st, single)) {  // on the solve's own invocations
-      code += step_code(b, st, loc, single, wg, last0, barrier, f64_math, sh, it);
+      code += step_code(b, st, loc, single, wg, last0, barrier, f64_math, sh, it, perm(st));
       continue;
     }
-    if (together_lu(b, st, single)) {
-      const Op& op = b.routines[st.index];
+    if (together_lu(b, st, single) && !folds.lu.count(&st)) {
       std::vector<LinalgIo> jobs{step_io(b, st, loc)};
       for (std::size_t j = i + 1; j < steps.size() && static_cast<std::int64_t>(jobs.size()) < wg / 32; ++j) {
         const Step& o = *steps[j];
-        if (done[j] || !together_lu(b, o, single)) continue;
-        const Op& p = b.routines[o.index];
-        if (p.in[0].shape.back() != op.in[0].shape.back() || p.in[0].dtype != op.in[0].dtype) continue;
+        if (done[j] || folds.lu.count(&o) || !together_with(b, st, o, single)) continue;
         jobs.push_back(step_io(b, o, loc));
         done[j] = true;
       }
@@ -168,38 +240,82 @@ std::string region_code(const Program& b, const std::vector<const Step*>& steps,
     if (lanes == 0 || lane0 + lanes > wg) lane0 = lanes && lane + lanes <= wg ? lane : 0;
     lane = lanes ? lane0 + lanes : wg;
     last0 = lane0;
-    code += step_code(b, st, loc, single, wg, lane0, barrier, f64_math, sh, it);
+    code += step_code(b, st, loc, single, wg, lane0, barrier, f64_math, sh, it, perm(st));
   }
   return code;
+}
+
+// Regions: a step that reads or writes what an earlier step of the region writes, or writes what
+// it reads, starts a new one after a barrier (but a solve chained onto the one before it); a
+// folded lu ends its region with its own barrier (only its det is written after it).
+struct Region {
+  std::vector<const Step*> steps;
+  bool barrier = true;  // before it (the first region has none)
+};
+std::vector<Region> split_regions(const Program& b, bool single, const PermFolds& folds) {
+  std::vector<Region> regions(1);
+  std::set<int> written, read;  // buffers since the last barrier
+  for (const Step& st : b.steps) {
+    if (st.kind == Step::Kind::free || folds.skipped.count(&st)) continue;
+    Region& cur = regions.back();
+    bool need = false;
+    const bool chained = !cur.steps.empty() && column_chained(b, *cur.steps.back(), st, single);
+    for (int o : st.out) need = need || written.count(o) || read.count(o);
+    for (std::size_t i = 0; i < st.in.size(); ++i) need = need || (written.count(st.in[i]) && !(chained && i == 1));
+    if (need) {
+      if (cur.steps.empty())
+        cur.barrier = true;
+      else
+        regions.emplace_back();
+      written.clear();
+      read.clear();
+    }
+    for (int i : st.in) read.insert(i);
+    written.insert(st.out.begin(), st.out.end());
+    regions.back().steps.push_back(&st);
+    if (folds.lu.count(&st)) {
+      regions.push_back(Region{{}, false});
+      written = {st.out[2]};
+      read.clear();
+    }
+  }
+  return regions;
+}
+
+// The candidates whose lu is factored alone (not together with another lu of its region).
+PermFolds perm_folds(const Program& b, bool single) {
+  PermFolds f = perm_candidates(b, single);
+  if (f.lu.empty()) return f;
+  for (const Region& r : split_regions(b, single, PermFolds{})) {
+    for (const Step* st : r.steps) {
+      auto l = f.lu.find(st);
+      if (l == f.lu.end()) continue;
+      bool alone = true;
+      for (const Step* o : r.steps) alone = alone && (o == st || !together_with(b, *st, *o, single));
+      if (alone) continue;
+      for (auto s = f.solves.begin(); s != f.solves.end();)
+        s = s->second == l->second ? f.solves.erase(s) : std::next(s);
+      std::erase_if(f.skipped, [&](const Step* t) { return !t->in.empty() && t->in[0] == st->out[1]; });
+      f.lu.erase(l);
+    }
+  }
+  return f;
 }
 
 }  // namespace
 
 WorkgroupSteps workgroup_steps(const Program& b, const std::vector<Loc>& loc, bool single, std::int64_t wg,
                                const std::string& barrier, bool f64_math, Shader& sh) {
-  // regions: a step that reads or writes what an earlier step of the region writes, or writes
-  // what it reads, starts a new one after a barrier (but a solve chained onto the one before it)
-  std::vector<std::vector<const Step*>> regions(1);
-  std::set<int> written, read;  // buffers since the last barrier
-  for (const Step& st : b.steps) {
-    if (st.kind == Step::Kind::free) continue;
-    bool need = false;
-    const bool chained = !regions.back().empty() && column_chained(b, *regions.back().back(), st, single);
-    for (int o : st.out) need = need || written.count(o) || read.count(o);
-    for (std::size_t i = 0; i < st.in.size(); ++i) need = need || (written.count(st.in[i]) && !(chained && i == 1));
-    if (need) {
-      regions.emplace_back();
-      written.clear();
-      read.clear();
-    }
-    for (int i : st.in) read.insert(i);
-    written.insert(st.out.begin(), st.out.end());
-    regions.back().push_back(&st);
-  }
+  const PermFolds folds = perm_folds(b, single);
   WorkgroupSteps out;
-  for (std::size_t r = 0; r < regions.size(); ++r) {
-    if (r) out.code += barrier, ++out.barriers;
-    out.code += region_code(b, regions[r], loc, single, wg, barrier, f64_math, sh, out.iterations);
+  for (const auto& [lu, name] : folds.lu)
+    out.code += fmt::format("int {}[{}];\n", name, b.routines[lu->index].in[0].shape.back());
+  bool first = true;
+  for (const Region& r : split_regions(b, single, folds)) {
+    if (r.steps.empty()) continue;
+    if (!first && r.barrier) out.code += barrier, ++out.barriers;
+    first = false;
+    out.code += region_code(b, r.steps, loc, single, wg, barrier, f64_math, sh, out.iterations, folds);
   }
   return out;
 }
