@@ -230,6 +230,13 @@ std::string cholesky_together(const MatrixCode& c, const LoadFn& load, const InP
 // A job with `perm` (the only job) keeps its pivots in the int array of that name, declared by the
 // caller, and writes no P: P's storage is only its working buffer. Every invocation holds the same
 // pivots, and the code ends with a barrier after the factors' last write (the det is written after).
+// The pivot steps unrolled up to kOwnRows rows where the device unrolls: each step's column a
+// constant, so its pivot search loads only the rows below it (JX_VK_WG_LU_UNROLL=0: a loop).
+bool unrolled_pivots(std::int64_t n) {
+  static const bool on = !env_is_zero("JX_VK_WG_LU_UNROLL");
+  return on && unroll_loops() && n <= kOwnRows;
+}
+
 struct LuJob {
   MatrixCode c;
   const LoadFn& load;
@@ -244,6 +251,7 @@ std::string lu_together(const std::vector<LuJob>& jobs, const Together& all) {
   const std::string& folded = jobs[0].perm;
   if (!folded.empty() && q > 1) throw Error("lu_together: a job that keeps its pivots must be the only one");
   const std::string pn = folded.empty() ? "p_" : folded;
+  const std::string ul = unrolled_pivots(n) ? "[[unroll]] " : "";
   Together w = all;
   if (q > 1) w.wg = all.wg / q, w.lane = "gq_";
   auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
@@ -261,7 +269,7 @@ std::string lu_together(const std::vector<LuJob>& jobs, const Together& all) {
     // the pivot search: every row's |X[r][k]| loaded (independent loads), rows above k ignored
     std::string s = fmt::format("  int v_ = k_;\n  {} b_ = abs({});\n", c.t, X.get(f("k_", "k_")));
     s +=
-        fmt::format("  for (int r_ = 1; r_ < {}; ++r_) {{\n    const {} a_ = abs({});\n", n, c.t, X.get(f("r_", "k_")));
+        fmt::format("  {}for (int r_ = 1; r_ < {}; ++r_) {{\n    const {} a_ = abs({});\n", ul, n, c.t, X.get(f("r_", "k_")));
     s += "    if (r_ > k_ && a_ > b_) {\n      b_ = a_;\n      v_ = r_;\n    }\n  }\n";
     s += fmt::format(
         "  if (v_ != k_) {{\n    int w_ = {0}[k_]; {0}[k_] = {0}[v_]; {0}[v_] = w_;\n    det_ = -det_;\n  }}\n", pn);
@@ -283,7 +291,7 @@ std::string lu_together(const std::vector<LuJob>& jobs, const Together& all) {
          return step(j, InPlace{j.load, j.store, 0, "ma_"}, second(j));
        }) +
        "}\n" + all.barrier;
-  s += fmt::format("for (int c_ = 1; c_ < {}; c_ += 2) {{\n{{\nconst int k_ = c_;\n", n);
+  s += fmt::format("{}for (int c_ = 1; c_ < {}; c_ += 2) {{\n{{\nconst int k_ = c_;\n", ul, n);
   s += each([&](const LuJob& j) { return step(j, second(j), first(j)); }) + "}\n" + all.barrier;
   s += fmt::format("if (c_ + 1 < {}) {{\nconst int k_ = c_ + 1;\n", n);
   s += each([&](const LuJob& j) { return step(j, first(j), second(j)); }) + "}\n" + all.barrier + "}\n";
