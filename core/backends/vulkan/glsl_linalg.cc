@@ -230,8 +230,12 @@ std::string cholesky_together(const MatrixCode& c, const LoadFn& load, const InP
 // A job with `perm` (the only job) keeps its pivots in the int array of that name, declared by the
 // caller, and writes no P: P's storage is only its working buffer. Every invocation holds the same
 // pivots, and the code ends with a barrier after the factors' last write (the det is written after).
-// The pivot steps unrolled up to kOwnRows rows where the device unrolls: each step's column a
-// constant, so its pivot search loads only the rows below it (JX_VK_WG_LU_UNROLL=0: a loop).
+// The pivot steps of a lu factored alone unrolled up to kOwnRows rows where the device unrolls:
+// each step's column a constant, so its pivot search loads only the rows below it. H200, N =
+// 102400, median of 3 interleaved rounds (bench/results/2026-11-28-h200-lu-unroll): the m = 13
+// filter 8.81 -> 7.75 ms, smoother 11.42 -> 10.38 ms, m = 16 filter 13.04 -> 10.78 ms. Two lus
+// factored together (the gradient's transposed combine) stay a loop: unrolled, the m = 13
+// gradient at N = 1600 took 2.35 against 2.26 ms. JX_VK_WG_LU_UNROLL=0: a loop.
 bool unrolled_pivots(std::int64_t n) {
   static const bool on = !env_is_zero("JX_VK_WG_LU_UNROLL");
   return on && unroll_loops() && n <= kOwnRows;
@@ -251,7 +255,7 @@ std::string lu_together(const std::vector<LuJob>& jobs, const Together& all) {
   const std::string& folded = jobs[0].perm;
   if (!folded.empty() && q > 1) throw Error("lu_together: a job that keeps its pivots must be the only one");
   const std::string pn = folded.empty() ? "p_" : folded;
-  const std::string ul = unrolled_pivots(n) ? "[[unroll]] " : "";
+  const std::string ul = q == 1 && unrolled_pivots(n) ? "[[unroll]] " : "";
   Together w = all;
   if (q > 1) w.wg = all.wg / q, w.lane = "gq_";
   auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
