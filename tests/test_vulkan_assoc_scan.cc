@@ -1,6 +1,8 @@
 // Associative scans on vulkan (part of the test_vulkan_scan binary): the blocked, cooperative and
 // Kogge-Stone forms, their dispatch counts, and values against the interpreter, around every
 // level's edge, in every leaf dtype, forward and reverse.
+#include <array>
+
 #include <fmt/format.h>
 
 #include "core/instrument/instrument.h"
@@ -249,6 +251,66 @@ TEST_P(VulkanCoopLoops, CooperativeFormThroughScratchAndStaging) {
       for (std::size_t c = 0; c < 5; ++c) ASSERT_EQ(g0[i * 5 + c], x1[first * 5 + c]) << i << " " << reverse;
       for (std::size_t c = 0; c < 3000; c += 599) ASSERT_EQ(g1[i * 3000 + c], x0[i * 3000 + c]) << i << " " << reverse;
     }
+  }
+}
+
+// The cooperative combine's temporaries share words where their lives do not meet (glsl_assoc_coop.cc:
+// buffer_lives): affine maps x ↦ M x + v composed with M_b M_a taken through 16 products with a
+// cyclic permutation of order 16 (exact), each a 16 × 16 temporary read only by the next. In the WebGPU profile's 4096
+// words of workgroup memory every temporary its own words (JX_VK_COOP_REUSE=0) spills them into
+// global scratch; shared, they fit workgroup memory with room to spare. Values bit for bit the same,
+// and the oracle's.
+TEST(VulkanAssociativeScan, CooperativeTemporariesShareWords) {
+  using V = std::vector<Array>;
+  const std::int64_t m = 16, n = 40;
+  auto compose = [](const V& a, const V& b) {
+    Array p = np::matmul(b[0], a[0]);
+    // Q turns the columns by one: P Q^16 = P exactly, and each product moves every entry (so a
+    // temporary sharing words with one still read would show)
+    const Array k = lax::iota(DType::int32, {m, m}, 0), j = lax::iota(DType::int32, {m, m}, 1);
+    const Array q = np::astype(np::logical_or(np::equal(j - k, 1), np::equal(k - j, m - 1)), p.dtype());
+    for (int i = 0; i < 16; ++i) p = np::matmul(p, q);
+    return V{p, np::einsum("nij,nj->ni", b[0], a[1]) + b[1]};
+  };
+  const ScopedEnv chunk("JX_VK_COOP_CHUNK", "4"), forced("JX_VK_ASSOC", "coop");
+  vulkan::set_limits("webgpu");
+  V in, want;
+  {
+    DefaultDeviceScope cpu("cpu");
+    const Array i = lax::iota(DType::int32, {m, m}, 0), j = lax::iota(DType::int32, {m, m}, 1);
+    const Array G = np::eye(m, {}, 0, DType::float32) * 0.9 + np::sin(np::astype(i * 3 + j, DType::float32)) * 0.01;
+    in = {np::broadcast_to(G, {n, m, m}) + np::reshape(np::cos(np::arange(0, n, 1, DType::float32)), {n, 1, 1}) * 0.01 *
+                                               np::eye(m, {}, 0, DType::float32),
+          np::reshape(np::sin(np::arange(0, n * m, 1, DType::float32)), {n, m})};
+    want = lax::associative_scan(compose, in);
+  }
+  const V ev = on(in, "vulkan");
+  auto bytes = [](const std::string& log, const std::string& what) {
+    const std::size_t at = log.find(" bytes of " + what), sp = log.rfind(' ', at - 1);
+    return at == std::string::npos ? std::int64_t{0} : std::stoll(log.substr(sp + 1, at - sp - 1));
+  };
+  std::array<V, 2> got;
+  std::array<std::int64_t, 2> shared{}, scratch{};
+  for (int reuse = 0; reuse < 2; ++reuse) {
+    const ScopedEnv words("JX_VK_COOP_REUSE", reuse ? "1" : "0");
+    clear_caches();  // shaders are rendered at compile time
+    const int level = debug_level();
+    set_debug(1);  // the plan's reason names its workgroup memory and scratch
+    ::testing::internal::CaptureStderr();
+    got[reuse] = jit([&](const V& x) { return lax::associative_scan(compose, x); })(ev);
+    (void)vals(got[reuse][0]);
+    const std::string log = ::testing::internal::GetCapturedStderr();
+    set_debug(level);
+    ASSERT_NE(log.find("cooperative"), std::string::npos) << log;
+    shared[reuse] = bytes(log, "workgroup memory");
+    scratch[reuse] = bytes(log, "scratch");
+  }
+  EXPECT_GT(scratch[0], 0);
+  EXPECT_EQ(scratch[1], 0);
+  EXPECT_LT(shared[1] + scratch[1], (shared[0] + scratch[0]) / 2);
+  for (std::size_t o = 0; o < want.size(); ++o) {
+    EXPECT_EQ(vals(got[1][o]), vals(got[0][o])) << o;
+    EXPECT_TRUE(all_close(got[1][o], vals(want[o]), 1e-4, 1e-4)) << o;
   }
 }
 

@@ -19,6 +19,9 @@
 // N = 102400: the m = 13 filter 10.16 -> 9.42 ms, m = 8 2.48 -> 2.25 ms; JX_VK_COOP_PREFETCH=0:
 // not, for measuring).
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <set>
 #include <cstdlib>
 #include <fmt/format.h>
 
@@ -40,6 +43,37 @@ struct CoopLayout {
   std::int64_t wg = kWorkgroup;
 };
 
+// When a buffer's words are in use, in barrier epochs of the combine (step_epochs): a temporary from
+// the epoch of the step that writes it to that of its last reader, anything else (the leaves, the
+// staging buffers, the combine's results) throughout. Buffers whose lives do not meet share words
+// (JX_VK_COOP_REUSE=0: none do, for measuring): the m = 13 gradient's transposed combine has ~60
+// temporary 13 × 13 matrices, few of them alive at once.
+struct Life {
+  int from = 0, to = INT_MAX;
+  bool meets(const Life& o) const { return from <= o.to && o.from <= to; }
+};
+std::vector<Life> buffer_lives(const Program& b, int count, int first_temporary) {
+  std::vector<Life> life(count);
+  if (env_is_zero("JX_VK_COOP_REUSE")) return life;
+  const std::vector<int> epoch = step_epochs(b, false);
+  std::vector<int> written(count, -1), first_read(count, INT_MAX), last_read(count, -1);
+  for (std::size_t s = 0; s < b.steps.size(); ++s) {
+    if (epoch[s] < 0) continue;
+    for (int o : b.steps[s].out) written[o] = epoch[s];
+    for (int i : b.steps[s].in) {
+      first_read[i] = std::min(first_read[i], epoch[s]);
+      last_read[i] = std::max(last_read[i], epoch[s]);
+    }
+  }
+  const std::set<int> results(b.outputs.begin(), b.outputs.end());
+  for (int i = first_temporary; i < static_cast<int>(b.buffers.size()) && i < count; ++i) {
+    if (results.count(i)) continue;
+    const int from = written[i] >= 0 ? written[i] : first_read[i] < INT_MAX ? first_read[i] : 0;
+    life[i] = Life{from, std::max(from, last_read[i])};
+  }
+  return life;
+}
+
 CoopLayout coop_layout(const AssocProgram& ap, const AssocShader& layout, std::int64_t shared_words_max) {
   const Program& b = ap.body;
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
@@ -58,19 +92,31 @@ CoopLayout coop_layout(const AssocProgram& ap, const AssocShader& layout, std::i
     if (rank(x) != rank(y)) return rank(x) < rank(y);
     return shared_words(L.loc[x].aval) < shared_words(L.loc[y].aval);
   });
+  const std::vector<Life> life = buffer_lives(b, static_cast<int>(L.loc.size()), nc + 2 * k);
+  std::vector<int> placed;
+  // the lowest words from `lo` (below `cap`) that no placed buffer of home h whose life meets i's holds
+  auto first_fit = [&](Home h, std::int64_t lo, std::int64_t cap, int i, std::int64_t w) -> std::int64_t {
+    std::vector<std::pair<std::int64_t, std::int64_t>> taken;
+    for (int j : placed)
+      if (L.loc[j].home == h && life[j].meets(life[i]))
+        taken.emplace_back(L.loc[j].base, L.loc[j].base + shared_words(L.loc[j].aval));
+    std::sort(taken.begin(), taken.end());
+    std::int64_t at = lo;
+    for (const auto& [from, to] : taken) {
+      if (at + w <= from) break;
+      at = std::max(at, to);
+    }
+    return at + w <= cap ? at : -1;
+  };
   std::int64_t widest = 1;
   for (int i : order) {
     const std::int64_t w = shared_words(L.loc[i].aval);
     widest = std::max(widest, L.loc[i].aval.size());
-    if (L.smem + w <= shared_words_max) {
-      L.loc[i].home = Home::shared;
-      L.loc[i].base = L.smem;
-      L.smem += w;
-    } else {
-      L.loc[i].home = Home::scratch;
-      L.loc[i].base = L.scratch;
-      L.scratch += w;
-    }
+    const std::int64_t at = first_fit(Home::shared, 0, shared_words_max, i, w);
+    L.loc[i].home = at >= 0 ? Home::shared : Home::scratch;
+    L.loc[i].base = at >= 0 ? at : first_fit(Home::scratch, 0, INT64_MAX, i, w);
+    (at >= 0 ? L.smem : L.scratch) = std::max(at >= 0 ? L.smem : L.scratch, L.loc[i].base + w);
+    placed.push_back(i);
   }
   // an invocation per element of the widest buffer, in whole warps of 32, 32 to 256 (JX_VK_COOP_WG
   // overrides): no idle warps, so more workgroups fit a multiprocessor. H200, m = 13 (169 entries)

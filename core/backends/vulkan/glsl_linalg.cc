@@ -272,8 +272,8 @@ std::string lu_together(const std::vector<LuJob>& jobs, const Together& all) {
     const MatrixCode& c = jb.c;
     // the pivot search: every row's |X[r][k]| loaded (independent loads), rows above k ignored
     std::string s = fmt::format("  int v_ = k_;\n  {} b_ = abs({});\n", c.t, X.get(f("k_", "k_")));
-    s +=
-        fmt::format("  {}for (int r_ = 1; r_ < {}; ++r_) {{\n    const {} a_ = abs({});\n", ul, n, c.t, X.get(f("r_", "k_")));
+    s += fmt::format("  {}for (int r_ = 1; r_ < {}; ++r_) {{\n    const {} a_ = abs({});\n", ul, n, c.t,
+                     X.get(f("r_", "k_")));
     s += "    if (r_ > k_ && a_ > b_) {\n      b_ = a_;\n      v_ = r_;\n    }\n  }\n";
     s += fmt::format(
         "  if (v_ != k_) {{\n    int w_ = {0}[k_]; {0}[k_] = {0}[v_]; {0}[v_] = w_;\n    det_ = -det_;\n  }}\n", pn);

@@ -304,6 +304,19 @@ PermFolds perm_folds(const Program& b, bool single) {
 
 }  // namespace
 
+std::vector<int> step_epochs(const Program& b, bool single) {
+  std::vector<int> epoch(b.steps.size(), -1);
+  int e = 0;
+  bool first = true;
+  for (const Region& r : split_regions(b, single, perm_folds(b, single))) {
+    if (r.steps.empty()) continue;
+    if (!first && r.barrier) ++e;
+    first = false;
+    for (const Step* st : r.steps) epoch[static_cast<std::size_t>(st - b.steps.data())] = e;
+  }
+  return epoch;
+}
+
 WorkgroupSteps workgroup_steps(const Program& b, const std::vector<Loc>& loc, bool single, std::int64_t wg,
                                const std::string& barrier, bool f64_math, Shader& sh) {
   const PermFolds folds = perm_folds(b, single);

@@ -46,6 +46,11 @@ struct WorkgroupSteps {
   int barriers = 0;             // emitted between steps (none before the first, none after the last)
   std::int64_t iterations = 0;  // loop iterations one invocation runs (llvmpipe's limit counts them)
 };
+// The barrier epoch of each step of `b` (by index; −1: a free step or one not run) as
+// workgroup_steps emits them: steps of one epoch run between the same two barriers, so a buffer
+// whose last reader runs in epoch e can share its words with one first written after e.
+std::vector<int> step_epochs(const Program& b, bool single);
+
 // Every step of `b` (free steps skipped), buffers at `loc`; `barrier` is the code of one barrier.
 WorkgroupSteps workgroup_steps(const Program& b, const std::vector<Loc>& loc, bool single, std::int64_t wg,
                                const std::string& barrier, bool f64_math, Shader& sh);
