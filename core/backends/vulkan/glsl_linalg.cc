@@ -236,9 +236,10 @@ std::string cholesky_together(const MatrixCode& c, const LoadFn& load, const InP
 // filter 8.81 -> 7.75 ms, smoother 11.42 -> 10.38 ms, m = 16 filter 13.04 -> 10.78 ms. Two lus
 // factored together (the gradient's transposed combine) stay a loop: unrolled, the m = 13
 // gradient at N = 1600 took 2.35 against 2.26 ms. JX_VK_WG_LU_UNROLL=0: a loop.
-bool unrolled_pivots(std::int64_t n) {
-  static const bool on = !env_is_zero("JX_VK_WG_LU_UNROLL");
-  return on && unroll_loops() && n <= kOwnRows;
+// (JX_VK_WG_LU_UNROLL=2: lus factored together too, for measuring.)
+bool unrolled_pivots(std::int64_t n, std::int64_t jobs) {
+  static const std::int64_t mode = env_int("JX_VK_WG_LU_UNROLL", 1);
+  return (mode == 2 || (mode == 1 && jobs == 1)) && unroll_loops() && n <= kOwnRows;
 }
 
 struct LuJob {
@@ -255,7 +256,7 @@ std::string lu_together(const std::vector<LuJob>& jobs, const Together& all) {
   const std::string& folded = jobs[0].perm;
   if (!folded.empty() && q > 1) throw Error("lu_together: a job that keeps its pivots must be the only one");
   const std::string pn = folded.empty() ? "p_" : folded;
-  const std::string ul = q == 1 && unrolled_pivots(n) ? "[[unroll]] " : "";
+  const std::string ul = unrolled_pivots(n, q) ? "[[unroll]] " : "";
   Together w = all;
   if (q > 1) w.wg = all.wg / q, w.lane = "gq_";
   auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };

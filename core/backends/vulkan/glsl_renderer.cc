@@ -296,6 +296,13 @@ std::string decompose(const Shape& dims, const std::vector<std::string>& names, 
   return s;
 }
 
+// A reduced dimension of up to 16 elements unrolled where the device unrolls (the products of
+// small matrices in a cooperative combine; JX_VK_UNROLL_REDUCE=0: a loop, for measuring).
+std::string unrolled_reduction(std::int64_t n) {
+  static const bool on = !env_is_zero("JX_VK_UNROLL_REDUCE");
+  return on && unroll_loops() && n <= 16 ? "[[unroll]] " : "";
+}
+
 std::string loop_open(const std::string& var, std::int64_t n, const std::string& ind, Shader& sh) {
   sh.max_loop = std::max(sh.max_loop, n);
   return fmt::format("{0}for (int {1} = 0; {1} < {2}; ++{1}) {{\n", ind, var, n);
@@ -388,7 +395,7 @@ std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Sha
   int count = 0;
   for (std::size_t d = 0; d < k.space.size(); ++d)
     if (is_red(d)) {
-      s += loop_open(fmt::format("i{}", d), k.space[d], ind, sh);
+      s += ind + unrolled_reduction(k.space[d]) + loop_open(fmt::format("i{}", d), k.space[d], "", sh);
       sh.loop_iterations = std::max<std::int64_t>(sh.loop_iterations, 1) * k.space[d];
       ind += "  ";
       ++count;
