@@ -163,7 +163,8 @@ TEST(VulkanLinalg, InverseInAnAssociativeCombineStaysOnTheDevice) {
 // cooperative combine the LU keeps its pivots in registers and writes no P, no transpose of P runs,
 // and the unit-lower solve reads Pᵀ from the pivots: two barriers fewer between the combine's
 // steps, and the unfolded form's values bit for bit (JX_VK_FOLD_PERM=0), on matrices whose LUs
-// exchange rows at every pivot.
+// exchange rows at every pivot; so do the LU's two forms (entries in registers, or the whole
+// matrix through workgroup memory at each pivot: JX_VK_WG_LU_REGS=0).
 TEST(VulkanLinalg, InversePermutationFoldsIntoItsSolves) {
   using E = std::vector<Array>;
   auto compose = [](const E& a, const E& b) {
@@ -190,10 +191,11 @@ TEST(VulkanLinalg, InversePermutationFoldsIntoItsSolves) {
       const Array vs = np::cos(np::reshape(np::arange(0, n * m, 1, d), {n, m}));
       const E want = lax::associative_scan(compose, E{Ms, vs});
       auto v = on({Ms, vs}, "vulkan");
-      std::array<E, 2> got;
-      std::array<int, 2> bars{};
-      for (int folded = 0; folded < 2; ++folded) {
+      std::array<E, 3> got;  // unfolded, folded, folded with the LU's ping-pong form
+      std::array<int, 3> bars{};
+      for (int folded = 0; folded < 3; ++folded) {
         const jxt::ScopedEnv fold("JX_VK_FOLD_PERM", folded ? "1" : "0");
+        const jxt::ScopedEnv regs("JX_VK_WG_LU_REGS", folded == 2 ? "0" : "1");
         clear_caches();  // shaders are rendered at compile time
         auto js = jit([&](const Array& a, const Array& b) { return lax::associative_scan(compose, E{a, b}); });
         // the plan's reason, logged at compile time: "associative_scan on vulkan: ... cooperative: ..."
@@ -213,6 +215,7 @@ TEST(VulkanLinalg, InversePermutationFoldsIntoItsSolves) {
       const double tol = d == DType::float64 ? 1e-9 : 2e-3;
       for (std::size_t o = 0; o < want.size(); ++o) {
         EXPECT_EQ(vals(got[1][o]), vals(got[0][o])) << at << " output " << o;
+        EXPECT_EQ(vals(got[2][o]), vals(got[0][o])) << at << " output " << o;
         EXPECT_TRUE(all_close(got[1][o], vals(want[o]), tol, tol)) << at << " output " << o;
       }
     }

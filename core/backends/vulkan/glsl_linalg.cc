@@ -251,63 +251,143 @@ struct LuJob {
   std::string perm = {};
 };
 
-std::string lu_together(const std::vector<LuJob>& jobs, const Together& all) {
-  const std::int64_t n = jobs[0].c.n, q = static_cast<std::int64_t>(jobs.size());
-  const std::string& folded = jobs[0].perm;
-  if (!folded.empty() && q > 1) throw Error("lu_together: a job that keeps its pivots must be the only one");
-  const std::string pn = folded.empty() ? "p_" : folded;
-  const std::string ul = unrolled_pivots(n, q) ? "[[unroll]] " : "";
-  Together w = all;
-  if (q > 1) w.wg = all.wg / q, w.lane = "gq_";
-  auto f = [&](const std::string& i, const std::string& j) { return fmt::format("({}) * {} + ({})", i, n, j); };
-  auto each = [&](const std::function<std::string(const LuJob&)>& code) {
+// What both forms of the workgroup LU share: the jobs, their sizes, the pivots' array, the loops'
+// unrolling, the invocations of one job (w) and of all (all).
+struct LuForm {
+  const std::vector<LuJob>& jobs;
+  std::int64_t n, q;
+  std::string pn, ul;
+  Together w, all;
+  std::string f(const std::string& i, const std::string& j) const { return fmt::format("({}) * {} + ({})", i, n, j); }
+  std::string each(const std::function<std::string(const LuJob&)>& code) const {
     if (q == 1) return code(jobs[0]);
     std::string s;
     for (std::int64_t g = 0; g < q; ++g)
       s += fmt::format("{}if (g_ == {}) {{\n", g ? "else " : "", g) + code(jobs[g]) + "}";
     return s + "\n";
-  };
+  }
+};
+
+// The steps through workgroup memory: each pivot reads the whole matrix from one buffer and
+// writes it, exchanged and eliminated, to the other (F and P in turn).
+std::string lu_ping_pong(const LuForm& L) {
+  const std::int64_t n = L.n;
   auto first = [&](const LuJob& j) -> const InPlace& { return n % 2 == 0 ? j.F : j.P; };
   auto second = [&](const LuJob& j) -> const InPlace& { return n % 2 == 0 ? j.P : j.F; };
   auto step = [&](const LuJob& jb, const InPlace& X, const InPlace& Y) {
     const MatrixCode& c = jb.c;
+    auto f = [&](const std::string& i, const std::string& j) { return L.f(i, j); };
     // the pivot search: every row's |X[r][k]| loaded (independent loads), rows above k ignored
     std::string s = fmt::format("  int v_ = k_;\n  {} b_ = abs({});\n", c.t, X.get(f("k_", "k_")));
-    s += fmt::format("  {}for (int r_ = 1; r_ < {}; ++r_) {{\n    const {} a_ = abs({});\n", ul, n, c.t,
+    s += fmt::format("  {}for (int r_ = 1; r_ < {}; ++r_) {{\n    const {} a_ = abs({});\n", L.ul, n, c.t,
                      X.get(f("r_", "k_")));
     s += "    if (r_ > k_ && a_ > b_) {\n      b_ = a_;\n      v_ = r_;\n    }\n  }\n";
     s += fmt::format(
-        "  if (v_ != k_) {{\n    int w_ = {0}[k_]; {0}[k_] = {0}[v_]; {0}[v_] = w_;\n    det_ = -det_;\n  }}\n", pn);
+        "  if (v_ != k_) {{\n    int w_ = {0}[k_]; {0}[k_] = {0}[v_]; {0}[v_] = w_;\n    det_ = -det_;\n  }}\n", L.pn);
     s += fmt::format("  const {} d_ = {};\n", c.t, X.get(f("v_", "k_")));
     std::string e = fmt::format("const int r_ = t_ / {0}, j_ = t_ % {0};\n", n);
     e += "const int s_ = r_ == k_ ? v_ : r_ == v_ ? k_ : r_;\n";
     e += fmt::format("{} x_ = {};\n", c.t, X.get(f("s_", "j_")));
     e += fmt::format("if (r_ > k_ && j_ >= k_ && d_ != {}(0))\n", c.t);
     e += fmt::format("  x_ = j_ == k_ ? x_ / d_ : x_ - ({} / d_) * {};\n", X.get(f("s_", "k_")), X.get(f("v_", "j_")));
-    return s + w.strided(std::to_string(n * n), e + Y.set("t_", "x_"));
+    return s + L.w.strided(std::to_string(n * n), e + Y.set("t_", "x_"));
   };
+  // pivot 0 reads the input itself (no copy of it first), then pivots 1, 2, ... in turn
+  std::string s = "{\nconst int k_ = 0;\n";
+  s += L.each([&](const LuJob& j) {
+    return step(j, InPlace{j.load, j.store, 0, "ma_"}, second(j));
+  }) + "}\n" +
+       L.all.barrier;
+  s += fmt::format("{}for (int c_ = 1; c_ < {}; c_ += 2) {{\n{{\nconst int k_ = c_;\n", L.ul, n);
+  s += L.each([&](const LuJob& j) { return step(j, second(j), first(j)); }) + "}\n" + L.all.barrier;
+  s += fmt::format("if (c_ + 1 < {}) {{\nconst int k_ = c_ + 1;\n", n);
+  return s + L.each([&](const LuJob& j) { return step(j, first(j), second(j)); }) + "}\n" + L.all.barrier + "}\n";
+}
+
+// The steps with each invocation's entries in its registers: rows stay where they are, the
+// pivots' array maps positions to rows (exchanged as the oracle exchanges rows, so the same pivots
+// from the same values), and an entry (r, j) whose row holds position > k is eliminated in place,
+//   j = k: x / d;   j > k: x − (X[r][k] / d) X[p_k][j],   d = X[p_k][k],
+// the same operations as lu_code. Step k reads column k and the pivot row and writes the entries
+// right of column k below the pivot (the only ones read again): one buffer (P's storage), one
+// barrier a step, and no step for the last pivot (it changes nothing). The last step stores the
+// factors, row r at its position, before its barrier.
+std::string lu_in_registers(const LuForm& L) {
+  const std::int64_t n = L.n, nn = n * n, T = (nn + L.w.wg - 1) / L.w.wg;
+  const std::string& t = L.jobs[0].c.t;
+  std::string s;
+  for (std::int64_t u = 0; u < T; ++u)
+    s += fmt::format(
+        "const int t{0}_ = {1} + {2}, r{0}_ = t{0}_ / {3}, j{0}_ = t{0}_ % {3};\nint ps{0}_ = r{0}_;\n{4} "
+        "x{0}_ = {4}(0);\n",
+        u, L.w.lane, u * L.w.wg, n, t);
+  s += L.each([&](const LuJob& j) {
+    std::string b;
+    for (std::int64_t u = 0; u < T; ++u)
+      b += fmt::format("if (t{}_ < {}) x{}_ = {};\n", u, nn, u, j.load(0, fmt::format("ma_ + t{}_", u)));
+    return b;
+  });
+  auto step = [&](const LuJob& jb, bool input, bool store) {
+    auto X = [&](const std::string& r, const std::string& j) {
+      return input ? jb.load(0, "ma_ + " + L.f(r, j)) : jb.P.get(L.f(r, j));
+    };
+    std::string e = fmt::format("  int v_ = k_;\n  {} b_ = abs({});\n", t, X(L.pn + "[k_]", "k_"));
+    e += fmt::format("  {}for (int i_ = 1; i_ < {}; ++i_) {{\n    const {} a_ = abs({});\n", L.ul, n, t,
+                     X(L.pn + "[i_]", "k_"));
+    e += "    if (i_ > k_ && a_ > b_) {\n      b_ = a_;\n      v_ = i_;\n    }\n  }\n";
+    e += fmt::format(
+        "  if (v_ != k_) {{\n    int w_ = {0}[k_]; {0}[k_] = {0}[v_]; {0}[v_] = w_;\n    det_ = -det_;\n  }}\n", L.pn);
+    e += fmt::format("  const int pr_ = {}[k_];\n  const {} d_ = {};\n", L.pn, t, X("pr_", "k_"));
+    for (std::int64_t u = 0; u < T; ++u) {
+      const std::string x = fmt::format("x{}_", u), ps = fmt::format("ps{}_", u), r = fmt::format("r{}_", u),
+                        jj = fmt::format("j{}_", u);
+      e += fmt::format("  if (t{}_ < {}) {{\n", u, nn) +
+           fmt::format("  {0} = {0} == k_ ? v_ : {0} == v_ ? k_ : {0};\n", ps);
+      e += fmt::format("  if ({} > k_ && {} >= k_) {{\n", ps, jj);
+      e += fmt::format("    if (d_ != {}(0)) {} = {} == k_ ? {} / d_ : {} - ({} / d_) * {};\n", t, x, jj, x, x,
+                       X(r, "k_"), X("pr_", jj));
+      e += fmt::format("    if ({} > k_) {}", jj, jb.P.set(L.f(r, jj), x)) + "  }\n";
+      if (store) e += "  " + jb.F.set(L.f(ps, jj), x);
+      e += "  }\n";
+    }
+    return e;
+  };
+  s += "{\nconst int k_ = 0;\n" + L.each([&](const LuJob& j) { return step(j, true, n <= 2); }) + "}\n" + L.all.barrier;
+  if (n <= 2) return s;
+  s += fmt::format("{}for (int k_ = 1; k_ < {}; ++k_) {{\n", L.ul, n - 1);
+  s += L.each([&](const LuJob& j) { return step(j, false, false); });
+  s += fmt::format("if (k_ == {}) {{\n", n - 2) + L.each([&](const LuJob& j) {
+    std::string b;
+    for (std::int64_t u = 0; u < T; ++u)
+      b += fmt::format("if (t{}_ < {}) ", u, nn) +
+           j.F.set(L.f(fmt::format("ps{}_", u), fmt::format("j{}_", u)), fmt::format("x{}_", u));
+    return b;
+  });
+  return s + "}\n" + L.all.barrier + "}\n";
+}
+
+// JX_VK_WG_LU_REGS=0: the ping-pong form (read at each render: tests compare both).
+bool lu_registers() { return !env_is_zero("JX_VK_WG_LU_REGS"); }
+
+std::string lu_together(const std::vector<LuJob>& jobs, const Together& all) {
+  const std::int64_t n = jobs[0].c.n, q = static_cast<std::int64_t>(jobs.size());
+  const std::string& folded = jobs[0].perm;
+  if (!folded.empty() && q > 1) throw Error("lu_together: a job that keeps its pivots must be the only one");
+  LuForm L{jobs, n, q, folded.empty() ? "p_" : folded, unrolled_pivots(n, q) ? "[[unroll]] " : "", all, all};
+  if (q > 1) L.w.wg = all.wg / q, L.w.lane = "gq_";
   const MatrixCode& c0 = jobs[0].c;
-  std::string s = q > 1 ? fmt::format("const int g_ = lid / {0}, gq_ = lid - g_ * {0};\n", w.wg) : "";
+  std::string s = q > 1 ? fmt::format("const int g_ = lid / {0}, gq_ = lid - g_ * {0};\n", L.w.wg) : "";
   if (folded.empty()) s += fmt::format("int p_[{}];\n", n);
   s += fmt::format("{} det_ = {}(1);\n", c0.t, c0.t);
-  // pivot 0 reads the input itself (no copy of it first), then pivots 1, 2, ... in turn
-  s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) {}[q_] = q_;\n{{\nconst int k_ = 0;\n", n, pn);
-  s += each([&](const LuJob& j) {
-         return step(j, InPlace{j.load, j.store, 0, "ma_"}, second(j));
-       }) +
-       "}\n" + all.barrier;
-  s += fmt::format("{}for (int c_ = 1; c_ < {}; c_ += 2) {{\n{{\nconst int k_ = c_;\n", ul, n);
-  s += each([&](const LuJob& j) { return step(j, second(j), first(j)); }) + "}\n" + all.barrier;
-  s += fmt::format("if (c_ + 1 < {}) {{\nconst int k_ = c_ + 1;\n", n);
-  s += each([&](const LuJob& j) { return step(j, first(j), second(j)); }) + "}\n" + all.barrier + "}\n";
-  return s + each([&](const LuJob& j) {
-           const std::string p =
-               j.perm.empty()
-                   ? w.strided(std::to_string(n * n),
-                               j.P.set("t_", fmt::format("p_[t_ % {0}] == t_ / {0} ? {1}(1) : {1}(0)", n, j.c.t)))
-                   : "";
-           return p + "if (" + w.lane + " == 0) {\n" + j.store(2, j.mat, "det_") + "}\n";
-         });
+  s += fmt::format("for (int q_ = 0; q_ < {}; ++q_) {}[q_] = q_;\n", n, L.pn);
+  s += lu_registers() ? lu_in_registers(L) : lu_ping_pong(L);
+  return s + L.each([&](const LuJob& j) {
+    const std::string p =
+        j.perm.empty() ? L.w.strided(std::to_string(n * n),
+                                     j.P.set("t_", fmt::format("p_[t_ % {0}] == t_ / {0} ? {1}(1) : {1}(0)", n, j.c.t)))
+                       : "";
+    return p + "if (" + L.w.lane + " == 0) {\n" + j.store(2, j.mat, "det_") + "}\n";
+  });
 }
 
 // A workgroup's triangular solve (an invocation per column, the cooperative combine's inverse) in
