@@ -396,7 +396,6 @@ std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Sha
   for (std::size_t d = 0; d < k.space.size(); ++d)
     if (is_red(d)) {
       s += ind + unrolled_reduction(k.space[d]) + loop_open(fmt::format("i{}", d), k.space[d], "", sh);
-      sh.loop_iterations = std::max<std::int64_t>(sh.loop_iterations, 1) * k.space[d];
       ind += "  ";
       ++count;
     }
@@ -518,8 +517,7 @@ Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t G
       c, idx, [&](std::size_t d) { return reduced_dim(k, d); },
       [&](const std::string& v) { return store_code(k.out.dtype, "o_", v); });
   sh.glsl = s + "}\n";
-  sh.max_loop = sh.loop_iterations =
-      std::max<std::int64_t>((reduced + G * kWorkgroup - 1) / (G * kWorkgroup), split ? G : 0);
+  sh.max_loop = std::max<std::int64_t>((reduced + G * kWorkgroup - 1) / (G * kWorkgroup), split ? G : 0);
   return sh;
 }
 std::atomic<bool> g_unroll_loops{false};  // set_unroll_loops

@@ -19,11 +19,10 @@ constexpr std::int64_t kSplitReductionMin = 2049;
 
 struct Shader {
   std::string name, glsl;
-  int buffers = 0;                   // storage buffers bound (inputs + output)
-  std::int64_t invocations = 0;      // output elements
-  bool float64 = false;              // uses doubles (needs shaderFloat64)
-  std::int64_t max_loop = 0;         // trip count of the longest loop (a reduction's extent)
-  std::int64_t loop_iterations = 0;  // loop iterations one invocation runs in total (0: none)
+  int buffers = 0;               // storage buffers bound (inputs + output)
+  std::int64_t invocations = 0;  // output elements
+  bool float64 = false;          // uses doubles (needs shaderFloat64)
+  std::int64_t max_loop = 0;     // trip count of the longest loop (a reduction's extent)
   // > 0: one more storage buffer of this size, the last binding, zeroed once by the backend and
   // left zeroed by every dispatch (a split reduction's partials and counters)
   std::size_t scratch_bytes = 0;
