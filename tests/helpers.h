@@ -112,4 +112,23 @@ class ScopedEnv {
   bool had_ = false;
 };
 
+// What jx logs on stderr at debug level 1 while f runs (compiles; an associative scan's plan with
+// its form, barriers and memory), the debug level restored after.
+template <class F>
+std::string debug_log_of(F&& f) {
+  const int level = jx::debug_level();
+  jx::set_debug(1);
+  ::testing::internal::CaptureStderr();
+  try {
+    f();
+  } catch (...) {
+    (void)::testing::internal::GetCapturedStderr();
+    jx::set_debug(level);
+    throw;
+  }
+  std::string log = ::testing::internal::GetCapturedStderr();
+  jx::set_debug(level);
+  return log;
+}
+
 }  // namespace jxt

@@ -481,11 +481,8 @@ TEST(Passes, SimplifyRemovesIdentitiesDuplicatesAndDeadCode) {
 }
 
 TEST(Debug, LevelOneLogsCompiles) {
-  set_debug(1);
-  ::testing::internal::CaptureStderr();
-  (void)jit([](const Array& a) { return np::cos(a) * 3.0 - 1.0; }, {.name = "logged"})(f64({1.0}));
-  const std::string err = ::testing::internal::GetCapturedStderr();
-  set_debug(0);
+  const std::string err = jxt::debug_log_of(
+      [] { (void)jit([](const Array& a) { return np::cos(a) * 3.0 - 1.0; }, {.name = "logged"})(f64({1.0})); });
   EXPECT_NE(err.find("[jx] jit 'logged'"), std::string::npos) << err;
 }
 

@@ -294,13 +294,11 @@ TEST(VulkanAssociativeScan, CooperativeTemporariesShareWords) {
   for (int reuse = 0; reuse < 2; ++reuse) {
     const ScopedEnv words("JX_VK_COOP_REUSE", reuse ? "1" : "0");
     clear_caches();  // shaders are rendered at compile time
-    const int level = debug_level();
-    set_debug(1);  // the plan's reason names its workgroup memory and scratch
-    ::testing::internal::CaptureStderr();
-    got[reuse] = jit([&](const V& x) { return lax::associative_scan(compose, x); })(ev);
-    (void)vals(got[reuse][0]);
-    const std::string log = ::testing::internal::GetCapturedStderr();
-    set_debug(level);
+    // the plan's reason names its workgroup memory and scratch
+    const std::string log = jxt::debug_log_of([&] {
+      got[reuse] = jit([&](const V& x) { return lax::associative_scan(compose, x); })(ev);
+      (void)vals(got[reuse][0]);
+    });
     ASSERT_NE(log.find("cooperative"), std::string::npos) << log;
     shared[reuse] = bytes(log, "workgroup memory");
     scratch[reuse] = bytes(log, "scratch");

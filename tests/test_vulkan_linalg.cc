@@ -199,13 +199,10 @@ TEST(VulkanLinalg, InversePermutationFoldsIntoItsSolves) {
         clear_caches();  // shaders are rendered at compile time
         auto js = jit([&](const Array& a, const Array& b) { return lax::associative_scan(compose, E{a, b}); });
         // the plan's reason, logged at compile time: "associative_scan on vulkan: ... cooperative: ..."
-        const int level = debug_level();
-        set_debug(1);
-        ::testing::internal::CaptureStderr();
-        got[folded] = js(v[0], v[1]);
-        (void)vals(got[folded][0]);
-        const std::string log = ::testing::internal::GetCapturedStderr();
-        set_debug(level);
+        const std::string log = jxt::debug_log_of([&] {
+          got[folded] = js(v[0], v[1]);
+          (void)vals(got[folded][0]);
+        });
         EXPECT_NE(log.find("associative_scan on vulkan: "), std::string::npos) << log;
         bars[folded] = barriers(log);
       }

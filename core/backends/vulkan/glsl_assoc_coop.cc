@@ -113,9 +113,11 @@ CoopLayout coop_layout(const AssocProgram& ap, const AssocShader& layout, std::i
     const std::int64_t w = shared_words(L.loc[i].aval);
     widest = std::max(widest, L.loc[i].aval.size());
     const std::int64_t at = first_fit(Home::shared, 0, shared_words_max, i, w);
-    L.loc[i].home = at >= 0 ? Home::shared : Home::scratch;
-    L.loc[i].base = at >= 0 ? at : first_fit(Home::scratch, 0, INT64_MAX, i, w);
-    (at >= 0 ? L.smem : L.scratch) = std::max(at >= 0 ? L.smem : L.scratch, L.loc[i].base + w);
+    const bool shared = at >= 0;
+    L.loc[i].home = shared ? Home::shared : Home::scratch;
+    L.loc[i].base = shared ? at : first_fit(Home::scratch, 0, INT64_MAX, i, w);
+    std::int64_t& end = shared ? L.smem : L.scratch;  // words of the home in use
+    end = std::max(end, L.loc[i].base + w);
     placed.push_back(i);
   }
   // an invocation per element of the widest buffer, in whole warps of 32, 32 to 256 (JX_VK_COOP_WG

@@ -327,6 +327,10 @@ std::string lu_in_registers(const LuForm& L) {
       b += fmt::format("if (t{}_ < {}) x{}_ = {};\n", u, nn, u, j.load(0, fmt::format("ma_ + t{}_", u)));
     return b;
   });
+  // entry u of the factors, at its row's position (after the last step's update)
+  auto factor = [&](const LuJob& jb, std::int64_t u) {
+    return jb.F.set(L.f(fmt::format("ps{}_", u), fmt::format("j{}_", u)), fmt::format("x{}_", u));
+  };
   auto step = [&](const LuJob& jb, bool input, bool store) {
     auto X = [&](const std::string& r, const std::string& j) {
       return input ? jb.load(0, "ma_ + " + L.f(r, j)) : jb.P.get(L.f(r, j));
@@ -347,7 +351,7 @@ std::string lu_in_registers(const LuForm& L) {
       e += fmt::format("    if (d_ != {}(0)) {} = {} == k_ ? {} / d_ : {} - ({} / d_) * {};\n", t, x, jj, x, x,
                        X(r, "k_"), X("pr_", jj));
       e += fmt::format("    if ({} > k_) {}", jj, jb.P.set(L.f(r, jj), x)) + "  }\n";
-      if (store) e += "  " + jb.F.set(L.f(ps, jj), x);
+      if (store) e += "  " + factor(jb, u);
       e += "  }\n";
     }
     return e;
@@ -358,9 +362,7 @@ std::string lu_in_registers(const LuForm& L) {
   s += L.each([&](const LuJob& j) { return step(j, false, false); });
   s += fmt::format("if (k_ == {}) {{\n", n - 2) + L.each([&](const LuJob& j) {
     std::string b;
-    for (std::int64_t u = 0; u < T; ++u)
-      b += fmt::format("if (t{}_ < {}) ", u, nn) +
-           j.F.set(L.f(fmt::format("ps{}_", u), fmt::format("j{}_", u)), fmt::format("x{}_", u));
+    for (std::int64_t u = 0; u < T; ++u) b += fmt::format("if (t{}_ < {}) ", u, nn) + factor(j, u);
     return b;
   });
   return s + "}\n" + L.all.barrier + "}\n";
