@@ -89,6 +89,7 @@ void run(benchmark::State& st, const std::string& name, const std::string& be) {
     st.counters["submits"] = static_cast<double>(c.submits) / calls;
     st.counters["host_waits"] = static_cast<double>(c.host_waits) / calls;
     st.counters["barriers"] = static_cast<double>(c.barriers) / calls;
+    st.counters["buffers_created"] = static_cast<double>(c.buffers_created) / calls;
     st.counters["sets_written"] =
         static_cast<double>(c.descriptor_sets) / calls;  // descriptor sets not reused from an earlier call
     if (!jxbench::env("JX_VK_TIMING", "").empty()) {     // where the host's recording time goes, µs per call
@@ -96,6 +97,8 @@ void run(benchmark::State& st, const std::string& name, const std::string& be) {
       st.counters["host_driver_us"] = static_cast<double>(c.host_driver_ns) / calls * 1e-3;
       st.counters["host_submit_us"] = static_cast<double>(c.host_submit_ns) / calls * 1e-3;
       st.counters["host_alloc_us"] = static_cast<double>(c.host_alloc_ns) / calls * 1e-3;
+      st.counters["host_wait_us"] = static_cast<double>(c.host_wait_ns) / calls * 1e-3;
+      st.counters["host_retire_us"] = static_cast<double>(c.host_retire_ns) / calls * 1e-3;
     }
   }
 }

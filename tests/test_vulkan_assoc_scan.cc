@@ -312,6 +312,63 @@ TEST(VulkanAssociativeScan, CooperativeTemporariesShareWords) {
   }
 }
 
+// The cooperative form binds each leaf's input and output directly where 2k + 1 bindings (k
+// leaves; + 1 for scratch) are allowed: the first level reads the inputs and writes every
+// position's prefix, the others work in place on the outputs, and no copies pack and unpack the
+// leaves (glsl_assoc_coop.cc: LeafBuffers). Kalman elements (3 leaves: 7 bindings of the WebGPU
+// profile's 8), each map followed by a constant q of the combine (an argument of the jitted
+// function, still packed: one copy), n = 1 (no level: the outputs copied from the inputs), 2, 5,
+// 17 and 70 (strides 1, 4, 16, 64 and their fix-ups), both directions: bit for bit the packed
+// form's values, and the oracle's; the packed form copies 7 times (q, 3 leaves in, 3 out), the
+// direct one once (n = 1: 4).
+TEST(VulkanAssociativeScan, CooperativeLeavesBoundDirectly) {
+  using V = std::vector<Array>;
+  const ScopedEnv chunk("JX_VK_COOP_CHUNK", "4"), forced("JX_VK_ASSOC", "coop");
+  vulkan::set_limits("webgpu");
+  auto scan = [](const V& x, bool reverse) {
+    const Array q = x[3];
+    auto f = [q](const V& a, const V& b) {  // b's map after q: still associative
+      auto [A, c, S] = kcompose({a[0], a[1], a[2]}, {np::matmul(b[0], q), b[1], b[2]});
+      return V{A, c, S};
+    };
+    return lax::associative_scan(f, V{x[0], x[1], x[2]}, reverse);
+  };
+  for (std::int64_t n : {1, 2, 5, 17, 70}) {
+    V in, want[2];
+    {
+      DefaultDeviceScope cpu("cpu");
+      const auto [A, b, S] = kelems(static_cast<int>(n), DType::float32);
+      in = {A, b, S, np::eye(2, {}, 0, DType::float32) * 0.98 + np::eye(2, {}, 1, DType::float32) * 0.01};
+      for (int r = 0; r < 2; ++r) want[r] = scan(in, r == 1);
+    }
+    DefaultDeviceScope vk("vulkan");
+    const V ev = on(in, "vulkan");
+    for (bool reverse : {false, true}) {
+      std::array<V, 2> got;
+      for (int direct = 0; direct < 2; ++direct) {
+        const ScopedEnv bind("JX_VK_COOP_DIRECT", direct ? "1" : "0");
+        clear_caches();
+        vulkan::synchronize();
+        vulkan::reset_counters();
+        const std::string log = jxt::debug_log_of([&] {
+          got[direct] = jit([&](const V& x) { return scan(x, reverse); })(ev);
+          vulkan::synchronize();
+        });
+        const std::string where = fmt::format("n {} reverse {} direct {}", n, reverse, direct);
+        if (n > 1)
+          EXPECT_NE(log.find(direct ? "leaves bound directly" : "leaves packed into one buffer"), std::string::npos)
+              << where << "\n"
+              << log;
+        EXPECT_EQ(vulkan::counters().copies, direct ? (n == 1 ? 4u : 1u) : 7u) << where;
+        for (std::size_t o = 0; o < 3; ++o)
+          EXPECT_TRUE(all_close(got[direct][o], vals(want[reverse][o]), 1e-5, 1e-5)) << where << " leaf " << o;
+      }
+      for (std::size_t o = 0; o < 3; ++o)
+        EXPECT_EQ(vals(got[1][o]), vals(got[0][o])) << n << " " << reverse << " " << o;
+    }
+  }
+}
+
 // Every associative-scan path with every leaf dtype in one element, around every level's edge
 // (issue 27: the blocked shader put a float64 leaf of slot s at word 2·s·W instead of s·W, past
 // the end of workgroup memory from slot B/2 on; llvmpipe's slack after the array hid it, the

@@ -43,6 +43,29 @@ struct CoopLayout {
   std::int64_t wg = kWorkgroup;
 };
 
+// Where the leaves live in global memory: packed into one buffer `dst` at layout.leaf_words (run_assoc
+// copies them in and out), or (direct) each leaf in its own input li<l> and output lo<l>: the first
+// level (mode 2, mode 0 otherwise) reads the inputs and writes every position's prefix to the
+// outputs, and every other dispatch reads and writes the outputs in place. On the H200 the copies
+// took 0.52 ms of the m = 13 filter's 6.5 ms at N = 102400 each way (the pack before the scan, the
+// unpack after), twice that in the smoother (JX_VK_COOP_DIRECT=0: packed, for measuring).
+struct LeafBuffers {
+  const AssocShader& layout;
+  bool direct = false;
+  // `into` = leaf l's element at index idx (a statement)
+  std::string read(int l, DType d, const std::string& idx, const std::string& into) const {
+    if (!direct) return fmt::format("{} = {};\n", into, gread("dst", d, layout.leaf_words[l], idx));
+    const std::string in = fmt::format("li{}", l), out = fmt::format("lo{}", l);
+    return fmt::format("if (pc.mode == 2) {{\n{0} = {1};\n}} else {{\n{0} = {2};\n}}\n", into,
+                       gread(in.c_str(), d, 0, idx), gread(out.c_str(), d, 0, idx));
+  }
+  std::string write(int l, DType d, const std::string& idx, const std::string& v) const {
+    if (!direct) return gwrite(d, layout.leaf_words[l], idx, v, "dst");
+    const std::string out = fmt::format("lo{}", l);
+    return gwrite(d, 0, idx, v, out.c_str());
+  }
+};
+
 // When a buffer's words are in use, in barrier epochs of the combine (step_epochs): a temporary from
 // the epoch of the step that writes it to that of its last reader, anything else (the leaves, the
 // staging buffers, the combine's results) throughout. Buffers whose lives do not meet share words
@@ -132,7 +155,7 @@ CoopLayout coop_layout(const AssocProgram& ap, const AssocShader& layout, std::i
 // The shader's functions: load_(lid, side, i) fills the left (side 0) or right (1) leaves from
 // physical position i; combine_(lid) runs the combine's steps; commit_(lid, i, keep) stores the
 // results at position i and, with keep, makes them the left leaves (the running total).
-std::string coop_functions(const AssocProgram& ap, const AssocShader& layout, const CoopLayout& L,
+std::string coop_functions(const AssocProgram& ap, const LeafBuffers& leaves, const CoopLayout& L,
                            const LeafIndexFn& leaf_index, const std::string& barrier, const ScanLimits& lim, Shader& sh,
                            std::int64_t& per_combine, int& step_barriers) {
   const Program& b = ap.body;
@@ -143,9 +166,13 @@ std::string coop_functions(const AssocProgram& ap, const AssocShader& layout, co
   std::string s = "void load_(int lid, int side, int i) {\n";
   for (int l = 0; l < k; ++l) {
     const AVal& e = b.buffers[nc + l];
-    const std::string v = gread("dst", e.dtype, layout.leaf_words[l], leaf_index(l, "i", "e"));
-    s += "if (side == 0) {\n" + strided(e.size(), write_loc(L.loc[nc + l], nc + l, "e", v)) + "} else {\n" +
-         strided(e.size(), write_loc(L.loc[nc + k + l], nc + k + l, "e", v)) + "}\n";
+    const std::string idx = leaf_index(l, "i", "e");
+    const std::string v = fmt::format("{} v_;\n", gtype(e.dtype)) + leaves.read(l, e.dtype, idx, "v_");
+    // mode 2 (direct): a chunk's first position, the running total's start, is its own prefix
+    const std::string first =
+        leaves.direct ? "if (pc.mode == 2) {\n" + leaves.write(l, e.dtype, idx, "v_") + "}\n" : "";
+    s += "if (side == 0) {\n" + strided(e.size(), v + write_loc(L.loc[nc + l], nc + l, "e", "v_") + first) +
+         "} else {\n" + strided(e.size(), v + write_loc(L.loc[nc + k + l], nc + k + l, "e", "v_")) + "}\n";
     per_combine += 2 * iterations(e.size());
   }
   s += "}\nvoid combine_(int lid) {\n";
@@ -167,8 +194,8 @@ std::string coop_functions(const AssocProgram& ap, const AssocShader& layout, co
     const AVal& e = b.buffers[nc + l];
     const std::string v = read_loc(L.loc[from[l]], from[l], "e");
     s += strided(e.size(), fmt::format("{} v_ = {};\n", gtype(e.dtype), v) +
-                               gwrite(e.dtype, layout.leaf_words[l], leaf_index(l, "i", "e"), "v_", "dst") +
-                               "if (keep) {\n" + write_loc(L.loc[nc + l], nc + l, "e", "v_") + "}\n");
+                               leaves.write(l, e.dtype, leaf_index(l, "i", "e"), "v_") + "if (keep) {\n" +
+                               write_loc(L.loc[nc + l], nc + l, "e", "v_") + "}\n");
     per_combine += iterations(e.size());
   }
   return s + "}\n";
@@ -180,7 +207,7 @@ std::string coop_functions(const AssocProgram& ap, const AssocShader& layout, co
 // before it and stored after, so its global-memory latency overlaps that combine. "" where a side
 // would take over kPrefetchWords registers per invocation.
 constexpr std::int64_t kPrefetchWords = 16;
-std::string coop_prefetch(const AssocProgram& ap, const AssocShader& layout, const CoopLayout& L,
+std::string coop_prefetch(const AssocProgram& ap, const LeafBuffers& leaves, const CoopLayout& L,
                           const LeafIndexFn& leaf_index) {
   const Program& b = ap.body;
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
@@ -199,8 +226,7 @@ std::string coop_prefetch(const AssocProgram& ap, const AssocShader& layout, con
       decl += fmt::format("{} {}[{}];\n", gtype(e.dtype), reg, T);
       for (std::int64_t t = 0; t < T; ++t) {
         const std::string at = fmt::format("{{\nconst int e = lid + {};\nif (e < {}) ", t * L.wg, e.size());
-        fetch += at + fmt::format("{}[{}] = {};\n}}\n", reg, t,
-                                  gread("dst", e.dtype, layout.leaf_words[l], leaf_index(l, "i", "e")));
+        fetch += at + leaves.read(l, e.dtype, leaf_index(l, "i", "e"), fmt::format("{}[{}]", reg, t)) + "}\n";
         stash += at + "{\n" + write_loc(L.loc[buf], buf, "e", fmt::format("{}[{}]", reg, t)) + "}\n}\n";
       }
     }
@@ -230,7 +256,7 @@ struct CoopMain {
 // the fetched leaves right after the commit, with one barrier fewer a combine, measured the same.
 std::string coop_loops_split(const CoopMain& M, const std::string& barrier, bool ahead) {
   auto pos = [&](const std::string& p) { return M.phys(fmt::format("pc.s * ({}) + pc.s - 1", p)); };
-  std::string s = fmt::format("if (pc.mode == 0) {{\nfor (int g = g0; g < (count + {0} - 1) / {0}; g += G) {{\n", M.K);
+  std::string s = fmt::format("if (pc.mode != 1) {{\nfor (int g = g0; g < (count + {0} - 1) / {0}; g += G) {{\n", M.K);
   s += fmt::format("const int p0 = g * {};\nload_(lid, 0, ", M.K) + pos("p0") + ");\n";
   if (ahead) s += "if (p0 + 1 < count) fetch1_(lid, " + pos("p0 + 1") + ");\n";
   s += fmt::format("for (int c = 1; c < {} && p0 + c < count; ++c) {{\nconst int i = ", M.K) + pos("p0 + c") + ";\n";
@@ -265,7 +291,7 @@ std::string coop_loops_split(const CoopMain& M, const std::string& barrier, bool
 // running total); mode 1: position p. Every branch depends on the workgroup only (uniform).
 std::string coop_loops_merged(const CoopMain& M, const std::string& barrier) {
   std::string s = fmt::format("const int chunks = (count + {0} - 1) / {0};\n", M.K);
-  s += "int g = g0, c = 0, p = g0;\nfor (;;) {\nint i;\nbool keep;\nif (pc.mode == 0) {\n";
+  s += "int g = g0, c = 0, p = g0;\nfor (;;) {\nint i;\nbool keep;\nif (pc.mode != 1) {\n";
   s += "if (c == 0) {\nif (g >= chunks) break;\nload_(lid, 0, " +
        M.phys(fmt::format("pc.s * (g * {}) + pc.s - 1", M.K)) + ");\nc = 1;\n}\n";
   s += fmt::format("if (c >= {0} || g * {0} + c >= count) {{\ng += G;\nc = 0;\ncontinue;\n}}\n", M.K);
@@ -312,24 +338,37 @@ std::optional<AssocShader::Coop> render_coop_assoc(const AssocProgram& ap, const
   out.max_groups = std::clamp<std::int64_t>(L.scratch ? (std::int64_t{1} << 24) / L.scratch : 65535, 1, 65535);
   // a spilled buffer's writes reach the workgroup's other invocations through buffer memory
   const std::string barrier = L.scratch ? "memoryBarrierBuffer();\nbarrier();\n" : "barrier();\n";
+  const int k = static_cast<int>(ap.operands.size()) - ap.num_consts;
+  const int scratch_binding = 1 + (L.scratch ? 1 : 0);
+  out.direct = 2 * k + scratch_binding <= lim.max_buffers && !env_is_zero("JX_VK_COOP_DIRECT");
+  const LeafBuffers leaves{layout, out.direct};
   Shader& sh = out.sh;
   sh.name = "associative_scan_coop";
-  sh.buffers = L.scratch ? 3 : 2;
+  sh.buffers = (out.direct ? 2 * k : 1) + scratch_binding;
   std::vector<KNode> nodes;
   for (const Kernel& kk : ap.body.kernels) nodes.insert(nodes.end(), kk.nodes.begin(), kk.nodes.end());
   sh.float64 = uses_double(ap.operands, DType::float32, nodes);
   std::string s = glsl_header(L.wg);
   s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
-  s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
+  if (out.direct) {
+    for (int l = 0; l < k; ++l)
+      s += fmt::format("layout(std430, set = 0, binding = {}) readonly buffer BL{} {{ uint d[]; }} li{};\n", 1 + l, l,
+                       l);
+    for (int l = 0; l < k; ++l)
+      s += fmt::format("layout(std430, set = 0, binding = {}) buffer BO{} {{ uint d[]; }} lo{};\n", 1 + k + l, l, l);
+  } else {
+    s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
+  }
   if (L.scratch)
-    s += "layout(std430, set = 0, binding = 2) coherent buffer BS { uint d[]; } scr;\nint sb = 0;\n"
+    s += fmt::format("layout(std430, set = 0, binding = {}) coherent buffer BS {{ uint d[]; }} scr;\nint sb = 0;\n",
+                     sh.buffers - 1) +
          "uint sc_ld(int i) { return scr.d[sb + i]; }\nvoid sc_st(int i, uint v) { scr.d[sb + i] = v; }\n";
   s += "layout(push_constant) uniform PC { int mode; int s; } pc;\n";
   if (L.smem) s += shared_decl(L.smem, lim.checked_shared);
   s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
   std::int64_t per_combine = 3;
   int step_barriers = 0;
-  s += coop_functions(ap, layout, L, leaf_index, barrier, lim, sh, per_combine, step_barriers);
+  s += coop_functions(ap, leaves, L, leaf_index, barrier, lim, sh, per_combine, step_barriers);
   // positions per workgroup in turn (JX_VK_COOP_CHUNK overrides); fewer where llvmpipe's loop
   // limit counts the iterations of a chunk's combines, more workgroups where it counts a share's
   std::int64_t K = std::max<std::int64_t>(2, env_int("JX_VK_COOP_CHUNK", coop_chunk(n)));
@@ -347,7 +386,7 @@ std::optional<AssocShader::Coop> render_coop_assoc(const AssocProgram& ap, const
   const bool merged = loops && *loops ? std::string(loops) == "merged" : lim.costly_barriers;
   // fetched ahead in the split loops (JX_VK_COOP_PREFETCH=0: not, for measuring)
   const std::string ahead =
-      merged || env_is_zero("JX_VK_COOP_PREFETCH") ? "" : coop_prefetch(ap, layout, L, leaf_index);
+      merged || env_is_zero("JX_VK_COOP_PREFETCH") ? "" : coop_prefetch(ap, leaves, L, leaf_index);
   sh.glsl = s + ahead + coop_main(ap, K, L, barrier, merged, !ahead.empty());
   sh.invocations = L.wg;
   out.mode = fmt::format(

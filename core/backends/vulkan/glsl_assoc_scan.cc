@@ -340,8 +340,8 @@ std::string assoc_form() {
 
 std::string assoc_overrides() {
   std::string k = assoc_form();
-  for (const char* name :
-       {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS", "JX_VK_COOP_LOOPS", "JX_VK_COOP_PREFETCH"}) {
+  for (const char* name : {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS", "JX_VK_COOP_LOOPS",
+                           "JX_VK_COOP_PREFETCH", "JX_VK_COOP_DIRECT"}) {
     const char* e = std::getenv(name);
     k += fmt::format("|{}", e ? e : "");
   }

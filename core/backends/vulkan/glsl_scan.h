@@ -81,14 +81,16 @@ struct AssocShader {
   std::int64_t series = 0;
   std::vector<std::string> const_shift;
   // The cooperative form (glsl_assoc_coop.cc), for elements too large for the blocked one: a
-  // workgroup per combine. Bindings: constants (0), the packed leaves scanned in place (1), and
-  // where buffers overflow workgroup memory a scratch buffer of max_groups · scratch_words words (2).
+  // workgroup per combine. Bindings: constants (0), the packed leaves scanned in place (1) or
+  // (direct) the k leaf inputs (1 ..) and outputs (k + 1 ..), and where buffers overflow workgroup
+  // memory a scratch buffer of max_groups · scratch_words words (last).
   struct Coop {
     Shader sh;
     std::int64_t chunk = 16;         // positions a workgroup combines in turn at one level
     std::int64_t wg = 128;           // invocations per workgroup
     std::int64_t max_groups = 1;     // workgroups per dispatch (each loops over its share)
     std::int64_t scratch_words = 0;  // per workgroup
+    bool direct = false;             // leaves bound directly: the first level (mode 2) reads the inputs
     std::string mode;                // for the path report
   };
   std::optional<Coop> coop;

@@ -219,6 +219,7 @@ void Recorder::barrier(Batch& b) {
   const VkPipelineStageFlags st = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
   HostTimer ht(timing_, c_.host_driver_ns);
   vkCmdPipelineBarrier(b.cmd, st, st, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  time_barrier(b);
   written_.clear();
   read_.clear();
   c_.barriers++;
@@ -262,15 +263,20 @@ void Recorder::finish() {
   std::vector<VkFence> fences;
   for (auto& b : inflight_) fences.push_back(b->fence.get());
   c_.host_waits++;
-  VkResult r =
-      vkWaitForFences(ctx_->device(), static_cast<std::uint32_t>(fences.size()), fences.data(), VK_TRUE, UINT64_MAX);
+  VkResult r = VK_SUCCESS;
+  {
+    HostTimer ht(timing_, c_.host_wait_ns);
+    r = vkWaitForFences(ctx_->device(), static_cast<std::uint32_t>(fences.size()), fences.data(), VK_TRUE, UINT64_MAX);
+  }
   if (faults::fire("vk_device_lost")) r = VK_ERROR_DEVICE_LOST;
   if (r == VK_ERROR_DEVICE_LOST) health_.device_lost("vkWaitForFences");
   check(r, "vkWaitForFences");
+  HostTimer ht(timing_, c_.host_retire_ns);
   while (!inflight_.empty()) {
     recycle(std::move(inflight_.front()));
     inflight_.pop_front();
   }
+  last_tick_ = 0;
   for (auto& r : released_.take_all()) pool_.give_back(std::move(r));
   waits_++;
   written_.clear();

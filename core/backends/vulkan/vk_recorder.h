@@ -182,6 +182,7 @@ class Recorder {
   void time_batch_start(Batch& b);
   void time_dispatch(Batch& b, const Pipeline& pipe, std::int64_t invocations);
   void time_collect(Batch& b);  // after the batch's fence: adds its gaps to timings_
+  void time_barrier(Batch& b);  // a timestamp after a barrier (JX_VK_TIMING_BARRIERS=1)
 
   std::shared_ptr<Context> ctx_;
   DeviceHealth& health_;
@@ -201,6 +202,7 @@ class Recorder {
   // (JX_VK_SUBMIT_EVERY; 0: only when a batch is full or at a host wait).
   std::uint32_t submit_every_ = 64;
   std::map<std::string, vulkan::TimedPipeline> timings_;
+  std::uint64_t last_tick_ = 0;  // the last timestamp of the batch retired before, in this host wait; 0: none
 };
 
 }  // namespace jx::vk

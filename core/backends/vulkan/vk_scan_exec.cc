@@ -112,10 +112,11 @@ ScanPlan ScanRunner::plan_associative_scan(const AssocProgram& ap, const ScanLim
   }
   if (x->coop) {
     x->levels = blocked_levels(x->length, 1, x->plan.coop->chunk);
-    return remember(key, {ScanPath::fused,
-                          fmt::format("{} dispatches, {} (then fix-ups); leaves packed into one buffer",
-                                      x->levels.size(), x->plan.coop->mode),
-                          x});
+    return remember(key,
+                    {ScanPath::fused,
+                     fmt::format("{} dispatches, {} (then fix-ups); leaves {}", x->levels.size(), x->plan.coop->mode,
+                                 x->plan.coop->direct ? "bound directly" : "packed into one buffer"),
+                     x});
   }
   int rounds = 0;
   for (std::int64_t dd = 1; dd < x->length; dd *= 2) ++rounds;
@@ -187,7 +188,7 @@ void ScanRunner::run_scan(ScanExe& x, std::span<Buf* const> in, std::span<Buf* c
 void ScanRunner::run_assoc(AssocExe& x, std::span<Buf* const> in, std::span<Buf* const> out) {
   const AssocShader& p = x.plan;
   const std::size_t nc = static_cast<std::size_t>(x.num_consts), k = out.size();
-  const bool direct = x.blocked && p.direct;
+  const bool direct = (x.blocked && p.direct) || (x.coop && p.coop->direct);
   Batch& b = rec_.batch_with_room(3, static_cast<std::uint32_t>(2 * (2 * k + 1)) + 4);
   // constants packed into gin; leaves packed into q[0] (the result ends in q[cur]), or (direct)
   // read from the inputs by the first level and scanned in place in the outputs
@@ -208,7 +209,7 @@ void ScanRunner::run_assoc(AssocExe& x, std::span<Buf* const> in, std::span<Buf*
   rec_.copy_disjoint(b, pack);
   int cur = 0;  // where the result ends: q[cur]
   if (x.coop)
-    record_coop(x, b, gin->buf.get(), q[0]->buf.get());
+    record_coop(x, b, gin->buf.get(), direct ? VK_NULL_HANDLE : q[0]->buf.get(), in, out);
   else if (x.blocked)
     record_blocked(x, b, gin->buf.get(), direct ? VK_NULL_HANDLE : q[0]->buf.get(), in, out);
   else
@@ -279,19 +280,36 @@ int ScanRunner::record_kogge_stone(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer
   return cur;
 }
 
-void ScanRunner::record_coop(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer leaves) {
+void ScanRunner::record_coop(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer leaves, std::span<Buf* const> in,
+                             std::span<Buf* const> out) {
   const AssocShader::Coop& c = *x.plan.coop;
+  const std::size_t nc = static_cast<std::size_t>(x.num_consts), k = out.size();
   std::unique_ptr<Buf> scratch;
-  std::vector<VkBuffer> bufs{gin, leaves}, writes{leaves};
+  std::vector<VkBuffer> bufs{gin}, writes;
+  if (c.direct) {  // leaf inputs, then leaf outputs (scanned in place)
+    for (std::size_t l = 0; l < k; ++l) bufs.push_back(in[nc + l]->buf.get());
+    for (std::size_t l = 0; l < k; ++l) writes.push_back(out[l]->buf.get());
+    bufs.insert(bufs.end(), writes.begin(), writes.end());
+    if (x.levels.empty()) {  // one position (or none): the outputs are the inputs
+      std::vector<Recorder::Region> same;
+      for (std::size_t l = 0; l < k; ++l)
+        same.push_back({in[nc + l]->buf.get(), 0, out[l]->buf.get(), 0, x.operands[nc + l].bytes()});
+      rec_.copy_disjoint(b, same);
+    }
+  } else {
+    bufs.push_back(leaves);
+    writes.push_back(leaves);
+  }
   if (c.scratch_words) {
     scratch = scratch_buf(static_cast<std::size_t>(c.max_groups * c.scratch_words) * 4);
     bufs.push_back(scratch->buf.get());
     writes.push_back(scratch->buf.get());
   }
   VkDescriptorSet set = rec_.bind_set(b, *x.coop, bufs);
-  for (const BlockedLevel& lv : x.levels) {
+  for (std::size_t i = 0; i < x.levels.size(); ++i) {
+    const BlockedLevel& lv = x.levels[i];
     rec_.barrier_for(bufs, writes, b);
-    const std::int32_t pc[2] = {lv.mode, static_cast<std::int32_t>(lv.s)};
+    const std::int32_t pc[2] = {c.direct && i == 0 ? 2 : lv.mode, static_cast<std::int32_t>(lv.s)};
     vkCmdPushConstants(b.cmd, x.coop->layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
     const std::int64_t count = x.length / lv.s, items = lv.mode == 0 ? (count + c.chunk - 1) / c.chunk : count;
     rec_.record_dispatch(b, *x.coop, set, std::min(items, c.max_groups) * c.wg, static_cast<int>(bufs.size()), c.wg);

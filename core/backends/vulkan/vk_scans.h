@@ -130,8 +130,10 @@ class ScanRunner {
   void record_blocked(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer q0, std::span<Buf* const> in,
                       std::span<Buf* const> out);
   int record_kogge_stone(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer q0, VkBuffer q1);
-  // The cooperative form's levels and fix-ups, in place on the packed leaves.
-  void record_coop(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer leaves);
+  // The cooperative form's levels and fix-ups, in place on `leaves` (the packed leaves), or (the
+  // plan's direct form; leaves null) reading in at the first level and in place on out after
+  void record_coop(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer leaves, std::span<Buf* const> in,
+                   std::span<Buf* const> out);
   // Preencoded scan: the body's dispatches for every step recorded in order, x slices and ys moved
   // by buffer copies, carries in buffers of their own (staged when a carry output is another carry).
   void run_preencoded(PreencodedExe& x, std::span<Buf* const> in, std::span<Buf* const> out);

@@ -3,12 +3,15 @@
 #include "core/backends/vulkan/vulkan_backend_impl.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 namespace jx::vk {
 
 namespace {
 constexpr std::uint32_t kTimestamps = 4096;  // per batch; dispatches beyond it go untimed
-}
+constexpr const char* kIdle = "(idle between batches)";
+}  // namespace
 
 void Recorder::time_batch_start(Batch& b) {
   b.timed.clear();
@@ -33,6 +36,23 @@ void Recorder::time_dispatch(Batch& b, const Pipeline& pipe, std::int64_t invoca
   b.timed.push_back(fmt::format("{} [{}]", pipe.name, invocations));
 }
 
+// JX_VK_TIMING_BARRIERS=1 (a diagnosis): a timestamp right after every barrier too, so a
+// dispatch's gap splits into the barrier's wait ("(barrier after) <the dispatch before>") and the
+// dispatch itself, and copies show ("(copies, then a barrier)": buffer copies between two barriers)
+void Recorder::time_barrier(Batch& b) {
+  static const bool on = [] {
+    const char* e = std::getenv("JX_VK_TIMING_BARRIERS");
+    return e && *e && std::string(e) != "0";
+  }();
+  if (!on || b.timed.empty() || b.timed.size() >= kTimestamps) return;
+  vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, b.timestamps.get(),
+                      static_cast<std::uint32_t>(b.timed.size()));
+  const std::string& last = b.timed.back();  // "" (the batch's start), a dispatch, or a barrier: copies since
+  b.timed.push_back(last.empty()     ? "(barrier at the batch's start)"
+                    : last[0] == '(' ? "(copies, then a barrier)"
+                                     : "(barrier after) " + last);
+}
+
 void Recorder::time_collect(Batch& b) {
   const auto n = static_cast<std::uint32_t>(b.timed.size());
   if (n >= 2 && !health_.lost) {
@@ -41,6 +61,15 @@ void Recorder::time_collect(Batch& b) {
                                              ts.data(), sizeof(std::uint64_t), VK_QUERY_RESULT_64_BIT);
     if (r == VK_SUCCESS) {
       const double ms_per_tick = static_cast<double>(ctx_->desc().timestamp_ns) * 1e-6;
+      // the device idle between two batches of one host wait (submitted late, or queued behind
+      // the submit): not a pipeline's time
+      if (last_tick_ && ts[0] > last_tick_) {
+        auto& e = timings_[kIdle];
+        e.name = kIdle;
+        e.dispatches++;
+        e.ms += static_cast<double>(ts[0] - last_tick_) * ms_per_tick;
+      }
+      last_tick_ = ts[n - 1];
       for (std::uint32_t i = 1; i < n; ++i) {
         auto& e = timings_[b.timed[i]];
         e.name = b.timed[i];

@@ -23,8 +23,10 @@ struct Counters {
   std::uint64_t buffers_created = 0;  // device buffers allocated (not taken from the pool or reused)
   // host time while timing is on (JX_VK_TIMING=1), in ns: inside dispatch (recording a command,
   // all included), in the driver's recording calls (vkCmd*, descriptor set writes), ending and
-  // submitting batches, and taking or releasing buffers (malloc, decref)
+  // submitting batches, and taking or releasing buffers (malloc, decref); blocked in
+  // vkWaitForFences, and retiring the waited batches (recycling them, returning their buffers)
   std::uint64_t host_dispatch_ns = 0, host_driver_ns = 0, host_submit_ns = 0, host_alloc_ns = 0;
+  std::uint64_t host_wait_ns = 0, host_retire_ns = 0;
 };
 Counters counters();
 void reset_counters();
