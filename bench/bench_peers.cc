@@ -90,6 +90,7 @@ void run(benchmark::State& st, const std::string& name, const std::string& be) {
     st.counters["host_waits"] = static_cast<double>(c.host_waits) / calls;
     st.counters["barriers"] = static_cast<double>(c.barriers) / calls;
     st.counters["buffers_created"] = static_cast<double>(c.buffers_created) / calls;
+    st.counters["copies"] = static_cast<double>(c.copies) / calls;  // buffer-to-buffer copies recorded
     st.counters["sets_written"] =
         static_cast<double>(c.descriptor_sets) / calls;  // descriptor sets not reused from an earlier call
     if (!jxbench::env("JX_VK_TIMING", "").empty()) {     // where the host's recording time goes, µs per call
