@@ -248,6 +248,11 @@ TEST(TextErrors, NameTheFileLineAndColumn) {
   expect_error("{ lambda ; a:u8[3]. let in (a,) }", "case.jaxpr:1:12: dtype u8 is not supported");
   expect_error("{ lambda ; a:f32[100000000000,100000000]. let in (a,) }", "more than 2^40 elements");
   expect_error("{ lambda ; a:i32[]. let b:i32[] = add a 99999999999:i32[] in (b,) }", "does not fit int32");
+  // JAX's rounding primitives take floats only (their composition through int32 held a 2^52
+  // literal of the operand's dtype: UBSan, scripts/fuzz 2026-11-28)
+  for (const char* prim : {"floor", "ceil", "trunc", "round"})
+    expect_error(fmt::format("{{ lambda ; a:i32[3]. let b:i32[3] = {} a in (b,) }}", prim),
+                 fmt::format("{}: takes a floating operand, not int32[3]", prim));
   expect_error("{ lambda ; a:f32[2]. let b:f32[2] = add a a\n c:f32[2] = mul b $ in (c,) }",
                "case.jaxpr:2:19: unexpected character '$'");
   expect_error("{ lambda ; a:f32[2]. let b:f32[2] = cumsum[axis=0 reverse=maybe] a in (b,) }",

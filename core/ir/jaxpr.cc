@@ -45,9 +45,10 @@ std::string literal_str(const Atom& a) {
   return fmt::format("{}:{}[]", s, dtype_short_name(a.dtype));
 }
 
-namespace {}  // namespace
-
 Array literal_array(const Atom& a) {
+  // an int32 conversion of a value outside its range is undefined behaviour: refused instead
+  if (a.dtype == DType::int32 && !(a.value >= -2147483648.0 && a.value <= 2147483647.0))
+    throw Error(fmt::format("literal {} does not fit int32", a.value));
   AVal av{a.dtype, {}};
   std::vector<std::byte> raw(av.bytes());
   visit_dtype(a.dtype, [&]<class T>() {

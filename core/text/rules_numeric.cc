@@ -45,8 +45,15 @@ Array round_of(const Array& x, bool to_even) {
   return lax::select(up, lax::add(t, lax::sign(x)), t);
 }
 
+// JAX's rounding primitives take floating operands only (lax.floor of an int32 is a TypeError)
+const Array& floating_operand(const Call& c) {
+  const Array& x = c.in.at(0);
+  if (!is_floating(x.dtype())) c.fail(fmt::format("takes a floating operand, not {}", x.aval().str()));
+  return x;
+}
+
 Rule rounding(Array (*f)(const Array&)) {
-  return [f](Call& c) -> std::vector<Array> { return {lax::stop_gradient(f(c.in.at(0)))}; };
+  return [f](Call& c) -> std::vector<Array> { return {lax::stop_gradient(f(floating_operand(c)))}; };
 }
 
 // Integer quotient truncated toward zero, through float64 (exact for int32 operands).
@@ -107,7 +114,7 @@ void add_numeric_rules(RuleTable& t) {
     const bool even = c.opt("rounding_method") && c.param("rounding_method").text.find('1') != std::string::npos;
     const bool even_name =
         c.opt("rounding_method") && c.param("rounding_method").text.find("EVEN") != std::string::npos;
-    return {lax::stop_gradient(round_of(c.in.at(0), even || even_name))};
+    return {lax::stop_gradient(round_of(floating_operand(c), even || even_name))};
   };
   t["div"] = div;
   t["rem"] = rem;
