@@ -350,15 +350,7 @@ std::optional<AssocShader::Coop> render_coop_assoc(const AssocProgram& ap, const
   sh.float64 = uses_double(ap.operands, DType::float32, nodes);
   std::string s = glsl_header(L.wg);
   s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
-  if (out.direct) {
-    for (int l = 0; l < k; ++l)
-      s += fmt::format("layout(std430, set = 0, binding = {}) readonly buffer BL{} {{ uint d[]; }} li{};\n", 1 + l, l,
-                       l);
-    for (int l = 0; l < k; ++l)
-      s += fmt::format("layout(std430, set = 0, binding = {}) buffer BO{} {{ uint d[]; }} lo{};\n", 1 + k + l, l, l);
-  } else {
-    s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
-  }
+  s += leaf_bindings(k, out.direct);
   if (L.scratch)
     s += fmt::format("layout(std430, set = 0, binding = {}) coherent buffer BS {{ uint d[]; }} scr;\nint sb = 0;\n",
                      sh.buffers - 1) +

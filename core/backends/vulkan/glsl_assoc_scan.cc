@@ -95,16 +95,8 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     sh.float64 = out.sh.float64;
     std::string s = glsl_header(B);
     s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
-    if (direct) {
-      sh.buffers = 1 + 2 * k;
-      for (int l = 0; l < k; ++l)
-        s += fmt::format("layout(std430, set = 0, binding = {}) readonly buffer BL{} {{ uint d[]; }} li{};\n", 1 + l, l,
-                         l);
-      for (int l = 0; l < k; ++l)
-        s += fmt::format("layout(std430, set = 0, binding = {}) buffer BO{} {{ uint d[]; }} lo{};\n", 1 + k + l, l, l);
-    } else {
-      s += "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
-    }
+    if (direct) sh.buffers = 1 + 2 * k;
+    s += leaf_bindings(k, direct);
     s += "layout(push_constant) uniform PC { int mode; int s; } pc;\n";
     s += shared_decl(B * Ws, lim.checked_shared);
     s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
@@ -336,6 +328,16 @@ bool render_kogge_stone(const AssocProgram& ap, const ScanLimits& lim, AssocShad
 std::string assoc_form() {
   const char* e = std::getenv("JX_VK_ASSOC");
   return e && *e ? e : "auto";
+}
+
+std::string leaf_bindings(int k, bool direct) {
+  if (!direct) return "layout(std430, set = 0, binding = 1) buffer BD { uint d[]; } dst;\n";
+  std::string s;
+  for (int l = 0; l < k; ++l)
+    s += fmt::format("layout(std430, set = 0, binding = {}) readonly buffer BL{} {{ uint d[]; }} li{};\n", 1 + l, l, l);
+  for (int l = 0; l < k; ++l)
+    s += fmt::format("layout(std430, set = 0, binding = {}) buffer BO{} {{ uint d[]; }} lo{};\n", 1 + k + l, l, l);
+  return s;
 }
 
 std::string assoc_overrides() {

@@ -102,6 +102,10 @@ std::string assoc_form();
 // The form and the cooperative form's overrides (JX_VK_COOP_CHUNK, JX_VK_COOP_WG): part of a plan's key.
 std::string assoc_overrides();
 
+// The leaves' bindings from binding 1: the packed leaves `dst`, or (direct) the k inputs li<l>
+// (readonly) then the k outputs lo<l>: the blocked and cooperative forms' shaders.
+std::string leaf_bindings(int k, bool direct);
+
 // Element e of leaf l at position pos (int expressions), as an index into the leaf's own buffer.
 using LeafIndexFn = std::function<std::string(int l, const std::string& pos, const std::string& e)>;
 // The cooperative form of `ap` with the packed layout of `layout` (const_words, leaf_words);
