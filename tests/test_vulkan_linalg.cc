@@ -324,3 +324,59 @@ TEST(VulkanLinalg, TopLevelBatchesRunOnTheDevice) {
   EXPECT_FALSE(std::isnan(got[0]));
   EXPECT_TRUE(std::isnan(got[7])) << got[7];
 }
+
+// A top-level lu with an invocation per row (glsl_linalg.cc: lu_rows_code) against the invocation
+// per matrix (JX_VK_LU_ROWS=0) and the oracle, on matrices of small integers: ties between
+// candidate pivots (the oracle takes the first largest), zero pivots (singular matrices, where the
+// step divides nothing), a NaN entry, and batches that leave a workgroup part empty. The pivots
+// and det are the oracle's exactly, the factors the other form's bit for bit.
+TEST(VulkanLinalg, TopLevelLuByRowsPivotsAsTheOracle) {
+  auto same = [](const std::vector<double>& a, const std::vector<double>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (!(a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i])))) return false;
+    return true;
+  };
+  for (DType d : {DType::float32, DType::float64}) {
+    for (std::int64_t n : {2, 3, 8, 13, 16, 17, 33}) {
+      const std::int64_t B = 300 / n + 3;  // never a whole number of workgroups of ⌊256 / n⌋ matrices
+      // entries in {−2, ..., 2}: many ties and singular matrices; matrix 1 has a zero first column
+      Array k = np::astype(lax::iota(DType::int32, {B, n, n}, 0) * 7 + lax::iota(DType::int32, {B, n, n}, 1) * 3 +
+                               lax::iota(DType::int32, {B, n, n}, 2) * 5,
+                           d);
+      Array M = np::where(np::less(np::abs(np::sin(k * 2.1)), 0.2), 0.0,
+                          np::sign(np::sin(k * 1.3)) * (np::astype(np::greater(np::sin(k * 0.7), 0.0), d) + 1.0));
+      Array col0 = np::equal(lax::iota(DType::int32, {B, n, n}, 2), 0);
+      Array first = np::equal(lax::iota(DType::int32, {B, n, n}, 0), 1);
+      M = np::where(np::logical_and(col0, first), np::zeros({B, n, n}, d), M);
+      // matrix 2 has a NaN at (1, 0)
+      Array nan_at = np::logical_and(np::equal(lax::iota(DType::int32, {B, n, n}, 0), 2),
+                                     np::logical_and(np::equal(lax::iota(DType::int32, {B, n, n}, 1), 1), col0));
+      M = np::where(nan_at, np::full({B, n, n}, std::nan(""), d), M);
+      auto [wf, wp, ws] = lax::lu(M);
+      auto v = on({M}, "vulkan");
+      std::array<std::vector<std::vector<double>>, 2> got;
+      for (int rows = 0; rows < 2; ++rows) {
+        const jxt::ScopedEnv form("JX_VK_LU_ROWS", rows ? "1" : "0");
+        clear_caches();
+        Counts c = counted([&] {
+          auto [f, p, s] = lax::lu(v[0]);
+          got[rows] = {vals(f), vals(p), vals(s)};
+        });
+        EXPECT_EQ(c.k.host_routines, 0u);
+      }
+      const std::string at = std::string(dtype_name(d)) + " n " + std::to_string(n);
+      EXPECT_TRUE(same(got[1][0], got[0][0])) << at;
+      EXPECT_EQ(got[1][1], got[0][1]) << at;
+      EXPECT_EQ(got[1][2], got[0][2]) << at;
+      EXPECT_EQ(got[1][1], vals(wp)) << at;
+      EXPECT_EQ(got[1][2], vals(ws)) << at;
+      const std::vector<double> want = vals(wf);
+      ASSERT_EQ(got[1][0].size(), want.size());
+      int differ = 0;
+      for (std::size_t i = 0; i < want.size(); ++i)
+        if (!(std::isnan(want[i]) ? std::isnan(got[1][0][i]) : std::abs(got[1][0][i] - want[i]) <= 1e-3)) ++differ;
+      EXPECT_EQ(differ, 0) << at;
+    }
+  }
+}

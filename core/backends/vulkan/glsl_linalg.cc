@@ -536,6 +536,65 @@ std::string lu_private_code(const Op& op, bool f64_math, Shader& sh, const LoadF
   return s + "}\n";
 }
 
+// A top-level lu with an invocation per row: G = ⌊256 / n⌋ matrices a workgroup, n invocations
+// each, every row's n entries in its invocation's registers (the steps unrolled on GPUs, so every
+// index folds). Rows stay where they are and each knows its position, exchanged as the oracle
+// exchanges rows. Step k (k < n − 1; the last pivot changes nothing):
+//   1. the rows at positions ≥ k write |X[r][k]| by position; a barrier;
+//   2. every invocation of the matrix runs the oracle's search over them (the first largest, the
+//      same comparisons, so the same pivot v, NaN included); the row at position v writes its
+//      entries from column k on; a barrier;
+//   3. positions k and v exchange (det negated where v ≠ k), and each row below position k, where
+//      d = X[v][k] ≠ 0: m = X[r][k] / d, X[r][k] = m, X[r][j] −= m X[v][j] for j > k
+//      (lu_code's operations, so its values).
+// The factors are stored row r at its position; P[r][c] = (c == position of r). The step's reads
+// happen before the next step's first barrier, so two small arrays serve every step. H200,
+// N = 102400 (bench/results/2026-11-28-h200-lu-rows): the m = 16 smoother's LU 1.79 -> 0.58 ms
+// (the call 11.48 -> 10.25 ms), m = 13 smoother 7.38 -> 7.14 ms, m = 16 gradient 65.43 -> 64.27 ms
+// (JX_VK_LU_ROWS=0: an invocation per matrix, lu_private_code or in global memory; read at each
+// render: tests compare both).
+constexpr std::int64_t kRowsMax = 64;
+bool lu_by_rows(const Op& op) {
+  const std::int64_t n = op.in[0].shape.back();
+  return !env_is_zero("JX_VK_LU_ROWS") && op.prim == Prim::lu && n >= 2 && n <= kRowsMax;
+}
+
+std::string lu_rows_code(const Op& op, const MatrixCode& c, const LoadFn& load, const StoreAtFn& store_at) {
+  const std::int64_t n = c.n, G = kWorkgroup / n, count = linalg_matrices(op);
+  const std::string& t = c.t;
+  const std::string u = unroll(n, kOwnRows);  // beyond 16 rows a_ is indexed at run time
+  std::string s = fmt::format("shared {0} kv_[{1}];\nshared {0} pv_[{1}];\nvoid main() {{\n", t, G * n);
+  s += fmt::format(
+      "  const int lid = int(gl_LocalInvocationIndex), g_ = lid / {0}, i_ = lid % {0};\n"
+      "  const int mat = int(gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {1} + g_;\n"
+      "  const bool on_ = g_ < {1} && mat < {2};\n"
+      "  const int ma_ = mat * {3}, kb_ = min(g_, {4}) * {0};\n",
+      n, G, count, n * n, G - 1);
+  s += fmt::format("  {} a_[{}];\n", t, n);
+  s += "  " + u +
+       fmt::format("for (int j_ = 0; j_ < {}; ++j_) a_[j_] = on_ ? {} : {}(0);\n", n,
+                   load(0, fmt::format("ma_ + i_ * {} + j_", n)), t);
+  s += fmt::format("  int ps_ = i_;\n  {0} det_ = {0}(1);\n", t);
+  s += "  " + u + fmt::format("for (int k_ = 0; k_ < {}; ++k_) {{\n", n - 1);
+  s += "    if (on_ && ps_ >= k_) kv_[kb_ + ps_] = abs(a_[k_]);\n    barrier();\n";
+  s += fmt::format("    int v_ = k_;\n    {} b_ = kv_[kb_ + k_];\n", t);
+  s += "    " + u + fmt::format("for (int r_ = k_ + 1; r_ < {}; ++r_) {{\n", n);
+  s += fmt::format("      const {} x_ = kv_[kb_ + r_];\n      if (x_ > b_) {{\n        b_ = x_;\n", t);
+  s += "        v_ = r_;\n      }\n    }\n";
+  s += "    if (on_ && ps_ == v_) " + u + fmt::format("for (int j_ = k_; j_ < {}; ++j_) pv_[kb_ + j_] = a_[j_];\n", n);
+  s += "    barrier();\n";
+  s += "    if (v_ != k_) {\n      det_ = -det_;\n      ps_ = ps_ == k_ ? v_ : ps_ == v_ ? k_ : ps_;\n    }\n";
+  s += fmt::format("    const {0} d_ = pv_[kb_ + k_];\n    if (ps_ > k_ && d_ != {0}(0)) {{\n", t);
+  s += fmt::format("      const {} m_ = a_[k_] / d_;\n      a_[k_] = m_;\n", t);
+  s += "      " + u + fmt::format("for (int j_ = k_ + 1; j_ < {}; ++j_) a_[j_] = a_[j_] - m_ * pv_[kb_ + j_];\n", n);
+  s += "    }\n  }\n  if (on_) {\n";
+  s += "    " + u + fmt::format("for (int j_ = 0; j_ < {}; ++j_) {{\n", n);
+  s += "      " + store_at(0, fmt::format("ma_ + ps_ * {} + j_", n), "a_[j_]");
+  s += "      " + store_at(1, fmt::format("ma_ + i_ * {} + j_", n), fmt::format("j_ == ps_ ? {0}(1) : {0}(0)", t));
+  s += "    }\n    if (i_ == 0) " + store_at(2, "mat", "det_");
+  return s + "  }\n}\n";
+}
+
 }  // namespace
 
 std::optional<Shader> render_linalg_routine(const Op& op, bool f64_math, int max_buffers) {
@@ -561,6 +620,14 @@ std::optional<Shader> render_linalg_routine(const Op& op, bool f64_math, int max
   const StoreAtFn store_at = [](int o, const std::string& off, const std::string& v) {
     return fmt::format("out{}.d[{}] = {};\n", o, off, v);
   };
+  if (lu_by_rows(op)) {
+    const MatrixCode c = types_of(op, f64_math, sh);
+    const std::int64_t G = kWorkgroup / c.n;
+    sh.invocations = (linalg_matrices(op) + G - 1) / G * kWorkgroup;
+    s += prelude(sh.float64 || f64_math, f64_math);
+    sh.glsl = s + lu_rows_code(op, c, load, store_at);
+    return sh;
+  }
   std::string body;
   if (columns) {
     const MatrixCode c = types_of(op, f64_math, sh);

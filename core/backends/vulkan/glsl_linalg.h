@@ -3,7 +3,8 @@
 // triangular_solve and lu, written the way the cpu oracle computes them (core/backends/cpu/
 // cpu_linalg.cc: the same loop orders, cholesky and triangular_solve accumulating in double
 // where the device has shaderFloat64). Inlined into fused scan bodies and associative-scan
-// combines, so a DLM model with m > 2 keeps its scans on the GPU.
+// combines, so a DLM model with m > 2 keeps its scans on the GPU. A top-level batch of lu takes an
+// invocation per row instead (render_linalg_routine: lu_rows_code).
 //
 // The one difference from the oracle: a shader cannot raise. Where the oracle throws
 // LinAlgError (a matrix that is not positive definite, a zero on a triangular diagonal), the
