@@ -143,12 +143,16 @@ CoopLayout coop_layout(const AssocProgram& ap, const AssocShader& layout, std::i
     end = std::max(end, L.loc[i].base + w);
     placed.push_back(i);
   }
-  // an invocation per element of the widest buffer, in whole warps of 32, 32 to 256 (JX_VK_COOP_WG
-  // overrides): no idle warps, so more workgroups fit a multiprocessor. H200, m = 13 (169 entries)
-  // at N = 102400, 192 against 256 invocations: filter 10.10 against 10.55 ms, smoother 12.83
-  // against 13.34 ms (bench/results/2026-11-27-h200-coop-wg)
-  const std::int64_t wg = std::min<std::int64_t>(std::max<std::int64_t>(32, (widest + 31) / 32 * 32), kWorkgroup);
-  L.wg = std::clamp<std::int64_t>(env_int("JX_VK_COOP_WG", wg), 1, kWorkgroup);
+  // an invocation per element of the widest buffer, or per entry of the lus factored together, in
+  // whole warps of 32, 32 to 256 (JX_VK_COOP_WG overrides, up to Vulkan's least maximum 1024): no
+  // idle warps, so more workgroups fit a multiprocessor. H200, m = 13 (169 entries) at N = 102400,
+  // 192 against 256 invocations: filter 10.10 against 10.55 ms, smoother 12.83 against 13.34 ms
+  // (bench/results/2026-11-27-h200-coop-wg); the gradient's transposed combine (two 13 × 13 lus
+  // factored together): see bench/results/2026-11-28-h200-coop-wg-lus
+  const std::int64_t want =
+      std::max<std::int64_t>(widest, env_is_zero("JX_VK_COOP_WG_LUS") ? 0 : together_lu_entries(ap.body));
+  const std::int64_t wg = std::min<std::int64_t>(std::max<std::int64_t>(32, (want + 31) / 32 * 32), kWorkgroup);
+  L.wg = std::clamp<std::int64_t>(env_int("JX_VK_COOP_WG", wg), 1, 1024);
   return L;
 }
 

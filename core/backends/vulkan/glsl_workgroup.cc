@@ -317,6 +317,19 @@ std::vector<int> step_epochs(const Program& b, bool single) {
   return epoch;
 }
 
+std::int64_t together_lu_entries(const Program& b) {
+  const PermFolds folds = perm_folds(b, false);
+  std::int64_t most = 0;
+  for (const Region& r : split_regions(b, false, folds)) {
+    std::map<std::int64_t, std::int64_t> count;  // lus factored together in the region, by size
+    for (const Step* st : r.steps)
+      if (together_lu(b, *st, false) && !folds.lu.count(st)) ++count[b.routines[st->index].in[0].shape.back()];
+    for (const auto& [n, c] : count)
+      if (c > 1) most = std::max(most, c * n * n);
+  }
+  return most;
+}
+
 WorkgroupSteps workgroup_steps(const Program& b, const std::vector<Loc>& loc, bool single, std::int64_t wg,
                                const std::string& barrier, bool f64_math, Shader& sh) {
   const PermFolds folds = perm_folds(b, single);

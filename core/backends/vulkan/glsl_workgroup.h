@@ -51,6 +51,10 @@ struct WorkgroupSteps {
 // whose last reader runs in epoch e can share its words with one first written after e.
 std::vector<int> step_epochs(const Program& b, bool single);
 
+// The most entries of lus factored together between two barriers (a workgroup's invocations split
+// between them; 0 where no two are): the gradient's transposed combine factors two at once.
+std::int64_t together_lu_entries(const Program& b);
+
 // Every step of `b` (free steps skipped), buffers at `loc`; `barrier` is the code of one barrier.
 WorkgroupSteps workgroup_steps(const Program& b, const std::vector<Loc>& loc, bool single, std::int64_t wg,
                                const std::string& barrier, bool f64_math, Shader& sh);
