@@ -144,7 +144,7 @@ CoopLayout coop_layout(const AssocProgram& ap, const AssocShader& layout, std::i
     placed.push_back(i);
   }
   // an invocation per element of the widest buffer, or per entry of the lus factored together, in
-  // whole warps of 32, 32 to 256 (JX_VK_COOP_WG overrides, up to Vulkan's least maximum 1024): no
+  // whole warps of 32, 32 to 256 (JX_VK_COOP_WG overrides, up to 1024 where the device allows it): no
   // idle warps, so more workgroups fit a multiprocessor. H200, m = 13 (169 entries) at N = 102400,
   // 192 against 256 invocations: filter 10.10 against 10.55 ms, smoother 12.83 against 13.34 ms
   // (bench/results/2026-11-27-h200-coop-wg); the gradient's transposed combine (two 13 × 13 lus
