@@ -231,28 +231,37 @@ TEST(VulkanLinalg, TwoInversesInACooperativeCombineFactorTogether) {
              mv(np::linalg::inv(b[2]), a[3]) + b[3]};
   };
   const jxt::ScopedEnv forced("JX_VK_ASSOC", "coop");
-  clear_caches();  // plans are made at compile time
-  // m = 6, 7: 64 invocations (two parts of 32); an even and an odd number of pivots (the buffers
-  // used in turn)
-  for (auto [d, m] : {std::pair{DType::float32, std::int64_t{6}}, std::pair{DType::float64, std::int64_t{7}}}) {
-    const std::int64_t n = 40;  // 4 positions per workgroup in turn: three levels and their fix-ups
-    const Array G = np::eye(m, {}, 0, d) + general(m, d) * (0.005 / static_cast<double>(m));
-    const Array Ms = np::broadcast_to(G, {n, m, m}) +
-                     np::reshape(np::sin(np::arange(0, n, 1, d)), {n, 1, 1}) * 0.01 * np::eye(m, {}, 0, d);
-    const Array i = lax::iota(DType::int32, {m, m}, 0), j = lax::iota(DType::int32, {m, m}, 1);
-    const Array Ns = np::einsum("ij,njk->nik", np::astype(np::equal(i + j, m - 1), d), Ms);  // rows reversed
-    const Array vs = np::cos(np::reshape(np::arange(0, n * m, 1, d), {n, m}));
-    const E in{Ms, vs, Ns, vs * 0.5};
-    const E want = lax::associative_scan(compose, in);
-    auto v = on(in, "vulkan");
-    auto js = jit([&](const E& x) { return lax::associative_scan(compose, x); });
-    const Counts k = counted([&] { (void)js(v); });
-    EXPECT_EQ(k.k.host_routines, 0u) << "m " << m;
-    const E got = js(v);
-    const double tol = d == DType::float64 ? 1e-9 : 2e-3;
-    for (std::size_t o = 0; o < want.size(); ++o)
-      EXPECT_TRUE(all_close(got[o], vals(want[o]), tol, tol)) << dtype_name(d) << " m " << m << " output " << o;
-  }
+  // m = 6, 7: an even and an odd number of pivots (the buffers used in turn). The workgroup takes an
+  // invocation per entry of the two lus (2m², in whole warps: 96 and 128), or with
+  // JX_VK_COOP_WG_LUS=0 per entry of the widest buffer (m²: 64, two parts of 32)
+  for (auto [d, m] : {std::pair{DType::float32, std::int64_t{6}}, std::pair{DType::float64, std::int64_t{7}}})
+    for (const char* lus : {"1", "0"}) {
+      const jxt::ScopedEnv wg("JX_VK_COOP_WG_LUS", lus);
+      clear_caches();             // plans are made at compile time
+      const std::int64_t n = 40;  // 4 positions per workgroup in turn: three levels and their fix-ups
+      const Array G = np::eye(m, {}, 0, d) + general(m, d) * (0.005 / static_cast<double>(m));
+      const Array Ms = np::broadcast_to(G, {n, m, m}) +
+                       np::reshape(np::sin(np::arange(0, n, 1, d)), {n, 1, 1}) * 0.01 * np::eye(m, {}, 0, d);
+      const Array i = lax::iota(DType::int32, {m, m}, 0), j = lax::iota(DType::int32, {m, m}, 1);
+      const Array Ns = np::einsum("ij,njk->nik", np::astype(np::equal(i + j, m - 1), d), Ms);  // rows reversed
+      const Array vs = np::cos(np::reshape(np::arange(0, n * m, 1, d), {n, m}));
+      const E in{Ms, vs, Ns, vs * 0.5};
+      const E want = lax::associative_scan(compose, in);
+      auto v = on(in, "vulkan");
+      auto js = jit([&](const E& x) { return lax::associative_scan(compose, x); });
+      const std::string log = jxt::debug_log_of([&] { (void)vals(js(v)[0]); });
+      const std::int64_t want_wg = *lus == '1' ? (2 * m * m + 31) / 32 * 32 : 64;
+      EXPECT_NE(log.find(fmt::format("a workgroup of {} invocations per combine", want_wg)), std::string::npos)
+          << "m " << m << " JX_VK_COOP_WG_LUS=" << lus << "\n"
+          << log;
+      const Counts k = counted([&] { (void)js(v); });
+      EXPECT_EQ(k.k.host_routines, 0u) << "m " << m;
+      const E got = js(v);
+      const double tol = d == DType::float64 ? 1e-9 : 2e-3;
+      for (std::size_t o = 0; o < want.size(); ++o)
+        EXPECT_TRUE(all_close(got[o], vals(want[o]), tol, tol))
+            << dtype_name(d) << " m " << m << " output " << o << " JX_VK_COOP_WG_LUS=" << lus;
+    }
 }
 
 // Where the oracle raises (a matrix that is not positive definite), the shader cannot: inside a

@@ -343,7 +343,7 @@ std::string leaf_bindings(int k, bool direct) {
 std::string assoc_overrides() {
   std::string k = assoc_form();
   for (const char* name : {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS", "JX_VK_COOP_LOOPS",
-                           "JX_VK_COOP_PREFETCH", "JX_VK_COOP_DIRECT"}) {
+                           "JX_VK_COOP_PREFETCH", "JX_VK_COOP_DIRECT", "JX_VK_COOP_WG_LUS"}) {
     const char* e = std::getenv(name);
     k += fmt::format("|{}", e ? e : "");
   }

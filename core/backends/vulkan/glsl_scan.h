@@ -99,7 +99,8 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
 // JX_VK_ASSOC: auto (blocked, else cooperative, else Kogge-Stone), or one form forced where it can
 // run: blocked, coop, ks (tests, A/B runs). Read at every plan; plans are cached per form.
 std::string assoc_form();
-// The form and the cooperative form's overrides (JX_VK_COOP_CHUNK, JX_VK_COOP_WG): part of a plan's key.
+// The form and the cooperative form's overrides (JX_VK_COOP_CHUNK, JX_VK_COOP_WG, JX_VK_COOP_WG_LUS,
+// ...): part of a plan's key.
 std::string assoc_overrides();
 
 // The leaves' bindings from binding 1: the packed leaves `dst`, or (direct) the k inputs li<l>
