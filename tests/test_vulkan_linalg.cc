@@ -337,8 +337,12 @@ TEST(VulkanLinalg, TopLevelBatchesRunOnTheDevice) {
 // A top-level lu with an invocation per row (glsl_linalg.cc: lu_rows_code) against the invocation
 // per matrix (JX_VK_LU_ROWS=0) and the oracle, on matrices of small integers: ties between
 // candidate pivots (the oracle takes the first largest), zero pivots (singular matrices, where the
-// step divides nothing), a NaN entry, and batches that leave a workgroup part empty. The pivots
-// and det are the oracle's exactly, the factors the other form's bit for bit.
+// step divides nothing), a NaN entry, and batches that leave a workgroup part empty. The two forms
+// agree bit for bit (the same operations on the same device). Against the oracle: the first pivot
+// (chosen among exact integers, ties included) is the oracle's, and P L U = A. Later pivots may
+// differ where two candidates tie in exact arithmetic and the device rounds otherwise (most likely
+// NVIDIA's compiler fusing x − m·y into one FMA, which the oracle rounds twice: on the H200 three
+// float64 cases chose other rows there, in both GPU forms alike).
 TEST(VulkanLinalg, TopLevelLuByRowsPivotsAsTheOracle) {
   auto same = [](const std::vector<double>& a, const std::vector<double>& b) {
     if (a.size() != b.size()) return false;
@@ -378,14 +382,36 @@ TEST(VulkanLinalg, TopLevelLuByRowsPivotsAsTheOracle) {
       EXPECT_TRUE(same(got[1][0], got[0][0])) << at;
       EXPECT_EQ(got[1][1], got[0][1]) << at;
       EXPECT_EQ(got[1][2], got[0][2]) << at;
-      EXPECT_EQ(got[1][1], vals(wp)) << at;
-      EXPECT_EQ(got[1][2], vals(ws)) << at;
-      const std::vector<double> want = vals(wf);
-      ASSERT_EQ(got[1][0].size(), want.size());
-      int differ = 0;
-      for (std::size_t i = 0; i < want.size(); ++i)
-        if (!(std::isnan(want[i]) ? std::isnan(got[1][0][i]) : std::abs(got[1][0][i] - want[i]) <= 1e-3)) ++differ;
-      EXPECT_EQ(differ, 0) << at;
+      const std::vector<double> a = vals(M), wantp = vals(wp);
+      const std::vector<double>&f = got[1][0], &p = got[1][1];
+      int first_differ = 0, recon_differ = 0;
+      for (std::int64_t m = 0; m < B; ++m) {
+        const std::size_t o = static_cast<std::size_t>(m * n * n);
+        auto at2 = [&](const std::vector<double>& x, std::int64_t i, std::int64_t j) {
+          return x[o + static_cast<std::size_t>(i * n + j)];
+        };
+        for (std::int64_t r = 0; r < n; ++r) first_differ += at2(p, r, 0) != at2(wantp, r, 0);
+        if (m == 2) continue;  // the NaN matrix
+        double most = 1.0;
+        for (std::int64_t i = 0; i < n * n; ++i) most = std::max(most, std::abs(a[o + static_cast<std::size_t>(i)]));
+        for (std::int64_t i = 0; i < n; ++i)  // (P L U)[i][j] = Σ_r P[i][r] Σ_k L[r][k] U[k][j]
+          for (std::int64_t j = 0; j < n; ++j) {
+            double plu = 0;
+            for (std::int64_t r = 0; r < n; ++r) {
+              if (at2(p, i, r) == 0) continue;
+              for (std::int64_t k = 0; k <= std::min(r, j); ++k) plu += (k == r ? 1.0 : at2(f, r, k)) * at2(f, k, j);
+            }
+            const double tol = (d == DType::float64 ? 1e-9 : 1e-4) * most * static_cast<double>(n);
+            recon_differ += !(std::abs(plu - at2(a, i, j)) <= tol);
+          }
+      }
+      EXPECT_EQ(first_differ, 0) << at;
+      EXPECT_EQ(recon_differ, 0) << at;
+      for (std::int64_t m = 0; m < B; ++m) {  // NaN in the factors of matrix 2 only (a zero pivot divides nothing)
+        bool nan = false;
+        for (std::int64_t i = 0; i < n * n; ++i) nan = nan || std::isnan(f[static_cast<std::size_t>(m * n * n + i)]);
+        EXPECT_EQ(nan, m == 2) << at << " matrix " << m;
+      }
     }
   }
 }
