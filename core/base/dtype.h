@@ -15,6 +15,9 @@ std::string_view dtype_short_name(DType d);    // "f32", "f64", "i32", "bool" (j
 DType dtype_from_name(std::string_view name);  // accepts both forms; throws ShapeError
 std::size_t dtype_size(DType d);
 bool is_floating(DType d);
+// v is within int32's range (NaN is not): converting a double outside it to int32 is undefined
+// behaviour, so every such conversion checks this first.
+inline bool fits_int32(double v) { return v >= -2147483648.0 && v <= 2147483647.0; }
 // Promotion lattice bool < int32 < float32 < float64 (numpy's for these four types, except
 // that int32 with float32 stays float32 as in JAX).
 DType promote(DType a, DType b);

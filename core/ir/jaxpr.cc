@@ -46,8 +46,7 @@ std::string literal_str(const Atom& a) {
 }
 
 Array literal_array(const Atom& a) {
-  // an int32 conversion of a value outside its range is undefined behaviour: refused instead
-  if (a.dtype == DType::int32 && !(a.value >= -2147483648.0 && a.value <= 2147483647.0))
+  if (a.dtype == DType::int32 && !fits_int32(a.value))
     throw Error(fmt::format("literal {} does not fit int32", a.value));
   AVal av{a.dtype, {}};
   std::vector<std::byte> raw(av.bytes());

@@ -21,8 +21,7 @@ Array upload(std::span<const double> v, Shape shape, DType d) {
       if constexpr (std::is_same_v<T, std::uint8_t>)
         x = v[i] != 0.0;
       else if constexpr (std::is_same_v<T, std::int32_t>) {
-        if (!std::isfinite(v[i]) || v[i] < -2147483648.0 || v[i] > 2147483647.0)
-          throw ShapeError(fmt::format("array: value {} does not fit int32", v[i]));
+        if (!fits_int32(v[i])) throw ShapeError(fmt::format("array: value {} does not fit int32", v[i]));
         x = static_cast<T>(v[i]);
       } else
         x = static_cast<T>(v[i]);
