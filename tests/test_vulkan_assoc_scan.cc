@@ -112,6 +112,73 @@ TEST(VulkanAssociativeScan, ForwardModeGradientIsOneBatchedPairScanSubmittedEarl
   }
 }
 
+// Reverse mode's levels form (core/transform/assoc_transpose.cc: assoc_grad_form): a few levels of
+// the odd/even recursion, differentiated, around the pair scan of the rest. Forced, and chosen
+// where positions × floats per position reach JX_ASSOC_GRAD_MIN_WORK: the same value and
+// gradient as the pair scan's and the interpreter's, for even and odd lengths, reversed too, with
+// 0, 1, 3 and 5 levels (0: the pair scan over every position, by another route); fewer
+// dispatches than the whole recursion, more than the pair scan alone.
+TEST(VulkanAssociativeScan, ReverseModeLevelsFormMatchesThePairScan) {
+  for (int n : {1000, 1001}) {
+    for (bool rev : {false, true}) {
+      auto loss = [n, rev](const Array& th) {
+        Elem e = kelems(n, th.dtype());
+        Array A = std::get<0>(e) * np::exp(np::index(th, {std::int64_t{0}})),
+              S = std::get<2>(e) * np::exp(np::index(th, {std::int64_t{1}}));
+        auto r = lax::associative_scan_flat(
+            [](const std::vector<Array>& a, const std::vector<Array>& b) {
+              auto [c0, c1, c2] = kcompose({a[0], a[1], a[2]}, {b[0], b[1], b[2]});
+              return std::vector<Array>{c0, c1, c2};
+            },
+            {A, std::get<1>(e), S}, rev, 0);
+        return np::mean(np::square(r[1])) + np::mean(r[2]) + np::mean(np::sin(r[0]));
+      };
+      const std::string at = fmt::format("n {} reverse {}", n, rev);
+      Array th = np::array({-0.05, 0.2}, DType::float64);
+      auto [v, g] = value_and_grad(loss)(th);  // the interpreter
+      DefaultDeviceScope vk("vulkan");
+      Array tv = device_put(th, "vulkan");
+      auto run = [&](const char* form, const char* levels, const char* min_work) {
+        ScopedEnv f("JX_ASSOC_GRAD", form), l("JX_ASSOC_GRAD_LEVELS", levels), w("JX_ASSOC_GRAD_MIN_WORK", min_work);
+        auto r = jit(value_and_grad(loss));
+        const std::uint64_t d = dispatches_of([&] { (void)r(tv); });
+        auto [rv, rg] = r(tv);
+        EXPECT_NEAR(rv.item<double>(), v.item<double>(), 1e-10 * std::abs(v.item<double>())) << at << " " << form;
+        EXPECT_TRUE(all_close(rg, vals(g), 1e-9, 1e-9)) << at << " " << form << " " << (levels ? levels : "");
+        return d;
+      };
+      const std::uint64_t pairs = run("pairs", nullptr, nullptr), whole = run("recursion", nullptr, nullptr);
+      const std::uint64_t chosen = run(nullptr, "3", "1"), levels3 = run("levels", "3", nullptr);
+      EXPECT_EQ(chosen, levels3) << at;                     // n × 10 floats ≥ 1: chosen
+      EXPECT_EQ(run(nullptr, "3", "100000"), pairs) << at;  // below: the pair scan
+      EXPECT_GT(levels3, pairs) << at;
+      EXPECT_LT(levels3, whole) << at;
+      if (n % 2 == 1 && rev)
+        for (const char* l : {"0", "1", "5"}) (void)run("levels", l, nullptr);
+    }
+  }
+  ScopedEnv bad("JX_ASSOC_GRAD", "tree");
+  DefaultDeviceScope vk("vulkan");
+  auto loss = [](const Array& th) {
+    auto r = lax::associative_scan_flat(
+        [](const std::vector<Array>& a, const std::vector<Array>& b) { return std::vector<Array>{a[0] * b[0]}; }, {th},
+        false, 0);
+    return np::sum(r[0]);
+  };
+  EXPECT_THROW(
+      {
+        try {
+          (void)jit(grad(loss))(device_put(np::array({0.5, 0.7}, DType::float64), "vulkan"));
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("JX_ASSOC_GRAD=tree: expected pairs, levels, recursion or fold"),
+                    std::string::npos)
+              << e.what();
+          throw;
+        }
+      },
+      Error);
+}
+
 // Blocked scans: each workgroup scans 256 positions in its memory, levels of stride 256^L go up
 // until a level fits one workgroup, then fix-ups come down. A top level of up to 1024 positions
 // (these elements: 6 values, so up to 4 in an invocation's registers) is one workgroup of the top

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <functional>
+#include <utility>
 
 #include "core/backends/target.h"
 #include "core/base/env.h"
@@ -21,8 +23,13 @@
 namespace jx {
 namespace {
 
-// JAX's recursive odd/even scheme, elementwise along `ax`.
-std::vector<Array> assoc_tree(const lax::AssocFn& fn, const std::vector<Array>& elems0, bool reverse, int ax) {
+using Leaves = std::vector<Array>;
+
+// JAX's recursive odd/even scheme, elementwise along `ax`. With `levels` ≥ 0, only that many
+// levels: the scan of the pairs' reductions at that depth (positions 2^levels - 1, 2·2^levels - 1,
+// ... of the scan, in order) is `inner`'s.
+std::vector<Array> assoc_tree(const lax::AssocFn& fn, const std::vector<Array>& elems0, bool reverse, int ax,
+                              int levels = -1, const std::function<Leaves(const Leaves&)>& inner = {}) {
   std::vector<Array> elems;
   for (const Array& e : elems0) elems.push_back(reverse ? np::flip(e, std::vector<std::int64_t>{ax}) : e);
   auto slice = [&](const Array& x, std::int64_t start, std::int64_t stop, std::int64_t step) {
@@ -53,12 +60,12 @@ std::vector<Array> assoc_tree(const lax::AssocFn& fn, const std::vector<Array>& 
     Array f = jx::lax::reshape(both, flat);
     return slice(f, 0, na + nb, 1);
   };
-  std::function<std::vector<Array>(const std::vector<Array>&)> scan =
-      [&](const std::vector<Array>& xs) -> std::vector<Array> {
+  std::function<Leaves(const Leaves&, int)> scan = [&](const Leaves& xs, int depth) -> Leaves {
     const std::int64_t m = xs[0].shape()[ax];
     if (m < 2) return xs;
+    if (depth == levels) return inner(xs);
     auto reduced = fn(slices(xs, 0, m - 1, 2), slices(xs, 1, m, 2));  // pairs (0,1), (2,3), ...
-    auto odd = scan(reduced);                                         // prefix at positions 1, 3, 5, ...
+    auto odd = scan(reduced, depth + 1);                              // prefix at positions 1, 3, 5, ...
     std::vector<Array> even;
     if (m % 2 == 0)
       even = fn(slices(odd, 0, static_cast<std::int64_t>(odd[0].shape()[ax]) - 1, 1), slices(xs, 2, m, 2));
@@ -71,7 +78,7 @@ std::vector<Array> assoc_tree(const lax::AssocFn& fn, const std::vector<Array>& 
     }
     return out;
   };
-  auto out = scan(elems);
+  auto out = scan(elems, 0);
   if (reverse)
     for (Array& o : out) o = np::flip(o, std::vector<std::int64_t>{ax});
   return out;
@@ -108,12 +115,24 @@ lax::AssocFn assoc_combine_fn(const Jaxpr& j, const std::vector<Array>& consts, 
 namespace {
 
 // The primitive's meaning in other primitives (ops: consts | elems).
-std::vector<Array> decompose(const std::vector<Array>& ops, const PrimParams& p) {
+// With `levels` ≥ 0, that many levels of the recursion around the primitive bound again on the
+// rest (a 2^levels times shorter scan).
+std::vector<Array> decompose(const std::vector<Array>& ops, const PrimParams& p, int levels = -1) {
   const std::vector<Array> consts(ops.begin(), ops.begin() + p.num_consts),
       elems(ops.begin() + p.num_consts, ops.end());
+  PrimParams in_order = p;  // assoc_tree has put the elements in scan order
+  in_order.reverse = false;
+  auto inner = [&](const Leaves& xs) {
+    Leaves all = consts;
+    all.insert(all.end(), xs.begin(), xs.end());
+    return bind(Prim::associative_scan, all, in_order);
+  };
   return assoc_tree(assoc_combine_fn(assoc_body_jaxpr(p), consts, static_cast<int>(p.axis)), elems, p.reverse,
-                    static_cast<int>(p.axis));
+                    static_cast<int>(p.axis), levels, inner);
 }
+
+// Set while the levels form linearizes its inner scan: that one takes the pair scan.
+thread_local bool t_inner_of_levels = false;
 
 }  // namespace
 
@@ -183,12 +202,19 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
   const AssocGradForm form = !linearizing ? AssocGradForm::pairs
                              : replay::policy().models_recursive_assoc_grad()
                                  ? AssocGradForm::recursion  // the JS runtime's way
-                                 : assoc_grad_form(x);
+                             : t_inner_of_levels ? AssocGradForm::pairs
+                                                 : assoc_grad_form(x, p);
   if (form == AssocGradForm::fold) return assoc_linearize_fold(x, t, p);
-  if (form == AssocGradForm::recursion) {
+  if (form == AssocGradForm::recursion || form == AssocGradForm::levels) {
     std::vector<Array> all;
     for (std::size_t i = 0; i < x.size(); ++i) all.push_back(tan(i));
-    return jvp_flat([&](const std::vector<Array>& in) { return decompose(in, p); }, x, all, true);
+    const int levels = form == AssocGradForm::levels ? assoc_grad_levels() : -1;
+    const bool was = std::exchange(t_inner_of_levels, true);
+    struct Restore {
+      bool v;
+      ~Restore() { t_inner_of_levels = v; }
+    } restore{was};
+    return jvp_flat([&](const std::vector<Array>& in) { return decompose(in, p, levels); }, x, all, true);
   }
   // (e, ė) ∘ (f, ḟ) = (e ∘ f, D₁∘·ė + D₂∘·ḟ) is associative when ∘ is (the chain rule applied to
   // (e ∘ f) ∘ g = e ∘ (f ∘ g)), and its inclusive scan holds the scan's tangents. Pair scan:

@@ -8,16 +8,22 @@
 //   (y_j, T ∘ T', w + (∂(a ∘ b)/∂a at (y_j, T))ᵀ·w'),
 // a position's own element is (y_j, x_{j+1}, ȳ_j) and g_j is w of [j..n-1]: an element three
 // leaves wide whose combine is one combine and one vjp of it, no Jacobian formed. The pair scan
-// is bound where that reverse scan runs in a few dispatches (launch-bound backends); elsewhere
+// is bound where that reverse scan runs in a few dispatches (launch-bound backends; for large
+// elements at many positions, inside a few levels of the recursion: assoc_grad_form); elsewhere
 // linearize goes through the fold (a lax.scan, one combine per step), whose jvp and transpose are
 // the scan's, or, for a jit under a buffer budget on a sequential backend (whose compiled loops
 // bind every operand at once), the odd/even recursion.
 #include <fmt/format.h>
 
 #include <array>
+#include <algorithm>
+#include <cstdlib>
+#include <optional>
+#include <string_view>
 
 #include "core/backends/backend.h"
 #include "core/backends/target.h"
+#include "core/base/env.h"
 #include "core/np/np.h"
 #include "core/transform/rules.h"
 #include "core/transform/control_internal.h"
@@ -107,10 +113,46 @@ bool binds_all(std::int64_t buffers, const std::vector<Array>& x) {
 
 }  // namespace
 
-AssocGradForm assoc_grad_form(const std::vector<Array>& x) {
+int assoc_grad_levels() { return static_cast<int>(std::max<std::int64_t>(0, env_int("JX_ASSOC_GRAD_LEVELS", 5))); }
+
+namespace {
+
+// Positions times floats per position (per series) of the scan's elements x (consts first).
+std::int64_t scan_work(const std::vector<Array>& x, const PrimParams& p) {
+  std::int64_t w = 0;
+  for (std::size_t i = static_cast<std::size_t>(p.num_consts); i < x.size(); ++i) w += x[i].size();
+  return p.batch_size > 0 ? w / p.batch_size : w;
+}
+
+// JX_ASSOC_GRAD=pairs|levels|recursion|fold: a form chosen by hand (measurements); else none.
+std::optional<AssocGradForm> forced_form() {
+  const char* e = std::getenv("JX_ASSOC_GRAD");
+  if (!e || !*e) return std::nullopt;
+  const std::string_view v(e);
+  if (v == "pairs") return AssocGradForm::pairs;
+  if (v == "levels") return AssocGradForm::levels;
+  if (v == "recursion") return AssocGradForm::recursion;
+  if (v == "fold") return AssocGradForm::fold;
+  throw Error(fmt::format("JX_ASSOC_GRAD={}: expected pairs, levels, recursion or fold", v));
+}
+
+}  // namespace
+
+// Launch-bound backends: the pair scan (its transpose, the triple scan, in a few dispatches) or,
+// for a batch of one series whose positions × floats per position reach JX_ASSOC_GRAD_MIN_WORK
+// (default 2·10^6), the levels form. Its recursion levels do ~4 combine-units a position (the
+// combine, its vjp) in elementwise kernels; the triple scan does ~10 (a composition, a recomputed
+// combine and its vjp), but the levels cost ~30 dispatches each. H200, float32, N = 102400
+// (bench/results/2026-11-28-h200-assoc-grad-levels): the DLM gradient at m = 4, 8, 13, 16 takes
+// 0.70, 0.77, 0.40, 0.47 times the triple scan's time with 5 levels; at m = 13, N = 1600
+// (n·e = 0.85·10^6) the triple scan is faster (1.53 against 2.25 ms).
+AssocGradForm assoc_grad_form(const std::vector<Array>& x, const PrimParams& p) {
+  if (const auto f = forced_form()) return *f;
   const Target* t = staging_target();
   const BackendLimits& lim = t ? t->limits : backend_of(x).info().limits;
-  if (lim.launch_bound) return AssocGradForm::pairs;
+  if (lim.launch_bound)
+    return !p.unbatched && scan_work(x, p) >= env_int("JX_ASSOC_GRAD_MIN_WORK", 2'000'000) ? AssocGradForm::levels
+                                                                                           : AssocGradForm::pairs;
   // a compiled loop binds all its operands at once: under a buffer budget, the recursion's kernels
   if (t && t->budget > 0) return AssocGradForm::recursion;
   // combines on threads: the pair scan's 2x work spread over them beats one sequential fold

@@ -90,8 +90,9 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
 // reverse associative scan, runs in a few dispatches (launch-bound backends); elsewhere the fold
 // (a lax.scan), whose jvp and transpose are the scan's; the odd/even recursion under a buffer
 // budget on a sequential backend, or under the JS runtime's replay switches.
-enum class AssocGradForm { pairs, fold, recursion };
-AssocGradForm assoc_grad_form(const std::vector<Array>& x);
+enum class AssocGradForm { pairs, fold, recursion, levels };
+int assoc_grad_levels();  // the levels form's depth
+AssocGradForm assoc_grad_form(const std::vector<Array>& x, const PrimParams& p);
 std::pair<std::vector<Array>, std::vector<Array>> assoc_linearize_fold(const std::vector<Array>& x,
                                                                        const std::vector<std::optional<Array>>& t,
                                                                        const PrimParams& p);
