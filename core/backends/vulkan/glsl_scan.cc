@@ -1,5 +1,6 @@
 // The fused loop shader of lax.scan: the body's buffers placed (registers, local arrays, workgroup
 // or global memory), then the elementwise or one-workgroup body emitted.
+#include "core/base/env.h"
 #include "core/backends/vulkan/glsl_scan.h"
 
 #include "core/backends/vulkan/glsl_linalg.h"
@@ -30,10 +31,7 @@ bool identity_view(const Kernel& k, const KLoad& l, std::int64_t n) {
 
 }  // namespace
 
-bool series_scans() {
-  const char* e = std::getenv("JX_VK_SERIES");
-  return !e || std::string(e) != "0";
-}
+bool series_scans() { return !env_is_zero("JX_VK_SERIES"); }
 
 std::int64_t packed_words(const AVal& a) {
   if (a.dtype == DType::bool_) return (a.size() + 3) / 4;

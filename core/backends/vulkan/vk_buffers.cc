@@ -1,3 +1,4 @@
+#include "core/base/env.h"
 #include "core/backends/vulkan/vk_buffers.h"
 
 #include <fmt/format.h>
@@ -55,8 +56,7 @@ BufferPool::BufferPool(std::shared_ptr<Context> ctx, DeviceHealth& health, bool 
   mapped_reads_cached_ =
       (mp.memoryTypes[mem_type_].propertyFlags & VK_MEMORY_PROPERTY_HOST_CACHED_BIT) != 0 || cached < 0;
   // test switch: the staged read path on a device whose memory is all host-cached (lavapipe)
-  if (const char* e = std::getenv("JX_VULKAN_STAGED_READS"); e && *e && std::string(e) != "0")
-    mapped_reads_cached_ = false;
+  if (env_is_on("JX_VULKAN_STAGED_READS")) mapped_reads_cached_ = false;
 }
 
 std::unique_ptr<Buf> BufferPool::create(std::size_t bytes, std::uint32_t type, bool map_it, std::size_t live_bytes) {

@@ -1,5 +1,6 @@
 // GPU timing of the vulkan backend: timestamp queries around the dispatches of each batch, read
 // back once the batch's fence has signalled (no extra host waits).
+#include "core/base/env.h"
 #include "core/backends/vulkan/vulkan_backend_impl.h"
 
 #include <algorithm>
@@ -40,10 +41,7 @@ void Recorder::time_dispatch(Batch& b, const Pipeline& pipe, std::int64_t invoca
 // dispatch's gap splits into the barrier's wait ("(barrier after) <the dispatch before>") and the
 // dispatch itself, and copies show ("(copies, then a barrier)": buffer copies between two barriers)
 void Recorder::time_barrier(Batch& b) {
-  static const bool on = [] {
-    const char* e = std::getenv("JX_VK_TIMING_BARRIERS");
-    return e && *e && std::string(e) != "0";
-  }();
+  static const bool on = env_is_on("JX_VK_TIMING_BARRIERS");
   if (!on || b.timed.empty() || b.timed.size() >= kTimestamps) return;
   vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, b.timestamps.get(),
                       static_cast<std::uint32_t>(b.timed.size()));

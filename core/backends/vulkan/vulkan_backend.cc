@@ -2,6 +2,7 @@
 // the limits profile, counters, shutdown, and the public vulkan:: API. Its parts: BufferPool
 // (vk_buffers.cc), Recorder and DescriptorCache (vk_recorder.cc, vk_timing.cc), ScanRunner
 // (vk_scan_exec.cc).
+#include "core/base/env.h"
 #include "core/backends/vulkan/vulkan_backend_impl.h"
 
 #include "core/backends/vulkan/glsl_linalg.h"
@@ -35,8 +36,7 @@ bool parse_switch(const char* name, const std::string& v) {
 VulkanBackend::VulkanBackend() {
   info_.backend = "vulkan";
   info_.device = "Vulkan compute";
-  const char* val = std::getenv("JX_VULKAN_VALIDATION");
-  const bool validation = val && *val && std::string(val) != "0";
+  const bool validation = env_is_on("JX_VULKAN_VALIDATION");
   try {
     ctx_ = std::make_shared<Context>(validation);
     pipes_ = std::make_unique<Pipelines>(ctx_);
@@ -48,8 +48,7 @@ VulkanBackend::VulkanBackend() {
     scans_ = std::make_unique<ScanRunner>(*this, *rec_, *buffers_, d.name);
     const char* lim = std::getenv("JX_LIMITS");
     apply_limits(lim && *lim ? lim : "webgpu");
-    const char* timing = std::getenv("JX_VK_TIMING");
-    rec_->set_timing(timing && *timing && std::string(timing) != "0");
+    rec_->set_timing(env_is_on("JX_VK_TIMING"));
     if (const char* every = std::getenv("JX_VK_SUBMIT_EVERY"); every && *every)
       rec_->set_submit_every(parse_submit_every(every));
     checked_shared_ = llvmpipe();
