@@ -117,11 +117,11 @@ int assoc_grad_levels() { return static_cast<int>(std::max<std::int64_t>(0, env_
 
 namespace {
 
-// Positions times floats per position (per series) of the scan's elements x (consts first).
+// Positions times floats per position of the scan's elements x (consts first).
 std::int64_t scan_work(const std::vector<Array>& x, const PrimParams& p) {
   std::int64_t w = 0;
   for (std::size_t i = static_cast<std::size_t>(p.num_consts); i < x.size(); ++i) w += x[i].size();
-  return p.batch_size > 0 ? w / p.batch_size : w;
+  return w;
 }
 
 // JX_ASSOC_GRAD=pairs|levels|recursion|fold: a form chosen by hand (measurements); else none.
