@@ -131,7 +131,8 @@ std::vector<Array> decompose(const std::vector<Array>& ops, const PrimParams& p,
                     static_cast<int>(p.axis), levels, inner);
 }
 
-// Set while the levels form linearizes its inner scan: that one takes the pair scan.
+// Set while the recursion or the levels form is linearized: an associative scan bound inside it
+// (the levels form's inner scan) takes the pair scan.
 thread_local bool t_inner_of_levels = false;
 
 }  // namespace
