@@ -152,6 +152,11 @@ inline std::vector<Case> cases() {
        {m33, m33}},
       {"lu_packed", [](V x) { return std::get<0>(lax::lu(wellcond(x[0]))); }, {m33}},
       {"inv", [](V x) { return np::linalg::inv(wellcond(x[0])); }, {m33}},
+      {"inv_batched",
+       [](V x) {
+         return np::linalg::inv(np::stack({wellcond(x[0]), wellcond(x[1])}));
+       },
+       {m33, m33}},
       {"solve", [](V x) { return np::linalg::solve(wellcond(x[0]), x[1]); }, {m33, {3, 2}}},
       {"slogdet", [](V x) { return np::linalg::slogdet(wellcond(x[0])).second; }, {m33}},
       {"det", [](V x) { return np::linalg::det(wellcond(x[0])); }, {m33}},

@@ -1,3 +1,5 @@
+#include <map>
+
 #include "tests/helpers.h"
 
 using namespace jx;
@@ -102,6 +104,32 @@ TEST(Linalg, InvAndSolve) {
   Array i32 = np::linalg::inv(np::array({{2.0, 0.0}, {0.0, 4.0}}, DType::int32));
   EXPECT_EQ(i32.dtype(), DType::float32);
   EXPECT_TRUE(all_close(i32, {0.5, 0, 0, 0.25}));
+}
+
+// inv is one primitive: its derivative is -X Ȧ X (no lu or triangular solve in the gradient),
+// equal to that of its expansion through lu to every order checked (gradient, Hessian), and jit
+// runs the expansion (the same values as inv_by_lu eagerly).
+TEST(Linalg, InvIsOnePrimitiveDifferentiatedAsAWhole) {
+  Array a = randm({4, 4}, 30) + np::eye(4, {}, 0, DType::float64) * 4.0;
+  Array w = randm({4, 4}, 31);
+  auto f = [&](const Array& x) { return np::sum(np::linalg::inv(x) * w); };
+  auto g = [&](const Array& x) { return np::sum(np::linalg::inv_by_lu(x) * w); };
+  Array xi = np::linalg::inv_by_lu(a);
+  Array expect = -np::matmul(np::matmul(np::transpose(xi), w), np::transpose(xi));  // d<W, A⁻¹>/dA
+  EXPECT_TRUE(all_close(grad(f)(a), vals(expect), 1e-12, 1e-12));
+  EXPECT_TRUE(all_close(grad(g)(a), vals(expect), 1e-12, 1e-12));
+  Array hf = hessian(f)(a), hg = hessian(g)(a);
+  EXPECT_EQ(hf.shape(), (Shape{4, 4, 4, 4}));
+  EXPECT_TRUE(all_close(hf, vals(hg), 1e-10, 1e-10));
+  std::map<std::string, int> count;
+  for (const Eqn& e : make_jaxpr(grad(f))(a).jaxpr.eqns) ++count[std::string(prim_name(e.prim))];
+  EXPECT_EQ(count["inv"], 1);
+  EXPECT_EQ(count["lu"] + count["triangular_solve"], 0);
+  EXPECT_TRUE(all_close(jit([](const Array& x) { return np::linalg::inv(x); })(a), vals(xi), 0.0, 0.0));
+  EXPECT_TRUE(all_close(jit(grad(f))(a), vals(expect), 1e-12, 1e-12));
+  Array batch = randm({3, 4, 4}, 32) + np::eye(4, {}, 0, DType::float64) * 4.0;
+  EXPECT_TRUE(all_close(vmap([](const Array& x) { return np::linalg::inv(x); })(batch),
+                        vals(np::linalg::inv_by_lu(batch)), 0.0, 0.0));
 }
 
 TEST(Linalg, SingularMatricesAreErrors) {

@@ -61,6 +61,7 @@ std::string CStyleLanguage::op(const Kernel& k, const KNode& n) const {
     case Prim::cholesky:
     case Prim::triangular_solve:
     case Prim::lu:
+    case Prim::inv:
     case Prim::scan:
     case Prim::associative_scan:
     case Prim::while_loop:

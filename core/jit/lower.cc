@@ -16,6 +16,7 @@
 #include <set>
 
 #include "core/ir/jaxpr.h"
+#include "core/jit/passes.h"
 #include "core/jit/program.h"
 
 #include "core/jit/lower_expr.h"
@@ -592,6 +593,12 @@ class Lowering {
 
 }  // namespace
 
-Program lower(const Jaxpr& j, const LowerOptions& o) { return Lowering(j, o).run(); }
+// Composites (inv) become their steps first; a jaxpr that had some is simplified again, as the
+// traced steps of an eager program or a scan body would have been.
+Program lower(const Jaxpr& j, const LowerOptions& o) {
+  Jaxpr x = expand_composites(j);
+  if (x.eqns.size() == j.eqns.size()) return Lowering(j, o).run();
+  return Lowering(simplify(x), o).run();
+}
 
 }  // namespace jx

@@ -1,9 +1,13 @@
 #include "core/jit/passes.h"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <map>
+#include <mutex>
 #include <optional>
 
+#include "core/np/np.h"
+#include "core/trace/make_jaxpr.h"
 #include "core/trace/trace.h"
 
 namespace jx {
@@ -124,5 +128,55 @@ Jaxpr dce(const Jaxpr& j) {
 }
 
 Jaxpr simplify(const Jaxpr& j) { return dce(cse(drop_identities(j))); }
+
+namespace {
+
+// The steps of one composite equation on its operands' avals, traced once per signature.
+const Jaxpr& expansion_of(const Eqn& e, const Jaxpr& j) {
+  static std::mutex mu;
+  static std::map<std::string, Jaxpr> cache;
+  const AVal a = j.aval_of(e.in.at(0));
+  const std::string key = fmt::format("{}|{}", prim_name(e.prim), a.str());
+  std::lock_guard lock(mu);
+  if (auto it = cache.find(key); it != cache.end()) return it->second;
+  ClosedJaxpr cj = make_jaxpr_flat(
+      [](const std::vector<Array>& in) { return std::vector<Array>{np::linalg::inv_by_lu(in[0])}; }, {a});
+  if (!cj.consts.empty() || cj.jaxpr.outs.size() != 1 || cj.jaxpr.outs[0].is_literal())
+    throw Error(fmt::format("expand_composites: {} on {} traced to an unexpected program", prim_name(e.prim), a.str()));
+  return cache.emplace(key, std::move(cj.jaxpr)).first->second;
+}
+
+// Appends the steps of `x` to r, reading x's inputs from `in` and defining x's output as `out`.
+void splice(Jaxpr& r, const Jaxpr& x, const std::vector<Atom>& in, int out) {
+  std::vector<std::optional<Atom>> at(x.avals.size());
+  for (std::size_t i = 0; i < x.invars.size(); ++i) at[x.invars[i]] = in[i];
+  at[x.outs[0].var] = Atom{out};
+  auto map = [&](const Atom& a) {
+    if (a.is_literal()) return a;
+    if (!at[a.var]) at[a.var] = Atom{r.new_var(x.avals[a.var])};
+    return *at[a.var];
+  };
+  for (const Eqn& e0 : x.eqns) {
+    Eqn e = e0;
+    for (Atom& a : e.in) a = map(a);
+    for (int& o : e.out) o = map(Atom{o}).var;
+    r.eqns.push_back(std::move(e));
+  }
+}
+
+}  // namespace
+
+Jaxpr expand_composites(const Jaxpr& j) {
+  if (std::none_of(j.eqns.begin(), j.eqns.end(), [](const Eqn& e) { return e.prim == Prim::inv; })) return j;
+  Jaxpr r = j;
+  r.eqns.clear();
+  for (const Eqn& e : j.eqns) {
+    if (e.prim == Prim::inv)
+      splice(r, expansion_of(e, j), e.in, e.out[0]);
+    else
+      r.eqns.push_back(e);
+  }
+  return checked(std::move(r));
+}
 
 }  // namespace jx

@@ -163,6 +163,8 @@ Array triangular_solve(const Array& a, const Array& b, const TriangularSolveOpti
   return bind1(Prim::triangular_solve, {a, b}, p);
 }
 
+Array inv(const Array& a) { return bind1(Prim::inv, {a}); }
+
 std::tuple<Array, Array, Array> lu(const Array& a) {
   auto out = bind(Prim::lu, {a});
   return {std::move(out[0]), std::move(out[1]), std::move(out[2])};

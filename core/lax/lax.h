@@ -73,5 +73,9 @@ struct TriangularSolveOptions {
 Array triangular_solve(const Array& a, const Array& b, const TriangularSolveOptions& o = {});
 // (packed LU, permutation matrix P with A = P L U, det(P))
 std::tuple<Array, Array, Array> lu(const Array& a);
+// A⁻¹ of a (batch of) square float matrices: one primitive, so that its derivative is
+// -A⁻¹ Ȧ A⁻¹ (two products) rather than that of lu and its solves; the JIT expands it into
+// np::linalg::inv_by_lu's steps before lowering. np::linalg::inv checks and converts first.
+Array inv(const Array& a);
 
 }  // namespace jx::lax

@@ -1,5 +1,6 @@
 // numpy.linalg on the routines: solve and inv through A = P L U (Pᵀb, then a unit-lower and an
-// upper triangular solve; inv solves for Pᵀ itself); slogdet from U's diagonal and det(P).
+// upper triangular solve; inv, a primitive of its own, solves for Pᵀ itself); slogdet from U's
+// diagonal and det(P).
 #include "core/np/np_internal.h"
 
 namespace jx::np::linalg {
@@ -65,9 +66,15 @@ Array solve(const Array& a0, const Array& b0) {
   });
 }
 
+// The primitive: differentiated as a whole (Ẋ = -X Ȧ X), computed as inv_by_lu.
+Array inv(const Array& a0) {
+  Array a = as_float_matrix("inv", a0);
+  return with_name("inv", [&] { return lax::inv(a); });
+}
+
 // A⁻¹ = U⁻¹ L⁻¹ Pᵀ: solve(A, I) without its product Pᵀ I (the same values: each entry of that
 // product is one 0 or 1 times 1 plus zeros).
-Array inv(const Array& a0) {
+Array inv_by_lu(const Array& a0) {
   Array a = as_float_matrix("inv", a0);
   return with_name("inv", [&] {
     auto [f, p, s] = lax::lu(a);

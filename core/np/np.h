@@ -175,7 +175,8 @@ namespace linalg {
 Array cholesky(const Array& a);
 Array triangular_solve(const Array& a, const Array& b, const lax::TriangularSolveOptions& o = {});
 Array solve(const Array& a, const Array& b);
-Array inv(const Array& a);
+Array inv(const Array& a);        // the primitive inv (lax::inv)
+Array inv_by_lu(const Array& a);  // A⁻¹ = U⁻¹ L⁻¹ Pᵀ through lu and two triangular solves: inv's expansion
 std::pair<Array, Array> slogdet(const Array& a);  // (sign, log|det|)
 Array det(const Array& a);
 }  // namespace linalg

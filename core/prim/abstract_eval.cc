@@ -335,7 +335,8 @@ std::vector<AVal> abstract_eval(Prim p, const std::vector<AVal>& in, const PrimP
     JX_CASES_MOVEMENT:
       return movement_aval(p, in, pr);
     case Prim::iota: return iota_aval(p, pr);
-    case Prim::cholesky: require_square(p, in[0]); return {in[0]};
+    case Prim::cholesky:
+    case Prim::inv: require_square(p, in[0]); return {in[0]};
     case Prim::scan: return scan_aval(p, in, pr);
     case Prim::cond: return cond_aval(p, in, pr);
     case Prim::while_loop: return while_aval(p, in, pr);

@@ -40,7 +40,8 @@ std::string PrimParams::str(Prim p) const {
   JX_CASES_ELEMENTWISE_UNARY:
   JX_CASES_ELEMENTWISE_BINARY:
   case Prim::select:
-  case Prim::lu: return "";
+  case Prim::lu:
+  case Prim::inv: return "";
     case Prim::reduce_sum:
     case Prim::reduce_max:
     case Prim::reduce_min:

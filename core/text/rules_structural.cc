@@ -223,6 +223,7 @@ void add_structural_rules(RuleTable& t) {
   };
   t["stack"] = stack;
   t["cholesky"] = [](Call& c) -> std::vector<Array> { return {lax::cholesky(c.in.at(0))}; };
+  t["inv"] = [](Call& c) -> std::vector<Array> { return {lax::inv(c.in.at(0))}; };  // jx's own (JAX has none)
   t["triangular_solve"] = triangular_solve;
 }
 

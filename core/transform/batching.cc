@@ -82,6 +82,7 @@ class BatchTrace final : public MainTrace {
     case Prim::concatenate:
     case Prim::cholesky:
     case Prim::lu:
+    case Prim::inv:
     case Prim::triangular_solve:
       if (p == Prim::concatenate) q.axis += 1;
       return all_front(p, args, q);

@@ -122,6 +122,10 @@ Array lu_jvp(const Array& da, const std::vector<Array>& y) {
   return lax::add(np::matmul(l, tri(xm, Tri::strictly_lower)), np::matmul(tri(xm, Tri::upper), u));
 }
 
+// X = A⁻¹:  Ẋ = -X Ȧ X  (from A X = I: Ȧ X + A Ẋ = 0). X is the primitive's output, so the
+// rule differentiates again (higher orders) through inv itself.
+Array inv_jvp(const Array& da, const Array& x) { return lax::neg(np::matmul(np::matmul(x, da), x)); }
+
 }  // namespace
 
 std::vector<Opt> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector<Opt>& t, const std::vector<Array>& y,
@@ -192,6 +196,7 @@ std::vector<Opt> jvp_rule(Prim p, const std::vector<Array>& x, const std::vector
     case Prim::while_loop:
     case Prim::cond: throw Error(fmt::format("jvp: {} is differentiated by control_jvp", prim_name(p)));
     case Prim::lu: return {lu_jvp(T(0), y), std::nullopt, std::nullopt};
+    case Prim::inv: return {inv_jvp(T(0), y[0])};
   }
   throw Error(fmt::format("jvp: no rule for {}", prim_name(p)));
 }

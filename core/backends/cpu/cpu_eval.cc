@@ -300,7 +300,8 @@ void cpu_execute(const Op& op, std::span<const std::byte* const> in, std::span<s
     case Prim::iota: return eval_iota(op, out[0]);
     case Prim::cholesky:
     case Prim::triangular_solve:
-    case Prim::lu: return cpu_linalg(op, in, out);
+    case Prim::lu:
+    case Prim::inv: return cpu_linalg(op, in, out);
     case Prim::scan:
     case Prim::associative_scan:
     case Prim::while_loop:

@@ -4,10 +4,13 @@
 //                      reads only the triangle `lower` names.
 //   lu:                A = P L U with partial pivoting; outputs the packed LU (unit L below the
 //                      diagonal, U on and above it), the permutation matrix P, and det(P) = ±1.
+//   inv:               A⁻¹ = U⁻¹ L⁻¹ Pᵀ: lu, then the unit-lower and the upper solve of Pᵀ, the
+//                      same steps (and values) as np.linalg.inv's lu and two triangular_solves.
 // Failures that only the data reveals (a matrix that is not positive definite, a zero on a
 // triangular diagonal) throw LinAlgError. lu itself never throws: a singular A yields a zero
 // pivot in U, so slogdet can report sign 0 and log|det| = -inf as numpy does.
 #include <cmath>
+#include <vector>
 #include <fmt/format.h>
 
 #include "core/backends/cpu/cpu_backend.h"
@@ -98,6 +101,24 @@ void lu(const T* a, T* f, T* pm, T* sign, std::int64_t n, std::int64_t batch) {
   }
 }
 
+// A⁻¹ per matrix through lu and the two solves of lu_solve (a zero pivot: the upper solve's
+// LinAlgError, as for np.linalg.inv's own steps).
+template <class T>
+void inv(const T* a, T* x, std::int64_t n, std::int64_t batch) {
+  std::vector<T> f(static_cast<std::size_t>(n * n)), pm(f.size()), pt(f.size()), y(f.size());
+  T sign{};
+  PrimParams lower, upper;
+  lower.unit_diagonal = true;
+  upper.lower = false;
+  for (std::int64_t b = 0; b < batch; ++b, a += n * n, x += n * n) {
+    lu<T>(a, f.data(), pm.data(), &sign, n, 1);
+    for (std::int64_t i = 0; i < n; ++i)
+      for (std::int64_t j = 0; j < n; ++j) pt[i * n + j] = pm[j * n + i];
+    triangular_solve<T>(f.data(), pt.data(), y.data(), n, n, 1, lower);
+    triangular_solve<T>(f.data(), y.data(), x, n, n, 1, upper);
+  }
+}
+
 }  // namespace
 
 void cpu_linalg(const Op& op, std::span<const std::byte* const> in, std::span<std::byte* const> out) {
@@ -110,6 +131,7 @@ void cpu_linalg(const Op& op, std::span<const std::byte* const> in, std::span<st
     switch (op.prim) {
       case Prim::cholesky: return cholesky<T>(I(0), O(0), n, batch);
       case Prim::lu: return lu<T>(I(0), O(0), O(1), O(2), n, batch);
+      case Prim::inv: return inv<T>(I(0), O(0), n, batch);
       case Prim::triangular_solve: {
         const AVal& bv = op.in[1];
         const std::int64_t k = op.params.left_side ? bv.shape.back() : bv.shape[bv.ndim() - 2];
