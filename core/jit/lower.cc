@@ -596,9 +596,8 @@ class Lowering {
 // Composites (inv) become their steps first; a jaxpr that had some is simplified again, as the
 // traced steps of an eager program or a scan body would have been.
 Program lower(const Jaxpr& j, const LowerOptions& o) {
-  Jaxpr x = expand_composites(j);
-  if (x.eqns.size() == j.eqns.size()) return Lowering(j, o).run();
-  return Lowering(simplify(x), o).run();
+  if (!has_composites(j)) return Lowering(j, o).run();
+  return Lowering(simplify(expand_composites(j)), o).run();
 }
 
 }  // namespace jx

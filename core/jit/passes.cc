@@ -131,6 +131,10 @@ Jaxpr simplify(const Jaxpr& j) { return dce(cse(drop_identities(j))); }
 
 namespace {
 
+// What each composite primitive runs as (nullptr: not a composite).
+using Steps = Array (*)(const Array&);
+Steps steps_of(Prim p) { return p == Prim::inv ? &np::linalg::inv_by_lu : nullptr; }
+
 // The steps of one composite equation on its operands' avals, traced once per signature.
 const Jaxpr& expansion_of(const Eqn& e, const Jaxpr& j) {
   static std::mutex mu;
@@ -139,8 +143,9 @@ const Jaxpr& expansion_of(const Eqn& e, const Jaxpr& j) {
   const std::string key = fmt::format("{}|{}", prim_name(e.prim), a.str());
   std::lock_guard lock(mu);
   if (auto it = cache.find(key); it != cache.end()) return it->second;
-  ClosedJaxpr cj = make_jaxpr_flat(
-      [](const std::vector<Array>& in) { return std::vector<Array>{np::linalg::inv_by_lu(in[0])}; }, {a});
+  const Steps steps = steps_of(e.prim);
+  ClosedJaxpr cj =
+      make_jaxpr_flat([steps](const std::vector<Array>& in) { return std::vector<Array>{steps(in[0])}; }, {a});
   if (!cj.consts.empty() || cj.jaxpr.outs.size() != 1 || cj.jaxpr.outs[0].is_literal())
     throw Error(fmt::format("expand_composites: {} on {} traced to an unexpected program", prim_name(e.prim), a.str()));
   return cache.emplace(key, std::move(cj.jaxpr)).first->second;
@@ -166,12 +171,16 @@ void splice(Jaxpr& r, const Jaxpr& x, const std::vector<Atom>& in, int out) {
 
 }  // namespace
 
+bool has_composites(const Jaxpr& j) {
+  return std::any_of(j.eqns.begin(), j.eqns.end(), [](const Eqn& e) { return steps_of(e.prim) != nullptr; });
+}
+
 Jaxpr expand_composites(const Jaxpr& j) {
-  if (std::none_of(j.eqns.begin(), j.eqns.end(), [](const Eqn& e) { return e.prim == Prim::inv; })) return j;
+  if (!has_composites(j)) return j;
   Jaxpr r = j;
   r.eqns.clear();
   for (const Eqn& e : j.eqns) {
-    if (e.prim == Prim::inv)
+    if (steps_of(e.prim))
       splice(r, expansion_of(e, j), e.in, e.out[0]);
     else
       r.eqns.push_back(e);

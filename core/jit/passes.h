@@ -11,6 +11,7 @@ Jaxpr simplify(const Jaxpr& j);         // all of the above, in that order
 // Primitives that are one equation for differentiation but steps for a backend (inv: lu and two
 // triangular solves, np::linalg::inv_by_lu), replaced by those steps; lower() runs it first.
 // Returns j itself, unchanged, where it has none.
+bool has_composites(const Jaxpr& j);
 Jaxpr expand_composites(const Jaxpr& j);
 
 }  // namespace jx
