@@ -1,7 +1,10 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -130,5 +133,27 @@ std::string debug_log_of(F&& f) {
   jx::set_debug(level);
   return log;
 }
+
+// A compile cache of the current test's own (JX_NATIVE_CACHE, read at every compile), created
+// empty with mode 0700 and removed after: ctest runs other native tests at once, whose objects
+// would land in a shared one.
+class PrivateNativeCache {
+ public:
+  explicit PrivateNativeCache(const std::string& stem)
+      : path(std::filesystem::temp_directory_path() /
+             (stem + "-" + std::to_string(::getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name())),
+        env_("JX_NATIVE_CACHE", (std::filesystem::remove_all(path), std::filesystem::create_directory(path),
+                                 std::filesystem::permissions(path, std::filesystem::perms::owner_all), path.c_str())) {
+  }
+  ~PrivateNativeCache() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  const std::filesystem::path path;
+
+ private:
+  ScopedEnv env_;
+};
 
 }  // namespace jxt

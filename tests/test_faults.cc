@@ -71,26 +71,8 @@ TEST(VulkanFaults, OutOfDeviceMemoryMidProgramIsAClearErrorAndTheBackendStaysUsa
 
 namespace {
 
-// A fresh compile cache per test: JX_NATIVE_CACHE is read at every compile.
-struct CacheDir {
-  fs::path path =
-      fs::temp_directory_path() /
-      fmt::format("jx-fault-cache-{}-{}", getpid(), ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  std::string old;
-  CacheDir() {
-    fs::remove_all(path);
-    if (const char* e = std::getenv("JX_NATIVE_CACHE")) old = e;
-    setenv("JX_NATIVE_CACHE", path.c_str(), 1);
-  }
-  ~CacheDir() {
-    if (old.empty())
-      unsetenv("JX_NATIVE_CACHE");
-    else
-      setenv("JX_NATIVE_CACHE", old.c_str(), 1);
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+// A fresh compile cache per test.
+using CacheDir = jxt::PrivateNativeCache;
 
 const char* kSource = "double jx_fault_probe(double x) { return 3.0 * x + 1.0; }\n";
 
@@ -103,7 +85,7 @@ double call_probe(const native::CompileResult& r) {
 // compiles again: the entry must be rejected for `reason` and rebuilt, and the result must work.
 void damaged_entry_is_rebuilt(const std::function<void(const fs::path& so, const fs::path& sum)>& damage,
                               const std::string& reason) {
-  CacheDir dir;
+  CacheDir dir("jx-fault-cache");
   fs::path so;
   {
     auto first = native::compile(kSource);
@@ -155,7 +137,7 @@ TEST(NativeCacheFaults, EntryWithoutDigestIsRebuilt) {
 
 TEST(NativeCacheFaults, GarbageEntryWithMatchingNameIsRebuiltByTheBackend) {
   // the backend path: a jitted program on native whose cached object was replaced by garbage
-  CacheDir dir;
+  CacheDir dir("jx-fault-cache");
   Array x = np::array({1.0, 2.0, 3.0}, DType::float64);
   auto f = jit([](const std::vector<Array>& a) { return np::sin(a[0]) * 2.0 + 1.0; });
   const auto want = jxt::vals(f(std::vector<Array>{x}));

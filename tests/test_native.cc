@@ -231,12 +231,7 @@ TEST(Native, ProgramsCompileOnceAndLoadFromDiskAfterClearingCaches) {
 // is this test's own: ctest runs other native tests at once, and their objects land in the shared
 // one between the two listings.
 TEST(Native, KernelObjectsDependOnTheProgramNotTheOrder) {
-  const std::filesystem::path cache =
-      std::filesystem::temp_directory_path() / ("jx-native-order-" + std::to_string(::getpid()));
-  std::filesystem::remove_all(cache);
-  std::filesystem::create_directory(cache);
-  std::filesystem::permissions(cache, std::filesystem::perms::owner_all);
-  jxt::ScopedEnv own_cache("JX_NATIVE_CACHE", cache.c_str());
+  const jxt::PrivateNativeCache own_cache("jx-native-order");
   DefaultDeviceScope native("native");
   const double c = 1.0 + ::testing::UnitTest::GetInstance()->random_seed() * 1e-6 +
                    static_cast<double>(std::chrono::steady_clock::now().time_since_epoch().count() % 1000003) * 1e-13;
@@ -259,8 +254,6 @@ TEST(Native, KernelObjectsDependOnTheProgramNotTheOrder) {
   EXPECT_EQ(jit(a)(x).to_vector<double>()[0], ya);
   EXPECT_EQ(objects(), after_ab);  // b then a: no new object
   clear_caches();                  // unmaps the objects before their folder goes
-  std::error_code ec;
-  std::filesystem::remove_all(cache, ec);
 }
 
 TEST(Native, PoolReusesAndReturnsMemory) {
