@@ -75,7 +75,8 @@ void run(benchmark::State& st, const std::string& name, const std::string& be) {
     for (const auto& e : t) total += e.ms;
     std::fprintf(stderr, "%s/%s/%lld: GPU %.4f ms per call in %zu pipelines\n", name.c_str(), be.c_str(),
                  static_cast<long long>(m.n), total / calls, t.size());
-    for (std::size_t i = 0; i < t.size() && i < 25; ++i)
+    const auto top = static_cast<std::size_t>(std::stoll(jxbench::env("JX_VK_TIMING_TOP", "25")));  // pipelines listed
+    for (std::size_t i = 0; i < t.size() && i < top; ++i)
       std::fprintf(stderr, "  %9.4f ms %6.1f dispatches  %s\n", t[i].ms / calls,
                    static_cast<double>(t[i].dispatches) / calls, t[i].name.c_str());
   }

@@ -513,3 +513,142 @@ TEST(Vulkan, ReductionsSplitOnlyWithABindingToSpare) {
   EXPECT_NE(vk::render_kernel(q.kernels[0], false).name.find("_split"), std::string::npos);
   vulkan::set_timing(false);
 }
+
+// Short reductions whose loads each skip one of the two innermost output dims (batched products
+// of small matrices) compute a tile of outputs per invocation (glsl_renderer.cc: reduction_tile):
+// the values against the cpu oracle and the tile each shader took, from the GPU timings' names.
+TEST(Vulkan, SmallMatrixProductsComputeATileOfOutputsPerInvocation) {
+  using F = std::function<Array(const Array&, const Array&)>;
+  struct TileCase {
+    std::string what;
+    Shape a, b;
+    DType d;
+    F f;
+    std::string tile;  // in the shader's name ("": not tiled)
+  };
+  const F mm = [](const Array& a, const Array& b) { return np::matmul(a, b); };
+  const std::vector<TileCase> cases = {
+      {"16x16 products", {37, 16, 16}, {37, 16, 16}, DType::float32, mm, "_t4x4"},
+      {"13x13 (no tile divides 13)", {37, 13, 13}, {37, 13, 13}, DType::float32, mm, ""},
+      {"6x12 by 12x3", {9, 6, 12}, {9, 12, 3}, DType::float32, mm, "_t3x3"},
+      {"by a transposed view",
+       {11, 6, 16},
+       {11, 6, 16},
+       DType::float32,
+       [](const Array& a, const Array& b) { return np::matmul(a, np::swapaxes(b, 1, 2)); },
+       "_t3x3"},
+      {"int32", {5, 4, 12}, {5, 12, 4}, DType::int32, mm, "_t4x4"},
+      {"float64, 70 terms", {7, 16, 70}, {7, 70, 16}, DType::float64, mm, "_t4x4"},
+      {"matrix by vector (a column's loads would save too little)", {9, 16, 16}, {9, 16, 1}, DType::float32, mm, ""},
+      {"an epilogue (mean)",
+       {6, 6, 12},
+       {6, 6, 12},
+       DType::float32,
+       [](const Array& a, const Array& b) {
+         return np::mean(np::expand_dims(a, 2) * np::expand_dims(b, 1), std::vector<std::int64_t>{3});
+       },
+       "_t3x3"},
+      {"bool outputs",
+       {7, 6, 8},
+       {7, 4, 8},
+       DType::float32,
+       [](const Array& a, const Array& b) {
+         const Array z = np::zeros({}, a.dtype());
+         return np::max(np::logical_and(np::greater(np::expand_dims(a, 2), z), np::greater(np::expand_dims(b, 1), z)),
+                        std::vector<std::int64_t>{3});
+       },
+       "_t3x4"},
+      {"every load on both dims (not tiled)",
+       {6, 4, 4, 8},
+       {6, 4, 4, 8},
+       DType::float32,
+       [](const Array& a, const Array& b) { return np::sum(a * b, std::vector<std::int64_t>{3}); },
+       ""},
+  };
+  vulkan::set_timing(true);
+  for (const auto& c : cases) {
+    auto input = [&](const Shape& s, unsigned seed) {
+      std::int64_t n = 1;
+      for (auto e : s) n *= e;
+      std::vector<double> v = jxt::randn(static_cast<std::size_t>(n), seed);
+      if (c.d == DType::int32)
+        for (double& x : v) x = std::round(4 * x);
+      return np::astype(np::array(v, s, DType::float64), c.d);
+    };
+    const Array a = input(c.a, 3), b = input(c.b, 4);
+    const std::vector<double> want = vals(c.f(a, b));  // eager on cpu
+    DefaultDeviceScope vk("vulkan");
+    vulkan::reset_timings();
+    const Array got = jit(c.f)(device_put(a, "vulkan"), device_put(b, "vulkan"));
+    const double tol = c.d == DType::float32 ? 2e-5 : c.d == DType::float64 ? 1e-12 : 0;
+    EXPECT_TRUE(all_close(got, want, tol, tol)) << c.what;
+    std::string names;
+    for (const auto& t : vulkan::timings()) names += t.name + " ";
+    if (c.tile.empty())
+      EXPECT_EQ(names.find("_t"), std::string::npos) << c.what << ": " << names;
+    else
+      EXPECT_NE(names.find(c.tile), std::string::npos) << c.what << ": " << names;
+  }
+  vulkan::set_timing(false);
+  // On a GPU a tile keeps the shader at least 2^18 invocations (llvmpipe: no floor): 4 × 4 tiles
+  // from 2^18 of them, 4 × 2 or 2 × 2 below, none where even those would leave too few.
+  const std::int64_t floor = vk::tile_floor();
+  vk::set_tile_floor(std::int64_t{1} << 18);
+  auto tile_of = [](std::int64_t batch) {
+    const Array a = np::zeros({batch, 16, 16});
+    ClosedJaxpr cj =
+        make_jaxpr([](const std::vector<Array>& v) { return np::matmul(v[0], v[1]); })(std::vector<Array>{a, a});
+    Program p = lower(cj.jaxpr, LowerOptions{});
+    return p.kernels.size() == 1 ? vk::render_kernel(p.kernels[0], false).name : std::string("(kernels)");
+  };
+  EXPECT_NE(tile_of(16384).find("_t4x4"), std::string::npos) << tile_of(16384);
+  EXPECT_NE(tile_of(8192).find("_t4x2"), std::string::npos) << tile_of(8192);
+  EXPECT_NE(tile_of(4096).find("_t2x2"), std::string::npos) << tile_of(4096);
+  EXPECT_EQ(tile_of(1024).find("_t"), std::string::npos) << tile_of(1024);
+  vk::set_tile_floor(floor);
+}
+
+// On a GPU a reduction of 128 to 1023 terms over fewer outputs than fill it gives each output 32
+// invocations and a tree (glsl_renderer.cc: lanes_reduction); llvmpipe keeps one invocation per
+// output, so the test sets the GPU's floor to render and run the lanes here.
+TEST(Vulkan, MidSizeReductionsOverFewOutputsFoldInLanes) {
+  using F = std::function<Array(const Array&)>;
+  const std::vector<std::pair<F, double>> cases = {
+      {[](const Array& x) {
+         return np::sum(np::exp(x) * x, std::vector<std::int64_t>{1, 2});
+       },
+       1e-6},  // 256 terms
+      {[](const Array& x) {
+         return np::max(np::where(np::greater(x, np::full({}, 2.5)), NAN, x), std::vector<std::int64_t>{2, 1});
+       },
+       0},  // NaN propagates
+      {[](const Array& x) {
+         return np::min(np::astype(x * 100.0, DType::int32), std::vector<std::int64_t>{1, 2});
+       },
+       0},
+      {[](const Array& x) {
+         return np::mean(np::reshape(x, {1000, 2, 128}), std::vector<std::int64_t>{2});
+       },
+       1e-6},  // 2000 outputs of 128 terms, an epilogue
+      {[](const Array& x) {
+         return np::max(np::greater(x, np::full({}, 3.2)), std::vector<std::int64_t>{1, 2});
+       },
+       0},
+  };
+  const Array x = np::reshape(np::array(jxt::randn(1000 * 256, 9), Shape{1000, 16, 16}), {1000, 16, 16});
+  const std::int64_t floor = vk::tile_floor();
+  vk::set_tile_floor(std::int64_t{1} << 18);
+  vulkan::set_timing(true);
+  for (std::size_t c = 0; c < cases.size(); ++c) {
+    const std::vector<double> want = vals(cases[c].first(x));  // eager on cpu
+    DefaultDeviceScope vk("vulkan");
+    vulkan::reset_timings();
+    const Array got = jit(cases[c].first)(device_put(x, "vulkan"));
+    EXPECT_TRUE(all_close(got, want, cases[c].second, cases[c].second)) << "case " << c;
+    std::string names;
+    for (const auto& t : vulkan::timings()) names += t.name + " ";
+    EXPECT_NE(names.find("_lanes"), std::string::npos) << "case " << c << ": " << names;
+  }
+  vulkan::set_timing(false);
+  vk::set_tile_floor(floor);
+}

@@ -89,10 +89,10 @@ std::string CStyleLanguage::nodes(const Kernel& k, const std::vector<int>& order
       }
       case KNodeKind::constant: e = literal(n.dtype, n.value); break;
       case KNodeKind::iota: e = cast(n.dtype, idx[n.dim], true); break;
-      case KNodeKind::reduce_result: e = cast(n.dtype, "acc", true); break;
+      case KNodeKind::reduce_result: e = cast(n.dtype, acc_, true); break;
       case KNodeKind::alu: e = cast(n.dtype, op(k, n), false); break;
     }
-    s += fmt::format("{}const {} v{} = {};\n", ind, type(n.dtype), i, e);
+    s += fmt::format("{}const {} {} = {};\n", ind, type(n.dtype), var(i), e);
   }
   return s;
 }

@@ -7,6 +7,7 @@
 // its own way (C: libm names, wrapping int32 helpers; GLSL: its transcendental helpers) and
 // passes the rest to the base. The meaning of each operation is core/prim/scalar_ops.h's.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,11 +48,21 @@ class CStyleLanguage {
   // `const T v<i> = ...;` for each node of `order`; idx[d] is the expression of space dim d's index
   std::string nodes(const Kernel& k, const std::vector<int>& order, const std::vector<std::string>& idx,
                     const std::string& ind) const;
+  // Names for a node evaluated more than once in one scope (a tile of outputs per invocation):
+  // node i's value is v<i><suffix(i)>, a reduce_result reads `acc`. Default: v<i> and "acc".
+  void rename(std::function<std::string(int)> suffix, std::string acc) {
+    suffix_ = std::move(suffix);
+    acc_ = std::move(acc);
+  }
 
  protected:
   // the operands' dtype of node n (select: its branches'), and their names
   static DType operand_dtype(const Kernel& k, const KNode& n);
-  static std::string var(int i) { return i >= 0 ? "v" + std::to_string(i) : ""; }
+  std::string var(int i) const { return i >= 0 ? "v" + std::to_string(i) + (suffix_ ? suffix_(i) : "") : ""; }
+
+ private:
+  std::function<std::string(int)> suffix_;
+  std::string acc_ = "acc";
 };
 
 }  // namespace jx

@@ -46,6 +46,12 @@ std::string glsl_header(std::int64_t local_size_x);
 // 187 -> 280 s cold); JX_VK_UNROLL=0|1 overrides.
 void set_unroll_loops(bool on);
 bool unroll_loops();
+// The fewest invocations a shader keeps when a short reduction computes a tile of outputs per
+// invocation (glsl_renderer.cc: reduction_tile): enough to fill the GPU, 2^18 by default (the H200
+// holds 132 × 2048 at once); set by the backend when it opens its device, 0 on llvmpipe (a CPU
+// runs a few threads, and fewer invocations cost it nothing).
+void set_tile_floor(std::int64_t invocations);
+std::int64_t tile_floor();
 
 // One kernel's element computation, for shaders that inline kernels (fused scans): `load(b,
 // off)` reads element `off` (an int expression) of the kernel's input b as its dtype (nullptr:
