@@ -565,6 +565,8 @@ TEST(Vulkan, SmallMatrixProductsComputeATileOfOutputsPerInvocation) {
        [](const Array& a, const Array& b) { return np::sum(a * b, std::vector<std::int64_t>{3}); },
        ""},
   };
+  const std::int64_t floor = vk::tile_floor();
+  vk::set_tile_floor(0);  // these batches are small: no floor (llvmpipe's)
   vulkan::set_timing(true);
   for (const auto& c : cases) {
     auto input = [&](const Shape& s, unsigned seed) {
@@ -592,7 +594,6 @@ TEST(Vulkan, SmallMatrixProductsComputeATileOfOutputsPerInvocation) {
   vulkan::set_timing(false);
   // On a GPU a tile keeps the shader at least 2^18 invocations (llvmpipe: no floor): 4 × 4 tiles
   // from 2^18 of them, 4 × 2 or 2 × 2 below, none where even those would leave too few.
-  const std::int64_t floor = vk::tile_floor();
   vk::set_tile_floor(std::int64_t{1} << 18);
   auto tile_of = [](std::int64_t batch) {
     const Array a = np::zeros({batch, 16, 16});
@@ -648,6 +649,28 @@ TEST(Vulkan, MidSizeReductionsOverFewOutputsFoldInLanes) {
     std::string names;
     for (const auto& t : vulkan::timings()) names += t.name + " ";
     EXPECT_NE(names.find("_lanes"), std::string::npos) << "case " << c << ": " << names;
+  }
+  // a lanes reduction shares a dispatch with independent kernels (each workgroup runs one member)
+  {
+    DefaultDeviceScope vk("vulkan");
+    auto two = jit([](const Array& v) {
+      return std::vector<Array>{np::sum(v, std::vector<std::int64_t>{1, 2}), np::exp(v)};
+    });
+    const Array xv = device_put(x, "vulkan");
+    vulkan::reset_timings();
+    std::vector<Array> got;
+    std::size_t dispatches = 0;
+    {
+      trace::DispatchTracker t;
+      got = two(xv);
+      dispatches = t.dispatches();
+    }
+    EXPECT_TRUE(all_close(got[0], vals(np::sum(x, std::vector<std::int64_t>{1, 2})), 1e-6, 1e-6));
+    EXPECT_TRUE(all_close(got[1], vals(np::exp(x)), 1e-6, 1e-6));
+    EXPECT_EQ(dispatches, 1u);
+    std::string names;
+    for (const auto& tm : vulkan::timings()) names += tm.name + " ";
+    EXPECT_NE(names.find("_lanes+"), std::string::npos) << names;
   }
   vulkan::set_timing(false);
   vk::set_tile_floor(floor);

@@ -527,6 +527,69 @@ void set_unroll_loops(bool on) { g_unroll_loops.store(on); }
 bool unroll_loops() { return g_unroll_loops.load(); }
 
 namespace {
+// ---- lanes per output ------------------------------------------------------------------------
+// A reduction of kLanesReduceMin to kWorkgroupReduceMin terms per output over too few outputs to
+// fill the GPU (fewer than tile_floor()) gives each output kLanes invocations: lane l folds terms
+// l, l + kLanes, ..., then the lanes' partials fold in a fixed tree in workgroup memory
+// (deterministic). One invocation per output ran its terms one after another: on the H200 a sum
+// of 256 terms (an index computation each) over 102400 outputs took 1.3 ms. llvmpipe (floor 0)
+// keeps an invocation per output: its invocations are a CPU's few threads. JX_VK_LANES=0: an
+// invocation per output everywhere, for measuring.
+constexpr std::int64_t kLanes = 32;
+constexpr std::int64_t kLanesReduceMin = 128;
+
+bool lanes_reduction(const Kernel& k) {
+  static const bool on = !env_is_zero("JX_VK_LANES");
+  const std::int64_t r = reduced_elements(k);
+  return on && k.is_reduction() && r >= kLanesReduceMin && r < kWorkgroupReduceMin && k.out.size() > 0 &&
+         k.out.size() < tile_floor();
+}
+
+// Whole workgroups: every invocation reaches the barriers (lanes past the last output fold
+// nothing), and in a group of kernels each workgroup runs one member's code.
+std::int64_t lanes_invocations(const Kernel& k) {
+  return (k.out.size() * kLanes + kWorkgroup - 1) / kWorkgroup * kWorkgroup;
+}
+
+// The workgroup array `red` that the lanes' partials fold in.
+std::string lanes_shared(const Kernel& k, bool f64_math, const std::string& red) {
+  return fmt::format("shared {} {}[{}];\n", accumulator_type(k, f64_math), red, kWorkgroup);
+}
+
+// Invocation `elem` (of lanes_invocations): lane elem % kLanes of output elem / kLanes.
+std::string lanes_code(const KernelCtx& c, const std::string& elem, const std::string& red, const std::string& buf) {
+  const Kernel& k = c.k;
+  const std::int64_t reduced = reduced_elements(k), outs = k.out.size();
+  const std::string at = accumulator_type(k, c.f64);
+  std::string s = fmt::format(
+      "  const int lid = int(gl_LocalInvocationIndex);\n  const int l_ = lid % {0};\n  const int o_ = ({2}) / {0};\n"
+      "  const bool live_ = o_ < {1};\n",
+      kLanes, outs, elem);
+  std::vector<std::string> idx, outer_names, red_names;
+  Shape outer, rdims;
+  for (std::size_t d = 0; d < k.space.size(); ++d) {
+    idx.push_back(fmt::format("i{}", d));
+    (reduced_dim(k, d) ? rdims : outer).push_back(k.space[d]);
+    (reduced_dim(k, d) ? red_names : outer_names).push_back(idx.back());
+  }
+  s += decompose(outer, outer_names, fmt::format("min(o_, {})", outs - 1));
+  s += fmt::format("  {} acc = {};\n", at, reduction_identity(k, at));
+  s += fmt::format("  for (int rr_ = live_ ? l_ : {0}; rr_ < {0}; rr_ += {1}) {{\n", reduced, kLanes);
+  s += decompose(rdims, red_names, "rr_");
+  s += nodes_code(c, k.reachable(k.body), idx, "    ");
+  s += "    " + combine_code(k, "acc", fmt::format("{}(v{})", at, k.body)) + "  }\n";
+  s += fmt::format(
+      "  {0}[lid] = acc;\n  barrier();\n  for (int h_ = {1}; h_ > 0; h_ >>= 1) {{\n    if (l_ < h_) {{\n      {2} b_ = "
+      "{0}[lid + h_];\n      {3}    }}\n    barrier();\n  }}\n",
+      red, kLanes / 2, at, combine_code(k, red + "[lid]", "b_"));
+  s += fmt::format("  if (l_ != 0 || !live_) return;\n  acc = {}[lid];\n", red);
+  return s + reduction_finish(
+                 c, idx, [&](std::size_t d) { return reduced_dim(k, d); },
+                 [&](const std::string& v) { return store_code(k.out.dtype, "o_", v, buf); });
+}
+}  // namespace
+
+namespace {
 // ---- a tile of outputs per invocation ----------------------------------------------------------
 // A batched product of small matrices, C[.., i, j] = Σ_k A[.., i, k] · B[.., k, j], is a short
 // reduction whose loads each skip one of its two innermost output dims. One invocation per output
@@ -754,19 +817,27 @@ std::string tiled_reduction_code(const KernelCtx& c, const Tile& t, const std::s
 
 // Invocations of a kernel's shader: one per output, or one per tile of outputs.
 std::int64_t kernel_invocations(const Kernel& k) {
+  if (lanes_reduction(k)) return lanes_invocations(k);
   const Tile t = reduction_tile(k);
   return t.tiled() ? tiled_invocations(k, t) : k.out.size();
 }
 
 // The shader's name for the kernel: a tiled one says its tile (`_t4x4`), seen in traces and timings.
 std::string kernel_shader_name(const Kernel& k) {
+  if (lanes_reduction(k)) return k.name + "_lanes";
   const Tile t = reduction_tile(k);
   return t.tiled() ? fmt::format("{}_t{}x{}", k.name, t.ti, t.tj) : k.name;
 }
 
 // A kernel's invocation `elem` (of kernel_invocations): its output or its tile of outputs.
-std::string kernel_invocation_code(const KernelCtx& c, const std::string& elem, Shader& sh, const std::string& buf) {
+// A lanes reduction folds in the workgroup array `red`, which the shader declares (lanes_shared).
+std::string kernel_invocation_code(const KernelCtx& c, const std::string& elem, Shader& sh, const std::string& buf,
+                                   const std::string& red) {
   const Kernel& k = c.k;
+  if (lanes_reduction(k)) {
+    sh.max_loop = std::max(sh.max_loop, (reduced_elements(k) + kLanes - 1) / kLanes);
+    return lanes_code(c, elem, red, buf);
+  }
   const Tile t = reduction_tile(k);
   if (t.tiled())
     return tiled_reduction_code(
@@ -784,70 +855,7 @@ std::string glsl_header(std::int64_t local_size_x) {
       local_size_x);
 }
 
-namespace {
-// ---- lanes per output ------------------------------------------------------------------------
-// A reduction of kLanesReduceMin to kWorkgroupReduceMin terms per output over too few outputs to
-// fill the GPU (fewer than tile_floor()) gives each output kLanes invocations: lane l folds terms
-// l, l + kLanes, ..., then the lanes' partials fold in a fixed tree in workgroup memory
-// (deterministic). One invocation per output ran its terms one after another: on the H200 a sum
-// of 256 terms (an index computation each) over 102400 outputs took 1.3 ms. llvmpipe (floor 0)
-// keeps an invocation per output: its invocations are a CPU's few threads. JX_VK_LANES=0: an
-// invocation per output everywhere, for measuring.
-constexpr std::int64_t kLanes = 32;
-constexpr std::int64_t kLanesReduceMin = 128;
-
-bool lanes_reduction(const Kernel& k) {
-  static const bool on = !env_is_zero("JX_VK_LANES");
-  const std::int64_t r = reduced_elements(k);
-  return on && k.is_reduction() && r >= kLanesReduceMin && r < kWorkgroupReduceMin && k.out.size() > 0 &&
-         k.out.size() < tile_floor();
-}
-
-Shader render_lanes_reduction(const Kernel& k, bool f64_math) {
-  const std::int64_t reduced = reduced_elements(k), outs = k.out.size();
-  KernelCtx c{k, f64_math, nullptr};
-  Shader sh;
-  sh.name = k.name + "_lanes";
-  sh.buffers = k.buffers();
-  sh.float64 = uses_double(k.inputs, k.out.dtype, k.nodes);
-  // whole workgroups: every invocation reaches the barriers (lanes past the last output fold nothing)
-  sh.invocations = (outs * kLanes + kWorkgroup - 1) / kWorkgroup * kWorkgroup;
-  const std::string at = accumulator_type(k, f64_math);
-  std::string s = header(k.inputs, k.out.dtype, sh.float64 || f64_math, f64_math, sh.invocations);
-  s.insert(s.find("void main() {"), fmt::format("shared {} red_[{}];\n", at, kWorkgroup));
-  s += fmt::format(
-      "  const int lid = int(gl_LocalInvocationIndex);\n  const int l_ = lid % {0};\n  const int o_ = gi / {0};\n"
-      "  const bool live_ = o_ < {1};\n",
-      kLanes, outs);
-  std::vector<std::string> idx, outer_names, red_names;
-  Shape outer, red;
-  for (std::size_t d = 0; d < k.space.size(); ++d) {
-    idx.push_back(fmt::format("i{}", d));
-    (reduced_dim(k, d) ? red : outer).push_back(k.space[d]);
-    (reduced_dim(k, d) ? red_names : outer_names).push_back(idx.back());
-  }
-  s += decompose(outer, outer_names, fmt::format("min(o_, {})", outs - 1));
-  s += fmt::format("  {} acc = {};\n", at, reduction_identity(k, at));
-  s += fmt::format("  for (int rr_ = live_ ? l_ : {0}; rr_ < {0}; rr_ += {1}) {{\n", reduced, kLanes);
-  s += decompose(red, red_names, "rr_");
-  s += nodes_code(c, k.reachable(k.body), idx, "    ");
-  s += "    " + combine_code(k, "acc", fmt::format("{}(v{})", at, k.body)) + "  }\n";
-  s += fmt::format(
-      "  red_[lid] = acc;\n  barrier();\n  for (int h_ = {}; h_ > 0; h_ >>= 1) {{\n    if (l_ < h_) {{\n      {} b_ = "
-      "red_[lid + h_];\n      {}    }}\n    barrier();\n  }}\n",
-      kLanes / 2, at, combine_code(k, "red_[lid]", "b_"));
-  s += "  if (l_ != 0 || !live_) return;\n  acc = red_[lid];\n";
-  s += reduction_finish(
-      c, idx, [&](std::size_t d) { return reduced_dim(k, d); },
-      [&](const std::string& v) { return store_code(k.out.dtype, "o_", v); });
-  sh.glsl = s + "}\n";
-  sh.max_loop = (reduced + kLanes - 1) / kLanes;
-  return sh;
-}
-}  // namespace
-
 Shader render_kernel(const Kernel& k, bool f64_math) {
-  if (lanes_reduction(k)) return render_lanes_reduction(k, f64_math);
   if (k.is_reduction() && reduced_elements(k) >= kWorkgroupReduceMin) {
     const std::int64_t split = split_count(k);
     return render_workgroup_reduction(k, f64_math, split > 1 && k.scratch_binding ? split : 1);
@@ -859,13 +867,14 @@ Shader render_kernel(const Kernel& k, bool f64_math) {
   sh.float64 = uses_double(k.inputs, k.out.dtype, k.nodes);
   sh.invocations = kernel_invocations(k);
   std::string s = header(k.inputs, k.out.dtype, sh.float64 || f64_math, f64_math, sh.invocations);
-  s += kernel_invocation_code(c, "gi", sh, "outb");
+  if (lanes_reduction(k)) s.insert(s.find("void main() {"), lanes_shared(k, f64_math, "red_"));
+  s += kernel_invocation_code(c, "gi", sh, "outb", "red_");
   sh.glsl = s + "}\n";
   return sh;
 }
 
 bool joins_group(const Kernel& k) {
-  return k.out.size() > 0 && !(k.is_reduction() && reduced_elements(k) >= kWorkgroupReduceMin) && !lanes_reduction(k);
+  return k.out.size() > 0 && !(k.is_reduction() && reduced_elements(k) >= kWorkgroupReduceMin);
 }
 
 // Member j owns the invocations [off_j, off_j + n_j), off_j a multiple of the workgroup size, so
@@ -898,7 +907,9 @@ Shader render_kernel_group(const std::vector<GroupedKernel>& ms, const std::vect
     KernelCtx c{k, f64_math, [&](int b, const std::string& o) { return load_expr(k.inputs[b].dtype, binds[b], o); }};
     const std::int64_t n = kernel_invocations(k);
     s += fmt::format("  if (gi >= {0} && gi < {1}) {{\n  const int e_ = gi - {0};\n", off, off + n);
-    s += kernel_invocation_code(c, "e_", sh, fmt::format("out{}", j));
+    const std::string red = fmt::format("red{}_", j);
+    if (lanes_reduction(k)) s.insert(s.find("void main() {"), lanes_shared(k, f64_math, red));
+    s += kernel_invocation_code(c, "e_", sh, fmt::format("out{}", j), red);
     s += "  }\n";
     off += (n + kWorkgroup - 1) / kWorkgroup * kWorkgroup;
   }

@@ -78,7 +78,9 @@ std::string routine_element_code(const Op& op, const std::string& elem, Shader& 
 Shader render_kernel(const Kernel& k, bool f64_math);
 // Independent kernels in one shader (horizontal fusion, core/jit/kernel_groups.h): inputs at
 // bindings 0..k-1, member j's output at k + j; member j reads its input b at binding binds[b].
-// joins_group: kernels rendered with an invocation per output (elementwise, short reductions).
+// joins_group: kernels rendered with an invocation per output or per tile of outputs (elementwise,
+// short reductions), or with lanes per output (every workgroup runs one member, so their barriers
+// stay uniform).
 struct GroupedKernel {
   const Kernel* kernel;
   std::vector<int> binds;

@@ -53,7 +53,7 @@ VulkanBackend::VulkanBackend() {
       rec_->set_submit_every(parse_submit_every(every));
     checked_shared_ = llvmpipe();
     set_unroll_loops(!llvmpipe());
-    set_tile_floor(llvmpipe() ? 0 : std::int64_t{1} << 18);
+    set_tile_floor(env_int("JX_VK_TILE_FLOOR", llvmpipe() ? 0 : std::int64_t{1} << 18));
     if (const char* un = std::getenv("JX_VK_UNROLL"); un && *un) set_unroll_loops(parse_switch("JX_VK_UNROLL", un));
     if (const char* chk = std::getenv("JX_VK_CHECK_SHARED"); chk && *chk)
       checked_shared_ = parse_switch("JX_VK_CHECK_SHARED", chk);
