@@ -1,18 +1,16 @@
 #include "core/backends/vulkan/glsl_renderer.h"
 
-#include <atomic>
-
-#include "core/base/env.h"
-
-#include "core/backends/cstyle.h"
-
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 
+#include "core/backends/cstyle.h"
+#include "core/backends/vulkan/glsl_parts.h"
+#include "core/base/env.h"
 #include "core/base/errors.h"
 
 namespace jx::vk {
@@ -27,10 +25,9 @@ std::string gtype(DType d) {
   return "void";
 }
 
-namespace {
-
-// element type of a storage buffer (bool: bytes packed four to a uint)
 std::string btype(DType d) { return d == DType::bool_ ? "uint" : gtype(d); }
+
+namespace {
 
 // Double-precision exp/log/sin/cos/tanh/log1p/pow: GLSL has these for float only. Range
 // reduction + polynomials; within a few ulp of libm on normal inputs.
@@ -191,13 +188,12 @@ std::string prelude(bool doubles, bool f64_math) {
   return s;
 }
 
-namespace {
-
-// A typed read of element `idx` (an int expression) of input buffer b.
 std::string load_expr(DType d, int b, const std::string& idx) {
   if (d == DType::bool_) return fmt::format("(((in{0}.d[({1}) >> 2] >> ((({1}) & 3) * 8)) & 0xffu) != 0u)", b, idx);
   return fmt::format("in{}.d[{}]", b, idx);
 }
+
+namespace {
 
 // GLSL 4.50: the C-style renderer (core/backends/cstyle.h) with GLSL's types and constructors,
 // its bounds-checked loads through `load` where a fused shader remaps inputs, and the
@@ -253,13 +249,16 @@ class GlslLanguage final : public CStyleLanguage {
   }
   const KernelCtx& c_;
 };
+}  // namespace
 
 std::string nodes_code(const KernelCtx& c, const std::vector<int>& order, const std::vector<std::string>& idx,
-                       const std::string& ind) {
-  return GlslLanguage(c).nodes(c.k, order, idx, ind);
+                       const std::string& ind, const NodeNames* names) {
+  GlslLanguage lang(c);
+  if (names) lang.rename(names->suffix, names->acc);
+  return lang.nodes(c.k, order, idx, ind);
 }
 
-std::string store_code(DType d, const std::string& o, const std::string& v, const std::string& buf = "outb") {
+std::string store_code(DType d, const std::string& o, const std::string& v, const std::string& buf) {
   if (d == DType::bool_)  // bytes packed in uints: clear then set this invocation's byte
     return fmt::format(
         "  atomicAnd({2}.d[({0}) >> 2], ~(0xffu << ((({0}) & 3) * 8)));\n"
@@ -268,9 +267,7 @@ std::string store_code(DType d, const std::string& o, const std::string& v, cons
   return fmt::format("  {}.d[{}] = {};\n", buf, o, v);
 }
 
-// Header: version, workgroup size, buffer declarations, helpers; then main's prologue that
-// computes the flat output index `gi` and returns past the end.
-std::string header(const std::vector<AVal>& ins, DType out, bool doubles, bool f64_math, std::int64_t n) {
+std::string kernel_header(const std::vector<AVal>& ins, DType out, bool doubles, bool f64_math, std::int64_t n) {
   std::string s = glsl_header(kWorkgroup);
   for (std::size_t i = 0; i < ins.size(); ++i)
     s += fmt::format("layout(std430, set = 0, binding = {0}) readonly buffer B{0} {{ {1} d[]; }} in{0};\n", i,
@@ -286,7 +283,6 @@ std::string header(const std::vector<AVal>& ins, DType out, bool doubles, bool f
   return s;
 }
 
-// Row-major decomposition of `flat` over dims (named by idx) into int locals.
 std::string decompose(const Shape& dims, const std::vector<std::string>& names, const std::string& flat) {
   std::string s = fmt::format("  int r_ = {};\n", flat);
   for (std::size_t j = dims.size(); j-- > 0;) {
@@ -296,8 +292,7 @@ std::string decompose(const Shape& dims, const std::vector<std::string>& names, 
   return s;
 }
 
-// A reduced dimension of up to 16 elements unrolled where the device unrolls (the products of
-// small matrices in a cooperative combine; JX_VK_UNROLL_REDUCE=0: a loop, for measuring).
+// JX_VK_UNROLL_REDUCE=0: reduced dims loop without [[unroll]], for measuring.
 std::string unrolled_reduction(std::int64_t n) {
   static const bool on = !env_is_zero("JX_VK_UNROLL_REDUCE");
   return on && unroll_loops() && n <= 16 ? "[[unroll]] " : "";
@@ -308,8 +303,6 @@ std::string loop_open(const std::string& var, std::int64_t n, const std::string&
   return fmt::format("{0}for (int {1} = 0; {1} < {2}; ++{1}) {{\n", ind, var, n);
 }
 
-}  // namespace
-
 std::pair<std::uint32_t, std::uint32_t> workgroups(std::int64_t n, std::int64_t size) {
   const std::int64_t g = (n + size - 1) / size;
   const std::int64_t gx = std::min<std::int64_t>(g, 65535);
@@ -317,12 +310,10 @@ std::pair<std::uint32_t, std::uint32_t> workgroups(std::int64_t n, std::int64_t 
   return {static_cast<std::uint32_t>(gx), static_cast<std::uint32_t>(gy)};
 }
 
-namespace {
-
 bool reduced_dim(const Kernel& k, std::size_t d) {
   return std::find(k.reduce_axes.begin(), k.reduce_axes.end(), static_cast<std::int64_t>(d)) != k.reduce_axes.end();
 }
-std::int64_t reduced_elements(const Kernel& k) {  // elements folded into each output
+std::int64_t reduced_elements(const Kernel& k) {
   std::int64_t r = 1;
   for (auto ax : k.reduce_axes) r *= k.space[ax];
   return r;
@@ -350,7 +341,6 @@ std::string reduction_identity(const Kernel& k, const std::string& at) {
   }
 }
 
-// acc ⊕= v (max/min propagate NaN as the oracle does)
 std::string combine_code(const Kernel& k, const std::string& acc, const std::string& v) {
   const bool flt = is_floating(k.nodes[k.body].dtype);
   switch (k.reduce_op) {
@@ -364,27 +354,22 @@ std::string combine_code(const Kernel& k, const std::string& acc, const std::str
   }
 }
 
-std::string reduction_finish(const KernelCtx& c, const std::vector<std::string>& idx,
-                             const std::function<bool(std::size_t)>& is_red, const StoreFn& store);
-
-}  // namespace
+SpaceSplit split_space(const Kernel& k) {
+  SpaceSplit sp;
+  for (std::size_t d = 0; d < k.space.size(); ++d) {
+    sp.idx.push_back(fmt::format("i{}", d));
+    (reduced_dim(k, d) ? sp.red : sp.outer).push_back(k.space[d]);
+    (reduced_dim(k, d) ? sp.red_names : sp.outer_names).push_back(sp.idx.back());
+  }
+  return sp;
+}
 
 std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Shader& sh, const StoreFn& store) {
   const Kernel& k = c.k;
-  auto is_red = [&](std::size_t d) { return reduced_dim(k, d); };
-  std::vector<std::string> idx;
-  Shape outer;
-  std::vector<std::string> outer_names;
-  for (std::size_t d = 0; d < k.space.size(); ++d) {
-    idx.push_back(fmt::format("i{}", d));
-    if (!is_red(d)) {
-      outer.push_back(k.space[d]);
-      outer_names.push_back(idx.back());
-    }
-  }
-  std::string s = decompose(outer, outer_names, elem);
+  const SpaceSplit sp = split_space(k);
+  std::string s = decompose(sp.outer, sp.outer_names, elem);
   if (!k.is_reduction()) {
-    s += nodes_code(c, k.reachable(k.body), idx, "  ");
+    s += nodes_code(c, k.reachable(k.body), sp.idx, "  ");
     return s + store(fmt::format("v{}", k.body));
   }
   // Reduction: the invocation loops over the reduced dims, accumulating in double (as the
@@ -393,25 +378,21 @@ std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Sha
   s += fmt::format("  {} acc = {};\n", at, reduction_identity(k, at));
   std::string ind = "  ";
   int count = 0;
-  for (std::size_t d = 0; d < k.space.size(); ++d)
-    if (is_red(d)) {
-      s += ind + unrolled_reduction(k.space[d]) + loop_open(fmt::format("i{}", d), k.space[d], "", sh);
-      ind += "  ";
-      ++count;
-    }
-  s += nodes_code(c, k.reachable(k.body), idx, ind);
+  for (std::size_t r = 0; r < sp.red.size(); ++r) {
+    s += ind + unrolled_reduction(sp.red[r]) + loop_open(sp.red_names[r], sp.red[r], "", sh);
+    ind += "  ";
+    ++count;
+  }
+  s += nodes_code(c, k.reachable(k.body), sp.idx, ind);
   s += ind + combine_code(k, "acc", fmt::format("{}(v{})", at, k.body));
   for (int i = 0; i < count; ++i) {
     ind.resize(ind.size() - 2);
     s += ind + "}\n";
   }
-  return s + reduction_finish(c, idx, is_red, store);
+  return s + reduction_finish(c, sp.idx, store);
 }
 
-namespace {
-// After the accumulation: round like the oracle, then the epilogue (or the accumulator) is stored.
-std::string reduction_finish(const KernelCtx& c, const std::vector<std::string>& idx,
-                             const std::function<bool(std::size_t)>& is_red, const StoreFn& store) {
+std::string reduction_finish(const KernelCtx& c, const std::vector<std::string>& idx, const StoreFn& store) {
   const Kernel& k = c.k;
   std::string s;
   if (k.nodes[k.body].dtype == DType::float32 && accumulator_type(k, c.f64) == "double")
@@ -419,19 +400,14 @@ std::string reduction_finish(const KernelCtx& c, const std::vector<std::string>&
   if (k.epilogue >= 0) {
     std::vector<std::string> eidx = idx;
     for (std::size_t d = 0; d < k.space.size(); ++d)
-      if (is_red(d)) eidx[d] = "0";
+      if (reduced_dim(k, d)) eidx[d] = "0";
     s += nodes_code(c, k.reachable(k.epilogue), eidx, "  ");
     return s + store(fmt::format("v{}", k.epilogue));
   }
   return s + store(k.out.dtype == DType::bool_ ? "acc != 0" : fmt::format("{}(acc)", gtype(k.out.dtype)));
 }
 
-// A reduction over at least this many elements per output runs one workgroup per output: the
-// invocations stride over the reduced elements, then a tree in workgroup memory (log2 256 steps).
-// One invocation per output would read its elements one after another (latency-bound on a GPU,
-// and over llvmpipe's loop limit past 65535).
-constexpr std::int64_t kWorkgroupReduceMin = 1024;
-
+namespace {
 // Larger reductions split each output over G workgroups in the same dispatch (one workgroup per
 // output is latency-bound: the H100's log-likelihood sum over 102400 terms took 0.6 ms in one).
 // Workgroup p of output o folds elements p·256 + lid, stepping G·256, as above; lane 0 stores the
@@ -464,7 +440,7 @@ Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t G
   sh.float64 = uses_double(k.inputs, k.out.dtype, k.nodes);
   sh.invocations = outs * G * kWorkgroup;
   const std::string at = accumulator_type(k, f64_math);
-  std::string s = header(k.inputs, k.out.dtype, sh.float64 || f64_math, f64_math, sh.invocations);
+  std::string s = kernel_header(k.inputs, k.out.dtype, sh.float64 || f64_math, f64_math, sh.invocations);
   std::string decl = fmt::format("shared {} red_[{}];\n", at, kWorkgroup);
   if (split) {
     sh.scratch_bytes =
@@ -479,18 +455,12 @@ Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t G
       "  const int wg = gi / {0};\n  const int lid = int(gl_LocalInvocationIndex);\n  const int o_ = wg / {1};\n  "
       "const int p_ = wg % {1};\n",
       kWorkgroup, G);
-  std::vector<std::string> idx, outer_names, red_names;
-  Shape outer, red;
-  for (std::size_t d = 0; d < k.space.size(); ++d) {
-    idx.push_back(fmt::format("i{}", d));
-    (reduced_dim(k, d) ? red : outer).push_back(k.space[d]);
-    (reduced_dim(k, d) ? red_names : outer_names).push_back(idx.back());
-  }
-  s += decompose(outer, outer_names, "o_");
+  const SpaceSplit sp = split_space(k);
+  s += decompose(sp.outer, sp.outer_names, "o_");
   s += fmt::format("  {} acc = {};\n", at, reduction_identity(k, at));
   s += fmt::format("  for (int rr_ = p_ * {0} + lid; rr_ < {1}; rr_ += {2}) {{\n", kWorkgroup, reduced, G * kWorkgroup);
-  s += decompose(red, red_names, "rr_");
-  s += nodes_code(c, k.reachable(k.body), idx, "    ");
+  s += decompose(sp.red, sp.red_names, "rr_");
+  s += nodes_code(c, k.reachable(k.body), sp.idx, "    ");
   s += "    " + combine_code(k, "acc", fmt::format("{}(v{})", at, k.body)) + "  }\n";
   // the workgroup's accumulators folded pairwise in a fixed tree (deterministic)
   const std::string tree = fmt::format(
@@ -513,9 +483,7 @@ Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t G
         reduction_identity(k, at), G, kWorkgroup, at, G, combine_code(k, "acc", "b_"));
     s += tree + "  if (lid != 0) return;\n  acc = red_[0];\n  scr.cnt_[o_] = 0u;\n";
   }
-  s += reduction_finish(
-      c, idx, [&](std::size_t d) { return reduced_dim(k, d); },
-      [&](const std::string& v) { return store_code(k.out.dtype, "o_", v); });
+  s += reduction_finish(c, sp.idx, [&](const std::string& v) { return store_code(k.out.dtype, "o_", v); });
   sh.glsl = s + "}\n";
   sh.max_loop = std::max<std::int64_t>((reduced + G * kWorkgroup - 1) / (G * kWorkgroup), split ? G : 0);
   return sh;
@@ -525,329 +493,6 @@ std::atomic<bool> g_unroll_loops{false};  // set_unroll_loops
 
 void set_unroll_loops(bool on) { g_unroll_loops.store(on); }
 bool unroll_loops() { return g_unroll_loops.load(); }
-
-namespace {
-// ---- lanes per output ------------------------------------------------------------------------
-// A reduction of kLanesReduceMin to kWorkgroupReduceMin terms per output over too few outputs to
-// fill the GPU (fewer than tile_floor()) gives each output kLanes invocations: lane l folds terms
-// l, l + kLanes, ..., then the lanes' partials fold in a fixed tree in workgroup memory
-// (deterministic). One invocation per output ran its terms one after another: on the H200 a sum
-// of 256 terms (an index computation each) over 102400 outputs took 1.3 ms. llvmpipe (floor 0)
-// keeps an invocation per output: its invocations are a CPU's few threads. JX_VK_LANES=0: an
-// invocation per output everywhere, for measuring.
-constexpr std::int64_t kLanes = 32;
-constexpr std::int64_t kLanesReduceMin = 128;
-
-bool lanes_reduction(const Kernel& k) {
-  static const bool on = !env_is_zero("JX_VK_LANES");
-  const std::int64_t r = reduced_elements(k);
-  return on && k.is_reduction() && r >= kLanesReduceMin && r < kWorkgroupReduceMin && k.out.size() > 0 &&
-         k.out.size() < tile_floor();
-}
-
-// Whole workgroups: every invocation reaches the barriers (lanes past the last output fold
-// nothing), and in a group of kernels each workgroup runs one member's code.
-std::int64_t lanes_invocations(const Kernel& k) {
-  return (k.out.size() * kLanes + kWorkgroup - 1) / kWorkgroup * kWorkgroup;
-}
-
-// The workgroup array `red` that the lanes' partials fold in.
-std::string lanes_shared(const Kernel& k, bool f64_math, const std::string& red) {
-  return fmt::format("shared {} {}[{}];\n", accumulator_type(k, f64_math), red, kWorkgroup);
-}
-
-// Invocation `elem` (of lanes_invocations): lane elem % kLanes of output elem / kLanes.
-std::string lanes_code(const KernelCtx& c, const std::string& elem, const std::string& red, const std::string& buf) {
-  const Kernel& k = c.k;
-  const std::int64_t reduced = reduced_elements(k), outs = k.out.size();
-  const std::string at = accumulator_type(k, c.f64);
-  std::string s = fmt::format(
-      "  const int lid = int(gl_LocalInvocationIndex);\n  const int l_ = lid % {0};\n  const int o_ = ({2}) / {0};\n"
-      "  const bool live_ = o_ < {1};\n",
-      kLanes, outs, elem);
-  std::vector<std::string> idx, outer_names, red_names;
-  Shape outer, rdims;
-  for (std::size_t d = 0; d < k.space.size(); ++d) {
-    idx.push_back(fmt::format("i{}", d));
-    (reduced_dim(k, d) ? rdims : outer).push_back(k.space[d]);
-    (reduced_dim(k, d) ? red_names : outer_names).push_back(idx.back());
-  }
-  s += decompose(outer, outer_names, fmt::format("min(o_, {})", outs - 1));
-  s += fmt::format("  {} acc = {};\n", at, reduction_identity(k, at));
-  s += fmt::format("  for (int rr_ = live_ ? l_ : {0}; rr_ < {0}; rr_ += {1}) {{\n", reduced, kLanes);
-  s += decompose(rdims, red_names, "rr_");
-  s += nodes_code(c, k.reachable(k.body), idx, "    ");
-  s += "    " + combine_code(k, "acc", fmt::format("{}(v{})", at, k.body)) + "  }\n";
-  s += fmt::format(
-      "  {0}[lid] = acc;\n  barrier();\n  for (int h_ = {1}; h_ > 0; h_ >>= 1) {{\n    if (l_ < h_) {{\n      {2} b_ = "
-      "{0}[lid + h_];\n      {3}    }}\n    barrier();\n  }}\n",
-      red, kLanes / 2, at, combine_code(k, red + "[lid]", "b_"));
-  s += fmt::format("  if (l_ != 0 || !live_) return;\n  acc = {}[lid];\n", red);
-  return s + reduction_finish(
-                 c, idx, [&](std::size_t d) { return reduced_dim(k, d); },
-                 [&](const std::string& v) { return store_code(k.out.dtype, "o_", v, buf); });
-}
-}  // namespace
-
-namespace {
-// ---- a tile of outputs per invocation ----------------------------------------------------------
-// A batched product of small matrices, C[.., i, j] = Σ_k A[.., i, k] · B[.., k, j], is a short
-// reduction whose loads each skip one of its two innermost output dims. One invocation per output
-// reads 2 values per term; one per ti × tj tile of outputs reads ti + tj values for its ti · tj
-// products (4 × 4: 8 loads for 16, not 32), and each output still sums its terms in the same
-// order (the same values, bit for bit). Tile extents divide the dims' extents.
-struct Tile {
-  int di = -1, dj = -1;         // the tiled space dims (-1: not tiled)
-  std::int64_t ti = 1, tj = 1;  // tile extents
-  bool tiled() const { return ti * tj > 1; }
-};
-
-// Per node: bit 0 set when its value depends on dim di's coordinate, bit 1 on dj's.
-std::vector<int> tile_deps(const Kernel& k, const Tile& t) {
-  std::vector<int> m(k.nodes.size(), 0);
-  auto bit = [&](std::size_t d) {
-    return (static_cast<int>(d) == t.di ? 1 : 0) | (static_cast<int>(d) == t.dj ? 2 : 0);
-  };
-  for (std::size_t i = 0; i < k.nodes.size(); ++i) {
-    const KNode& n = k.nodes[i];
-    if (n.kind == KNodeKind::load) {
-      const KLoad& l = k.loads[n.load];
-      if (l.indexed) m[i] = m[n.a];
-      for (std::size_t d = 0; d < l.strides.size() && !l.indexed; ++d)
-        if (l.strides[d] != 0) m[i] |= bit(d);
-    } else if (n.kind == KNodeKind::iota) {
-      m[i] = bit(n.dim);
-    } else if (n.kind == KNodeKind::reduce_result) {
-      m[i] = 3;
-    } else if (n.kind == KNodeKind::alu) {
-      for (int o : {n.a, n.b, n.c})
-        if (o >= 0) m[i] |= m[o];
-    }
-  }
-  return m;
-}
-
-// The largest tile extent of at most `cap` that divides e (16 -> 4, 6 -> 3, 13 -> 1). Tiles past
-// the edge cost more than they saved: on the H200, 4 × 4 tiles of 13 × 13 products (16 × 16 of
-// work, clamped coordinates) made the m = 13 gradient's products 5-25% slower.
-std::int64_t tile_extent(std::int64_t e, std::int64_t cap) {
-  for (std::int64_t t = std::min(cap, e); t >= 2; --t)
-    if (e % t == 0) return t;
-  return 1;
-}
-
-std::int64_t tiles_along(const Kernel& k, int d, std::int64_t t) { return (k.space[d] + t - 1) / t; }
-
-std::int64_t tiled_invocations(const Kernel& k, const Tile& t) {
-  std::int64_t n = 1;
-  for (std::size_t d = 0; d < k.space.size(); ++d)
-    if (!reduced_dim(k, d))
-      n *= static_cast<int>(d) == t.di   ? tiles_along(k, t.di, t.ti)
-           : static_cast<int>(d) == t.dj ? tiles_along(k, t.dj, t.tj)
-                                         : k.space[d];
-  return n;
-}
-
-// Work per output of one term under tile t, in alu nodes (a load counts 2): a node is evaluated
-// once per tile coordinate it depends on.
-double tiled_cost(const Kernel& k, const Tile& t, const std::vector<int>& deps) {
-  double c = 0;
-  for (int i : k.reachable(k.body)) {
-    const KNode& n = k.nodes[i];
-    const double w = n.kind == KNodeKind::load ? 2 : n.kind == KNodeKind::alu ? 1 : 0;
-    c += w * (deps[i] & 1 ? 1.0 : 1.0 / static_cast<double>(t.ti)) *
-         (deps[i] & 2 ? 1.0 : 1.0 / static_cast<double>(t.tj));
-  }
-  return c;
-}
-
-// Candidates: tiles of up to JX_VK_TILE (default 4; 0 or 1: one output per invocation, for
-// measuring), 2 or 1 along the two innermost output dims of extent ≥ 2. A tile is taken when it
-// cuts the work per output to at most kTileGain of one output per invocation (a batched product
-// of 16 × 16 matrices, 4 × 4: 0.4; a sum whose every load depends on both dims: 1) and leaves
-// the shader at least tile_floor() invocations: on the H200, 4 × 4 tiles of a 256-term sum over
-// 102400 outputs (25600 invocations) took 3.0 ms against 1.3 untiled, products of 4 × 4 tiles
-// 0.45-0.55 of their time untiled.
-constexpr double kTileGain = 0.65;
-std::atomic<std::int64_t> g_tile_floor{1 << 18};  // set_tile_floor
-
-Tile reduction_tile(const Kernel& k) {
-  static const std::int64_t cap = env_int("JX_VK_TILE", 4);
-  Tile none;
-  if (!k.is_reduction() || reduced_elements(k) >= kWorkgroupReduceMin || cap < 2) return none;
-  for (std::size_t d = k.space.size(); d-- > 0;) {
-    if (reduced_dim(k, d) || k.space[d] < 2) continue;
-    if (none.dj < 0)
-      none.dj = static_cast<int>(d);
-    else if (none.di < 0)
-      none.di = static_cast<int>(d);
-  }
-  if (none.dj < 0) return none;
-  const std::vector<int> deps = tile_deps(k, none);
-  const double untiled = tiled_cost(k, none, deps);
-  Tile best = none;
-  double best_cost = kTileGain * untiled;
-  for (std::int64_t ci : {cap, std::int64_t{2}, std::int64_t{1}})
-    for (std::int64_t cj : {cap, std::int64_t{2}, std::int64_t{1}}) {
-      Tile t = none;
-      t.ti = none.di >= 0 ? tile_extent(k.space[none.di], ci) : 1;
-      t.tj = tile_extent(k.space[none.dj], cj);
-      if (!t.tiled() || tiled_invocations(k, t) < g_tile_floor.load()) continue;
-      const double c = tiled_cost(k, t, deps);
-      if (c < best_cost) {
-        best = t;
-        best_cost = c;
-      }
-    }
-  return best;
-}
-
-using TileStoreFn = std::function<std::string(const std::string& offset, const std::string& value)>;
-
-// Names and coordinates of tile element (a, b).
-struct TileNames {
-  const Kernel& k;
-  const Tile& t;
-  const std::vector<int>& deps;
-  std::string suffix(int node, std::int64_t a, std::int64_t b) const {
-    return (deps[node] & 1 ? fmt::format("a{}", a) : "") + (deps[node] & 2 ? fmt::format("b{}", b) : "");
-  }
-  static std::string acc(std::int64_t a, std::int64_t b) { return fmt::format("acc{}_{}", a, b); }
-  static std::string coord(int d, std::int64_t t_, std::int64_t a) { return fmt::format("(t{} * {} + {})", d, t_, a); }
-  std::vector<std::string> idx(std::vector<std::string> base, std::int64_t a, std::int64_t b) const {
-    if (t.di >= 0) base[t.di] = coord(t.di, t.ti, a);
-    if (t.dj >= 0) base[t.dj] = coord(t.dj, t.tj, b);
-    return base;
-  }
-};
-
-// The body of each tile element within one pass over the reduced dims: a node is evaluated once
-// per distinct pair of the tile coordinates it depends on.
-std::string tiled_body(const KernelCtx& c, const TileNames& nm, const std::vector<std::string>& idx,
-                       const std::string& ind, const std::string& at) {
-  const Kernel& k = c.k;
-  GlslLanguage lang(c);
-  std::string s;
-  for (int i : k.reachable(k.body))
-    for (std::int64_t a = 0; a < (nm.deps[i] & 1 ? nm.t.ti : 1); ++a)
-      for (std::int64_t b = 0; b < (nm.deps[i] & 2 ? nm.t.tj : 1); ++b) {
-        lang.rename([&](int n) { return nm.suffix(n, a, b); }, "acc");
-        s += lang.nodes(k, {i}, nm.idx(idx, a, b), ind);
-      }
-  for (std::int64_t a = 0; a < nm.t.ti; ++a)
-    for (std::int64_t b = 0; b < nm.t.tj; ++b)
-      s += ind + combine_code(k, TileNames::acc(a, b), fmt::format("{}(v{}{})", at, k.body, nm.suffix(k.body, a, b)));
-  return s;
-}
-
-// Each tile element: rounded like the oracle, the epilogue, stored.
-std::string tiled_finish(const KernelCtx& c, const TileNames& nm, const std::vector<std::string>& idx,
-                         const TileStoreFn& store) {
-  const Kernel& k = c.k;
-  GlslLanguage lang(c);
-  const bool round = k.nodes[k.body].dtype == DType::float32 && accumulator_type(k, c.f64) == "double";
-  std::string s;
-  for (std::int64_t a = 0; a < nm.t.ti; ++a)
-    for (std::int64_t b = 0; b < nm.t.tj; ++b) {
-      const std::string acc = TileNames::acc(a, b);
-      std::string off = "0";
-      std::int64_t stride = 1;
-      for (std::size_t d = k.space.size(); d-- > 0;) {
-        if (reduced_dim(k, d)) continue;
-        const int di = static_cast<int>(d);
-        std::string x = idx[d];
-        if (di == nm.t.di || di == nm.t.dj) {
-          const std::int64_t t_ = di == nm.t.di ? nm.t.ti : nm.t.tj, e = di == nm.t.di ? a : b;
-          x = TileNames::coord(di, t_, e);
-        }
-        off += fmt::format(" + {} * {}", stride, x);
-        stride *= k.space[d];
-      }
-      s += "  {\n";
-      if (round) s += fmt::format("  {0} = double(float({0}));\n", acc);
-      std::string v = k.out.dtype == DType::bool_ ? acc + " != 0" : fmt::format("{}({})", gtype(k.out.dtype), acc);
-      if (k.epilogue >= 0) {
-        std::vector<std::string> eidx = nm.idx(idx, a, b);
-        for (std::size_t d = 0; d < k.space.size(); ++d)
-          if (reduced_dim(k, d)) eidx[d] = "0";
-        lang.rename([&](int) { return fmt::format("e{}_{}", a, b); }, acc);
-        s += lang.nodes(k, k.reachable(k.epilogue), eidx, "  ");
-        v = fmt::format("v{}e{}_{}", k.epilogue, a, b);
-      }
-      s += store(off, v) + "  }\n";
-    }
-  return s;
-}
-
-// One invocation's tile (its index `elem` counts tiles): the accumulators, one pass over the
-// reduced dims, the stores.
-std::string tiled_reduction_code(const KernelCtx& c, const Tile& t, const std::string& elem, Shader& sh,
-                                 const TileStoreFn& store) {
-  const Kernel& k = c.k;
-  const std::vector<int> deps = tile_deps(k, t);
-  const TileNames nm{k, t, deps};
-  std::vector<std::string> idx, outer_names;
-  Shape outer;
-  for (std::size_t d = 0; d < k.space.size(); ++d) {
-    idx.push_back(fmt::format("i{}", d));
-    if (reduced_dim(k, d)) continue;
-    const int di = static_cast<int>(d);
-    const bool tiled = di == t.di || di == t.dj;
-    outer.push_back(di == t.di ? tiles_along(k, di, t.ti) : di == t.dj ? tiles_along(k, di, t.tj) : k.space[d]);
-    outer_names.push_back(tiled ? fmt::format("t{}", d) : idx.back());
-  }
-  std::string s = decompose(outer, outer_names, elem);
-  const std::string at = accumulator_type(k, c.f64);
-  for (std::int64_t a = 0; a < t.ti; ++a)
-    for (std::int64_t b = 0; b < t.tj; ++b)
-      s += fmt::format("  {} {} = {};\n", at, TileNames::acc(a, b), reduction_identity(k, at));
-  std::string ind = "  ";
-  for (std::size_t d = 0; d < k.space.size(); ++d)
-    if (reduced_dim(k, d)) {
-      s += ind + unrolled_reduction(k.space[d]) + loop_open(idx[d], k.space[d], "", sh);
-      ind += "  ";
-    }
-  s += tiled_body(c, nm, idx, ind, at);
-  while (ind.size() > 2) {
-    ind.resize(ind.size() - 2);
-    s += ind + "}\n";
-  }
-  return s + tiled_finish(c, nm, idx, store);
-}
-
-// Invocations of a kernel's shader: one per output, or one per tile of outputs.
-std::int64_t kernel_invocations(const Kernel& k) {
-  if (lanes_reduction(k)) return lanes_invocations(k);
-  const Tile t = reduction_tile(k);
-  return t.tiled() ? tiled_invocations(k, t) : k.out.size();
-}
-
-// The shader's name for the kernel: a tiled one says its tile (`_t4x4`), seen in traces and timings.
-std::string kernel_shader_name(const Kernel& k) {
-  if (lanes_reduction(k)) return k.name + "_lanes";
-  const Tile t = reduction_tile(k);
-  return t.tiled() ? fmt::format("{}_t{}x{}", k.name, t.ti, t.tj) : k.name;
-}
-
-// A kernel's invocation `elem` (of kernel_invocations): its output or its tile of outputs.
-// A lanes reduction folds in the workgroup array `red`, which the shader declares (lanes_shared).
-std::string kernel_invocation_code(const KernelCtx& c, const std::string& elem, Shader& sh, const std::string& buf,
-                                   const std::string& red) {
-  const Kernel& k = c.k;
-  if (lanes_reduction(k)) {
-    sh.max_loop = std::max(sh.max_loop, (reduced_elements(k) + kLanes - 1) / kLanes);
-    return lanes_code(c, elem, red, buf);
-  }
-  const Tile t = reduction_tile(k);
-  if (t.tiled())
-    return tiled_reduction_code(
-        c, t, elem, sh, [&](const std::string& o, const std::string& v) { return store_code(k.out.dtype, o, v, buf); });
-  return kernel_element_code(c, elem, sh, [&](const std::string& v) { return store_code(k.out.dtype, elem, v, buf); });
-}
-}  // namespace
-
-void set_tile_floor(std::int64_t invocations) { g_tile_floor.store(invocations); }
-std::int64_t tile_floor() { return g_tile_floor.load(); }
 
 std::string glsl_header(std::int64_t local_size_x) {
   return fmt::format(
@@ -866,7 +511,7 @@ Shader render_kernel(const Kernel& k, bool f64_math) {
   sh.buffers = k.buffers();
   sh.float64 = uses_double(k.inputs, k.out.dtype, k.nodes);
   sh.invocations = kernel_invocations(k);
-  std::string s = header(k.inputs, k.out.dtype, sh.float64 || f64_math, f64_math, sh.invocations);
+  std::string s = kernel_header(k.inputs, k.out.dtype, sh.float64 || f64_math, f64_math, sh.invocations);
   if (lanes_reduction(k)) s.insert(s.find("void main() {"), lanes_shared(k, f64_math, "red_"));
   s += kernel_invocation_code(c, "gi", sh, "outb", "red_");
   sh.glsl = s + "}\n";
@@ -997,7 +642,7 @@ std::optional<Shader> render_routine(const Op& op) {
   const AVal& out = op.out[0];
   sh.float64 = uses_double(op.in, out.dtype, {});
   sh.invocations = out.size();
-  std::string s = header(op.in, out.dtype, sh.float64, false, sh.invocations);
+  std::string s = kernel_header(op.in, out.dtype, sh.float64, false, sh.invocations);
   s += routine_element_code(
       op, "gi", sh, [&](int b, const std::string& off) { return load_expr(op.in[b].dtype, b, off); },
       [&](const std::string& v) { return store_code(out.dtype, "gi", v); });

@@ -1,7 +1,9 @@
 #pragma once
 // Kernels of the kernel IR (and the movement routines pad, concatenate, argmax/argmin) rendered
 // as GLSL compute shaders: storage buffers at set 0, inputs at bindings 0..k-1, the output at k;
-// one invocation per output element, shapes baked in (the kernel key includes them).
+// shapes baked in (the kernel key includes them). An invocation computes one output element, a
+// tile of outputs or one lane of an output (glsl_tiles.cc); long reductions run a workgroup per
+// output or split it over several.
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -20,7 +22,7 @@ constexpr std::int64_t kSplitReductionMin = 2049;
 struct Shader {
   std::string name, glsl;
   int buffers = 0;               // storage buffers bound (inputs + output)
-  std::int64_t invocations = 0;  // output elements
+  std::int64_t invocations = 0;  // invocations dispatched (outputs, tiles of outputs or lanes)
   bool float64 = false;          // uses doubles (needs shaderFloat64)
   std::int64_t max_loop = 0;     // trip count of the longest loop (a reduction's extent)
   // > 0: one more storage buffer of this size, the last binding, zeroed once by the backend and
@@ -47,7 +49,7 @@ std::string glsl_header(std::int64_t local_size_x);
 void set_unroll_loops(bool on);
 bool unroll_loops();
 // The fewest invocations a shader keeps when a short reduction computes a tile of outputs per
-// invocation (glsl_renderer.cc: reduction_tile): enough to fill the GPU, 2^18 by default (the H200
+// invocation (glsl_tiles.cc: reduction_tile): enough to fill the GPU, 2^18 by default (the H200
 // holds 132 × 2048 at once); set by the backend when it opens its device, 0 on llvmpipe (a CPU
 // runs a few threads, and fewer invocations cost it nothing).
 void set_tile_floor(std::int64_t invocations);

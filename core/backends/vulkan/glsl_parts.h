@@ -1,0 +1,75 @@
+#pragma once
+// Pieces of kernel shaders, shared inside core/backends/vulkan by glsl_renderer.cc (an output per
+// invocation, a workgroup per output, groups of kernels) and glsl_tiles.cc (a tile of outputs per
+// invocation, lanes per output). Not part of the backend's interface.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/backends/vulkan/glsl_renderer.h"
+
+namespace jx::vk {
+
+// ---- glsl_renderer.cc ---------------------------------------------------------------------------
+// A reduction over at least this many elements per output runs one workgroup per output: the
+// invocations stride over the reduced elements, then a tree in workgroup memory (log2 256 steps).
+// One invocation per output would read its elements one after another (latency-bound on a GPU,
+// and over llvmpipe's loop limit past 65535).
+constexpr std::int64_t kWorkgroupReduceMin = 1024;
+
+std::string btype(DType d);  // element type of a storage buffer (bool: bytes packed four to a uint)
+// A typed read of element `idx` (an int expression) of input buffer b.
+std::string load_expr(DType d, int b, const std::string& idx);
+// Nodes renamed: node i is `v<i><suffix(i)>`, the reduce_result node reads `acc`.
+struct NodeNames {
+  std::function<std::string(int)> suffix;
+  std::string acc;
+};
+// The nodes in `order` as GLSL statements (core/backends/cstyle.h), indexed by idx; nullptr
+// names: `v<i>` and `acc`.
+std::string nodes_code(const KernelCtx& c, const std::vector<int>& order, const std::vector<std::string>& idx,
+                       const std::string& ind, const NodeNames* names = nullptr);
+std::string store_code(DType d, const std::string& o, const std::string& v, const std::string& buf = "outb");
+// Version, workgroup size, buffer declarations, helpers; then main's prologue that computes the
+// flat invocation index `gi` and returns past n.
+std::string kernel_header(const std::vector<AVal>& ins, DType out, bool doubles, bool f64_math, std::int64_t n);
+// Row-major decomposition of `flat` over dims (named by names) into int locals.
+std::string decompose(const Shape& dims, const std::vector<std::string>& names, const std::string& flat);
+// `[[unroll]] ` for a reduced dim of up to 16 elements where the device unrolls (the products of
+// small matrices), else "".
+std::string unrolled_reduction(std::int64_t n);
+// `for (int var = 0; var < n; ++var) {`, recording n as the shader's longest loop.
+std::string loop_open(const std::string& var, std::int64_t n, const std::string& ind, Shader& sh);
+
+bool reduced_dim(const Kernel& k, std::size_t d);
+std::int64_t reduced_elements(const Kernel& k);  // elements folded into each output
+// int for int32; float for float32 sums short enough (short_f32_sums); else double where the
+// device has doubles (as the oracle accumulates), float otherwise.
+std::string accumulator_type(const Kernel& k, bool f64);
+std::string reduction_identity(const Kernel& k, const std::string& at);
+std::string combine_code(const Kernel& k, const std::string& acc, const std::string& v);  // acc ⊕= v
+// After the accumulation into `acc`: rounded like the oracle, then the epilogue (or acc) stored.
+std::string reduction_finish(const KernelCtx& c, const std::vector<std::string>& idx, const StoreFn& store);
+// The kernel's space split: idx names every dim (`i<d>`); outer holds the output dims and red
+// the reduced ones, each in order, with their names.
+struct SpaceSplit {
+  std::vector<std::string> idx, outer_names, red_names;
+  Shape outer, red;
+};
+SpaceSplit split_space(const Kernel& k);
+
+// ---- glsl_tiles.cc ------------------------------------------------------------------------------
+// Reductions of 128-1023 terms over fewer than tile_floor() outputs: 32 invocations (lanes) per
+// output, folded in the workgroup array that lanes_shared declares.
+bool lanes_reduction(const Kernel& k);
+std::string lanes_shared(const Kernel& k, bool f64_math, const std::string& red);
+// A kernel rendered an invocation per output, per tile of outputs or per lane of an output:
+// how many invocations, the shader's name (`_t4x4`, `_lanes`: seen in traces and timings), and
+// invocation `elem`'s code, storing into `buf` (and folding lanes in the array `red`).
+std::int64_t kernel_invocations(const Kernel& k);
+std::string kernel_shader_name(const Kernel& k);
+std::string kernel_invocation_code(const KernelCtx& c, const std::string& elem, Shader& sh, const std::string& buf,
+                                   const std::string& red);
+
+}  // namespace jx::vk
