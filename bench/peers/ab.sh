@@ -4,8 +4,8 @@
 # clock and the host's load fall on all of them alike. For bench/results/<date>-<name>/.
 #
 #   AB_VARIANTS  'name=ENV=v ENV=v;name=...'  (';' between variants, spaces between variables; a
-#                variant with no variables is the build as it is; JX_LIB=DIR loads DIR's libjx.so
-#                first, e.g. the previous commit's)
+#                variant with no variables is the build as it is; JX_LIB=DIR preloads DIR's libjx.so,
+#                e.g. the previous commit's)
 #   AB_CELLS     'm:N:workloads[@variant,...] ...'  (workloads as JX_PEER_WORKLOADS; after @ only
 #                those variants run the cell)
 #   AB_TIMING    cells run once more per variant with JX_VK_TIMING=1 (GPU time per pipeline on
@@ -33,10 +33,14 @@ run() {
   local v=$1 cell=${2%%@*} t=$3 r=$4
   IFS=: read -r m n w <<< "$cell"
   local f=$out/$v-m$m-n$n-c$5-t$t-r$r
+  # JX_LIB: its libjx.so preloaded (LD_LIBRARY_PATH would not do: .gpu/env.sh puts .gpu/lib first)
+  local lib
   # shellcheck disable=SC2086  # a variant's variables are separate words
-  env ${env_of[$v]} JX_VK_TIMING=$t JX_LIMITS=device JX_DEVICE=vulkan JX_PEER_BACKENDS=vulkan \
+  lib=$(env ${env_of[$v]} bash -c 'echo ${JX_LIB:-}')
+  # shellcheck disable=SC2086
+  env ${env_of[$v]} ${lib:+LD_PRELOAD=$(realpath "$lib")/libjx.so} JX_VK_TIMING=$t JX_LIMITS=device JX_DEVICE=vulkan JX_PEER_BACKENDS=vulkan \
     JX_PEER_MIN_TIME=0.3 JX_PEER_M=$m JX_PEER_N=$n JX_PEER_WORKLOADS=$w AB_JX="$jx" timeout 120 \
-    bash -c 'LD_LIBRARY_PATH=${JX_LIB:+$JX_LIB:}${LD_LIBRARY_PATH:-} exec $AB_JX --benchmark_format=json' \
+    bash -c 'exec $AB_JX --benchmark_format=json' \
     > "$f.json" 2> "$f.err"
 }
 # whether VARIANT runs CELL (no @ list: every variant)
