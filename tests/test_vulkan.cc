@@ -515,7 +515,7 @@ TEST(Vulkan, ReductionsSplitOnlyWithABindingToSpare) {
 }
 
 // Short reductions whose loads each skip one of the two innermost output dims (batched products
-// of small matrices) compute a tile of outputs per invocation (glsl_renderer.cc: reduction_tile):
+// of small matrices) compute a tile of outputs per invocation (glsl_tiles.cc: reduction_tile):
 // the values against the cpu oracle and the tile each shader took, from the GPU timings' names.
 TEST(Vulkan, SmallMatrixProductsComputeATileOfOutputsPerInvocation) {
   using F = std::function<Array(const Array&, const Array&)>;
@@ -610,7 +610,7 @@ TEST(Vulkan, SmallMatrixProductsComputeATileOfOutputsPerInvocation) {
 }
 
 // On a GPU a reduction of 128 to 1023 terms over fewer outputs than fill it gives each output 32
-// invocations and a tree (glsl_renderer.cc: lanes_reduction); llvmpipe keeps one invocation per
+// invocations and a tree (glsl_tiles.cc: lanes_reduction); llvmpipe keeps one invocation per
 // output, so the test sets the GPU's floor to render and run the lanes here.
 TEST(Vulkan, MidSizeReductionsOverFewOutputsFoldInLanes) {
   using F = std::function<Array(const Array&)>;
