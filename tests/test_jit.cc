@@ -265,12 +265,16 @@ std::pair<Array, std::size_t> run_lowered(const std::function<Array(const Xs&)>&
 
 // Sums of at most 8 terms per output as elementwise code (LowerOptions::unroll_sums, what
 // launch-bound backends lower with) keep the reduction's own arithmetic: bit for bit the
-// oracle's double accumulation of float32 terms (sign of zero included). They fuse into their
-// consumers, products of products included.
+// oracle's double accumulation of float32 terms (sign of zero included), or float accumulation in
+// the reduction's order where the backend's own reductions accumulate short sums in float
+// (LowerOptions::f32_sum_max_terms, vulkan's): bit for bit the default device's eager sums. They
+// fuse into their consumers, products of products included.
 TEST(Fusion, SmallSumsUnrollWithTheReductionsArithmetic) {
   const DType f = DType::float32;
   LowerOptions unroll;
   unroll.unroll_sums = true;
+  // as the default device's own (eager) reductions: in double on cpu, short sums in float on vulkan
+  unroll.f32_sum_max_terms = default_backend().info().limits.f32_sum_max_terms;
   // float accumulation would give 0 for 1e8 + 1 - 1e8, and -0 for -0 + -0
   Array t3 = np::array(std::vector<double>{1e8, 1.0, -1e8, 0.5, 0.25, 3.0}, Shape{2, 3}, f);
   Array z2 = np::array(std::vector<double>{-0.0, -0.0, 1.0, -1.0}, Shape{2, 2}, f);
@@ -288,9 +292,14 @@ TEST(Fusion, SmallSumsUnrollWithTheReductionsArithmetic) {
             << "axis " << ax << " element " << i << ": " << a[i] << " vs " << b[i];
       }
     }
-  EXPECT_EQ(run_lowered([](const Xs& v) { return np::sum(v[0], std::vector<std::int64_t>{1}); }, {t3}, unroll)
-                .first.to_vector<float>()[0],
-            1.0f);
+  // in double: 1e8 + 1 - 1e8 = 1; in float, as vulkan's short reductions: ((0 + 1e8) + 1) + -1e8
+  // = 0, and 0.5 + 0.25 + 3 = 3.75 either way
+  auto sum1 = [](const Xs& v) { return np::sum(v[0], std::vector<std::int64_t>{1}); };
+  LowerOptions in_double = unroll, in_float = unroll;
+  in_double.f32_sum_max_terms = 0;
+  in_float.f32_sum_max_terms = 64;
+  EXPECT_EQ(run_lowered(sum1, {t3}, in_double).first.to_vector<float>(), (std::vector<float>{1.0f, 3.75f}));
+  EXPECT_EQ(run_lowered(sum1, {t3}, in_float).first.to_vector<float>(), (std::vector<float>{0.0f, 3.75f}));
   // batched 2x2 products of products, float64 and int32 too: one kernel (float32 products round
   // to float in a kernel, the eager oracle keeps them exact in double)
   Array A = np::array(jxt::randn(32, 11), Shape{8, 2, 2}, f), B = np::array(jxt::randn(32, 12), Shape{8, 2, 2}, f);

@@ -26,6 +26,10 @@ struct BackendLimits {
   // or more): reverse mode keeps the scan associative (the pair scan and its transpose, about 2x
   // the combine work) instead of linearizing a sequential fold
   bool parallel_assoc_scans = false;
+  // float32 sums of 3 to this many terms accumulate in float on this backend (its reductions:
+  // core/backends/cstyle.h, short_f32_sum), so jit's unrolled small sums do too; 0 = in double
+  // where float64 is available, as the oracle
+  std::int64_t f32_sum_max_terms = 0;
 };
 
 struct DeviceInfo {

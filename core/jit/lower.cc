@@ -281,9 +281,10 @@ class Lowering {
   // A sum of at most kUnrollTerms elements per output (batched small matrix products, sums over
   // short axes) becomes an elementwise expression with the reduction's own arithmetic: the terms
   // in the body's type, added in row-major order of the reduced index to a zero of the
-  // accumulator type, rounded to the output type. Float32 accumulates in double (as every
-  // renderer's reduction loop and the oracle) where the backend has doubles, except for two
-  // terms: the double sum of two floats rounded to float is the float sum. Nothing is left
+  // accumulator type, rounded to the output type. Float32 accumulates as the backend's own
+  // reduction loops do: in float for 3 to LowerOptions::f32_sum_max_terms terms (vulkan's short
+  // sums), else in double (as the oracle) where the backend has doubles, except for two terms:
+  // the double sum of two floats rounded to float is the float sum. Nothing is left
   // pending, so the value fuses into its consumers (and further products) like any elementwise
   // one; a chain of products recomputes its operands, bounded by kUnrollNodes. Only where
   // LowerOptions::unroll_sums (launch-bound backends: on a CPU the recomputation costs more than
@@ -300,7 +301,8 @@ class Lowering {
     std::int64_t terms = 1;
     for (auto ax : axes) terms *= p.space[ax];
     if (terms < 1 || terms > kUnrollTerms) return nullptr;
-    const DType at = bd == DType::float32 && terms > 2 && o_.f64 ? DType::float64 : bd;
+    const bool f32_acc = terms > 2 && terms <= o_.f32_sum_max_terms;  // as the backend's reductions
+    const DType at = bd == DType::float32 && terms > 2 && o_.f64 && !f32_acc ? DType::float64 : bd;
     Shape one = p.space;
     std::vector<std::int64_t> dmap(p.space.size(), 0);  // reduced dims (now of size 1) go anywhere
     for (std::size_t d = 0, k = 0; d < p.space.size(); ++d) {

@@ -19,6 +19,7 @@ LowerOptions lower_options(const Target& t) {
   o.max_buffers = t.budget;
   o.inline_multi_use = t.inline_multi_use;
   o.f64 = t.limits.float64;
+  o.f32_sum_max_terms = t.limits.f32_sum_max_terms;
   o.scratch_reduction_min = t.limits.scratch_reduction_min;
   o.max_bindings = t.limits.max_buffers_per_kernel;
   if (t.limits.launch_bound) {  // fewer, bigger kernels: recompute rather than launch

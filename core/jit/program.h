@@ -18,8 +18,10 @@ struct LowerOptions {
   // operand of a dot_general is fused into its reduction whatever it costs, and pad is a step
   // of its own (its output a buffer), so kernels gather more buffers
   bool inline_multi_use = false;
-  // the backend has float64: unrolled float sums accumulate in double, as its reductions do
+  // the backend has float64: unrolled float sums accumulate in double, as its reductions do,
+  // except sums of 3 to f32_sum_max_terms terms, which its reductions accumulate in float
   bool f64 = true;
+  std::int64_t f32_sum_max_terms = 0;
   // sums of at most 8 terms per output become elementwise code (lower.cc: unrolled)
   bool unroll_sums = false;
   // an elementwise value used by several equations is recomputed in each when its tree has at
