@@ -34,10 +34,9 @@ run() {
   IFS=: read -r m n w <<< "$cell"
   local f=$out/$v-m$m-n$n-c$5-t$t-r$r
   # JX_LIB: its libjx.so preloaded (LD_LIBRARY_PATH would not do: .gpu/env.sh puts .gpu/lib first)
-  local lib
+  local lib="" kv
+  for kv in ${env_of[$v]}; do [[ $kv == JX_LIB=* ]] && lib=${kv#JX_LIB=}; done
   # shellcheck disable=SC2086  # a variant's variables are separate words
-  lib=$(env ${env_of[$v]} bash -c 'echo ${JX_LIB:-}')
-  # shellcheck disable=SC2086
   env ${env_of[$v]} ${lib:+LD_PRELOAD=$(realpath "$lib")/libjx.so} JX_VK_TIMING=$t JX_LIMITS=device JX_DEVICE=vulkan JX_PEER_BACKENDS=vulkan \
     JX_PEER_MIN_TIME=0.3 JX_PEER_M=$m JX_PEER_N=$n JX_PEER_WORKLOADS=$w AB_JX="$jx" timeout 120 \
     bash -c 'exec $AB_JX --benchmark_format=json' \
