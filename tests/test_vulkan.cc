@@ -675,3 +675,39 @@ TEST(Vulkan, MidSizeReductionsOverFewOutputsFoldInLanes) {
   vulkan::set_timing(false);
   vk::set_tile_floor(floor);
 }
+
+// A short sum (4 to 127 terms) whose terms are expensive (terms × body nodes >= 2048) gets lanes
+// too: the power of two >= its terms, one term per lane (16 terms: 16 lanes; 10 terms: 16 lanes,
+// 6 of them folding nothing); a cheap short sum keeps an invocation per output.
+TEST(Vulkan, ShortExpensiveReductionsFoldInLanes) {
+  auto body = [](const Array& x) {  // hundreds of nodes per term
+    Array y = x;
+    for (int i = 0; i < 100; ++i) y = y * 0.99 + np::sin(x) * 0.01;
+    return y;
+  };
+  using F = std::function<Array(const Array&)>;
+  const std::vector<std::tuple<F, bool, const char*>> cases = {
+      {[&](const Array& x) { return np::sum(body(x), std::vector<std::int64_t>{2}); }, true, "16 terms"},
+      {[&](const Array& x) {
+         return np::max(body(np::reshape(x, {25600, 10})), std::vector<std::int64_t>{1});
+       },
+       true, "10 terms"},
+      {[](const Array& x) { return np::sum(x * 2.0, std::vector<std::int64_t>{2}); }, false, "cheap"},
+  };
+  const Array x = np::array(jxt::randn(1000 * 256, 4), Shape{1000, 16, 16});
+  const std::int64_t floor = vk::tile_floor();
+  vk::set_tile_floor(std::int64_t{1} << 18);
+  vulkan::set_timing(true);
+  for (const auto& [f, lanes, what] : cases) {
+    const std::vector<double> want = vals(f(x));  // eager on cpu
+    DefaultDeviceScope vk("vulkan");
+    vulkan::reset_timings();
+    const Array got = jit(f)(device_put(x, "vulkan"));
+    EXPECT_TRUE(all_close(got, want, 1e-5, 1e-5)) << what;
+    std::string names;
+    for (const auto& t : vulkan::timings()) names += t.name + " ";
+    EXPECT_EQ(names.find("_lanes") != std::string::npos, lanes) << what << ": " << names;
+  }
+  vulkan::set_timing(false);
+  vk::set_tile_floor(floor);
+}

@@ -286,12 +286,11 @@ class Lowering {
   // sums), else in double (as the oracle) where the backend has doubles, except for two terms:
   // the double sum of two floats rounded to float is the float sum. Nothing is left
   // pending, so the value fuses into its consumers (and further products) like any elementwise
-  // one; a chain of products recomputes its operands, bounded by kUnrollNodes. Only where
+  // one; a chain of products recomputes its operands, bounded by LowerOptions::unroll_nodes. Only where
   // LowerOptions::unroll_sums (launch-bound backends: on a CPU the recomputation costs more than
   // the kernels it saves), and not in the replay fusion model (the JS runtime keeps every
   // reduction a kernel of its own).
   static constexpr std::int64_t kUnrollTerms = 8;
-  static constexpr std::size_t kUnrollNodes = 384;
   EP unrolled(const Pending& p, const AVal& out) {
     const DType bd = p.body->dtype;
     if (!o_.unroll_sums || o_.inline_multi_use || p.op != Prim::reduce_sum || bd != out.dtype) return nullptr;
@@ -301,7 +300,7 @@ class Lowering {
     std::int64_t terms = 1;
     for (auto ax : axes) terms *= p.space[ax];
     if (terms < 1 || terms > kUnrollTerms) return nullptr;
-    const bool f32_acc = terms > 2 && terms <= o_.f32_sum_max_terms;  // as the backend's reductions
+    const bool f32_acc = terms <= o_.f32_sum_max_terms;  // as the backend's reductions
     const DType at = bd == DType::float32 && terms > 2 && o_.f64 && !f32_acc ? DType::float64 : bd;
     Shape one = p.space;
     std::vector<std::int64_t> dmap(p.space.size(), 0);  // reduced dims (now of size 1) go anywhere
@@ -326,7 +325,7 @@ class Lowering {
       acc = alu(Prim::add, at, out.shape, {acc, term});
     }
     if (at != out.dtype) acc = alu(Prim::convert, out.dtype, out.shape, {acc});
-    if (dag_size(acc) > kUnrollNodes) return nullptr;
+    if (dag_size(acc) > o_.unroll_nodes) return nullptr;
     return acc;
   }
 

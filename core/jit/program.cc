@@ -24,6 +24,8 @@ LowerOptions lower_options(const Target& t) {
   o.max_bindings = t.limits.max_buffers_per_kernel;
   if (t.limits.launch_bound) {  // fewer, bigger kernels: recompute rather than launch
     o.unroll_sums = true;
+    // JX_UNROLL_NODES=<n>: another bound for unrolled sums (for measuring)
+    o.unroll_nodes = static_cast<std::size_t>(env_int("JX_UNROLL_NODES", 384));
     // JX_RECOMPUTE_NODES=<n>: another bound (for measuring)
     o.recompute_nodes = static_cast<std::size_t>(env_int("JX_RECOMPUTE_NODES", 48));
     o.recompute_expensive = true;

@@ -22,8 +22,10 @@ struct LowerOptions {
   // except sums of 3 to f32_sum_max_terms terms, which its reductions accumulate in float
   bool f64 = true;
   std::int64_t f32_sum_max_terms = 0;
-  // sums of at most 8 terms per output become elementwise code (lower.cc: unrolled)
+  // sums of at most 8 terms per output become elementwise code (lower.cc: unrolled) where the
+  // code has at most unroll_nodes nodes
   bool unroll_sums = false;
+  std::size_t unroll_nodes = 384;
   // an elementwise value used by several equations is recomputed in each when its tree has at
   // most recompute_nodes nodes (0: never), and no exp/log/div-class operation unless
   // recompute_expensive; else it is materialized once

@@ -15,20 +15,37 @@ namespace jx::vk {
 // fill the GPU (fewer than tile_floor()) gives each output kLanes invocations: lane l folds terms
 // l, l + kLanes, ..., then the lanes' partials fold in a fixed tree in workgroup memory
 // (deterministic). One invocation per output ran its terms one after another: on the H200 a sum
-// of 256 terms (an index computation each) over 102400 outputs took 1.3 ms. llvmpipe (floor 0)
-// keeps an invocation per output: its invocations are a CPU's few threads. JX_VK_LANES=0: an
-// invocation per output everywhere, for measuring.
+// of 256 terms (an index computation each) over 102400 outputs took 1.3 ms. A shorter sum (4 to
+// kLanesReduceMin terms) whose terms are expensive, terms × the body's nodes >= lanes_work(),
+// gets lanes too: the power of two >= its terms (at most kLanes), one term per lane. llvmpipe
+// (floor 0) keeps an invocation per output: its invocations are a CPU's few threads.
+// JX_VK_LANES=0: an invocation per output everywhere; JX_VK_LANES_WORK=<n>: another work bound
+// (for measuring).
 constexpr std::int64_t kLanes = 32;
 constexpr std::int64_t kLanesReduceMin = 128;
+constexpr std::int64_t kLanesShortMin = 4;
 
 std::atomic<std::int64_t> g_tile_floor{1 << 18};  // set_tile_floor
 
-bool lanes_reduction(const Kernel& k) {
-  static const bool on = !env_is_zero("JX_VK_LANES");
-  const std::int64_t r = reduced_elements(k);
-  return on && k.is_reduction() && r >= kLanesReduceMin && r < kWorkgroupReduceMin && k.out.size() > 0 &&
-         k.out.size() < tile_floor();
+std::int64_t lanes_work() {
+  static const std::int64_t w = env_int("JX_VK_LANES_WORK", 2048);
+  return w;
 }
+
+// Lanes per output of a lanes reduction; 0 for any other kernel.
+std::int64_t reduction_lanes(const Kernel& k) {
+  static const bool on = !env_is_zero("JX_VK_LANES");
+  if (!on || !k.is_reduction() || k.out.size() == 0 || k.out.size() >= tile_floor()) return 0;
+  const std::int64_t r = reduced_elements(k);
+  if (r >= kLanesReduceMin && r < kWorkgroupReduceMin) return kLanes;
+  if (r < kLanesShortMin || r >= kLanesReduceMin) return 0;
+  if (r * static_cast<std::int64_t>(k.reachable(k.body).size()) < lanes_work()) return 0;
+  std::int64_t lanes = 1;
+  while (lanes < r && lanes < kLanes) lanes *= 2;
+  return lanes;
+}
+
+bool lanes_reduction(const Kernel& k) { return reduction_lanes(k) > 0; }
 
 // The workgroup array `red` that the lanes' partials fold in.
 std::string lanes_shared(const Kernel& k, bool f64_math, const std::string& red) {
@@ -40,29 +57,30 @@ namespace {
 // Whole workgroups: every invocation reaches the barriers (lanes past the last output fold
 // nothing), and in a group of kernels each workgroup runs one member's code.
 std::int64_t lanes_invocations(const Kernel& k) {
-  return (k.out.size() * kLanes + kWorkgroup - 1) / kWorkgroup * kWorkgroup;
+  return (k.out.size() * reduction_lanes(k) + kWorkgroup - 1) / kWorkgroup * kWorkgroup;
 }
 
-// Invocation `elem` (of lanes_invocations): lane elem % kLanes of output elem / kLanes.
+// Invocation `elem` (of lanes_invocations): lane elem % L of output elem / L (L: reduction_lanes,
+// a power of two dividing kWorkgroup, so an output's lanes share a workgroup).
 std::string lanes_code(const KernelCtx& c, const std::string& elem, const std::string& red, const std::string& buf) {
   const Kernel& k = c.k;
-  const std::int64_t reduced = reduced_elements(k), outs = k.out.size();
+  const std::int64_t reduced = reduced_elements(k), outs = k.out.size(), lanes = reduction_lanes(k);
   const std::string at = accumulator_type(k, c.f64);
   std::string s = fmt::format(
       "  const int lid = int(gl_LocalInvocationIndex);\n  const int l_ = lid % {0};\n  const int o_ = ({2}) / {0};\n"
       "  const bool live_ = o_ < {1};\n",
-      kLanes, outs, elem);
+      lanes, outs, elem);
   const SpaceSplit sp = split_space(k);
   s += decompose(sp.outer, sp.outer_names, fmt::format("min(o_, {})", outs - 1));
   s += fmt::format("  {} acc = {};\n", at, reduction_identity(k, at));
-  s += fmt::format("  for (int rr_ = live_ ? l_ : {0}; rr_ < {0}; rr_ += {1}) {{\n", reduced, kLanes);
+  s += fmt::format("  for (int rr_ = live_ ? l_ : {0}; rr_ < {0}; rr_ += {1}) {{\n", reduced, lanes);
   s += decompose(sp.red, sp.red_names, "rr_");
   s += nodes_code(c, k.reachable(k.body), sp.idx, "    ");
   s += "    " + combine_code(k, "acc", fmt::format("{}(v{})", at, k.body)) + "  }\n";
   s += fmt::format(
       "  {0}[lid] = acc;\n  barrier();\n  for (int h_ = {1}; h_ > 0; h_ >>= 1) {{\n    if (l_ < h_) {{\n      {2} b_ = "
       "{0}[lid + h_];\n      {3}    }}\n    barrier();\n  }}\n",
-      red, kLanes / 2, at, combine_code(k, red + "[lid]", "b_"));
+      red, lanes / 2, at, combine_code(k, red + "[lid]", "b_"));
   s += fmt::format("  if (l_ != 0 || !live_) return;\n  acc = {}[lid];\n", red);
   return s + reduction_finish(c, sp.idx, [&](const std::string& v) { return store_code(k.out.dtype, "o_", v, buf); });
 }
@@ -310,7 +328,8 @@ std::string kernel_invocation_code(const KernelCtx& c, const std::string& elem, 
                                    const std::string& red) {
   const Kernel& k = c.k;
   if (lanes_reduction(k)) {
-    sh.max_loop = std::max(sh.max_loop, (reduced_elements(k) + kLanes - 1) / kLanes);
+    const std::int64_t lanes = reduction_lanes(k);
+    sh.max_loop = std::max(sh.max_loop, (reduced_elements(k) + lanes - 1) / lanes);
     return lanes_code(c, elem, red, buf);
   }
   const Tile t = reduction_tile(k);
