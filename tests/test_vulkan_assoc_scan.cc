@@ -6,7 +6,10 @@
 
 #include <fmt/format.h>
 
+#include "core/backends/vulkan/glsl_scan.h"
 #include "core/instrument/instrument.h"
+#include "core/jit/program.h"
+#include "core/transform/control_internal.h"
 #include "tests/kalman_elems.h"
 #include "tests/vulkan_helpers.h"
 
@@ -199,6 +202,45 @@ TEST_P(VulkanCoopLoops, CooperativeFormThroughScratchAndStaging) {
       for (std::size_t c = 0; c < 3000; c += 599) ASSERT_EQ(g1[i * 3000 + c], x0[i * 3000 + c]) << i << " " << reverse;
     }
   }
+}
+
+// The form of a combine over large elements on a GPU (barriers cheap, 48 KiB of workgroup memory,
+// so 64 positions per workgroup of the blocked form): the smoother's element at m = 8, (E, g, L)
+// ⊕ (E', g', L') = (E' E, E' g + g', E' L E'ᵀ + L'), 136 words, runs cooperatively whether its
+// 8-term products stay reductions or jit unrolls them into elementwise code (launch-bound
+// backends; glsl_assoc_scan.cc: heavy); an elementwise combine of the same words stays blocked.
+TEST(VulkanAssociativeScan, LargeElementsOfProductsRunCooperatively) {
+  using V = std::vector<Array>;
+  const std::int64_t m = 8, n = 1000;
+  auto smoother = [](const V& a, const V& b) {
+    const Array e = np::matmul(b[0], a[0]);
+    const Array g = np::einsum("nij,nj->ni", b[0], a[1]) + b[1];
+    const Array l = np::matmul(np::matmul(b[0], a[2]), np::swapaxes(b[0], 1, 2)) + b[2];
+    return V{e, g, l};
+  };
+  auto sums = [](const V& a, const V& b) { return V{a[0] + b[0], a[1] * b[1], a[2] - b[2]}; };
+  const V in = {np::zeros({n, m, m}), np::zeros({n, m}), np::zeros({n, m, m})};
+  vk::ScanLimits lim;  // an H200's
+  lim.shared_bytes = 49152;
+  lim.max_buffers = 32;
+  auto form = [&](const std::function<V(const V&, const V&)>& f, bool unroll, bool products) {
+    const ClosedJaxpr cj = make_jaxpr([&](const V& x) { return lax::associative_scan(f, x, true); })(in);
+    const Eqn& e = cj.jaxpr.eqns.back();
+    EXPECT_EQ(e.prim, Prim::associative_scan);
+    LowerOptions o;
+    o.unroll_sums = unroll;
+    std::vector<AVal> ops;
+    for (const Array& a : in) ops.push_back({a.dtype(), a.shape()});
+    const AssocProgram ap{lower(assoc_body_jaxpr(e.params), o), e.params.num_consts, 0, true, ops, nullptr};
+    EXPECT_EQ(ap.body.unrolled_sums > 0, unroll && products);
+    std::string why;
+    const auto sh = vk::render_assoc_scan(ap, lim, why);
+    if (!sh) return "none: " + why;
+    return sh->coop ? std::string("coop") : sh->blocked ? fmt::format("blocked {}", sh->block) : std::string("ks");
+  };
+  EXPECT_EQ(form(smoother, false, true), "coop");
+  EXPECT_EQ(form(smoother, true, true), "coop");
+  EXPECT_EQ(form(sums, true, false), "blocked 64");
 }
 
 // The cooperative combine's temporaries share words where their lives do not meet (glsl_assoc_coop.cc:

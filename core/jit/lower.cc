@@ -326,6 +326,7 @@ class Lowering {
     }
     if (at != out.dtype) acc = alu(Prim::convert, out.dtype, out.shape, {acc});
     if (dag_size(acc) > o_.unroll_nodes) return nullptr;
+    ++p_.unrolled_sums;
     return acc;
   }
 

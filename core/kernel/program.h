@@ -24,6 +24,9 @@ struct Program {
   std::vector<Op> routines;
   std::vector<Op> controls;  // scans: their bodies are compiled as sub-programs
   std::vector<Step> steps;
+  // contractions lowered into elementwise code (jit's unrolled sums of at most 8 terms): work a
+  // backend weighs as it weighs reductions (vulkan: an associative-scan combine's form)
+  int unrolled_sums = 0;
   std::string str() const;  // set_debug(4)
 };
 

@@ -489,13 +489,15 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
   if (ks && form != "coop" && form != "ks")
     render_blocked(ap, lim, out, leaf_index,
                    [&](auto rd, Shader& into, std::string& code) { return combine_code(ap, lim, rd, into, code); });
-  // a combine with linear algebra or contractions (matmuls), blocked in fewer than 128
-  // positions per workgroup (large elements: matrices of m ≥ 8), runs cooperatively: on the H100
-  // at m = 8 (32-64 positions) the DLM filter's scan took 25.9 ms blocked and 7.5 ms cooperative
-  // at N = 102400; the smoother's scan at m = 13 took 22.3 ms blocked on the H200 (one warp per
-  // workgroup of 32 positions), the whole smoother 19.0 ms of GPU time with it cooperative; at
-  // m = 2 (256 positions) 0.18 against 0.50 ms. Elementwise combines stay blocked.
-  bool heavy = false;
+  // a combine with linear algebra or contractions (matmuls, as reductions or unrolled into
+  // elementwise code), blocked in fewer than 128 positions per workgroup (large elements:
+  // matrices of m ≥ 8), runs cooperatively: on the H100 at m = 8 (32-64 positions) the DLM
+  // filter's scan took 25.9 ms blocked and 7.5 ms cooperative at N = 102400; the smoother's scan
+  // at m = 13 took 22.3 ms blocked on the H200 (one warp per workgroup of 32 positions), the
+  // whole smoother 19.0 ms of GPU time with it cooperative; at m = 8 (unrolled 8-term products,
+  // 64 positions) the smoother 2.34 against 1.78 ms per call; at m = 2 (256 positions) 0.18
+  // against 0.50 ms. Elementwise combines stay blocked.
+  bool heavy = b.unrolled_sums > 0;
   for (const Step& st : b.steps)
     heavy = heavy || (st.kind == Step::Kind::routine && is_linalg(b.routines[st.index].prim)) ||
             (st.kind == Step::Kind::kernel && !b.kernels[st.index].reduce_axes.empty());
