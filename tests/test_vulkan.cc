@@ -703,7 +703,9 @@ TEST(Vulkan, ShortExpensiveReductionsFoldInLanes) {
     DefaultDeviceScope vk("vulkan");
     vulkan::reset_timings();
     const Array got = jit(f)(device_put(x, "vulkan"));
-    EXPECT_TRUE(all_close(got, want, 1e-5, 1e-5)) << what;
+    // float terms of 100 chained steps each, summed to values near 0: 2e-4 absolute (a term out
+    // of place would be off by ~1)
+    EXPECT_TRUE(all_close(got, want, 1e-4, 2e-4)) << what;
     std::string names;
     for (const auto& t : vulkan::timings()) names += t.name + " ";
     EXPECT_EQ(names.find("_lanes") != std::string::npos, lanes) << what << ": " << names;
