@@ -60,16 +60,27 @@ struct SpaceSplit {
 SpaceSplit split_space(const Kernel& k);
 
 // ---- glsl_tiles.cc ------------------------------------------------------------------------------
-// Reductions of 128-1023 terms over fewer than tile_floor() outputs: 32 invocations (lanes) per
-// output, folded in the workgroup array that lanes_shared declares.
-bool lanes_reduction(const Kernel& k);
+// How a kernel's shader covers its outputs, decided once per kernel (kernel_layout): `lanes`
+// invocations per output (a reduction of 128-1023 terms, or of 4-127 expensive ones, over fewer
+// than tile_floor() outputs, folded in the workgroup array that lanes_shared declares), else a
+// ti × tj tile of outputs per invocation (batched small-matrix products), else one invocation per
+// output.
+struct Tile {
+  int di = -1, dj = -1;         // the tiled space dims (-1: not tiled)
+  std::int64_t ti = 1, tj = 1;  // tile extents
+  bool tiled() const { return ti * tj > 1; }
+};
+struct KernelLayout {
+  std::int64_t lanes = 0;  // 0: not a lanes reduction
+  Tile tile;
+};
+KernelLayout kernel_layout(const Kernel& k);
 std::string lanes_shared(const Kernel& k, bool f64_math, const std::string& red);
-// A kernel rendered an invocation per output, per tile of outputs or per lane of an output:
-// how many invocations, the shader's name (`_t4x4`, `_lanes`: seen in traces and timings), and
-// invocation `elem`'s code, storing into `buf` (and folding lanes in the array `red`).
-std::int64_t kernel_invocations(const Kernel& k);
-std::string kernel_shader_name(const Kernel& k);
-std::string kernel_invocation_code(const KernelCtx& c, const std::string& elem, Shader& sh, const std::string& buf,
-                                   const std::string& red);
+// The layout's invocations, the shader's name (`_t4x4`, `_lanes`: seen in traces and timings),
+// and invocation `elem`'s code, storing into `buf` (and folding lanes in the array `red`).
+std::int64_t kernel_invocations(const Kernel& k, const KernelLayout& l);
+std::string kernel_shader_name(const Kernel& k, const KernelLayout& l);
+std::string kernel_invocation_code(const KernelCtx& c, const KernelLayout& l, const std::string& elem, Shader& sh,
+                                   const std::string& buf, const std::string& red);
 
 }  // namespace jx::vk

@@ -506,14 +506,15 @@ Shader render_kernel(const Kernel& k, bool f64_math) {
     return render_workgroup_reduction(k, f64_math, split > 1 && k.scratch_binding ? split : 1);
   }
   KernelCtx c{k, f64_math, nullptr};
+  const KernelLayout lay = kernel_layout(k);
   Shader sh;
-  sh.name = kernel_shader_name(k);
+  sh.name = kernel_shader_name(k, lay);
   sh.buffers = k.buffers();
   sh.float64 = uses_double(k.inputs, k.out.dtype, k.nodes);
-  sh.invocations = kernel_invocations(k);
+  sh.invocations = kernel_invocations(k, lay);
   std::string s = kernel_header(k.inputs, k.out.dtype, sh.float64 || f64_math, f64_math, sh.invocations);
-  if (lanes_reduction(k)) s.insert(s.find("void main() {"), lanes_shared(k, f64_math, "red_"));
-  s += kernel_invocation_code(c, "gi", sh, "outb", "red_");
+  if (lay.lanes) s.insert(s.find("void main() {"), lanes_shared(k, f64_math, "red_"));
+  s += kernel_invocation_code(c, lay, "gi", sh, "outb", "red_");
   sh.glsl = s + "}\n";
   return sh;
 }
@@ -527,9 +528,11 @@ bool joins_group(const Kernel& k) {
 Shader render_kernel_group(const std::vector<GroupedKernel>& ms, const std::vector<AVal>& ins, bool f64_math) {
   Shader sh;
   sh.buffers = static_cast<int>(ins.size() + ms.size());
+  std::vector<KernelLayout> lays;
   for (const auto& m : ms) {
+    lays.push_back(kernel_layout(*m.kernel));
     sh.float64 = sh.float64 || uses_double(m.kernel->inputs, m.kernel->out.dtype, m.kernel->nodes);
-    sh.name += (sh.name.empty() ? "" : "+") + kernel_shader_name(*m.kernel);
+    sh.name += (sh.name.empty() ? "" : "+") + kernel_shader_name(*m.kernel, lays.back());
   }
   std::string s = glsl_header(kWorkgroup);
   for (std::size_t i = 0; i < ins.size(); ++i)
@@ -550,11 +553,11 @@ Shader render_kernel_group(const std::vector<GroupedKernel>& ms, const std::vect
     const Kernel& k = *ms[j].kernel;
     const std::vector<int>& binds = ms[j].binds;
     KernelCtx c{k, f64_math, [&](int b, const std::string& o) { return load_expr(k.inputs[b].dtype, binds[b], o); }};
-    const std::int64_t n = kernel_invocations(k);
+    const std::int64_t n = kernel_invocations(k, lays[j]);
     s += fmt::format("  if (gi >= {0} && gi < {1}) {{\n  const int e_ = gi - {0};\n", off, off + n);
     const std::string red = fmt::format("red{}_", j);
-    if (lanes_reduction(k)) s.insert(s.find("void main() {"), lanes_shared(k, f64_math, red));
-    s += kernel_invocation_code(c, "e_", sh, fmt::format("out{}", j), red);
+    if (lays[j].lanes) s.insert(s.find("void main() {"), lanes_shared(k, f64_math, red));
+    s += kernel_invocation_code(c, lays[j], "e_", sh, fmt::format("out{}", j), red);
     s += "  }\n";
     off += (n + kWorkgroup - 1) / kWorkgroup * kWorkgroup;
   }

@@ -45,8 +45,6 @@ std::int64_t reduction_lanes(const Kernel& k) {
   return lanes;
 }
 
-bool lanes_reduction(const Kernel& k) { return reduction_lanes(k) > 0; }
-
 // The workgroup array `red` that the lanes' partials fold in.
 std::string lanes_shared(const Kernel& k, bool f64_math, const std::string& red) {
   return fmt::format("shared {} {}[{}];\n", accumulator_type(k, f64_math), red, kWorkgroup);
@@ -56,15 +54,16 @@ namespace {
 
 // Whole workgroups: every invocation reaches the barriers (lanes past the last output fold
 // nothing), and in a group of kernels each workgroup runs one member's code.
-std::int64_t lanes_invocations(const Kernel& k) {
-  return (k.out.size() * reduction_lanes(k) + kWorkgroup - 1) / kWorkgroup * kWorkgroup;
+std::int64_t lanes_invocations(const Kernel& k, std::int64_t lanes) {
+  return (k.out.size() * lanes + kWorkgroup - 1) / kWorkgroup * kWorkgroup;
 }
 
-// Invocation `elem` (of lanes_invocations): lane elem % L of output elem / L (L: reduction_lanes,
-// a power of two dividing kWorkgroup, so an output's lanes share a workgroup).
-std::string lanes_code(const KernelCtx& c, const std::string& elem, const std::string& red, const std::string& buf) {
+// Invocation `elem` (of lanes_invocations): lane elem % L of output elem / L (L = lanes: a power
+// of two dividing kWorkgroup, so an output's lanes share a workgroup).
+std::string lanes_code(const KernelCtx& c, std::int64_t lanes, const std::string& elem, const std::string& red,
+                       const std::string& buf) {
   const Kernel& k = c.k;
-  const std::int64_t reduced = reduced_elements(k), outs = k.out.size(), lanes = reduction_lanes(k);
+  const std::int64_t reduced = reduced_elements(k), outs = k.out.size();
   const std::string at = accumulator_type(k, c.f64);
   std::string s = fmt::format(
       "  const int lid = int(gl_LocalInvocationIndex);\n  const int l_ = lid % {0};\n  const int o_ = ({2}) / {0};\n"
@@ -90,13 +89,7 @@ std::string lanes_code(const KernelCtx& c, const std::string& elem, const std::s
 // reduction whose loads each skip one of its two innermost output dims. One invocation per output
 // reads 2 values per term; one per ti × tj tile of outputs reads ti + tj values for its ti · tj
 // products (4 × 4: 8 loads for 16, not 32), and each output still sums its terms in the same
-// order (the same values, bit for bit). Tile extents divide the dims' extents.
-struct Tile {
-  int di = -1, dj = -1;         // the tiled space dims (-1: not tiled)
-  std::int64_t ti = 1, tj = 1;  // tile extents
-  bool tiled() const { return ti * tj > 1; }
-};
-
+// order (the same values, bit for bit). Tile extents divide the dims' extents (glsl_parts.h: Tile).
 // Per node: bit 0 set when its value depends on dim di's coordinate, bit 1 on dj's.
 std::vector<int> tile_deps(const Kernel& k, const Tile& t) {
   std::vector<int> m(k.nodes.size(), 0);
@@ -308,34 +301,38 @@ std::string tiled_reduction_code(const KernelCtx& c, const Tile& t, const std::s
 }
 }  // namespace
 
-// Invocations of a kernel's shader: one per output, or one per tile of outputs.
-std::int64_t kernel_invocations(const Kernel& k) {
-  if (lanes_reduction(k)) return lanes_invocations(k);
-  const Tile t = reduction_tile(k);
-  return t.tiled() ? tiled_invocations(k, t) : k.out.size();
+KernelLayout kernel_layout(const Kernel& k) {
+  KernelLayout l;
+  l.lanes = reduction_lanes(k);
+  if (l.lanes == 0) l.tile = reduction_tile(k);
+  return l;
+}
+
+// Invocations of a kernel's shader: lanes per output, one per tile of outputs, or one per output.
+std::int64_t kernel_invocations(const Kernel& k, const KernelLayout& l) {
+  if (l.lanes) return lanes_invocations(k, l.lanes);
+  return l.tile.tiled() ? tiled_invocations(k, l.tile) : k.out.size();
 }
 
 // The shader's name for the kernel: a tiled one says its tile (`_t4x4`), seen in traces and timings.
-std::string kernel_shader_name(const Kernel& k) {
-  if (lanes_reduction(k)) return k.name + "_lanes";
-  const Tile t = reduction_tile(k);
-  return t.tiled() ? fmt::format("{}_t{}x{}", k.name, t.ti, t.tj) : k.name;
+std::string kernel_shader_name(const Kernel& k, const KernelLayout& l) {
+  if (l.lanes) return k.name + "_lanes";
+  return l.tile.tiled() ? fmt::format("{}_t{}x{}", k.name, l.tile.ti, l.tile.tj) : k.name;
 }
 
 // A kernel's invocation `elem` (of kernel_invocations): its output or its tile of outputs.
 // A lanes reduction folds in the workgroup array `red`, which the shader declares (lanes_shared).
-std::string kernel_invocation_code(const KernelCtx& c, const std::string& elem, Shader& sh, const std::string& buf,
-                                   const std::string& red) {
+std::string kernel_invocation_code(const KernelCtx& c, const KernelLayout& l, const std::string& elem, Shader& sh,
+                                   const std::string& buf, const std::string& red) {
   const Kernel& k = c.k;
-  if (lanes_reduction(k)) {
-    const std::int64_t lanes = reduction_lanes(k);
-    sh.max_loop = std::max(sh.max_loop, (reduced_elements(k) + lanes - 1) / lanes);
-    return lanes_code(c, elem, red, buf);
+  if (l.lanes) {
+    sh.max_loop = std::max(sh.max_loop, (reduced_elements(k) + l.lanes - 1) / l.lanes);
+    return lanes_code(c, l.lanes, elem, red, buf);
   }
-  const Tile t = reduction_tile(k);
-  if (t.tiled())
-    return tiled_reduction_code(
-        c, t, elem, sh, [&](const std::string& o, const std::string& v) { return store_code(k.out.dtype, o, v, buf); });
+  if (l.tile.tiled())
+    return tiled_reduction_code(c, l.tile, elem, sh, [&](const std::string& o, const std::string& v) {
+      return store_code(k.out.dtype, o, v, buf);
+    });
   return kernel_element_code(c, elem, sh, [&](const std::string& v) { return store_code(k.out.dtype, elem, v, buf); });
 }
 
