@@ -62,7 +62,7 @@ TEST(VulkanAssociativeScan, ForwardModeGradientIsOneBatchedPairScanSubmittedEarl
 // the odd/even recursion, differentiated, around the pair scan of the rest. Forced, and chosen
 // where positions × floats per position reach JX_ASSOC_GRAD_MIN_WORK: the same value and
 // gradient as the pair scan's and the interpreter's, forward and reversed, with 0, 1, 3 and 5
-// levels (0: the pair scan over every position, by another route); 1001 positions give odd and
+// levels, and the depth chosen by the work left to the inner pair scan (0: the pair scan over every position, by another route); 1001 positions give odd and
 // even lengths on the way down (1001, 500, 250, 125, 62); fewer dispatches than the whole
 // recursion, more than the pair scan alone. (Each length compiles its own shaders: one length.)
 TEST(VulkanAssociativeScan, ReverseModeLevelsFormMatchesThePairScan) {
@@ -98,8 +98,13 @@ TEST(VulkanAssociativeScan, ReverseModeLevelsFormMatchesThePairScan) {
       };
       const std::uint64_t pairs = run("pairs", nullptr, nullptr), whole = run("recursion", nullptr, nullptr);
       const std::uint64_t chosen = run(nullptr, "3", "1"), levels3 = run("levels", "3", nullptr);
-      EXPECT_EQ(chosen, levels3) << at;                     // n × 10 floats ≥ 1: chosen
-      EXPECT_EQ(run(nullptr, "3", "100000"), pairs) << at;  // below: the pair scan
+      EXPECT_EQ(chosen, levels3) << at;  // n × 10 floats ≥ 1: chosen
+      {  // the depth chosen: the fewest levels leaving ≤ 1300 of the 10010 (5005, 2503, 1252): 3
+        ScopedEnv inner("JX_ASSOC_GRAD_INNER_WORK", "1300");
+        EXPECT_EQ(run(nullptr, nullptr, "1"), levels3) << at;
+      }
+      EXPECT_EQ(run(nullptr, nullptr, "1"), run("levels", "1", nullptr)) << at;  // 5005 ≤ 2^20: one level
+      EXPECT_EQ(run(nullptr, "3", "100000"), pairs) << at;                       // below: the pair scan
       EXPECT_GT(levels3, pairs) << at;
       EXPECT_LT(levels3, whole) << at;
       if (n % 2 == 1 && rev)

@@ -209,7 +209,7 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
   if (form == AssocGradForm::recursion || form == AssocGradForm::levels) {
     std::vector<Array> all;
     for (std::size_t i = 0; i < x.size(); ++i) all.push_back(tan(i));
-    const int levels = form == AssocGradForm::levels ? assoc_grad_levels() : -1;
+    const int levels = form == AssocGradForm::levels ? assoc_grad_levels(x, p) : -1;
     const bool was = std::exchange(t_inner_of_levels, true);
     struct Restore {
       bool v;

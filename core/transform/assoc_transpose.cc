@@ -113,8 +113,6 @@ bool binds_all(std::int64_t buffers, const std::vector<Array>& x) {
 
 }  // namespace
 
-int assoc_grad_levels() { return static_cast<int>(std::max<std::int64_t>(0, env_int("JX_ASSOC_GRAD_LEVELS", 5))); }
-
 namespace {
 
 // Positions times floats per position of the scan's elements x (consts first).
@@ -123,6 +121,25 @@ std::int64_t scan_work(const std::vector<Array>& x, const PrimParams& p) {
   for (std::size_t i = static_cast<std::size_t>(p.num_consts); i < x.size(); ++i) w += x[i].size();
   return w;
 }
+
+}  // namespace
+
+// JX_ASSOC_GRAD_LEVELS, else the fewest levels (at least 1) that leave the inner pair scan at most
+// JX_ASSOC_GRAD_INNER_WORK positions × floats (default 2^20). Each level halves that scan's work
+// (~10 combine-units a position against the level's ~4) and adds ~20 dispatches. H200, float32,
+// N = 102400, the DLM gradient (bench/results/2026-11-29-h200-assoc-grad-depth and
+// 2026-11-28-h200-assoc-grad-levels): fastest at 3 levels for m = 4 (work 5.7·10^6), 5 for m = 8
+// (21·10^6), 6 for m = 13 (55·10^6), 7 for m = 16 (82·10^6): the work left each time 0.6–0.9·10^6.
+int assoc_grad_levels(const std::vector<Array>& x, const PrimParams& p) {
+  if (const char* e = std::getenv("JX_ASSOC_GRAD_LEVELS"); e && *e)
+    return static_cast<int>(std::max<std::int64_t>(0, env_int("JX_ASSOC_GRAD_LEVELS", 0)));
+  const std::int64_t inner = std::max<std::int64_t>(1, env_int("JX_ASSOC_GRAD_INNER_WORK", std::int64_t{1} << 20));
+  int levels = 1;
+  for (std::int64_t w = (scan_work(x, p) + 1) / 2; w > inner && levels < 62; w = (w + 1) / 2) ++levels;
+  return levels;
+}
+
+namespace {
 
 // JX_ASSOC_GRAD=pairs|levels|recursion|fold: a form chosen by hand (measurements); else none.
 std::optional<AssocGradForm> forced_form() {

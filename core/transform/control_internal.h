@@ -89,11 +89,12 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
 // Under linearize (assoc_transpose.cc): a pair scan like forward mode's where its transpose, a
 // reverse associative scan, runs in a few dispatches (launch-bound backends; there, where
 // positions × floats per position reach JX_ASSOC_GRAD_MIN_WORK, `levels`: assoc_grad_levels()
-// levels of the odd/even recursion around the pair scan of the rest); elsewhere the fold (a
+// levels of the odd/even recursion, enough to leave the pair scan of the rest ~10^6 positions ×
+// floats); elsewhere the fold (a
 // lax.scan), whose jvp and transpose are the scan's; the odd/even recursion under a buffer budget
 // on a sequential backend, or under the JS runtime's replay switches. JX_ASSOC_GRAD forces one.
 enum class AssocGradForm { pairs, fold, recursion, levels };
-int assoc_grad_levels();  // the levels form's depth
+int assoc_grad_levels(const std::vector<Array>& x, const PrimParams& p);  // the levels form's depth
 AssocGradForm assoc_grad_form(const std::vector<Array>& x, const PrimParams& p);
 std::pair<std::vector<Array>, std::vector<Array>> assoc_linearize_fold(const std::vector<Array>& x,
                                                                        const std::vector<std::optional<Array>>& t,
