@@ -10,7 +10,8 @@
 #                those variants run the cell)
 #   AB_TIMING    cells run once more per variant with JX_VK_TIMING=1 (GPU time per pipeline on
 #                stderr), same form
-#   AB_ROUNDS    rounds (default 3); AB_JX: the bench_peers command (default: through .gpu/env.sh)
+#   AB_ROUNDS    rounds (default 3); AB_B: series at once in every cell (JX_PEER_B, default 1)
+#   AB_JX        the bench_peers command (default: through .gpu/env.sh)
 #
 # Writes $OUT/summary.txt (median_ms and checksum per round, by cell and variant; the last GPU
 # time line of each timing run) and $OUT/ab.tgz (every run's JSON and stderr).
@@ -38,7 +39,7 @@ run() {
   for kv in ${env_of[$v]}; do [[ $kv == JX_LIB=* ]] && lib=${kv#JX_LIB=}; done
   # shellcheck disable=SC2086  # a variant's variables are separate words
   env ${env_of[$v]} ${lib:+LD_PRELOAD=$(realpath "$lib")/libjx.so} JX_VK_TIMING=$t JX_LIMITS=device JX_DEVICE=vulkan JX_PEER_BACKENDS=vulkan \
-    JX_PEER_MIN_TIME=0.3 JX_PEER_M=$m JX_PEER_N=$n JX_PEER_WORKLOADS=$w AB_JX="$jx" timeout 120 \
+    JX_PEER_MIN_TIME=0.3 JX_PEER_M=$m JX_PEER_N=$n JX_PEER_B=${AB_B:-1} JX_PEER_WORKLOADS=$w AB_JX="$jx" timeout 120 \
     bash -c 'exec $AB_JX --benchmark_format=json' \
     > "$f.json" 2> "$f.err"
 }
