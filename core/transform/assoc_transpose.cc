@@ -162,7 +162,7 @@ std::optional<AssocGradForm> forced_form() {
 // combine and its vjp), but the levels cost ~30 dispatches each. H200, float32, N = 102400
 // (bench/results/2026-11-28-h200-assoc-grad-levels): the DLM gradient at m = 4, 8, 13, 16 takes
 // 0.70, 0.77, 0.40, 0.47 times the triple scan's time with 5 levels; at m = 13, N = 1600
-// (n·e = 0.85·10^6) the triple scan is faster (1.53 against 2.25 ms).
+// (n·e = 0.85·10^6) the triple scan is faster (1.53 against 2.25 ms). The depth: assoc_grad_levels.
 AssocGradForm assoc_grad_form(const std::vector<Array>& x, const PrimParams& p) {
   if (const auto f = forced_form()) return *f;
   const Target* t = staging_target();
