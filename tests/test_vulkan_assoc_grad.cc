@@ -62,9 +62,10 @@ TEST(VulkanAssociativeScan, ForwardModeGradientIsOneBatchedPairScanSubmittedEarl
 // the odd/even recursion, differentiated, around the pair scan of the rest. Forced, and chosen
 // where positions × floats per position reach JX_ASSOC_GRAD_MIN_WORK: the same value and
 // gradient as the pair scan's and the interpreter's, forward and reversed, with 0, 1, 3 and 5
-// levels, and the depth chosen by the work left to the inner pair scan (0: the pair scan over every position, by another route); 1001 positions give odd and
-// even lengths on the way down (1001, 500, 250, 125, 62); fewer dispatches than the whole
-// recursion, more than the pair scan alone. (Each length compiles its own shaders: one length.)
+// levels (0: the pair scan over every position, by another route), and the depth chosen by the
+// work left to the inner pair scan; 1001 positions give odd and even lengths on the way down
+// (1001, 500, 250, 125, 62); fewer dispatches than the whole recursion, more than the pair scan
+// alone. (Each length compiles its own shaders: one length.)
 TEST(VulkanAssociativeScan, ReverseModeLevelsFormMatchesThePairScan) {
   {
     const int n = 1001;

@@ -90,9 +90,9 @@ std::pair<std::vector<Array>, std::vector<Array>> assoc_jvp(const std::vector<Ar
 // reverse associative scan, runs in a few dispatches (launch-bound backends; there, where
 // positions × floats per position reach JX_ASSOC_GRAD_MIN_WORK, `levels`: assoc_grad_levels()
 // levels of the odd/even recursion, enough to leave the pair scan of the rest ~10^6 positions ×
-// floats); elsewhere the fold (a
-// lax.scan), whose jvp and transpose are the scan's; the odd/even recursion under a buffer budget
-// on a sequential backend, or under the JS runtime's replay switches. JX_ASSOC_GRAD forces one.
+// floats); elsewhere the fold (a lax.scan), whose jvp and transpose are the scan's; the odd/even
+// recursion under a buffer budget on a sequential backend, or under the JS runtime's replay
+// switches. JX_ASSOC_GRAD forces one.
 enum class AssocGradForm { pairs, fold, recursion, levels };
 int assoc_grad_levels(const std::vector<Array>& x, const PrimParams& p);  // the levels form's depth
 AssocGradForm assoc_grad_form(const std::vector<Array>& x, const PrimParams& p);
