@@ -274,26 +274,30 @@ Scenario load_scenario(const std::string& path) {
   return parse_scenario(text.str(), path);
 }
 
-Scenario parse_scenario(const std::string& text, const std::string& path) {
-  Reader r(path);
-  json doc;
-  // scenario files are a few levels deep; a deeper one is refused while it is read (printing a
-  // 100,000-deep array into the error overflowed the stack)
+namespace {
+
+const std::set<std::string>& known_transforms() {
+  static const std::set<std::string> t{"eager", "jit", "value_and_grad", "jit(value_and_grad)"};
+  return t;
+}
+
+// The document; scenario files are a few levels deep, so a deeper one is refused while it is read
+// (printing a 100,000-deep array into the error overflowed the stack).
+json parse_document(const std::string& text, const std::string& path) {
   constexpr int kMaxDepth = 64;
   auto depth_guard = [&](int depth, json::parse_event_t, json&) {
     if (depth > kMaxDepth) throw ScenarioError(fmt::format("{}: /: nested deeper than {} levels", path, kMaxDepth));
     return true;
   };
   try {
-    doc = json::parse(text, depth_guard);
+    return json::parse(text, depth_guard);
   } catch (const json::exception& e) {  // syntax errors, and numbers out of range (out_of_range 406)
     throw ScenarioError(fmt::format("{}: /: not valid JSON: {}", path, e.what()));
   }
-  r.only(doc, "",
-         {"$schema", "id", "title", "source", "description", "workload", "transform", "backends", "limits", "cases",
-          "history", "timeout_s"});
-  Scenario s;
-  s.file = path;
+}
+
+// id (lowercase, the file's stem), title, source, description
+void read_header(const Reader& r, const json& doc, const std::string& path, Scenario& s) {
   s.id = r.str(doc, "", "id", true);
   if (!std::regex_match(s.id, std::regex("[a-z0-9][a-z0-9-]*")))
     r.fail("/id", fmt::format("'{}' must be lowercase letters, digits and dashes", s.id));
@@ -302,7 +306,11 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   s.title = r.str(doc, "", "title", true);
   s.source = r.str(doc, "", "source", true);
   s.description = r.str(doc, "", "description", false);
-  const json& w = r.field(doc, "", "workload", true);
+}
+
+// /workload: a compiled-in workload (name) or a case file (program, with inputs), its params and
+// its sweep of one parameter
+void read_workload(const Reader& r, const json& w, const std::string& path, Scenario& s) {
   r.only(w, "/workload", {"name", "program", "inputs", "params", "sweep"});
   if (w.contains("program") == w.contains("name"))
     r.fail("/workload", "give either a compiled-in workload (name) or a program (a case file)");
@@ -342,9 +350,12 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
       r.fail("/workload/sweep/" + s.sweep_key, "expected an array of at least two values");
     for (const json& x : *sw.begin()) s.sweep_values.push_back(x);
   }
+}
+
+// transform, backends, limits, timeout_s
+void read_run_settings(const Reader& r, const json& doc, Scenario& s) {
   s.transform = r.str(doc, "", "transform", false, "eager");
-  static const std::set<std::string> transforms{"eager", "jit", "value_and_grad", "jit(value_and_grad)"};
-  if (!transforms.count(s.transform))
+  if (!known_transforms().count(s.transform))
     r.fail("/transform",
            fmt::format("'{}' is not one of eager, jit, value_and_grad, jit(value_and_grad)", s.transform));
   check_workload_fields(r, s);
@@ -363,6 +374,10 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
     s.timeout_s = r.number(doc["timeout_s"], "/timeout_s");
     if (!(s.timeout_s > 0)) r.fail("/timeout_s", "expected a positive number of seconds");
   }
+}
+
+// /cases: each a replay profile and its expectations
+void read_cases(const Reader& r, const json& doc, Scenario& s) {
   const json& cs = r.field(doc, "", "cases", true);
   if (!cs.is_array() || cs.empty()) r.fail("/cases", "expected a non-empty array of {profile, expect}");
   for (std::size_t i = 0; i < cs.size(); ++i) {
@@ -381,34 +396,53 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
       r.fail(p + "/expect/dispatches/growth", "a growth expectation needs a workload sweep");
     s.cases.push_back(std::move(c));
   }
-  if (doc.contains("history")) {
-    const json& h = doc["history"];
-    if (!h.is_array() || h.empty()) r.fail("/history", "expected a non-empty array of {profile, documented}");
-    for (std::size_t i = 0; i < h.size(); ++i) {
-      const std::string p = fmt::format("/history/{}", i);
-      r.only(h[i], p, {"profile", "documented"});
-      HistoryRow row;
-      row.profile = r.str(h[i], p, "profile", true);
-      const replay::Profile* prof = nullptr;
-      try {
-        prof = &replay::profile(row.profile);
-      } catch (const Error& e) {
-        r.fail(p + "/profile", e.what());
-      }
-      if (!prof->historical)
-        r.fail(p + "/profile", fmt::format("'{}' is not a historical profile (v0.7.1 ...)", row.profile));
-      const json& d = r.field(h[i], p, "documented", true);
-      if (!d.is_object() || d.empty()) r.fail(p + "/documented", "expected an object {transform: outcome}");
-      for (auto it = d.begin(); it != d.end(); ++it) {
-        if (!transforms.count(it.key()))
-          r.fail(p + "/documented/" + it.key(), fmt::format("'{}' is not a transform", it.key()));
-        if (!it->is_string())
-          r.fail(p + "/documented/" + it.key(), fmt::format("expected a string, got {}", it->dump()));
-        row.documented.emplace_back(it.key(), it->get<std::string>());
-      }
-      s.history.push_back(std::move(row));
+}
+
+// /history (optional): what each historical profile's documents say happened, by transform
+void read_history(const Reader& r, const json& doc, Scenario& s) {
+  if (!doc.contains("history")) return;
+  const json& h = doc["history"];
+  if (!h.is_array() || h.empty()) r.fail("/history", "expected a non-empty array of {profile, documented}");
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    const std::string p = fmt::format("/history/{}", i);
+    r.only(h[i], p, {"profile", "documented"});
+    HistoryRow row;
+    row.profile = r.str(h[i], p, "profile", true);
+    const replay::Profile* prof = nullptr;
+    try {
+      prof = &replay::profile(row.profile);
+    } catch (const Error& e) {
+      r.fail(p + "/profile", e.what());
     }
+    if (!prof->historical)
+      r.fail(p + "/profile", fmt::format("'{}' is not a historical profile (v0.7.1 ...)", row.profile));
+    const json& d = r.field(h[i], p, "documented", true);
+    if (!d.is_object() || d.empty()) r.fail(p + "/documented", "expected an object {transform: outcome}");
+    for (auto it = d.begin(); it != d.end(); ++it) {
+      if (!known_transforms().count(it.key()))
+        r.fail(p + "/documented/" + it.key(), fmt::format("'{}' is not a transform", it.key()));
+      if (!it->is_string()) r.fail(p + "/documented/" + it.key(), fmt::format("expected a string, got {}", it->dump()));
+      row.documented.emplace_back(it.key(), it->get<std::string>());
+    }
+    s.history.push_back(std::move(row));
   }
+}
+
+}  // namespace
+
+Scenario parse_scenario(const std::string& text, const std::string& path) {
+  Reader r(path);
+  const json doc = parse_document(text, path);
+  r.only(doc, "",
+         {"$schema", "id", "title", "source", "description", "workload", "transform", "backends", "limits", "cases",
+          "history", "timeout_s"});
+  Scenario s;
+  s.file = path;
+  read_header(r, doc, path, s);
+  read_workload(r, r.field(doc, "", "workload", true), path, s);
+  read_run_settings(r, doc, s);
+  read_cases(r, doc, s);
+  read_history(r, doc, s);
   return s;
 }
 
