@@ -181,208 +181,237 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  jx::ShutdownAtExit vulkan_teardown;
-  CLI::App app{"jxlab: a reproduction lab for array/autodiff/JIT runtimes"};
-  app.set_version_flag("--version", fmt::format("jxlab {}", jx::kVersion));
-  app.require_subcommand(1);
-  int debug = 0;
-  app.add_option("--debug", debug, "debug level: 1 compiles and scan paths, 2 generated code, 3 kernels, 4 programs")
-      ->check(CLI::Range(0, 4));
-  // --debug overrides JX_DEBUG (which the library reads at start); without it JX_DEBUG stands
-  app.parse_complete_callback([&] {
-    if (app.count("--debug")) jx::set_debug(debug);
-  });
-  auto* devices = app.add_subcommand("devices", "list backends: device, usability and key limits");
+// Every subcommand's options, bound by CLI11 until the command line is parsed; rc: the exit status
+// the chosen command's callback sets.
+struct Cli {
   int rc = 0;
-  devices->callback([&] { rc = cmd_devices(); });
-  auto* dlm = app.add_subcommand("dlm", "dynamic linear models: fit (filter + smoother), mle, forecast");
-  dlm->require_subcommand(1);
-  DlmArgs da;
-  for (const char* verb : {"fit", "mle", "forecast"}) {
-    auto* c = dlm->add_subcommand(verb, std::string("dlm ") + verb);
-    c->add_option("--in", da.in, "input: JSON {y, s, w, options} or CSV with one column of y")
-        ->required()
-        ->check(CLI::ExistingFile);
-    c->add_option("--out", da.out,
-                  "output file: JSON in the toolbox's *-out-m.json layout (compact), or .npz (numpy's np.load)")
-        ->required();
-    c->add_option("--format", da.format, "json or npz (default: from the --out name, .npz else json)")
-        ->check(CLI::IsMember({"json", "npz"}));
-    c->add_flag("--pretty", da.pretty, "indent the output JSON");
-    c->add_flag("--timings", da.timings, "print the wall time of reading, computing and writing to stderr");
-    c->add_option("--algorithm", da.algorithm,
-                  "filter/smoother: scan (sequential) or assoc (parallel, associative scans)")
-        ->check(CLI::IsMember({"scan", "assoc"}));
-    c->add_option("--dtype", da.dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}));
-    c->add_option("--backend", da.backend, "backend (default: JX_DEVICE, else native where it works, else cpu)");
-    c->add_option("--s", da.s, "observation std (overrides the file; required for CSV input)");
-    c->add_option("--w", da.w, "process stds (overrides the file; required for CSV input)");
-    c->add_option("--order", da.order, "polynomial trend order (overrides options.order)")->check(CLI::Range(0, 10));
-    if (std::string(verb) == "forecast")
-      c->add_option("--h", da.horizon, "forecast horizon (default: the rows of X_forecast, else 12)")
-          ->check(CLI::NonNegativeNumber);
-    if (std::string(verb) == "mle") {
-      c->add_option("--optimizer", da.optimizer, "newton (exact Hessian), newton-fd, adam")
-          ->check(CLI::IsMember({"newton", "newton-fd", "adam"}));
-      c->add_option("--max-iter", da.max_iter,
-                    "iteration cap (default: newton 200, adam 2000); a run that reaches it warns")
-          ->check(CLI::Range(1, 1000000));
-    }
-    c->callback([&, verb] { rc = cmd_dlm(verb, da); });
-  }
+  std::string command_line;  // argv joined, for reports' metadata
   std::string scenarios_dir = jx::lab::default_scenarios_dir();
-  auto* list = app.add_subcommand("list", "list the scenarios: id, backends, cases, title");
-  list->add_option("--scenarios", scenarios_dir, "directory of scenario files");
-  list->callback([&] { rc = jx::lab::cmd_list(scenarios_dir); });
-  jx::lab::RunArgs ra;
-  auto* run = app.add_subcommand("run", "run scenarios: each case under its replay profile, expectations checked");
-  run->add_option("ids", ra.ids, "scenario ids or globs, e.g. 'scan-dispatch-*' (jxlab list)");
-  run->add_flag("--all", ra.all, "every scenario");
-  run->add_option("--backend", ra.backends, "only these backends (cpu, native, vulkan; repeat or comma-separate)")
-      ->delimiter(',');
-  run->add_option("-k", ra.keyword, "only scenarios whose id or title contains this text");
-  run->add_flag("--list", ra.list, "print the selected cases (scenario/backend/profile) and run nothing");
-  run->add_flag("-x,--fail-fast", ra.fail_fast,
-                "start no case after the first failed one (cases already running in other workers finish; -j 1 for a "
-                "strict stop)");
-  run->add_option(
-         "--repeat", ra.repeat,
-         "run every case N times: it fails if any round fails; report.json gives each case's median/min/max seconds")
-      ->check(CLI::Range(1, 1000));
-  run->add_option("--profile", ra.profile, "only the cases of this replay profile");
-  run->add_option("--baseline", ra.baseline,
-                  "a previous run's report folder: report.html shows the diff against it (jxlab diff)");
-  run->add_option("--report", ra.report, "write report.json, summary.md, junit.xml and report.html into this directory")
-      ->check([](const std::string& s) { return s.empty() ? std::string("an empty path") : std::string(); });
-  run->add_flag("--allow-skips", ra.allow_skips, "exit 0 when every case was skipped (default: exit 5, nothing ran)");
-  run->add_option("--shard", ra.shard, "i/n: run every n-th scenario starting at the i-th");
-  run->add_option("--scenarios", ra.scenarios, "directory of scenario files (default: the source tree's scenarios/)");
-  ra.jobs = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
-  run->add_option("-j,--jobs", ra.jobs, "cases run at once, each in its own worker process (default: the core count)")
-      ->check(CLI::Range(1, 1024));
-  run->add_option("--timeout", ra.timeout_s,
-                  "seconds a case may run before its worker is killed (reported as timeout; a scenario's timeout_s "
-                  "wins; default 120)")
-      ->check(CLI::PositiveNumber);
-  run->add_option("--memory-limit", ra.memory_limit_mb,
-                  "MB of resident memory a worker may use before it is killed (reported as oom; default 8192; 0: none)")
-      ->check(CLI::NonNegativeNumber);
-  run->add_option("--point-calls", ra.point_calls,
-                  "calls per sweep point for its timing: median/min/max in report.json (default 3; a point over 1 s is "
-                  "called once)")
-      ->check(CLI::Range(1, 100));
-  run->add_flag("--in-process", ra.in_process,
-                "run every case in this process, without workers or limits (for a debugger)");
-  run->add_option("--worker-result", ra.worker_result,
-                  "internal: run as a worker and write the case's result to this file")
-      ->group("");
-  run->add_option("--soak", ra.soak_minutes,
-                  "MINUTES: repeat the chosen scenarios (at least 4 rounds); fail on any failure or growth trend")
-      ->check(CLI::PositiveNumber);
-  run->callback([&] {
-    for (int i = 0; i < argc; ++i) ra.command_line += (i ? " " : "") + std::string(argv[i]);
-    rc = jx::lab::cmd_run(ra);
-  });
-
-  jx::lab::CheckArgs ca;
-  auto* check = app.add_subcommand(
-      "check",
-      "run program case files (JAX or jx jaxprs) on each backend; compare with their outputs and the cpu oracle");
-  check->add_option("files", ca.files, "case files: .json {jaxpr, inputs, outputs?, rtol?, atol?} or bare .jaxpr text")
-      ->required();
-  check->add_option("--backend", ca.backend, "cpu, native, vulkan or all (default all)");
-  check->add_option("--transform", ca.transform, "eager (default), jit, grad, jit(grad) or vmap");
-  check->add_option("--out", ca.out, "write each run's outputs to DIR/<file stem>.<backend>.json");
-  check
-      ->add_option("--inputs", ca.inputs,
-                   "inputs generated for files without any: normal (seeded, default), uniform, iota")
-      ->check(CLI::IsMember({"normal", "uniform", "iota"}));
-  check->callback([&] { rc = jx::lab::cmd_check(ca); });
+  DlmArgs dlm;
+  jx::lab::RunArgs run;
+  jx::lab::CheckArgs check;
   std::vector<std::string> export_ids;
   bool export_all = false;
   std::string export_out = "exported";
-  auto* ex = app.add_subcommand(
-      "export", "write scenarios' compiled-in workloads as program case files (jaxpr, inputs, cpu outputs)");
-  ex->add_option("ids", export_ids, "scenario ids");
-  ex->add_flag("--all", export_all,
-               "every scenario with a compiled-in workload (those that cannot be traced are skipped)");
-  ex->add_option("--out", export_out, "output folder (default ./exported)");
-  ex->add_option("--scenarios", scenarios_dir, "directory of scenario files");
-  ex->callback([&] { rc = jx::lab::cmd_export(export_ids, export_all, scenarios_dir, export_out); });
-  jx::lab::ReduceArgs rd;
-  rd.scenarios = scenarios_dir;
-  auto* re = app.add_subcommand("reduce",
-                                "shrink a failing scenario case to the smallest program that still fails the same way");
-  re->add_option("case", rd.target, "scenario id, scenario file or program case file (.jaxpr or .json)")->required();
-  re->add_option("--out", rd.out, "folder for the reduced scenario and its program")->required();
-  re->add_option("--backend", rd.backend, "backend (default: the scenario's first)");
-  re->add_option("--profile", rd.profile, "the case's replay profile (default: its first case that expects an error)");
-  re->add_option("--transform", rd.transform, "transform to start from (default: the scenario's)");
-  re->add_option("--max-seconds", rd.max_seconds, "time bound (default 120)")->check(CLI::PositiveNumber);
-  re->add_option(
-        "--rtol", rd.rtol,
-        "a mismatch's relative tolerance against the cpu oracle (default 1e-3 for float32 outputs, 1e-8 for float64)")
-      ->check(CLI::NonNegativeNumber);
-  re->add_option("--atol", rd.atol,
-                 "a mismatch's absolute tolerance (default 1e-4 for float32 outputs, 1e-10 for float64)")
-      ->check(CLI::NonNegativeNumber);
-  re->add_option("--scenarios", rd.scenarios, "directory of scenario files");
-  re->callback([&] { rc = jx::lab::cmd_reduce(rd); });
+  jx::lab::ReduceArgs reduce;
   std::string diff_old, diff_new, diff_out;
   bool diff_json = false;
+  std::string bisect_id, bisect_backend;
+  bool bisect_json = false;
+  jx::lab::StressArgs stress;
+  std::string replay_id, replay_backend;
+  jx::lab::ScalingArgs scaling;
+};
+
+// dlm fit | mle | forecast
+void add_dlm(CLI::App& app, Cli& cli) {
+  auto* dlm = app.add_subcommand("dlm", "dynamic linear models: fit (filter + smoother), mle, forecast");
+  dlm->require_subcommand(1);
+  for (const char* verb : {"fit", "mle", "forecast"}) {
+    auto* c = dlm->add_subcommand(verb, std::string("dlm ") + verb);
+    c->add_option("--in", cli.dlm.in, "input: JSON {y, s, w, options} or CSV with one column of y")
+        ->required()
+        ->check(CLI::ExistingFile);
+    c->add_option("--out", cli.dlm.out,
+                  "output file: JSON in the toolbox's *-out-m.json layout (compact), or .npz (numpy's np.load)")
+        ->required();
+    c->add_option("--format", cli.dlm.format, "json or npz (default: from the --out name, .npz else json)")
+        ->check(CLI::IsMember({"json", "npz"}));
+    c->add_flag("--pretty", cli.dlm.pretty, "indent the output JSON");
+    c->add_flag("--timings", cli.dlm.timings, "print the wall time of reading, computing and writing to stderr");
+    c->add_option("--algorithm", cli.dlm.algorithm,
+                  "filter/smoother: scan (sequential) or assoc (parallel, associative scans)")
+        ->check(CLI::IsMember({"scan", "assoc"}));
+    c->add_option("--dtype", cli.dlm.dtype, "f32 or f64")->check(CLI::IsMember({"f32", "f64"}));
+    c->add_option("--backend", cli.dlm.backend, "backend (default: JX_DEVICE, else native where it works, else cpu)");
+    c->add_option("--s", cli.dlm.s, "observation std (overrides the file; required for CSV input)");
+    c->add_option("--w", cli.dlm.w, "process stds (overrides the file; required for CSV input)");
+    c->add_option("--order", cli.dlm.order, "polynomial trend order (overrides options.order)")
+        ->check(CLI::Range(0, 10));
+    if (std::string(verb) == "forecast")
+      c->add_option("--h", cli.dlm.horizon, "forecast horizon (default: the rows of X_forecast, else 12)")
+          ->check(CLI::NonNegativeNumber);
+    if (std::string(verb) == "mle") {
+      c->add_option("--optimizer", cli.dlm.optimizer, "newton (exact Hessian), newton-fd, adam")
+          ->check(CLI::IsMember({"newton", "newton-fd", "adam"}));
+      c->add_option("--max-iter", cli.dlm.max_iter,
+                    "iteration cap (default: newton 200, adam 2000); a run that reaches it warns")
+          ->check(CLI::Range(1, 1000000));
+    }
+    c->callback([&cli, verb] { cli.rc = cmd_dlm(verb, cli.dlm); });
+  }
+}
+
+// list, run: the scenarios
+void add_list_run(CLI::App& app, Cli& cli) {
+  auto* list = app.add_subcommand("list", "list the scenarios: id, backends, cases, title");
+  list->add_option("--scenarios", cli.scenarios_dir, "directory of scenario files");
+  list->callback([&cli] { cli.rc = jx::lab::cmd_list(cli.scenarios_dir); });
+  auto* run = app.add_subcommand("run", "run scenarios: each case under its replay profile, expectations checked");
+  run->add_option("ids", cli.run.ids, "scenario ids or globs, e.g. 'scan-dispatch-*' (jxlab list)");
+  run->add_flag("--all", cli.run.all, "every scenario");
+  run->add_option("--backend", cli.run.backends, "only these backends (cpu, native, vulkan; repeat or comma-separate)")
+      ->delimiter(',');
+  run->add_option("-k", cli.run.keyword, "only scenarios whose id or title contains this text");
+  run->add_flag("--list", cli.run.list, "print the selected cases (scenario/backend/profile) and run nothing");
+  run->add_flag("-x,--fail-fast", cli.run.fail_fast,
+                "start no case after the first failed one (cases already running in other workers finish; -j 1 for a "
+                "strict stop)");
+  run->add_option(
+         "--repeat", cli.run.repeat,
+         "run every case N times: it fails if any round fails; report.json gives each case's median/min/max seconds")
+      ->check(CLI::Range(1, 1000));
+  run->add_option("--profile", cli.run.profile, "only the cases of this replay profile");
+  run->add_option("--baseline", cli.run.baseline,
+                  "a previous run's report folder: report.html shows the diff against it (jxlab diff)");
+  run->add_option("--report", cli.run.report,
+                  "write report.json, summary.md, junit.xml and report.html into this directory")
+      ->check([](const std::string& s) { return s.empty() ? std::string("an empty path") : std::string(); });
+  run->add_flag("--allow-skips", cli.run.allow_skips,
+                "exit 0 when every case was skipped (default: exit 5, nothing ran)");
+  run->add_option("--shard", cli.run.shard, "i/n: run every n-th scenario starting at the i-th");
+  run->add_option("--scenarios", cli.run.scenarios,
+                  "directory of scenario files (default: the source tree's scenarios/)");
+  cli.run.jobs = static_cast<int>(std::max(1L, sysconf(_SC_NPROCESSORS_ONLN)));
+  run->add_option("-j,--jobs", cli.run.jobs,
+                  "cases run at once, each in its own worker process (default: the core count)")
+      ->check(CLI::Range(1, 1024));
+  run->add_option("--timeout", cli.run.timeout_s,
+                  "seconds a case may run before its worker is killed (reported as timeout; a scenario's timeout_s "
+                  "wins; default 120)")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--memory-limit", cli.run.memory_limit_mb,
+                  "MB of resident memory a worker may use before it is killed (reported as oom; default 8192; 0: none)")
+      ->check(CLI::NonNegativeNumber);
+  run->add_option("--point-calls", cli.run.point_calls,
+                  "calls per sweep point for its timing: median/min/max in report.json (default 3; a point over 1 s is "
+                  "called once)")
+      ->check(CLI::Range(1, 100));
+  run->add_flag("--in-process", cli.run.in_process,
+                "run every case in this process, without workers or limits (for a debugger)");
+  run->add_option("--worker-result", cli.run.worker_result,
+                  "internal: run as a worker and write the case's result to this file")
+      ->group("");
+  run->add_option("--soak", cli.run.soak_minutes,
+                  "MINUTES: repeat the chosen scenarios (at least 4 rounds); fail on any failure or growth trend")
+      ->check(CLI::PositiveNumber);
+  run->callback([&cli] {
+    cli.run.command_line = cli.command_line;
+    cli.rc = jx::lab::cmd_run(cli.run);
+  });
+}
+
+// check: program case files on each backend; export: workloads as case files
+void add_check_export(CLI::App& app, Cli& cli) {
+  auto* check = app.add_subcommand(
+      "check",
+      "run program case files (JAX or jx jaxprs) on each backend; compare with their outputs and the cpu oracle");
+  check
+      ->add_option("files", cli.check.files,
+                   "case files: .json {jaxpr, inputs, outputs?, rtol?, atol?} or bare .jaxpr text")
+      ->required();
+  check->add_option("--backend", cli.check.backend, "cpu, native, vulkan or all (default all)");
+  check->add_option("--transform", cli.check.transform, "eager (default), jit, grad, jit(grad) or vmap");
+  check->add_option("--out", cli.check.out, "write each run's outputs to DIR/<file stem>.<backend>.json");
+  check
+      ->add_option("--inputs", cli.check.inputs,
+                   "inputs generated for files without any: normal (seeded, default), uniform, iota")
+      ->check(CLI::IsMember({"normal", "uniform", "iota"}));
+  check->callback([&cli] { cli.rc = jx::lab::cmd_check(cli.check); });
+  auto* ex = app.add_subcommand(
+      "export", "write scenarios' compiled-in workloads as program case files (jaxpr, inputs, cpu outputs)");
+  ex->add_option("ids", cli.export_ids, "scenario ids");
+  ex->add_flag("--all", cli.export_all,
+               "every scenario with a compiled-in workload (those that cannot be traced are skipped)");
+  ex->add_option("--out", cli.export_out, "output folder (default ./exported)");
+  ex->add_option("--scenarios", cli.scenarios_dir, "directory of scenario files");
+  ex->callback(
+      [&cli] { cli.rc = jx::lab::cmd_export(cli.export_ids, cli.export_all, cli.scenarios_dir, cli.export_out); });
+}
+
+// reduce, diff, bisect: a failing case, two reports, a profile's switches
+void add_reduce_diff_bisect(CLI::App& app, Cli& cli) {
+  cli.reduce.scenarios = cli.scenarios_dir;
+  auto* re = app.add_subcommand("reduce",
+                                "shrink a failing scenario case to the smallest program that still fails the same way");
+  re->add_option("case", cli.reduce.target, "scenario id, scenario file or program case file (.jaxpr or .json)")
+      ->required();
+  re->add_option("--out", cli.reduce.out, "folder for the reduced scenario and its program")->required();
+  re->add_option("--backend", cli.reduce.backend, "backend (default: the scenario's first)");
+  re->add_option("--profile", cli.reduce.profile,
+                 "the case's replay profile (default: its first case that expects an error)");
+  re->add_option("--transform", cli.reduce.transform, "transform to start from (default: the scenario's)");
+  re->add_option("--max-seconds", cli.reduce.max_seconds, "time bound (default 120)")->check(CLI::PositiveNumber);
+  re->add_option(
+        "--rtol", cli.reduce.rtol,
+        "a mismatch's relative tolerance against the cpu oracle (default 1e-3 for float32 outputs, 1e-8 for float64)")
+      ->check(CLI::NonNegativeNumber);
+  re->add_option("--atol", cli.reduce.atol,
+                 "a mismatch's absolute tolerance (default 1e-4 for float32 outputs, 1e-10 for float64)")
+      ->check(CLI::NonNegativeNumber);
+  re->add_option("--scenarios", cli.reduce.scenarios, "directory of scenario files");
+  re->callback([&cli] { cli.rc = jx::lab::cmd_reduce(cli.reduce); });
   auto* di = app.add_subcommand("diff",
                                 "compare two runs' reports: status changes, new and vanished cases, counters, timing "
                                 "beyond the spread; exit 1 on a regression");
-  di->add_option("old", diff_old, "the baseline: a report folder or its report.json")->required();
-  di->add_option("new", diff_new, "the run to judge: a report folder or its report.json")->required();
-  di->add_flag("--json", diff_json, "JSON instead of Markdown");
-  di->add_option("--out", diff_out, "also write the text to this file");
-  di->callback([&] { rc = jx::lab::cmd_diff(diff_old, diff_new, diff_json, diff_out); });
-  std::string bisect_id, bisect_backend;
-  bool bisect_json = false;
+  di->add_option("old", cli.diff_old, "the baseline: a report folder or its report.json")->required();
+  di->add_option("new", cli.diff_new, "the run to judge: a report folder or its report.json")->required();
+  di->add_flag("--json", cli.diff_json, "JSON instead of Markdown");
+  di->add_option("--out", cli.diff_out, "also write the text to this file");
+  di->callback([&cli] { cli.rc = jx::lab::cmd_diff(cli.diff_old, cli.diff_new, cli.diff_json, cli.diff_out); });
   auto* bi = app.add_subcommand("bisect",
                                 "the smallest set of replay switches behind each profile's failure of a scenario, and "
                                 "the version where it stops");
-  bi->add_option("id", bisect_id, "scenario id (e.g. buffer-limit-kalman)")->required();
-  bi->add_option("--backend", bisect_backend, "backend (default: the scenario's first)");
-  bi->add_flag("--json", bisect_json, "print JSON instead of the table");
-  bi->add_option("--scenarios", scenarios_dir, "directory of scenario files");
-  bi->callback([&] { rc = jx::lab::cmd_bisect(bisect_id, scenarios_dir, bisect_backend, bisect_json); });
-  jx::lab::StressArgs st;
+  bi->add_option("id", cli.bisect_id, "scenario id (e.g. buffer-limit-kalman)")->required();
+  bi->add_option("--backend", cli.bisect_backend, "backend (default: the scenario's first)");
+  bi->add_flag("--json", cli.bisect_json, "print JSON instead of the table");
+  bi->add_option("--scenarios", cli.scenarios_dir, "directory of scenario files");
+  bi->callback(
+      [&cli] { cli.rc = jx::lab::cmd_bisect(cli.bisect_id, cli.scenarios_dir, cli.bisect_backend, cli.bisect_json); });
+}
+
+// stress jit; replay: a scenario under every profile
+void add_stress_replay(CLI::App& app, Cli& cli) {
   auto* stress = app.add_subcommand("stress", "stress runs");
   stress->require_subcommand(1);
   auto* sj = stress->add_subcommand(
       "jit", "many jit calls over varying shapes in one process: results, slots, caches and RSS bounded");
-  sj->add_option("--calls", st.calls, "jit calls (default 10000)")->check(CLI::PositiveNumber);
-  sj->add_option("--shapes", st.shapes, "distinct input shapes (default 2500; each seen calls/shapes times)")
+  sj->add_option("--calls", cli.stress.calls, "jit calls (default 10000)")->check(CLI::PositiveNumber);
+  sj->add_option("--shapes", cli.stress.shapes, "distinct input shapes (default 2500; each seen calls/shapes times)")
       ->check(CLI::PositiveNumber);
-  sj->add_option("--backend", st.backend, "backend (default cpu)");
-  sj->add_option("--out", st.out, "write the figures as JSON to this file");
-  sj->callback([&] { rc = jx::lab::cmd_stress_jit(st); });
-  std::string replay_id, replay_backend;
+  sj->add_option("--backend", cli.stress.backend, "backend (default cpu)");
+  sj->add_option("--out", cli.stress.out, "write the figures as JSON to this file");
+  sj->callback([&cli] { cli.rc = jx::lab::cmd_stress_jit(cli.stress); });
   auto* rp = app.add_subcommand(
       "replay", "outcome table of a scenario's workload under every replay profile and both gradient transforms");
-  rp->add_option("id", replay_id, "scenario id (e.g. buffer-limit)")->required();
-  rp->add_option("--backend", replay_backend, "backend (default: the scenario's first)");
-  rp->add_option("--scenarios", scenarios_dir, "directory of scenario files");
-  rp->callback([&] { rc = jx::lab::cmd_replay(replay_id, scenarios_dir, replay_backend); });
-  jx::lab::ScalingArgs sa;
-  sa.command_line = ra.command_line;
+  rp->add_option("id", cli.replay_id, "scenario id (e.g. buffer-limit)")->required();
+  rp->add_option("--backend", cli.replay_backend, "backend (default: the scenario's first)");
+  rp->add_option("--scenarios", cli.scenarios_dir, "directory of scenario files");
+  rp->callback([&cli] { cli.rc = jx::lab::cmd_replay(cli.replay_id, cli.scenarios_dir, cli.replay_backend); });
+}
+
+// bench scaling
+void add_bench(CLI::App& app, Cli& cli) {
   auto* bench = app.add_subcommand("bench", "benchmark sweeps");
   bench->require_subcommand(1);
   auto* scaling = bench->add_subcommand(
       "scaling", "scan-dispatch cases A-D over N: time and dispatches per call, CSV/JSON + gnuplot PNG/SVG");
-  scaling->add_option("--backend", sa.backend, "backend (default vulkan)");
-  scaling->add_option("--n", sa.n, "LO:HI, sizes LO, 2 LO, ... up to HI (default 100:102400)");
-  scaling->add_option("--out", sa.out, "output directory (default build/scaling)");
-  scaling->add_option("--reps", sa.reps, "timed calls per point (median; default 3)")->check(CLI::Range(1, 100));
+  scaling->add_option("--backend", cli.scaling.backend, "backend (default vulkan)");
+  scaling->add_option("--n", cli.scaling.n, "LO:HI, sizes LO, 2 LO, ... up to HI (default 100:102400)");
+  scaling->add_option("--out", cli.scaling.out, "output directory (default build/scaling)");
+  scaling->add_option("--reps", cli.scaling.reps, "timed calls per point (median; default 3)")
+      ->check(CLI::Range(1, 100));
   scaling->add_option(
-      "--profile", sa.profiles,
+      "--profile", cli.scaling.profiles,
       "replay profiles to sweep side by side (default current; e.g. --profile current --profile no-workgroup-fusion)");
-  scaling->callback([&] { rc = jx::lab::cmd_bench_scaling(sa); });
+  scaling->callback([&cli] {
+    cli.scaling.command_line = cli.command_line;  // for its results' metadata
+    cli.rc = jx::lab::cmd_bench_scaling(cli.scaling);
+  });
+}
+
+// Parses and runs; usage errors exit 2, runtime errors 1, with one line on stderr.
+int parse_and_run(CLI::App& app, const Cli& cli, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -404,5 +433,32 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "jxlab: {}\n", e.what());
     return 1;
   }
-  return rc;
+  return cli.rc;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  jx::ShutdownAtExit vulkan_teardown;
+  CLI::App app{"jxlab: a reproduction lab for array/autodiff/JIT runtimes"};
+  app.set_version_flag("--version", fmt::format("jxlab {}", jx::kVersion));
+  app.require_subcommand(1);
+  int debug = 0;
+  app.add_option("--debug", debug, "debug level: 1 compiles and scan paths, 2 generated code, 3 kernels, 4 programs")
+      ->check(CLI::Range(0, 4));
+  // --debug overrides JX_DEBUG (which the library reads at start); without it JX_DEBUG stands
+  app.parse_complete_callback([&] {
+    if (app.count("--debug")) jx::set_debug(debug);
+  });
+  Cli cli;
+  for (int i = 0; i < argc; ++i) cli.command_line += (i ? " " : "") + std::string(argv[i]);
+  auto* devices = app.add_subcommand("devices", "list backends: device, usability and key limits");
+  devices->callback([&cli] { cli.rc = cmd_devices(); });
+  add_dlm(app, cli);
+  add_list_run(app, cli);
+  add_check_export(app, cli);
+  add_reduce_diff_bisect(app, cli);
+  add_stress_replay(app, cli);
+  add_bench(app, cli);
+  return parse_and_run(app, cli, argc, argv);
 }

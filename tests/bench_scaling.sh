@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# jxlab bench scaling with two profiles: a profile column in the CSV and JSON, the run's metadata in
-# the JSON and on the figure, median/min/max per point, one data block and one legend entry per
-# (profile, case, path), the legend outside the plot area, x tics at the swept sizes.
+# jxlab bench scaling with two profiles: a profile column in the CSV and JSON, the run's metadata
+# (its command line too) in the JSON and on the figure, median/min/max per point, one data block
+# and one legend entry per (profile, case, path), the legend outside the plot area, x tics at the
+# swept sizes.
 # Usage: bench_scaling.sh JXLAB
 J=$1
 T=$(mktemp -d)
@@ -18,6 +19,8 @@ if expect 0 "bench scaling, two profiles" "" "$J" bench scaling --backend cpu --
     grep -q "$k" "$T/s/scaling.json" || no "scaling.json lacks $k"
   done
   ok "scaling.json: metadata and rows checked"
+  grep -q '"command": "[^"]*bench scaling --backend cpu --n 50:100' "$T/s/scaling.json" && ok "scaling.json names the command line" ||
+    no "command line: $(grep -o '"command": "[^"]*"' "$T/s/scaling.json")"
   labels=$(tail -n +2 "$T/s/scaling.csv" | cut -d, -f1-3 | sort -u | wc -l)
   [ "$(grep -c '^# ' "$T/s/scaling.dat")" = "$labels" ] && ok "one data block per (profile, case, path): $labels" || no "blocks vs $labels labels"
   grep -q "set key outside below" "$T/s/scaling.gp" && grep -q "set xtics (50, 100)" "$T/s/scaling.gp" && grep -q "autoscale xfix" "$T/s/scaling.gp" &&
