@@ -89,26 +89,26 @@ std::optional<jx::DefaultDeviceScope> dlm_backend(const std::string& name) {
 // A forecast holds h·(m² + m + 2) numbers, several times over (scan outputs, JSON text).
 constexpr double kMaxForecastValues = 5e7;
 
-int cmd_dlm(const std::string& verb, const DlmArgs& a) {
-  using namespace jx;
-  Phases phases;
-  // every array of the run on one backend: the scope comes before the first array
-  const std::optional<DefaultDeviceScope> scope = dlm_backend(a.backend);
-  phases.mark("backend");
-  dlm::Input in = dlm::read_input(a.in);
-  phases.mark("parse");
+// The input file with the command line's overrides (--s, --w, --order, --algorithm), validated.
+jx::dlm::Input read_dlm_input(const DlmArgs& a) {
+  jx::dlm::Input in = jx::dlm::read_input(a.in);
   if (!a.s.empty()) in.s = a.s;
   if (!a.w.empty()) in.w = a.w;
   if (a.order >= 0) in.options.order = a.order;
-  in.options.algorithm = dlm::parse_algorithm(a.algorithm);
-  dlm::validate(in, a.in);
-  std::optional<Array> X, X_future;
-  if (!in.X.empty()) X = dlm::matrix(in.X);
-  // the horizon: --h, else the rows of X_forecast, else 12
+  in.options.algorithm = jx::dlm::parse_algorithm(a.algorithm);
+  jx::dlm::validate(in, a.in);
+  return in;
+}
+
+// A forecast's horizon (--h, else the rows of X_forecast, else 12) and the covariates' future
+// values a model with covariates needs; refused where the forecast would not fit in memory.
+std::int64_t forecast_horizon(const DlmArgs& a, const jx::dlm::Input& in, bool covariates,
+                              std::optional<jx::Array>& X_future) {
+  using namespace jx;
   const std::int64_t horizon = a.horizon >= 0           ? a.horizon
                                : !in.X_forecast.empty() ? static_cast<std::int64_t>(in.X_forecast.size())
                                                         : 12;
-  if (verb == "forecast" && X) {
+  if (covariates) {
     if (in.X_forecast.empty())
       throw Error(fmt::format(
           "{}: the model has {} covariates (X): the forecast needs their future values, field 'X_forecast' ({} rows)",
@@ -117,14 +117,54 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
       throw Error(fmt::format("{}: field 'X_forecast' has {} rows; --h is {}", a.in, in.X_forecast.size(), horizon));
     X_future = dlm::matrix(in.X_forecast);
   }
-  if (verb == "forecast") {
-    const double m = static_cast<double>(dlm::system_matrices(in.options).first.shape()[0] + (X ? X->shape()[1] : 0));
-    const double values = static_cast<double>(horizon) * (m * m + m + 2);
-    if (values > kMaxForecastValues)
-      throw Error(fmt::format(
-          "--h {}: the forecast would hold {:.3g} values ({} states); at most {:.0f} steps fit the limit of {:.0g}",
-          horizon, values, m, std::floor(kMaxForecastValues / (m * m + m + 2)), kMaxForecastValues));
-  }
+  const double m = static_cast<double>(dlm::system_matrices(in.options).first.shape()[0] +
+                                       (covariates ? static_cast<std::int64_t>(in.X.front().size()) : 0));
+  const double values = static_cast<double>(horizon) * (m * m + m + 2);
+  if (values > kMaxForecastValues)
+    throw Error(fmt::format(
+        "--h {}: the forecast would hold {:.3g} values ({} states); at most {:.0f} steps fit the limit of {:.0g}",
+        horizon, values, m, std::floor(kMaxForecastValues / (m * m + m + 2)), kMaxForecastValues));
+  return horizon;
+}
+
+// dlm mle: the fit at the estimates and an "mle" object (factors, −2 log L, iterations, history)
+std::vector<jx::dlm::Field> run_mle(const DlmArgs& a, const jx::dlm::Input& in, const jx::Array& y, const jx::Array& s,
+                                    const std::optional<jx::Array>& X) {
+  using namespace jx;
+  dlm::MleOptions mo;
+  mo.optimizer = a.optimizer == "adam" ? dlm::MleOptions::Optimizer::adam : dlm::MleOptions::Optimizer::newton;
+  if (a.optimizer == "adam") mo.max_iter = 2000;
+  if (a.max_iter > 0) mo.max_iter = a.max_iter;
+  mo.exact_hessian = a.optimizer != "newton-fd";
+  dlm::Mle r = dlm::mle(y, s, in.w, in.options, mo, X);
+  std::vector<dlm::Field> fields = dlm::fields(r.fit);
+  fields.push_back(dlm::Field::json_object("mle", {{"obs_std_factor", r.obs_std_factor},
+                                                   {"w", r.w},
+                                                   {"lik", r.lik},
+                                                   {"iterations", r.iterations},
+                                                   {"converged", r.converged},
+                                                   {"stop_reason", r.stop_reason},
+                                                   {"history", r.history},
+                                                   {"elapsed_ms", r.elapsed_ms},
+                                                   {"compile_ms", r.compile_ms}}));
+  fmt::print("-2 log L {:.6f} after {} iterations ({:.1f} ms, compile {:.1f} ms)\n", r.lik, r.iterations, r.elapsed_ms,
+             r.compile_ms);
+  if (!r.converged)
+    fmt::print(stderr, "jxlab: warning: the {} optimizer did not converge: {}\n", a.optimizer, r.stop_reason);
+  return fields;
+}
+
+int cmd_dlm(const std::string& verb, const DlmArgs& a) {
+  using namespace jx;
+  Phases phases;
+  // every array of the run on one backend: the scope comes before the first array
+  const std::optional<DefaultDeviceScope> scope = dlm_backend(a.backend);
+  phases.mark("backend");
+  const dlm::Input in = read_dlm_input(a);
+  phases.mark("parse");
+  std::optional<Array> X, X_future;
+  if (!in.X.empty()) X = dlm::matrix(in.X);
+  const std::int64_t horizon = verb == "forecast" ? forecast_horizon(a, in, X.has_value(), X_future) : 0;
   dlm::ResultWriter writer(a.out, dlm::output_format(a.format, a.out), a.pretty);
   const DType d = a.dtype == "f32" ? DType::float32 : DType::float64;
   Array y = np::array(in.y, std::nullopt, d);
@@ -132,26 +172,7 @@ int cmd_dlm(const std::string& verb, const DlmArgs& a) {
   phases.mark("setup");
   std::vector<dlm::Field> fields;
   if (verb == "mle") {
-    dlm::MleOptions mo;
-    mo.optimizer = a.optimizer == "adam" ? dlm::MleOptions::Optimizer::adam : dlm::MleOptions::Optimizer::newton;
-    if (a.optimizer == "adam") mo.max_iter = 2000;
-    if (a.max_iter > 0) mo.max_iter = a.max_iter;
-    mo.exact_hessian = a.optimizer != "newton-fd";
-    dlm::Mle r = dlm::mle(y, s, in.w, in.options, mo, X);
-    fields = dlm::fields(r.fit);
-    fields.push_back(dlm::Field::json_object("mle", {{"obs_std_factor", r.obs_std_factor},
-                                                     {"w", r.w},
-                                                     {"lik", r.lik},
-                                                     {"iterations", r.iterations},
-                                                     {"converged", r.converged},
-                                                     {"stop_reason", r.stop_reason},
-                                                     {"history", r.history},
-                                                     {"elapsed_ms", r.elapsed_ms},
-                                                     {"compile_ms", r.compile_ms}}));
-    fmt::print("-2 log L {:.6f} after {} iterations ({:.1f} ms, compile {:.1f} ms)\n", r.lik, r.iterations,
-               r.elapsed_ms, r.compile_ms);
-    if (!r.converged)
-      fmt::print(stderr, "jxlab: warning: the {} optimizer did not converge: {}\n", a.optimizer, r.stop_reason);
+    fields = run_mle(a, in, y, s, X);
   } else if (verb == "fit" && in.options.algorithm == dlm::Algorithm::scan) {
     // streamed: outputs go to the writer chunk by chunk (memory O(chunk) beyond the inputs). The
     // scans run on one core and a thread writes on the other: OpenMP's workers (for elementwise
