@@ -512,6 +512,104 @@ Forecast forecast(const Fit& f, std::int64_t h, const std::optional<Array>& X_fu
   return r;
 }
 
+namespace {
+
+// Where an optimizer stands: θ, −2 log L at θ and its gradient; every accepted value in history.
+struct MleState {
+  Array th, g;
+  double cur;
+};
+
+double value_of(const Array& a) { return a.item<double>(); }
+
+bool relative_change_done(double next, double cur, const MleOptions& mo, Mle& r) {
+  if (!(std::abs(next - cur) <= mo.rtol * std::abs(cur))) return false;
+  r.converged = true;
+  r.stop_reason = fmt::format("relative change of -2 log L <= {:g}", mo.rtol);
+  return true;
+}
+
+// Adam (β 0.9 / 0.999, ε 1e-8, bias-corrected moments) until the relative change of −2 log L is
+// at most rtol, or max_iter steps.
+template <class VG>
+void adam_steps(VG& vg, MleState& st, const MleOptions& mo, Mle& r) {
+  Array mom = np::zeros_like(st.th), vel = np::zeros_like(st.th);
+  const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  for (int it = 1; it <= mo.max_iter; ++it) {
+    mom = mom * b1 + st.g * (1 - b1);
+    vel = vel * b2 + st.g * st.g * (1 - b2);
+    Array mh = mom / (1 - std::pow(b1, it)), vh = vel / (1 - std::pow(b2, it));
+    st.th = st.th - mh / (np::sqrt(vh) + eps) * mo.learning_rate;
+    auto [v, gn] = vg(st.th);
+    const double next = value_of(v);
+    st.g = gn;
+    r.history.push_back(next);
+    r.iterations = it;
+    const bool done = relative_change_done(next, st.cur, mo, r);
+    st.cur = next;
+    if (done) return;
+  }
+}
+
+// The Hessian by central differences of the gradient (h = 1e-5), symmetrized.
+template <class VG>
+Array fd_hessian(VG& vg, const Array& t) {
+  const std::int64_t n = t.size();
+  std::vector<Array> cols;
+  const double h = 1e-5;
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::vector<double> e(static_cast<std::size_t>(n), 0.0);
+    e[i] = h;
+    Array de = np::array(e, std::nullopt, t.dtype());
+    cols.push_back((vg(t + de).second - vg(t - de).second) / (2 * h));
+  }
+  Array H = np::stack(cols, 1);
+  return (H + np::transpose(H)) * 0.5;
+}
+
+// Damped Newton (Levenberg–Marquardt on the Hessian, exact or by differences): a step is taken
+// where −2 log L does not rise, the damping λ shrinking 10× after it and growing 10× after a
+// refusal (30 tries a step); stops at a relative change of at most rtol, when no descent step is
+// left, or after max_iter steps.
+template <class VG, class H>
+void newton_steps(VG& vg, H& hess, MleState& st, const MleOptions& mo, Mle& r) {
+  double lambda = 1e-3;
+  const std::int64_t n = st.th.size();
+  const DType d = st.th.dtype();
+  for (int it = 1; it <= mo.max_iter; ++it) {
+    Array Hm = mo.exact_hessian ? hess(st.th) : fd_hessian(vg, st.th);
+    bool accepted = false;
+    double next = st.cur;
+    for (int tries = 0; tries < 30 && !accepted; ++tries) {
+      Array step = np::linalg::solve(Hm + np::eye(n, {}, 0, d) * lambda, st.g);
+      Array cand = st.th - step;
+      auto [v, gn] = vg(cand);
+      next = value_of(v);
+      if (std::isfinite(next) && next <= st.cur) {
+        st.th = cand;
+        st.g = gn;
+        accepted = true;
+        lambda = std::max(lambda * 0.1, 1e-12);
+      } else {
+        lambda *= 10;
+      }
+    }
+    r.iterations = it;
+    if (!accepted) {  // no descent step left: at the optimum to working precision if the gradient is small
+      const double gmax = value_of(np::max(np::abs(st.g)));
+      r.converged = gmax <= std::sqrt(mo.rtol) * std::max(1.0, std::abs(st.cur));
+      r.stop_reason = fmt::format("no descent step (largest gradient component {:g})", gmax);
+      return;
+    }
+    r.history.push_back(next);
+    const bool done = relative_change_done(next, st.cur, mo, r);
+    st.cur = next;
+    if (done) return;
+  }
+}
+
+}  // namespace
+
 Mle mle(const Array& y0, const Array& s, const std::vector<double>& w, const Options& o, const MleOptions& mo,
         const std::optional<Array>& X) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -537,88 +635,20 @@ Mle mle(const Array& y0, const Array& s, const std::vector<double>& w, const Opt
   auto hess = jit(hessian(loss));
   std::vector<double> th0{0.0};
   for (double wi : w) th0.push_back(std::log(std::max(wi, 1e-8)));
-  Array th = np::array(th0, std::nullopt, d);
+  const Array th_start = np::array(th0, std::nullopt, d);
   Mle r;
-  auto [v0, g0] = vg(th);
-  double cur = v0.item<double>();
-  Array g = g0;
-  r.history.push_back(cur);
-  if (mo.optimizer == MleOptions::Optimizer::adam) {
-    Array mom = np::zeros_like(th), vel = np::zeros_like(th);
-    const double b1 = 0.9, b2 = 0.999, eps = 1e-8;
-    for (int it = 1; it <= mo.max_iter; ++it) {
-      mom = mom * b1 + g * (1 - b1);
-      vel = vel * b2 + g * g * (1 - b2);
-      Array mh = mom / (1 - std::pow(b1, it)), vh = vel / (1 - std::pow(b2, it));
-      th = th - mh / (np::sqrt(vh) + eps) * mo.learning_rate;
-      auto [v, gn] = vg(th);
-      const double next = v.item<double>();
-      g = gn;
-      r.history.push_back(next);
-      r.iterations = it;
-      const bool done = std::abs(next - cur) <= mo.rtol * std::abs(cur);
-      cur = next;
-      if (done) {
-        r.converged = true;
-        r.stop_reason = fmt::format("relative change of -2 log L <= {:g}", mo.rtol);
-        break;
-      }
-    }
-  } else {
-    double lambda = 1e-3;
-    const std::int64_t np_ = th.size();
-    auto fd_hessian = [&](const Array& t) {
-      std::vector<Array> cols;
-      const double h = 1e-5;
-      for (std::int64_t i = 0; i < np_; ++i) {
-        std::vector<double> e(static_cast<std::size_t>(np_), 0.0);
-        e[i] = h;
-        Array de = np::array(e, std::nullopt, d);
-        cols.push_back((vg(t + de).second - vg(t - de).second) / (2 * h));
-      }
-      Array H = np::stack(cols, 1);
-      return (H + np::transpose(H)) * 0.5;
-    };
-    for (int it = 1; it <= mo.max_iter; ++it) {
-      Array H = mo.exact_hessian ? hess(th) : fd_hessian(th);
-      bool accepted = false;
-      double next = cur;
-      for (int tries = 0; tries < 30 && !accepted; ++tries) {
-        Array step = np::linalg::solve(H + np::eye(np_, {}, 0, d) * lambda, g);
-        Array cand = th - step;
-        auto [v, gn] = vg(cand);
-        next = v.item<double>();
-        if (std::isfinite(next) && next <= cur) {
-          th = cand;
-          g = gn;
-          accepted = true;
-          lambda = std::max(lambda * 0.1, 1e-12);
-        } else {
-          lambda *= 10;
-        }
-      }
-      r.iterations = it;
-      if (!accepted) {  // no descent step left: at the optimum to working precision if the gradient is small
-        const double gmax = np::max(np::abs(g)).item<double>();
-        r.converged = gmax <= std::sqrt(mo.rtol) * std::max(1.0, std::abs(cur));
-        r.stop_reason = fmt::format("no descent step (largest gradient component {:g})", gmax);
-        break;
-      }
-      r.history.push_back(next);
-      const bool done = std::abs(next - cur) <= mo.rtol * std::abs(cur);
-      cur = next;
-      if (done) {
-        r.converged = true;
-        r.stop_reason = fmt::format("relative change of -2 log L <= {:g}", mo.rtol);
-        break;
-      }
-    }
-  }
+  auto [v0, g0] = vg(th_start);
+  MleState st{th_start, g0, v0.item<double>()};
+  r.history.push_back(st.cur);
+  if (mo.optimizer == MleOptions::Optimizer::adam)
+    adam_steps(vg, st, mo, r);
+  else
+    newton_steps(vg, hess, st, mo, r);
   if (r.stop_reason.empty()) r.stop_reason = fmt::format("iteration cap {} reached", mo.max_iter);
-  auto tv = th.to_vector<double>();
+  auto tv = st.th.to_vector<double>();
   r.obs_std_factor = std::exp(tv[0]);
   for (std::size_t i = 1; i < tv.size(); ++i) r.w.push_back(std::exp(tv[i]));
-  r.lik = cur;
+  r.lik = st.cur;
   std::vector<double> wd(static_cast<std::size_t>(m), 0.0);
   for (std::size_t i = 0; i < r.w.size(); ++i) wd[i] = r.w[i] * r.w[i];
   r.fit = smooth(y, init.V * r.obs_std_factor, init.x0, init.G, Frows,
