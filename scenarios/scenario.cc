@@ -376,6 +376,16 @@ void read_run_settings(const Reader& r, const json& doc, Scenario& s) {
   }
 }
 
+// The "profile" of the object at p: a replay profile's name (into `name`) and the profile.
+const replay::Profile& read_profile(const Reader& r, const json& e, const std::string& p, std::string& name) {
+  name = r.str(e, p, "profile", true);
+  try {
+    return replay::profile(name);
+  } catch (const std::exception& ex) {
+    r.fail(p + "/profile", ex.what());
+  }
+}
+
 // /cases: each a replay profile and its expectations
 void read_cases(const Reader& r, const json& doc, Scenario& s) {
   const json& cs = r.field(doc, "", "cases", true);
@@ -384,12 +394,7 @@ void read_cases(const Reader& r, const json& doc, Scenario& s) {
     const std::string p = fmt::format("/cases/{}", i);
     r.only(cs[i], p, {"profile", "expect"});
     Case c;
-    c.profile = r.str(cs[i], p, "profile", true);
-    try {
-      (void)replay::profile(c.profile);
-    } catch (const std::exception& e) {
-      r.fail(p + "/profile", e.what());
-    }
+    (void)read_profile(r, cs[i], p, c.profile);
     c.expect = r.expect(r.field(cs[i], p, "expect", true), p + "/expect");
     c.expect_json = cs[i]["expect"];
     if (c.expect.dispatches && !c.expect.dispatches->growth.empty() && s.sweep_values.empty())
@@ -407,14 +412,7 @@ void read_history(const Reader& r, const json& doc, Scenario& s) {
     const std::string p = fmt::format("/history/{}", i);
     r.only(h[i], p, {"profile", "documented"});
     HistoryRow row;
-    row.profile = r.str(h[i], p, "profile", true);
-    const replay::Profile* prof = nullptr;
-    try {
-      prof = &replay::profile(row.profile);
-    } catch (const Error& e) {
-      r.fail(p + "/profile", e.what());
-    }
-    if (!prof->historical)
+    if (!read_profile(r, h[i], p, row.profile).historical)
       r.fail(p + "/profile", fmt::format("'{}' is not a historical profile (v0.7.1 ...)", row.profile));
     const json& d = r.field(h[i], p, "documented", true);
     if (!d.is_object() || d.empty()) r.fail(p + "/documented", "expected an object {transform: outcome}");
