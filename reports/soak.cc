@@ -173,9 +173,8 @@ StressRun run_stress_calls(const StressArgs& a) {
   return r;
 }
 
-void print_stress(const StressArgs& a, const StressRun& r, const Trend& t, std::size_t kernel_bound,
-                  std::size_t leaked) {
-  const MemoryStats end = memory_stats();
+void print_stress(const StressArgs& a, const StressRun& r, const Trend& t, const MemoryStats& end,
+                  std::size_t kernel_bound, std::size_t leaked) {
   fmt::print("stress jit on {}: {} calls over {} shapes in {:.1f} s ({:.0f} us/call)\n", a.backend, a.calls, a.shapes,
              r.secs, 1e6 * r.secs / static_cast<double>(a.calls));
   fmt::print("  jit cache: max {} entries (capacity {}), {} hits, {} misses, {} evictions\n", r.max_entries,
@@ -191,9 +190,8 @@ void print_stress(const StressArgs& a, const StressRun& r, const Trend& t, std::
   for (const auto& p : r.problems) fmt::print("    {}\n", p);
 }
 
-nlohmann::json stress_json(const StressArgs& a, const StressRun& r, const Trend& t, std::size_t kernel_bound,
-                           std::size_t leaked) {
-  const MemoryStats end = memory_stats();
+nlohmann::json stress_json(const StressArgs& a, const StressRun& r, const Trend& t, const MemoryStats& end,
+                           std::size_t kernel_bound, std::size_t leaked) {
   nlohmann::json j = {{"backend", a.backend},
                       {"calls", a.calls},
                       {"shapes", a.shapes},
@@ -249,8 +247,9 @@ int cmd_stress_jit(const StressArgs& a) {
   if (t.growing)
     r.problems.push_back(fmt::format("RSS trends up: {:+.0f} KiB fitted over the last 3/4 of the calls (limit {:.0f})",
                                      t.growth_kb, t.limit_kb));
-  print_stress(a, r, t, kernel_bound, leaked.size());
-  if (!a.out.empty()) write_atomically(a.out, stress_json(a, r, t, kernel_bound, leaked.size()).dump(2) + "\n");
+  const MemoryStats end = memory_stats();  // one snapshot for the summary and the file
+  print_stress(a, r, t, end, kernel_bound, leaked.size());
+  if (!a.out.empty()) write_atomically(a.out, stress_json(a, r, t, end, kernel_bound, leaked.size()).dump(2) + "\n");
   return r.problems.empty() ? 0 : 1;
 }
 
