@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "core/base/env.h"
 #include "core/instrument/faults.h"
 
 namespace jx::vk {
@@ -252,6 +253,19 @@ void Recorder::submit() {
   // order, so the next batch's first reader of these buffers still gets its barrier
 }
 
+// Polls the newest fence for up to JX_VK_FENCE_SPIN_US microseconds before the blocking wait, as
+// CUDA's default synchronisation spins: a short call's result is then read as soon as the device
+// signals, not when the driver wakes the waiting thread (on the H200, m = 2 par filter 0.170 ->
+// 0.126 ms a call). Default 300 on a GPU, 0 on a CPU device (lavapipe), whose own threads need the
+// core. The newest fence's first scope holds every earlier submission on the queue: it signals last.
+void Recorder::spin_on(VkFence f) {
+  static const std::int64_t spin_us =
+      std::max<std::int64_t>(0, env_int("JX_VK_FENCE_SPIN_US", ctx_->desc().type == "cpu" ? 0 : 300));
+  if (spin_us == 0) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(spin_us);
+  while (vkGetFenceStatus(ctx_->device(), f) == VK_NOT_READY && std::chrono::steady_clock::now() < until) {}
+}
+
 void Recorder::finish() {
   if (health_.lost) return;                   // nothing more reaches a lost device; its batches are dropped at shutdown
   if (current_ && current_->commands == 0) {  // nothing recorded: end it unsubmitted
@@ -266,6 +280,7 @@ void Recorder::finish() {
   VkResult r = VK_SUCCESS;
   {
     HostTimer ht(timing_, c_.host_wait_ns);
+    spin_on(inflight_.back()->fence.get());
     r = vkWaitForFences(ctx_->device(), static_cast<std::uint32_t>(fences.size()), fences.data(), VK_TRUE, UINT64_MAX);
   }
   if (faults::fire("vk_device_lost")) r = VK_ERROR_DEVICE_LOST;

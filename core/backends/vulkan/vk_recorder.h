@@ -176,6 +176,7 @@ class Recorder {
  private:
   std::unique_ptr<Batch> make_batch();
   void barrier(Batch& b);
+  void spin_on(VkFence f);  // polls f for a bounded time before a blocking wait
   void recycle(std::unique_ptr<Batch> b);
   // vk_timing.cc: a timestamp at the start of each batch and after every dispatch; a dispatch's
   // GPU time is the gap since the previous timestamp.
