@@ -290,6 +290,38 @@ TEST(Vulkan, TheHostNeverWritesABufferSubmittedWorkMayStillRead) {
   EXPECT_EQ(np::sum(b).item<double>(), 7.0 * n);
 }
 
+// flush_if_idle (a compiled program's early submit at an associative scan) submits only where the
+// device has run everything submitted before: a submit boundary costs the device a gap between
+// batches, worth paying only when the device would otherwise wait.
+TEST(Vulkan, FlushIfIdleSubmitsOnlyWhileNothingRuns) {
+  DefaultDeviceScope vk("vulkan");
+  Backend& be = backend("vulkan");
+  vulkan::synchronize();
+  vulkan::reset_counters();
+  Array a = np::arange(0, 1024, 1, DType::float32) * 2.0;
+  be.flush_if_idle();  // nothing in flight
+  EXPECT_EQ(vulkan::counters().submits, 1u);
+  // 200000 sequential steps in one dispatch: milliseconds on a GPU, more on llvmpipe
+  auto long_scan = jit([](const Array& c0, const Array& xs) {
+    return lax::scan([](const Array& c, const Array& x) { return std::pair{c * 0.999 + x, c}; }, c0, xs);
+  });
+  const Array c0 = np::zeros({}, DType::float32), xs = np::full({200000}, 1e-3, DType::float32);
+  // compiled (and run) once before counting, as is a + 1 below: a shader compile may outlast the scan
+  (void)long_scan(c0, xs);
+  (void)np::sum(a + 1.0).item<double>();
+  vulkan::synchronize();
+  vulkan::reset_counters();
+  auto [c, ys] = long_scan(c0, xs);
+  be.flush();
+  EXPECT_EQ(vulkan::counters().submits, 1u);
+  Array b = a + 1.0;
+  be.flush_if_idle();  // the scan still runs: b stays in the recording batch
+  EXPECT_EQ(vulkan::counters().submits, 1u);
+  EXPECT_EQ(np::sum(b).item<double>(), 1024.0 * 1023.0 + 1024.0);
+  EXPECT_EQ(vulkan::counters().submits, 2u);
+  EXPECT_NEAR(c.item<double>(), 1.0, 1e-2);  // c -> 1e-3 / (1 - 0.999)
+}
+
 TEST(Vulkan, JitProgramsStayWithinTheWebGpuBudget) {
   DefaultDeviceScope vk("vulkan");
   std::vector<Array> xs;

@@ -324,6 +324,11 @@ void VulkanBackend::flush() {
   if (ctx_) rec_->flush();
 }
 
+void VulkanBackend::flush_if_idle() {
+  std::lock_guard lock(mu_);
+  if (ctx_) rec_->flush_if_idle();
+}
+
 void VulkanBackend::synchronize() {
   std::lock_guard lock(mu_);
   if (ctx_) rec_->finish();
