@@ -113,9 +113,6 @@ class Backend {
   // Starts executing what has been recorded so far, without waiting (a backend that records
   // commands submits them; the others run at dispatch and do nothing).
   virtual void flush() {}
-  // flush() only where the device has finished everything submitted before (else recording goes
-  // on into the same batch).
-  virtual void flush_if_idle() { flush(); }
   // Releases the device: recorded work is finished and every device object destroyed; the backend
   // is unavailable afterwards (slots still referenced only drop their references). Default: nothing.
   virtual void shutdown() {}

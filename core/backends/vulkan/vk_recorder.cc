@@ -303,12 +303,6 @@ void Recorder::flush() {
   if (!health_.lost && current_ && current_->commands) submit();
 }
 
-// The newest fence signals last (see spin_on), so it alone says whether the queue is empty.
-void Recorder::flush_if_idle() {
-  if (!inflight_.empty() && vkGetFenceStatus(ctx_->device(), inflight_.back()->fence.get()) == VK_NOT_READY) return;
-  flush();
-}
-
 void Recorder::upload(std::unique_ptr<Buf> staging, VkBuffer dst, std::size_t bytes) {
   Batch& b = recording();
   VkBufferCopy c{0, 0, bytes};

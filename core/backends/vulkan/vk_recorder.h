@@ -159,9 +159,8 @@ class Recorder {
   std::unique_ptr<Buf> take_reusable(std::size_t n, bool* reused = nullptr);
   std::uint64_t waits() const { return waits_; }  // host waits so far (finish() that waited)
 
-  void submit();         // ends and submits the recording batch (no wait)
-  void flush();          // submit, if anything is recorded
-  void flush_if_idle();  // flush(), if every submitted batch has completed
+  void submit();  // ends and submits the recording batch (no wait)
+  void flush();   // submit, if anything is recorded
   // Submits what is recorded and waits for everything in flight; recycles the batches. A no-op
   // once the device is lost.
   void finish();

@@ -324,11 +324,6 @@ void VulkanBackend::flush() {
   if (ctx_) rec_->flush();
 }
 
-void VulkanBackend::flush_if_idle() {
-  std::lock_guard lock(mu_);
-  if (ctx_) rec_->flush_if_idle();
-}
-
 void VulkanBackend::synchronize() {
   std::lock_guard lock(mu_);
   if (ctx_) rec_->finish();

@@ -61,7 +61,6 @@ class VulkanBackend final : public Backend, public KernelSource {
   ScanPlan plan_associative_scan(const AssocProgram& ap, const Target& t) override;
   void dispatch(Executable& exe, std::span<const SlotId> in, std::span<const SlotId> out) override;
   void flush() override;
-  void flush_if_idle() override;
   // A pipeline for a shader (the profile's binding limit and llvmpipe's loop limit checked), its
   // split-reduction scratch zeroed once (KernelSource, for the scan runner too).
   std::shared_ptr<KernelExe> kernel_exe(const Shader& sh, const std::string& key,
