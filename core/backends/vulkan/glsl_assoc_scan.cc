@@ -29,13 +29,12 @@ std::string element_loop(std::int64_t count) {
 // positions. mode 0: each invocation scans its C elements in registers, the workgroup scans the
 // B totals in workgroup memory (log2 B rounds), and every element takes the total of the
 // invocations before it, so position j holds the combine of its block's from the block's first
-// on. mode 1 (fix-up, C = 1): j outside the first superblock of S = B·s positions, and not the
-// last of its superblock, becomes x[q] ⊕ x[j] with q the last position of the previous superblock
-// (already holding its full prefix). run_assoc scans up s = 1, B, ... with C = 1 (one position
-// per invocation: the most workgroups in flight, which is what a GPU's latency needs) until a
-// level fits one workgroup: the top level, where C = ceil(positions / B) ≤ 4 (its own shader);
-// then fixes up the levels below: 3 dispatches at n = 102400 and B = 256 (400 totals, C = 2 at
-// the top).
+// on. mode 1 (fix-up): j outside the first superblock of S = B·C·s positions, and not the last of
+// its superblock, becomes x[q] ⊕ x[j] with q the last position of the previous superblock
+// (already holding its full prefix). run_assoc scans up s = 1, B, ... with C = 1 (one position per
+// invocation: the most workgroups in flight, which is what a GPU's latency needs) until a level
+// fits one workgroup: the top level, where C = ceil(positions / B) ≤ 4 (its own shader); then
+// fixes up the levels below: 3 dispatches at n = 102400 and B = 256 (400 totals, C = 2 at the top).
 // Element values live in module-scope arrays (private per invocation), so the combine,
 // xa := pa ⊕ xa, is one function called from every place. Where the budget has 2k + 1 bindings
 // (k leaves), each leaf binds its input and its output (no packing copies): mode 2 is mode 0
@@ -44,184 +43,233 @@ std::string element_loop(std::int64_t count) {
 // low > 1 (many series at once, where workgroups are plentiful): every level but the top takes
 // `low` positions per invocation (as the top level does) where `low` elements fit its registers
 // (else one), so a level spans B·low positions and each position goes through the
-// workgroup-memory rounds as one of an invocation's `low`.
-template <class LeafIndex, class Combine>
-void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& out, const LeafIndex& leaf_index,
-                    const Combine& combine, std::int64_t low = 1) {
-  const bool direct = static_cast<std::int64_t>(ap.operands.size() - ap.num_consts) * 2 + 1 <= lim.max_buffers;
+// workgroup-memory rounds as one of an invocation's `low`. (Tried, not kept: C elements folded
+// in a loop from global memory where they do not fit registers, 2026-11-29-h200-looped-ab: the
+// B = 1024 gradient 2.2 -> 3.2 ms, a top level of 7 per invocation 0.036 -> 0.10 ms.)
+
+using CombineText =
+    std::function<std::int64_t(const std::function<std::string(int, const std::string&)>&, Shader&, std::string&)>;
+
+// From this many series a blocked scan's levels take several positions per invocation: with
+// 256 series and more there are workgroups enough (at B = 1024, N = 1600 on the H200 one position
+// per invocation spent 1.03 ms per level of the gradient's transposed scan).
+constexpr std::int64_t kManySeries = 256;
+
+// The blocked form's geometry for one scan.
+struct BlockedPlan {
+  std::vector<std::int64_t> sm_base;  // words of each leaf's element in a position's slot
+  std::int64_t Ws = 0;                // a position's slot: the element's words, rounded up to odd
+  std::int64_t B = 0;                 // invocations (and positions at C = 1) per workgroup
+  std::int64_t regs = 0;              // the element's values
+  std::int64_t c_max = 1;             // elements an invocation holds in registers
+  std::int64_t low = 1, c_top = 1;    // positions per invocation below the top, at the top
+  bool direct = false;
+};
+
+std::optional<BlockedPlan> plan_blocked(const AssocProgram& ap, const ScanLimits& lim, std::int64_t low) {
   const Program& b = ap.body;
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
   const std::int64_t n = ap.operands[nc].shape[ap.axis];
-  std::vector<std::int64_t> sm_base;  // words of each leaf's element in a position's slot
-  std::int64_t W = 0, regs = 0;
+  BlockedPlan p;
+  p.direct = static_cast<std::int64_t>(k) * 2 + 1 <= lim.max_buffers;
+  std::int64_t W = 0;
   for (int l = 0; l < k; ++l) {
-    sm_base.push_back(W);
+    p.sm_base.push_back(W);
     W += shared_words(b.buffers[nc + l]);
-    regs += b.buffers[nc + l].size();
+    p.regs += b.buffers[nc + l].size();
   }
-  // A position's slot in workgroup memory: W words rounded up to an odd count, so the 32
-  // invocations of a warp reading or writing word e of their slots hit 32 different banks (an even
-  // stride shares banks: W = 16, the m = 2 filter's element, made every access a 16-way conflict).
-  // JX_VK_ODD_SLOTS=0: W words, as before (for measuring).
+  // Odd slots: the 32 invocations of a warp reading or writing word e of their slots hit 32
+  // different banks (an even stride shares banks: W = 16, the m = 2 filter's element, made every
+  // access a 16-way conflict). JX_VK_ODD_SLOTS=0: W words, as before (for measuring).
   static const bool odd_slots = !env_is_zero("JX_VK_ODD_SLOTS");
-  const std::int64_t Ws = W % 2 == 0 && odd_slots ? W + 1 : W;
-  // positions per workgroup: 256, or fewer where 256 elements overflow the workgroup's memory
-  std::int64_t B = kWorkgroup;
-  while (B > 32 && B * Ws * 4 > lim.shared_bytes) B /= 2;
-  if (W == 0 || B * Ws * 4 > lim.shared_bytes) return;
-  const std::int64_t c_max =
-      std::clamp<std::int64_t>(128 / std::max<std::int64_t>(regs, 1), 1, 4);  // elements held in registers
+  p.Ws = W % 2 == 0 && odd_slots ? W + 1 : W;
+  p.B = kWorkgroup;
+  while (p.B > 32 && p.B * p.Ws * 4 > lim.shared_bytes) p.B /= 2;
+  if (W == 0 || p.B * p.Ws * 4 > lim.shared_bytes) return std::nullopt;
+  p.c_max = std::clamp<std::int64_t>(128 / std::max<std::int64_t>(p.regs, 1), 1, 4);
   // several positions per invocation only for small elements: the gradient's transposed scan
   // (48 words, 2 per invocation) took 1.66 ms per level against 1.03 ms one per invocation
-  if (c_max < low) low = 1;
+  if (p.c_max < low) low = 1;
+  p.low = low;
   std::int64_t top = n;  // positions of the top level (strides (B·low)^L while more than a workgroup's worth)
-  while (top > B * c_max) top /= B * low;
-  const std::int64_t c_top = top > B ? (top + B - 1) / B : 1;
-  std::int64_t loops = 0;
-  auto render = [&](std::int64_t C) -> std::optional<Shader> {
-    auto read = [&](int buf, const std::string& off) -> std::string {
-      if (buf < nc && !out.const_shift.empty() && !out.const_shift[buf].empty())
-        return gread("gin", b.buffers[buf].dtype, out.const_words[buf],
-                     fmt::format("{} + ({})", out.const_shift[buf], off));
-      if (buf < nc) return gread("gin", b.buffers[buf].dtype, out.const_words[buf], off);
-      if (buf < nc + k) return fmt::format("pa{}[{}]", buf - nc, off);
-      if (buf < nc + 2 * k) return fmt::format("xa{}[{}]", buf - nc - k, off);
-      return fmt::format("r{}[{}]", buf, off);
-    };
-    Shader sh;
-    sh.buffers = 2;
-    sh.name = C > low ? "associative_scan_top" : "associative_scan_blocked";
-    sh.invocations = (n + C - 1) / C;  // the largest level; run_assoc dispatches fewer for the others
-    sh.float64 = out.sh.float64;
-    std::string s = glsl_header(B);
-    s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
-    if (direct) sh.buffers = 1 + 2 * k;
-    s += leaf_bindings(k, direct);
-    s += "layout(push_constant) uniform PC { int mode; int s; } pc;\n";
-    s += shared_decl(B * Ws, lim.checked_shared);
-    s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
-    auto arrays = [&](const std::string& name) {
-      std::string d;
-      for (int l = 0; l < k; ++l) {
-        const AVal& e = b.buffers[nc + l];
-        d += fmt::format("{} {}{}[{}];\n", gtype(e.dtype), name, l, std::max<std::int64_t>(e.size(), 1));
-      }
-      return d;
-    };
-    s += arrays("xa") + arrays("pa") + arrays("nx");
-    for (std::int64_t c = 0; c < C; ++c) s += arrays(fmt::format("x{}_", c));
-    auto each = [&](int l, const std::string& body) {
-      return element_loop(b.buffers[nc + l].size()) + "{ " + body + " }\n";
-    };
-    auto assign = [&](const std::string& to, const std::string& from) {
-      std::string c;
-      for (int l = 0; l < k; ++l) c += each(l, fmt::format("{0}{1}[e] = {2}{1}[e];", to, l, from));
-      return c;
-    };
-    std::string comb;
-    loops = combine(read, sh, comb);
-    for (int l = 0; l < k; ++l) comb += each(l, fmt::format("nx{}[e] = {};", l, read(b.outputs[l], "e")));
-    s += "void combine_() {\n" + comb + assign("xa", "nx") + "}\n";
-    auto phys = [&](const std::string& logical) {
-      return ap.reverse ? fmt::format("({} - 1 - ({}))", n, logical) : logical;
-    };
-    // leaf l at an index: in the packed buffer, or (direct) in the leaf's own input or output
-    auto leaf_read = [&](int l, bool from_in, const std::string& idx) {
-      const AVal& e = b.buffers[nc + l];
-      if (!direct) return gread("dst", e.dtype, out.leaf_words[l], idx);
-      return gread(fmt::format("{}{}", from_in ? "li" : "lo", l).c_str(), e.dtype, 0, idx);
-    };
-    auto load_global = [&](const std::string& arr, const std::string& pos, bool from_in = false) {
-      std::string c;
-      for (int l = 0; l < k; ++l)
-        c += each(l, fmt::format("{}{}[e] = {};", arr, l, leaf_read(l, from_in, leaf_index(l, pos, "e"))));
-      return c;
-    };
-    auto store_global = [&](const std::string& arr, const std::string& pos) {
-      std::string c;
-      for (int l = 0; l < k; ++l) {
-        const std::string buf = direct ? fmt::format("lo{}", l) : std::string("dst");
-        c += each(l, gwrite(b.buffers[nc + l].dtype, direct ? 0 : out.leaf_words[l], leaf_index(l, pos, "e"),
-                            fmt::format("{}{}[e]", arr, l), buf.c_str()));
-      }
-      return c;
-    };
-    // a position's slot in workgroup memory: Ws words, leaf l's element from word sm_base[l] on
-    auto slot_base = [&](const std::string& slot, int l) {
-      return fmt::format("({}) * {} + {}", slot, Ws, sm_base[l]);
-    };
-    auto to_shared = [&](const std::string& slot) {
-      std::string c;
-      for (int l = 0; l < k; ++l)
-        c += each(l, swrite(b.buffers[nc + l].dtype, slot_base(slot, l), "e", fmt::format("xa{}[e]", l)));
-      return c;
-    };
-    auto from_shared = [&](const std::string& slot) {
-      std::string c;
-      for (int l = 0; l < k; ++l)
-        c += each(l, fmt::format("pa{}[e] = {};", l, sread(b.buffers[nc + l].dtype, slot_base(slot, l), "e")));
-      return c;
-    };
+  while (top > p.B * p.c_max) top /= p.B * low;
+  p.c_top = top > p.B ? (top + p.B - 1) / p.B : 1;
+  return p;
+}
+
+// The text every level of one blocked scan shares: the element arrays, the leaves' loads and
+// stores, workgroup-memory slots.
+struct BlockedText {
+  const AssocProgram& ap;
+  const BlockedPlan& p;
+  const AssocShader& out;
+  const LeafIndexFn& leaf_index;
+  int nc, k;
+  std::int64_t n;
+
+  const AVal& elem(int l) const { return ap.body.buffers[nc + l]; }
+  // buffer `buf` of the combine's body at offset `off`: a constant, pa (left), xa (right), a temporary
+  std::string read(int buf, const std::string& off) const {
+    const Program& b = ap.body;
+    if (buf < nc && !out.const_shift.empty() && !out.const_shift[buf].empty())
+      return gread("gin", b.buffers[buf].dtype, out.const_words[buf],
+                   fmt::format("{} + ({})", out.const_shift[buf], off));
+    if (buf < nc) return gread("gin", b.buffers[buf].dtype, out.const_words[buf], off);
+    if (buf < nc + k) return fmt::format("pa{}[{}]", buf - nc, off);
+    if (buf < nc + 2 * k) return fmt::format("xa{}[{}]", buf - nc - k, off);
+    return fmt::format("r{}[{}]", buf, off);
+  }
+  std::string arrays(const std::string& name) const {
+    std::string d;
+    for (int l = 0; l < k; ++l)
+      d += fmt::format("{} {}{}[{}];\n", gtype(elem(l).dtype), name, l, std::max<std::int64_t>(elem(l).size(), 1));
+    return d;
+  }
+  std::string each(int l, const std::string& body) const { return element_loop(elem(l).size()) + "{ " + body + " }\n"; }
+  std::string assign(const std::string& to, const std::string& from) const {
+    std::string c;
+    for (int l = 0; l < k; ++l) c += each(l, fmt::format("{0}{1}[e] = {2}{1}[e];", to, l, from));
+    return c;
+  }
+  std::string phys(const std::string& logical) const {
+    return ap.reverse ? fmt::format("({} - 1 - ({}))", n, logical) : logical;
+  }
+  // leaf l at an index: in the packed buffer, or (direct) in the leaf's own input or output
+  std::string leaf_read(int l, bool from_in, const std::string& idx) const {
+    if (!p.direct) return gread("dst", elem(l).dtype, out.leaf_words[l], idx);
+    return gread(fmt::format("{}{}", from_in ? "li" : "lo", l).c_str(), elem(l).dtype, 0, idx);
+  }
+  std::string load_global(const std::string& arr, const std::string& pos, bool from_in = false) const {
+    std::string c;
+    for (int l = 0; l < k; ++l)
+      c += each(l, fmt::format("{}{}[e] = {};", arr, l, leaf_read(l, from_in, leaf_index(l, pos, "e"))));
+    return c;
+  }
+  // mode 2 (direct) reads the leaf inputs, every other mode the outputs
+  std::string load_level(const std::string& arr, const std::string& pos) const {
+    if (!p.direct) return load_global(arr, pos);
+    return "if (pc.mode == 2) {\n" + load_global(arr, pos, true) + "} else {\n" + load_global(arr, pos) + "}\n";
+  }
+  std::string store_global(const std::string& arr, const std::string& pos) const {
+    std::string c;
+    for (int l = 0; l < k; ++l) {
+      const std::string buf = p.direct ? fmt::format("lo{}", l) : std::string("dst");
+      c += each(l, gwrite(elem(l).dtype, p.direct ? 0 : out.leaf_words[l], leaf_index(l, pos, "e"),
+                          fmt::format("{}{}[e]", arr, l), buf.c_str()));
+    }
+    return c;
+  }
+  // a position's slot in workgroup memory: Ws words, leaf l's element from word sm_base[l] on
+  std::string slot_base(const std::string& slot, int l) const {
+    return fmt::format("({}) * {} + {}", slot, p.Ws, p.sm_base[l]);
+  }
+  std::string to_shared(const std::string& slot) const {
+    std::string c;
+    for (int l = 0; l < k; ++l) c += each(l, swrite(elem(l).dtype, slot_base(slot, l), "e", fmt::format("xa{}[e]", l)));
+    return c;
+  }
+  std::string from_shared(const std::string& slot) const {
+    std::string c;
+    for (int l = 0; l < k; ++l)
+      c += each(l, fmt::format("pa{}[e] = {};", l, sread(elem(l).dtype, slot_base(slot, l), "e")));
+    return c;
+  }
+  // xa := the inclusive combine of the workgroup's totals through this invocation's
+  std::string rounds() const {
+    return fmt::format("for (int d = 1; d < {}; d <<= 1) {{\n", p.B) + to_shared("lid") +
+           "barrier();\nif (live0 && lid >= d) {\n" + from_shared("lid - d") + "combine_();\n}\nbarrier();\n}\n";
+  }
+};
+
+// mode 1, the fix-up: one partner for the invocation's C positions (B·C is a multiple of C)
+std::string blocked_fixup(const BlockedText& t, std::int64_t C) {
+  std::string s = fmt::format("if (pc.mode == 1) {{\nconst int S = pc.s * {};\n", t.p.B * C);
+  s += "if (!live0 || j0 < S) return;\n" + t.load_global("pa", t.phys("(j0 / S) * S - 1"));
+  for (std::int64_t c = 0; c < C; ++c)
+    s += fmt::format("if (live{0} && (j{0} + 1) % S != 0) {{\n", c) + t.load_global("xa", fmt::format("i{}", c)) +
+         "combine_();\n" + t.store_global("xa", fmt::format("i{}", c)) + "}\n";
+  return s + "return;\n}\n";
+}
+
+// mode 0 with the invocation's C elements in registers x<c>_
+std::string blocked_scan_registers(const BlockedText& t, std::int64_t C) {
+  std::string s;
+  for (std::int64_t c = 0; c < C; ++c)
+    s += fmt::format("if (live{}) {{\n", c) + t.load_level(fmt::format("x{}_", c), fmt::format("i{}", c)) + "}\n";
+  for (std::int64_t c = 1; c < C; ++c)
+    s += fmt::format("if (live{}) {{\n", c) + t.assign("pa", fmt::format("x{}_", c - 1)) +
+         t.assign("xa", fmt::format("x{}_", c)) + "combine_();\n" + t.assign(fmt::format("x{}_", c), "xa") + "}\n";
+  s += t.assign("xa", "x0_");
+  for (std::int64_t c = 1; c < C; ++c)
+    s += fmt::format("if (live{}) {{\n", c) + t.assign("xa", fmt::format("x{}_", c)) + "}\n";
+  s += t.rounds();
+  if (C == 1) {  // the inclusive total is the element's prefix
+    s += "if (live0) {\n" + t.assign("x0_", "xa") + "}\n";
+  } else {
+    s += t.to_shared("lid") + "barrier();\nif (live0 && lid > 0) {\n" + t.from_shared("lid - 1");
+    for (std::int64_t c = 0; c < C; ++c)
+      s += fmt::format("if (live{}) {{\n", c) + t.assign("xa", fmt::format("x{}_", c)) + "combine_();\n" +
+           t.assign(fmt::format("x{}_", c), "xa") + "}\n";
+    s += "}\n";
+  }
+  for (std::int64_t c = 0; c < C; ++c)
+    s += fmt::format("if (live{}) {{\n", c) + t.store_global(fmt::format("x{}_", c), fmt::format("i{}", c)) + "}\n";
+  return s;
+}
+
+// One level's shader: C positions per invocation; nullopt over the driver's loop limit.
+std::optional<Shader> render_blocked_level(const BlockedText& t, const ScanLimits& lim, const CombineText& combine,
+                                           std::int64_t C, bool top) {
+  Shader sh;
+  sh.buffers = t.p.direct ? 1 + 2 * t.k : 2;
+  sh.name = top ? "associative_scan_top" : "associative_scan_blocked";
+  sh.invocations = (t.n + C - 1) / C;  // the largest level; run_assoc dispatches fewer for the others
+  sh.float64 = t.out.sh.float64;
+  std::string s = glsl_header(t.p.B);
+  s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
+  s += leaf_bindings(t.k, t.p.direct);
+  s += "layout(push_constant) uniform PC { int mode; int s; } pc;\n";
+  s += shared_decl(t.p.B * t.p.Ws, lim.checked_shared);
+  s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
+  s += t.arrays("xa") + t.arrays("pa") + t.arrays("nx");
+  for (std::int64_t c = 0; c < C; ++c) s += t.arrays(fmt::format("x{}_", c));
+  std::string comb;
+  const std::int64_t loops = combine([&t](int buf, const std::string& off) { return t.read(buf, off); }, sh, comb);
+  for (int l = 0; l < t.k; ++l) comb += t.each(l, fmt::format("nx{}[e] = {};", l, t.read(t.ap.body.outputs[l], "e")));
+  s += "void combine_() {\n" + comb + t.assign("xa", "nx") + "}\n";
+  s += fmt::format(
+      "void main() {{\nconst int m = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + "
+      "gl_LocalInvocationIndex);\n"
+      "const int lid = int(gl_LocalInvocationIndex);\n",
+      t.p.B);
+  for (std::int64_t c = 0; c < C; ++c)
     s += fmt::format(
-        "void main() {{\nconst int m = int((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * {}u + "
-        "gl_LocalInvocationIndex);\n"
-        "const int lid = int(gl_LocalInvocationIndex);\n",
-        B);
-    for (std::int64_t c = 0; c < C; ++c)
-      s += fmt::format(
-          "const int j{0} = pc.s * ({1} * m + {0}) + pc.s - 1;\nconst bool live{0} = j{0} < {2};\nconst int i{0} = "
-          "{3};\n",
-          c, C, n, phys(fmt::format("j{}", c)));
-    // mode 1: fix-up, one partner for the invocation's C positions (B is a multiple of C)
-    s += fmt::format("if (pc.mode == 1) {{\nconst int S = pc.s * {};\n", B * C);
-    s += "if (!live0 || j0 < S) return;\n";
-    s += load_global("pa", phys("(j0 / S) * S - 1"));
-    for (std::int64_t c = 0; c < C; ++c)
-      s += fmt::format("if (live{0} && (j{0} + 1) % S != 0) {{\n", c) + load_global("xa", fmt::format("i{}", c)) +
-           "combine_();\n" + store_global("xa", fmt::format("i{}", c)) + "}\n";
-    s += "return;\n}\n";
-    // mode 0: the invocation's elements in order, then the workgroup's totals
-    for (std::int64_t c = 0; c < C; ++c) {  // mode 2 (direct): the first level reads the inputs
-      const std::string arr = fmt::format("x{}_", c), pos = fmt::format("i{}", c);
-      s +=
-          fmt::format("if (live{}) {{\n", c) +
-          (direct ? "if (pc.mode == 2) {\n" + load_global(arr, pos, true) + "} else {\n" + load_global(arr, pos) + "}\n"
-                  : load_global(arr, pos)) +
-          "}\n";
-    }
-    for (std::int64_t c = 1; c < C; ++c)
-      s += fmt::format("if (live{}) {{\n", c) + assign("pa", fmt::format("x{}_", c - 1)) +
-           assign("xa", fmt::format("x{}_", c)) + "combine_();\n" + assign(fmt::format("x{}_", c), "xa") + "}\n";
-    s += assign("xa", "x0_");
-    for (std::int64_t c = 1; c < C; ++c)
-      s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "}\n";
-    s += fmt::format("for (int d = 1; d < {}; d <<= 1) {{\n", B) + to_shared("lid") +
-         "barrier();\nif (live0 && lid >= d) {\n" + from_shared("lid - d") + "combine_();\n}\nbarrier();\n}\n";
-    if (C == 1) {  // the inclusive total is the element's prefix
-      s += "if (live0) {\n" + assign("x0_", "xa") + "}\n";
-    } else {
-      s += to_shared("lid") + "barrier();\nif (live0 && lid > 0) {\n" + from_shared("lid - 1");
-      for (std::int64_t c = 0; c < C; ++c)
-        s += fmt::format("if (live{}) {{\n", c) + assign("xa", fmt::format("x{}_", c)) + "combine_();\n" +
-             assign(fmt::format("x{}_", c), "xa") + "}\n";
-      s += "}\n";
-    }
-    for (std::int64_t c = 0; c < C; ++c)
-      s += fmt::format("if (live{}) {{\n", c) + store_global(fmt::format("x{}_", c), fmt::format("i{}", c)) + "}\n";
-    sh.glsl = s + "}\n";
-    const std::int64_t per_combine = loops + 3 * regs;
-    if (lim.max_loop_iterations > 0 && per_combine * (2 * C + 9) + 8 * regs * C > lim.max_loop_iterations)
-      return std::nullopt;
-    return sh;
-  };
-  out.blocked = render(low);
-  if (!out.blocked && low > 1) return render_blocked(ap, lim, out, leaf_index, combine, 1);  // over the loop limit
-  out.low_per_invocation = low;
-  out.direct = direct;
-  out.block = B;
-  if (out.blocked && c_top > low) {
-    out.blocked_top = render(c_top);
-    if (out.blocked_top) out.top_per_invocation = c_top;
+        "const int j{0} = pc.s * ({1} * m + {0}) + pc.s - 1;\nconst bool live{0} = j{0} < {2};\nconst int i{0} = "
+        "{3};\n",
+        c, C, t.n, t.phys(fmt::format("j{}", c)));
+  s += blocked_fixup(t, C) + blocked_scan_registers(t, C);
+  sh.glsl = s + "}\n";
+  const std::int64_t per_combine = loops + 3 * t.p.regs;
+  if (lim.max_loop_iterations > 0 && per_combine * (2 * C + 9) + 8 * t.p.regs * C > lim.max_loop_iterations)
+    return std::nullopt;
+  return sh;
+}
+
+void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& out, const LeafIndexFn& leaf_index,
+                    const CombineText& combine, std::int64_t low = 1) {
+  const std::optional<BlockedPlan> p = plan_blocked(ap, lim, low);
+  if (!p) return;
+  const int nc = ap.num_consts;
+  const BlockedText t{
+      ap, *p, out, leaf_index, nc, static_cast<int>(ap.operands.size()) - nc, ap.operands[nc].shape[ap.axis]};
+  out.blocked = render_blocked_level(t, lim, combine, p->low, false);
+  if (!out.blocked && p->low > 1) return render_blocked(ap, lim, out, leaf_index, combine, 1);  // over the loop limit
+  out.low_per_invocation = p->low;
+  out.direct = p->direct;
+  out.block = p->B;
+  if (out.blocked && p->c_top > p->low) {
+    out.blocked_top = render_blocked_level(t, lim, combine, p->c_top, true);
+    if (out.blocked_top) out.top_per_invocation = p->c_top;
   }
 }
 
@@ -394,11 +442,6 @@ LeafIndexFn leaf_index_of(const AssocProgram& ap) {
     return fmt::format("((({2}) / {0}) * {1} + ({3})) * {0} + ({2}) % {0}", post_axis(s, ap.axis), s[ap.axis], e, pos);
   };
 }
-
-// From this many series a blocked scan's levels take several positions per invocation: with
-// 256 series and more there are workgroups enough (at B = 1024, N = 1600 on the H200 one position
-// per invocation spent 1.03 ms per level of the gradient's transposed scan).
-constexpr std::int64_t kManySeries = 256;
 
 // A vmapped associative scan's unbatched combine as the blocked form run for every series at once:
 // series z = gl_WorkGroupID.z reads and writes its slice of the batched leaves (the batch axis
