@@ -37,8 +37,12 @@ ls .gpu/bin/test_* | xargs -P 4 -I{} bash -c 'run_one {}'
 if [ -d .gpu/layers ]; then
   for f in .gpu/layers/*.so.gz; do [ -f "$f" ] && gunzip -f "$f"; done  # gpu-check packs it compressed
   export VK_LAYER_PATH=$root/.gpu/layers LD_LIBRARY_PATH=$root/.gpu/layers:${LD_LIBRARY_PATH:-}
+  # (test_vulkan with pipeline statistics: the extension's use checked by the layer, and
+  # Vulkan.PipelineStatisticsWhereAskedAndAvailable on the driver's own)
   for n in test_vulkan test_vulkan_scan test_vulkan_shutdown test_vulkan_linalg; do
-    JX_VULKAN_VALIDATION=1 timeout 1500 ".gpu/bin/$n" --gtest_output="json:$w/validation/$n.json" > "$w/validation/$n.log" 2>&1
+    stats=0
+    [ "$n" = test_vulkan ] && stats=1
+    JX_VK_PIPELINE_STATS=$stats JX_VULKAN_VALIDATION=1 timeout 1500 ".gpu/bin/$n" --gtest_output="json:$w/validation/$n.json" > "$w/validation/$n.log" 2>&1
     echo $? > "$w/validation/$n.rc"
   done
   JX_DEVICE=vulkan JX_VULKAN_VALIDATION=1 timeout 1500 .gpu/bin/test_dlm --gtest_filter='Nile/DlmFixture.*assoc*' \

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "core/backends/vulkan/vulkan.h"
+#include "core/base/env.h"
 #include "core/instrument/instrument.h"
 #include "core/jit/program.h"
 #include "tests/prim_cases.h"
@@ -316,6 +317,34 @@ TEST(Vulkan, OnlyACallsFirstAssociativeScanSubmitsEarly) {
     want = np::sum(body(np::linspace(0.0, 1.0, 4096, true, DType::float32))).item<double>();
   }
   EXPECT_NEAR(got, want, 1e-3 * std::abs(want));
+}
+
+// JX_VK_PIPELINE_STATS=1 at start (ctest vulkan.pipeline_stats; the GPU record's validation run
+// of this binary): where the driver has VK_KHR_pipeline_executable_properties, every timed
+// pipeline's name ends in its statistics ("{Register Count 32, ...}" on NVIDIA); where it has not,
+// or without the variable, none does.
+TEST(Vulkan, PipelineStatisticsWhereAskedAndAvailable) {
+  DefaultDeviceScope vk("vulkan");
+  const bool asked = env_is_on("JX_VK_PIPELINE_STATS");
+  EXPECT_TRUE(asked || !vulkan::pipeline_statistics());
+  vulkan::set_timing(true);
+  vulkan::reset_timings();
+  auto f = jit([](const Array& x) { return np::sum(np::sin(x) * 2.0f); });
+  const Array x = np::linspace(0.0, 1.0, 4096, true, DType::float32);
+  EXPECT_NEAR(f(x).item<double>(), 2.0 * 4096 * (1.0 - std::cos(1.0)), 1.0);
+  const auto timed = vulkan::timings();
+  vulkan::set_timing(false);
+  ASSERT_FALSE(timed.empty()) << "lavapipe and NVIDIA have timestamps on the compute queue";
+  int pipelines = 0;
+  for (const auto& t : timed) {
+    if (t.name.starts_with("(")) continue;  // the idle between batches: no pipeline
+    ++pipelines;
+    const auto open = t.name.find(" {");
+    const bool stats = open != std::string::npos && t.name.back() == '}' &&
+                       t.name.find_first_of("0123456789", open) != std::string::npos;
+    EXPECT_EQ(stats, vulkan::pipeline_statistics()) << t.name;
+  }
+  EXPECT_GT(pipelines, 0);
 }
 
 TEST(Vulkan, JitProgramsStayWithinTheWebGpuBudget) {

@@ -5,12 +5,16 @@
 #include <mutex>
 #include "core/backends/vulkan/vk_context.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
 #include <mutex>
+#include <string_view>
 
+#include "core/base/env.h"
 #include "core/base/errors.h"
+#include "core/instrument/debug.h"
 
 namespace jx::vk {
 namespace {
@@ -156,6 +160,24 @@ DeviceDesc describe(VkPhysicalDevice p) {
   return d;
 }
 
+// The device has VK_KHR_pipeline_executable_properties with its pipelineExecutableInfo feature.
+bool pipeline_executable_info(VkPhysicalDevice p) {
+  std::uint32_t n = 0;
+  if (vkEnumerateDeviceExtensionProperties(p, nullptr, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkExtensionProperties> exts(n);
+  if (vkEnumerateDeviceExtensionProperties(p, nullptr, &n, exts.data()) != VK_SUCCESS) return false;
+  const bool has = std::any_of(exts.begin(), exts.end(), [](const VkExtensionProperties& e) {
+    return std::string_view(e.extensionName) == VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+  });
+  if (!has) return false;
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  f2.pNext = &exec;
+  vkGetPhysicalDeviceFeatures2(p, &f2);
+  return exec.pipelineExecutableInfo == VK_TRUE;
+}
+
 std::atomic<bool> g_exiting{false};
 
 }  // namespace
@@ -256,6 +278,21 @@ Context::Context(bool validation) : validation_(validation) {
     di.queueCreateInfoCount = 1;
     di.pQueueCreateInfos = &qi;
     di.pEnabledFeatures = &feats;
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+    const char* exec_ext = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+    if (env_is_on("JX_VK_PIPELINE_STATS")) {
+      pipeline_stats_ = pipeline_executable_info(phys_);
+      if (pipeline_stats_) {
+        exec.pipelineExecutableInfo = VK_TRUE;
+        di.pNext = &exec;
+        di.enabledExtensionCount = 1;
+        di.ppEnabledExtensionNames = &exec_ext;
+      } else {
+        debug_log(0, fmt::format("vulkan: JX_VK_PIPELINE_STATS: {} has no {}; pipelines carry no statistics",
+                                 desc_.name, exec_ext));
+      }
+    }
     check(vkCreateDevice(phys_, &di, nullptr, &device_), "vkCreateDevice");
     volkLoadDevice(device_);  // device-level entry points straight from the driver (and its layers)
     vkGetDeviceQueue(device_, family_, 0, &queue_);

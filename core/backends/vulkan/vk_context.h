@@ -97,6 +97,9 @@ class Context {
   const VkPhysicalDeviceMemoryProperties& memory_properties() const { return mem_; }
   bool validation() const { return validation_; }
   std::uint32_t device_index() const { return index_; }
+  // JX_VK_PIPELINE_STATS=1 and the driver has VK_KHR_pipeline_executable_properties: pipelines
+  // capture the driver's statistics of their compiled code (registers, spills: vk_pipeline.cc)
+  bool pipeline_stats() const { return pipeline_stats_; }
 
  private:
   void release() noexcept;
@@ -109,6 +112,7 @@ class Context {
   DeviceDesc desc_;
   VkPhysicalDeviceMemoryProperties mem_{};
   bool validation_ = false;
+  bool pipeline_stats_ = false;
 };
 
 // Every physical device (for `jxlab devices`); empty with `why` set when there is no loader/ICD.

@@ -57,6 +57,36 @@ std::vector<std::uint32_t> glslang_compile(const std::string& glsl, const std::s
   return spirv;
 }
 
+// The driver's statistics of a pipeline's compiled code (VK_KHR_pipeline_executable_properties):
+// "name value" for each, joined by ", "; NVIDIA's name the registers per invocation, which with
+// the workgroup size bound how many workgroups a multiprocessor holds at once.
+std::string pipeline_statistics(VkDevice d, VkPipeline pipe) {
+  VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  pi.pipeline = pipe;
+  std::uint32_t n = 0;
+  if (vkGetPipelineExecutablePropertiesKHR(d, &pi, &n, nullptr) != VK_SUCCESS || n == 0) return "";
+  VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+  ei.pipeline = pipe;
+  ei.executableIndex = 0;  // a compute pipeline has one shader
+  std::uint32_t m = 0;
+  if (vkGetPipelineExecutableStatisticsKHR(d, &ei, &m, nullptr) != VK_SUCCESS) return "";
+  std::vector<VkPipelineExecutableStatisticKHR> st(m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+  if (vkGetPipelineExecutableStatisticsKHR(d, &ei, &m, st.data()) != VK_SUCCESS) return "";
+  std::string out;
+  for (const auto& x : st) {
+    std::string v;
+    switch (x.format) {
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: v = x.value.b32 ? "yes" : "no"; break;
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: v = fmt::format("{}", x.value.i64); break;
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: v = fmt::format("{}", x.value.u64); break;
+      case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_FLOAT64_KHR: v = fmt::format("{:g}", x.value.f64); break;
+      default: continue;
+    }
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", x.name, v);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::uint32_t> compile_glsl(const std::string& glsl, const std::string& name) {
@@ -119,6 +149,7 @@ std::shared_ptr<Pipeline> Pipelines::get(const std::vector<std::uint32_t>& spirv
               "main",
               nullptr};
   ci.layout = pl;
+  if (c_->pipeline_stats()) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkPipeline pipe = VK_NULL_HANDLE;
   const auto t0 = std::chrono::steady_clock::now();
   const VkResult r = vkCreateComputePipelines(d, cache_.get(), 1, &ci, nullptr, &pipe);
@@ -135,6 +166,7 @@ std::shared_ptr<Pipeline> Pipelines::get(const std::vector<std::uint32_t>& spirv
         fmt::format("vulkan: the driver could not build pipeline '{}' ({})", name, result_name(r)));
   check(r, "vkCreateComputePipelines");
   p->pipeline = PipelineH(d, pipe);
+  if (c_->pipeline_stats()) p->stats = pipeline_statistics(d, pipe);
   ++creations_;
   trim_unused(by_hash_);
   by_hash_[h] = p;

@@ -32,6 +32,9 @@ struct Pipeline : std::enable_shared_from_this<Pipeline> {
   PipelineH pipeline;
   int buffers = 0;
   std::string name;
+  // the driver's statistics of the compiled code, "name value, ..." (Context::pipeline_stats;
+  // JX_VK_TIMING prints them beside the pipeline's time), or empty
+  std::string stats;
 };
 
 class Pipelines {

@@ -34,7 +34,8 @@ void Recorder::time_dispatch(Batch& b, const Pipeline& pipe, std::int64_t invoca
   if (b.timed.empty() || b.timed.size() >= kTimestamps) return;
   vkCmdWriteTimestamp(b.cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, b.timestamps.get(),
                       static_cast<std::uint32_t>(b.timed.size()));
-  b.timed.push_back(fmt::format("{} [{}]", pipe.name, invocations));
+  b.timed.push_back(
+      fmt::format("{} [{}]{}", pipe.name, invocations, pipe.stats.empty() ? "" : " {" + pipe.stats + "}"));
 }
 
 // JX_VK_TIMING_BARRIERS=1 (a diagnosis): a timestamp right after every barrier too, so a

@@ -31,7 +31,8 @@ struct Counters {
 Counters counters();
 void reset_counters();
 
-// GPU time per pipeline and size ("name [invocations]") while timing is on (set_timing(true), or
+// GPU time per pipeline and size ("name [invocations]", then " {statistics}" where
+// pipeline_statistics()) while timing is on (set_timing(true), or
 // JX_VK_TIMING=1 at start): a timestamp is written after every dispatch, and a dispatch's time is
 // the gap since the previous timestamp of its command buffer (copies and barrier waits before it
 // included). Sorted by time, descending; empty where the compute queue has no timestamps.
@@ -53,6 +54,12 @@ std::string limits();
 // writes are dropped): on by default on llvmpipe, where such accesses otherwise go unseen;
 // JX_VK_CHECK_SHARED=0|1 at start overrides. Throws BackendError when vulkan is unavailable.
 bool checked_shared();
+// Whether pipelines capture the driver's statistics of their compiled code: JX_VK_PIPELINE_STATS=1
+// at start, on a driver with VK_KHR_pipeline_executable_properties (else a note on stderr says it
+// has none). Then every timing's name ends in " {stat value, ...}" (NVIDIA: "Register Count",
+// ...), so JX_VK_TIMING shows each pipeline's registers beside its time. Throws BackendError when
+// vulkan is unavailable.
+bool pipeline_statistics();
 
 // Submits recorded work and waits for it (the host normally waits only when it reads data);
 // nothing to do when the backend never started or was shut down.

@@ -468,6 +468,7 @@ void reset_counters() { instance()->reset_counters(); }
 void set_limits(const std::string& profile) { instance()->apply_limits(profile); }
 std::string limits() { return instance()->profile(); }
 bool checked_shared() { return instance()->checked_shared(); }
+bool pipeline_statistics() { return instance()->pipeline_stats(); }
 void synchronize() {
   if (g_instance) g_instance->synchronize();  // never started or shut down: nothing is pending
 }

@@ -38,6 +38,7 @@ class VulkanBackend final : public Backend, public KernelSource {
   void apply_limits(const std::string& profile);
   std::string profile() const { return profile_; }
   bool checked_shared() const { return checked_shared_; }
+  bool pipeline_stats() const { return ctx_->pipeline_stats(); }
 
   // ---- slots ----
   SlotId malloc(const AVal& tag) override;
