@@ -47,6 +47,8 @@ std::string element_loop(std::int64_t count) {
 // in a loop from global memory where they do not fit registers, 2026-11-29-h200-looped-ab: the
 // B = 1024 gradient 2.2 -> 3.2 ms, a top level of 7 per invocation 0.036 -> 0.10 ms.)
 
+// Appends the combine's steps to the text (the reads through the function given: a buffer and an
+// offset to an expression; combine_code) and returns the loop iterations they run.
 using CombineText =
     std::function<std::int64_t(const std::function<std::string(int, const std::string&)>&, Shader&, std::string&)>;
 

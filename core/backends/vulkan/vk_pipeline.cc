@@ -58,8 +58,8 @@ std::vector<std::uint32_t> glslang_compile(const std::string& glsl, const std::s
 }
 
 // The driver's statistics of a pipeline's compiled code (VK_KHR_pipeline_executable_properties):
-// "name value" for each, joined by ", "; NVIDIA's name the registers per invocation, which with
-// the workgroup size bound how many workgroups a multiprocessor holds at once.
+// "name value" for each, joined by ", ". NVIDIA's include the registers per invocation, which
+// with the workgroup size bound how many workgroups a multiprocessor holds at once.
 std::string pipeline_statistics(VkDevice d, VkPipeline pipe) {
   VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
   pi.pipeline = pipe;
