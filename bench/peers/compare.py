@@ -141,7 +141,8 @@ def markdown(doc):
              "ratios [min, max]; JAX at matmul precision highest (its default precision's time beside).", ""]
     for c in doc["comparisons"]:
         who = "vulkan vs JAX on the GPU" if c["kind"] == "gpu" else "native vs JAX on the CPU"
-        lines += [f"## {who} ({c['jax'].get('device', '?')}, JAX {c['jax'].get('jax_version', '?')})", "",
+        flags = f", XLA_FLAGS={c['jax']['xla_flags']}" if c["jax"].get("xla_flags") else ""
+        lines += [f"## {who} ({c['jax'].get('device', '?')}, JAX {c['jax'].get('jax_version', '?')}{flags})", "",
                   "| workload | m | B | N | jxlab ms | JAX ms | JAX default ms | ratio [min, max] | dispatches | submits |",
                   "|---|---|---|---|---|---|---|---|---|---|"]
         for r in c["rows"]:
@@ -177,6 +178,8 @@ def main():
     ap.add_argument("--jax-cache", default="", help="JAX's persistent compilation cache in this folder: rounds after "
                     "the first load JAX's compiled programs instead of compiling them again (~20 s a cell at m = 13 on "
                     "the H200); the timed calls are the same")
+    ap.add_argument("--jax-xla-flags", default="", help="XLA_FLAGS for JAX's runs, recorded in peers.json (e.g. "
+                    "--xla_gpu_enable_triton_gemm=false where XLA 0.11.2 aborts compiling the m = 8 gradient)")
     ap.add_argument("--commit", default=os.environ.get("JX_COMMIT", "unknown"))
     ap.add_argument("--machine", default="", help="the machine's name in the results (default: host name and CPU)")
     a = ap.parse_args()
@@ -190,6 +193,7 @@ def main():
         jax_cmd = [sys.executable, os.path.join(HERE, "jax_kalman.py"), "--n", a.n, "--m", a.m, "--batch", a.batch,
                    "--skip", a.skip_jax,
                    "--workloads", a.workloads] + (["--cache", a.jax_cache] if a.jax_cache else [])
+        jax_env = {"JAX_PLATFORMS": plat, **({"XLA_FLAGS": a.jax_xla_flags} if a.jax_xla_flags else {})}
         jx_rounds, jax_rounds = [], []
         for r in range(a.rounds):
             jx_json = os.path.join(a.out, f"jx-{kind}-{r}.json")
@@ -197,7 +201,7 @@ def main():
             run(f"{a.jx} --benchmark_out={jx_json} --benchmark_out_format=json",
                 {"JX_PEER_BACKENDS": be, "JX_PEER_N": a.n, "JX_PEER_M": a.m, "JX_PEER_B": a.batch, "JX_PEER_SKIP": a.skip_jx,
                  "JX_LIMITS": "device", **({"JX_PEER_WORKLOADS": a.workloads} if a.workloads else {})}, log)
-            run(jax_cmd + ["--out", jax_json], {"JAX_PLATFORMS": plat}, log)
+            run(jax_cmd + ["--out", jax_json], jax_env, log)
             jx, jx_ctx = jx_results(jx_json)
             jax, jax_ctx = jax_results(jax_json)
             jx_rounds.append(jx)
@@ -205,7 +209,7 @@ def main():
         jax_default = None
         if a.jax_default:
             d_json = os.path.join(a.out, f"jax-{kind}-default.json")
-            run(jax_cmd + ["--out", d_json, "--precision", "default"], {"JAX_PLATFORMS": plat}, log)
+            run(jax_cmd + ["--out", d_json, "--precision", "default"], jax_env, log)
             jax_default = jax_results(d_json)[0]
         doc["comparisons"].append(compare(kind, jx_rounds, jx_ctx, jax_rounds, jax_ctx, jax_default))
     with open(os.path.join(a.out, "peers.json"), "w") as f:

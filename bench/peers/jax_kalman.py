@@ -313,6 +313,8 @@ def main():
     res = {"peer": "jax", "jax_version": jax.__version__, "platform": dev.platform,
            "device": getattr(dev, "device_kind", str(dev)), "host": platform.node(), "precision": a.precision,
            "results": []}
+    if os.environ.get("XLA_FLAGS"):  # a workaround XLA needed for these cells (compare.py --jax-xla-flags)
+        res["xla_flags"] = os.environ["XLA_FLAGS"]
     theta = jnp.log(jnp.array([0.3, 0.05, 0.002], DT))
     for m, bb, n in itertools.product([int(x) for x in a.m.split(",")], [int(x) for x in a.batch.split(",")],
                                       [int(x) for x in a.n.split(",")]):
