@@ -113,6 +113,70 @@ TEST(Vulkan, ReductionsSplitOnlyWithABindingToSpare) {
   vulkan::set_timing(false);
 }
 
+// A split sum over 2 to 256 outputs along the last dim, whose loads lie closer along it than
+// along the reduced dim (a sum over time of per-time matrices), puts its lanes across the outputs
+// (glsl_split.cc): against the cpu oracle for several output counts (so several phases a
+// workgroup: 2 outputs 128 of them, 169 and 256 one, lanes idle past 169), sums over a
+// product of two [T, 8, 8] series (the DLM gradient's), int32, NaN through max, an epilogue, and
+// three calls in one submission (the counter is reset by each). 257 outputs, and a sum whose
+// loads lie closer along the reduced dim (a transposed view), take the split form.
+TEST(Vulkan, LongSumsOverFewOutputsPutLanesAcrossThem) {
+  using F = std::function<Array(const Array&)>;
+  const std::int64_t T = 5000;
+  const F over_time = [](const Array& x) { return np::sum(x, std::vector<std::int64_t>{0}); };
+  auto series = [T](std::int64_t o) {
+    return np::array(jxt::randn(static_cast<std::size_t>(T * o), static_cast<unsigned>(o)), Shape{T, o});
+  };
+  struct Case {
+    const char* what;
+    F f;
+    Array x;
+    double tol;
+    bool outs;  // takes the lanes-across-outputs form
+  };
+  const Array y = np::array(jxt::randn(static_cast<std::size_t>(T * 128), 3), Shape{T, 2, 8, 8});
+  const std::vector<Case> cases = {
+      {"2 outputs", over_time, series(2), 1e-6, true},
+      {"3 outputs", over_time, series(3), 1e-6, true},
+      {"64 outputs", over_time, series(64), 1e-6, true},
+      {"169 outputs", over_time, series(169), 1e-6, true},
+      {"256 outputs", over_time, series(256), 1e-6, true},
+      {"257 outputs", over_time, series(257), 1e-6, false},
+      {"a product of two series",
+       [](const Array& v) {
+         const Array a = np::index(v, {np::Slice{}, std::int64_t{0}}), b = np::index(v, {np::Slice{}, std::int64_t{1}});
+         return np::sum(a * np::swapaxes(b, 1, 2) + a, std::vector<std::int64_t>{0});
+       },
+       y, 1e-5, true},
+      {"int32", [&](const Array& v) { return over_time(np::astype(v * 100.0, DType::int32)); }, series(8), 0, true},
+      {"NaN through max",
+       [](const Array& v) {
+         return np::max(np::where(np::greater(v, np::full({}, 3.0)), NAN, v), std::vector<std::int64_t>{0});
+       },
+       series(16), 0, true},
+      {"mean (an epilogue)", [](const Array& v) { return np::mean(v, std::vector<std::int64_t>{0}); }, series(5), 1e-6,
+       true},
+      {"a transposed view", [&](const Array& v) { return over_time(np::transpose(v)); }, np::transpose(series(16)),
+       1e-6, false},
+  };
+  vulkan::set_timing(true);
+  for (const Case& c : cases) {
+    const std::vector<double> want = vals(c.f(c.x));  // eager on cpu
+    DefaultDeviceScope vk("vulkan");
+    const Array xv = device_put(c.x, "vulkan");
+    auto jf = jit(c.f);
+    vulkan::reset_timings();
+    std::vector<Array> got;
+    for (int r = 0; r < 3; ++r) got.push_back(jf(xv));  // no host wait in between
+    for (const Array& g : got) EXPECT_TRUE(all_close(g, want, c.tol, c.tol)) << c.what;
+    std::string names;
+    for (const auto& t : vulkan::timings()) names += t.name + " ";
+    EXPECT_EQ(names.find("_split_outs") != std::string::npos, c.outs) << c.what << ": " << names;
+    EXPECT_NE(names.find("_split"), std::string::npos) << c.what << ": " << names;
+  }
+  vulkan::set_timing(false);
+}
+
 // Short reductions whose loads each skip one of the two innermost output dims (batched products
 // of small matrices) compute a tile of outputs per invocation (glsl_tiles.cc: reduction_tile):
 // the values against the cpu oracle and the tile each shader took, from the GPU timings' names.

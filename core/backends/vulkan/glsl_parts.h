@@ -1,7 +1,7 @@
 #pragma once
 // Pieces of kernel shaders, shared inside core/backends/vulkan by glsl_renderer.cc (an output per
 // invocation, a workgroup per output, groups of kernels) and glsl_tiles.cc (a tile of outputs per
-// invocation, lanes per output). Not part of the backend's interface.
+// invocation, lanes per output) and glsl_split.cc (long sums with lanes across the outputs). Not part of the backend's interface.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -58,6 +58,14 @@ struct SpaceSplit {
   Shape outer, red;
 };
 SpaceSplit split_space(const Kernel& k);
+
+// ---- glsl_split.cc ------------------------------------------------------------------------------
+// A split reduction (more than kSplitReductionMin terms an output, a scratch binding) over 2 to
+// 256 outputs whose loads lie closer together along the last (output) dim than along the
+// innermost reduced one: lanes across the outputs, P phases of them a workgroup. Returns P, or 0
+// where the split form's lanes across the terms read closer (JX_VK_OUTS_IN_LANES=0: always 0).
+std::int64_t outputs_in_lanes_phases(const Kernel& k);
+Shader render_outputs_in_lanes(const Kernel& k, bool f64_math, std::int64_t P);
 
 // ---- glsl_tiles.cc ------------------------------------------------------------------------------
 // How a kernel's shader covers its outputs, decided once per kernel (kernel_layout): `lanes`

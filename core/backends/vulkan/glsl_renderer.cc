@@ -503,7 +503,9 @@ std::string glsl_header(std::int64_t local_size_x) {
 Shader render_kernel(const Kernel& k, bool f64_math) {
   if (k.is_reduction() && reduced_elements(k) >= kWorkgroupReduceMin) {
     const std::int64_t split = split_count(k);
-    return render_workgroup_reduction(k, f64_math, split > 1 && k.scratch_binding ? split : 1);
+    if (split == 1 || !k.scratch_binding) return render_workgroup_reduction(k, f64_math, 1);
+    if (const std::int64_t P = outputs_in_lanes_phases(k)) return render_outputs_in_lanes(k, f64_math, P);
+    return render_workgroup_reduction(k, f64_math, split);
   }
   KernelCtx c{k, f64_math, nullptr};
   const KernelLayout lay = kernel_layout(k);
