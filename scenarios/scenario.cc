@@ -120,64 +120,9 @@ class Reader {
          {"error", "values", "scan_paths", "max_buffers_per_dispatch", "dispatches", "submits", "host_routines",
           "leaked_slots", "memory"});
     Expect e;
-    if (v.contains("error")) {
-      const std::string p = ptr + "/error";
-      only(v["error"], p, {"type", "message", "values_before"});
-      ErrorExpect x;
-      x.type = str(v["error"], p, "type", false);
-      x.message = str(v["error"], p, "message", true);
-      if (const std::string why = repetition_over_limit(x.message); !why.empty()) fail(p + "/message", why);
-      try {
-        std::regex check(x.message);
-      } catch (const std::regex_error& err) {
-        fail(p + "/message", fmt::format("not a valid regular expression: {}", err.what()));
-      }
-      if (v["error"].contains("values_before"))
-        x.values_before = boolean(v["error"]["values_before"], p + "/values_before");
-      e.error = x;
-    }
-    if (v.contains("values")) {
-      const std::string p = ptr + "/values";
-      only(v["values"], p, {"vs", "expected", "rtol", "atol", "differ"});
-      ValuesExpect x;
-      x.vs = str(v["values"], p, "vs", false, "file");
-      if (x.vs != "file" && x.vs != "cpu") fail(p + "/vs", fmt::format("'{}' is not one of file, cpu", x.vs));
-      if (x.vs == "file") {
-        const json& ex = field(v["values"], p, "expected", true);
-        if (!ex.is_object() || ex.empty()) fail(p + "/expected", "expected an object of named number arrays");
-        for (auto it = ex.begin(); it != ex.end(); ++it) {
-          if (!it->is_array() || it->empty())
-            fail(p + "/expected/" + it.key(), "expected a non-empty array of numbers");
-          for (std::size_t i = 0; i < it->size(); ++i)
-            number((*it)[i], fmt::format("{}/expected/{}/{}", p, it.key(), i));
-        }
-        x.expected = ex;
-      }
-      if (v["values"].contains("rtol")) x.rtol = number(v["values"]["rtol"], p + "/rtol");
-      if (v["values"].contains("atol")) x.atol = number(v["values"]["atol"], p + "/atol");
-      if (v["values"].contains("differ")) {
-        const json& d = v["values"]["differ"];
-        if (!d.is_array() || d.empty()) fail(p + "/differ", "expected a non-empty array of output names");
-        for (std::size_t i = 0; i < d.size(); ++i) {
-          if (!d[i].is_string() || d[i].get<std::string>().empty())
-            fail(fmt::format("{}/differ/{}", p, i), fmt::format("expected an output name, got {}", d[i].dump()));
-          x.differ.push_back(d[i].get<std::string>());
-        }
-      }
-      e.values = x;
-    }
-    if (v.contains("scan_paths")) {
-      const json& sp = v["scan_paths"];
-      if (!sp.is_array() || sp.empty())
-        fail(ptr + "/scan_paths", "expected a non-empty array of fused, preencoded, fallback");
-      for (std::size_t i = 0; i < sp.size(); ++i) {
-        const std::string s = sp[i].is_string() ? sp[i].get<std::string>() : "";
-        if (s != "fused" && s != "preencoded" && s != "fallback")
-          fail(fmt::format("{}/scan_paths/{}", ptr, i),
-               fmt::format("{} is not one of fused, preencoded, fallback", sp[i].dump()));
-        e.scan_paths.push_back(s);
-      }
-    }
+    if (v.contains("error")) e.error = error_expect(v["error"], ptr + "/error");
+    if (v.contains("values")) e.values = values_expect(v["values"], ptr + "/values");
+    if (v.contains("scan_paths")) e.scan_paths = scan_paths(v["scan_paths"], ptr + "/scan_paths");
     if (v.contains("max_buffers_per_dispatch"))
       e.max_buffers_per_dispatch =
           static_cast<int>(integer(v["max_buffers_per_dispatch"], ptr + "/max_buffers_per_dispatch"));
@@ -185,24 +130,79 @@ class Reader {
     if (v.contains("submits")) e.submits = count(v["submits"], ptr + "/submits");
     if (v.contains("host_routines")) e.host_routines = integer(v["host_routines"], ptr + "/host_routines");
     if (v.contains("leaked_slots")) e.leaked_slots = integer(v["leaked_slots"], ptr + "/leaked_slots");
-    if (v.contains("memory")) {
-      const std::string p = ptr + "/memory";
-      const json& m = v["memory"];
-      only(m, p,
-           {"after_call", "rss_growth_pct_max", "rss_growth_pct_min", "cache_within_capacity", "cache_entries_grow"});
-      MemoryExpect x;
-      if (m.contains("after_call")) x.after_call = integer(m["after_call"], p + "/after_call");
-      if (m.contains("rss_growth_pct_max"))
-        x.rss_growth_pct_max = number(m["rss_growth_pct_max"], p + "/rss_growth_pct_max");
-      if (m.contains("rss_growth_pct_min"))
-        x.rss_growth_pct_min = number(m["rss_growth_pct_min"], p + "/rss_growth_pct_min");
-      if (m.contains("cache_within_capacity"))
-        x.cache_within_capacity = boolean(m["cache_within_capacity"], p + "/cache_within_capacity");
-      if (m.contains("cache_entries_grow"))
-        x.cache_entries_grow = boolean(m["cache_entries_grow"], p + "/cache_entries_grow");
-      e.memory = x;
-    }
+    if (v.contains("memory")) e.memory = memory_expect(v["memory"], ptr + "/memory");
     return e;
+  }
+
+  ErrorExpect error_expect(const json& v, const std::string& p) const {
+    only(v, p, {"type", "message", "values_before"});
+    ErrorExpect x;
+    x.type = str(v, p, "type", false);
+    x.message = str(v, p, "message", true);
+    if (const std::string why = repetition_over_limit(x.message); !why.empty()) fail(p + "/message", why);
+    try {
+      std::regex check(x.message);
+    } catch (const std::regex_error& err) {
+      fail(p + "/message", fmt::format("not a valid regular expression: {}", err.what()));
+    }
+    if (v.contains("values_before")) x.values_before = boolean(v["values_before"], p + "/values_before");
+    return x;
+  }
+
+  ValuesExpect values_expect(const json& v, const std::string& p) const {
+    only(v, p, {"vs", "expected", "rtol", "atol", "differ"});
+    ValuesExpect x;
+    x.vs = str(v, p, "vs", false, "file");
+    if (x.vs != "file" && x.vs != "cpu") fail(p + "/vs", fmt::format("'{}' is not one of file, cpu", x.vs));
+    if (x.vs == "file") {
+      const json& ex = field(v, p, "expected", true);
+      if (!ex.is_object() || ex.empty()) fail(p + "/expected", "expected an object of named number arrays");
+      for (auto it = ex.begin(); it != ex.end(); ++it) {
+        if (!it->is_array() || it->empty()) fail(p + "/expected/" + it.key(), "expected a non-empty array of numbers");
+        for (std::size_t i = 0; i < it->size(); ++i) number((*it)[i], fmt::format("{}/expected/{}/{}", p, it.key(), i));
+      }
+      x.expected = ex;
+    }
+    if (v.contains("rtol")) x.rtol = number(v["rtol"], p + "/rtol");
+    if (v.contains("atol")) x.atol = number(v["atol"], p + "/atol");
+    if (v.contains("differ")) {
+      const json& d = v["differ"];
+      if (!d.is_array() || d.empty()) fail(p + "/differ", "expected a non-empty array of output names");
+      for (std::size_t i = 0; i < d.size(); ++i) {
+        if (!d[i].is_string() || d[i].get<std::string>().empty())
+          fail(fmt::format("{}/differ/{}", p, i), fmt::format("expected an output name, got {}", d[i].dump()));
+        x.differ.push_back(d[i].get<std::string>());
+      }
+    }
+    return x;
+  }
+
+  std::vector<std::string> scan_paths(const json& sp, const std::string& p) const {
+    if (!sp.is_array() || sp.empty()) fail(p, "expected a non-empty array of fused, preencoded, fallback");
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < sp.size(); ++i) {
+      const std::string s = sp[i].is_string() ? sp[i].get<std::string>() : "";
+      if (s != "fused" && s != "preencoded" && s != "fallback")
+        fail(fmt::format("{}/{}", p, i), fmt::format("{} is not one of fused, preencoded, fallback", sp[i].dump()));
+      out.push_back(s);
+    }
+    return out;
+  }
+
+  MemoryExpect memory_expect(const json& m, const std::string& p) const {
+    only(m, p,
+         {"after_call", "rss_growth_pct_max", "rss_growth_pct_min", "cache_within_capacity", "cache_entries_grow"});
+    MemoryExpect x;
+    if (m.contains("after_call")) x.after_call = integer(m["after_call"], p + "/after_call");
+    if (m.contains("rss_growth_pct_max"))
+      x.rss_growth_pct_max = number(m["rss_growth_pct_max"], p + "/rss_growth_pct_max");
+    if (m.contains("rss_growth_pct_min"))
+      x.rss_growth_pct_min = number(m["rss_growth_pct_min"], p + "/rss_growth_pct_min");
+    if (m.contains("cache_within_capacity"))
+      x.cache_within_capacity = boolean(m["cache_within_capacity"], p + "/cache_within_capacity");
+    if (m.contains("cache_entries_grow"))
+      x.cache_entries_grow = boolean(m["cache_entries_grow"], p + "/cache_entries_grow");
+    return x;
   }
 
  private:
