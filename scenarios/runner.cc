@@ -303,6 +303,61 @@ Point timed_call(const Scenario& s, const std::string& backend_name, const json&
   return p;
 }
 
+// The error expectation against point p. Returns whether the point's other checks apply: not
+// where it succeeded against an expected error, nor where it failed unexpectedly.
+bool check_point_error(const Expect& x, const Point& p, const std::string& at, std::vector<std::string>& fails) {
+  if (!x.error) {
+    if (p.failed) fails.push_back(fmt::format("unexpected {}{}: {}", p.error_type, at, p.error_message));
+    return !p.failed;
+  }
+  const ErrorExpect& e = *x.error;
+  if (!p.failed) {
+    fails.push_back(fmt::format("expected {} matching /{}/{}, but the workload succeeded",
+                                e.type.empty() ? "an error" : e.type, e.message, at));
+    return false;
+  }
+  if (!e.type.empty() && p.error_type != e.type)
+    fails.push_back(fmt::format("error type {}{}, expected {} ({})", p.error_type, at, e.type, p.error_message));
+  if (!std::regex_search(p.error_message, std::regex(e.message)))
+    fails.push_back(fmt::format("error message \"{}\"{} does not match /{}/", p.error_message, at, e.message));
+  if (e.values_before && *e.values_before != p.values_before)
+    fails.push_back(fmt::format("values were{} computed before the error{}, expected{}", p.values_before ? "" : " not",
+                                at, *e.values_before ? "" : " not"));
+  return true;
+}
+
+// Every scan of point p took one of the expected paths, and at least one ran.
+void check_scan_paths(const std::vector<std::string>& want, const Point& p, const std::string& at,
+                      std::vector<std::string>& fails) {
+  if (p.paths.empty())
+    fails.push_back(fmt::format("scan paths{}: no scan ran, expected [{}]", at, fmt::join(want, ", ")));
+  for (const auto& sp : p.paths)
+    if (std::find(want.begin(), want.end(), sp) == want.end()) {
+      fails.push_back(fmt::format("a scan took path {}{}, expected one of [{}]", sp, at, fmt::join(want, ", ")));
+      break;
+    }
+}
+
+// The expectations that hold at each point of a sweep (dispatch and submit counts are checked
+// over the whole sweep).
+void check_point(const Scenario& s, const Expect& x, const Point& p, std::vector<std::string>& fails) {
+  const std::string at = p.param.is_null() ? "" : fmt::format(" at {}={}", s.sweep_key, p.param.dump());
+  if (!check_point_error(x, p, at, fails)) return;
+  if (x.values && !p.failed) check_point_values(s, *x.values, p, at, fails);
+  if (!x.scan_paths.empty()) check_scan_paths(x.scan_paths, p, at, fails);
+  if (x.max_buffers_per_dispatch && p.max_buffers > *x.max_buffers_per_dispatch)
+    fails.push_back(fmt::format("{} buffers in one dispatch{}, expected at most {}", p.max_buffers, at,
+                                *x.max_buffers_per_dispatch));
+  if (x.host_routines && p.host_routines < 0)
+    fails.push_back(fmt::format("host routines{}: counted only on vulkan", at));
+  else if (x.host_routines && p.host_routines > *x.host_routines)
+    fails.push_back(
+        fmt::format("{} primitives ran on the host{}, expected at most {}", p.host_routines, at, *x.host_routines));
+  if (x.leaked_slots && p.leaked != *x.leaked_slots)
+    fails.push_back(fmt::format("{} leaked slots{}, expected {}", p.leaked, at, *x.leaked_slots));
+  if (x.memory) check_memory(*x.memory, p, fails);
+}
+
 CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend_name, int calls) {
   if (c.profile.rfind(kSwitchesPrefix, 0) != 0) (void)replay::profile(c.profile);  // an unknown name fails here
   CaseResult r{s.id, s.title, s.file, backend_name, c.profile, "pass", {}, "", json::object(), 0, c.expect_json};
@@ -333,51 +388,8 @@ CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return r;
   }
+  for (const Point& p : pts) check_point(s, x, p, r.failures);
   auto& fails = r.failures;
-  for (const Point& p : pts) {
-    const std::string at = p.param.is_null() ? "" : fmt::format(" at {}={}", s.sweep_key, p.param.dump());
-    if (x.error) {
-      if (!p.failed) {
-        fails.push_back(fmt::format("expected {} matching /{}/{}, but the workload succeeded",
-                                    x.error->type.empty() ? "an error" : x.error->type, x.error->message, at));
-        continue;
-      }
-      if (!x.error->type.empty() && p.error_type != x.error->type)
-        fails.push_back(
-            fmt::format("error type {}{}, expected {} ({})", p.error_type, at, x.error->type, p.error_message));
-      if (!std::regex_search(p.error_message, std::regex(x.error->message)))
-        fails.push_back(
-            fmt::format("error message \"{}\"{} does not match /{}/", p.error_message, at, x.error->message));
-      if (x.error->values_before && *x.error->values_before != p.values_before)
-        fails.push_back(fmt::format("values were{} computed before the error{}, expected{}",
-                                    p.values_before ? "" : " not", at, *x.error->values_before ? "" : " not"));
-    } else if (p.failed) {
-      fails.push_back(fmt::format("unexpected {}{}: {}", p.error_type, at, p.error_message));
-      continue;
-    }
-    if (x.values && !p.failed) check_point_values(s, *x.values, p, at, fails);
-    if (!x.scan_paths.empty()) {
-      if (p.paths.empty())
-        fails.push_back(fmt::format("scan paths{}: no scan ran, expected [{}]", at, fmt::join(x.scan_paths, ", ")));
-      for (const auto& sp : p.paths)
-        if (std::find(x.scan_paths.begin(), x.scan_paths.end(), sp) == x.scan_paths.end()) {
-          fails.push_back(
-              fmt::format("a scan took path {}{}, expected one of [{}]", sp, at, fmt::join(x.scan_paths, ", ")));
-          break;
-        }
-    }
-    if (x.max_buffers_per_dispatch && p.max_buffers > *x.max_buffers_per_dispatch)
-      fails.push_back(fmt::format("{} buffers in one dispatch{}, expected at most {}", p.max_buffers, at,
-                                  *x.max_buffers_per_dispatch));
-    if (x.host_routines && p.host_routines < 0)
-      fails.push_back(fmt::format("host routines{}: counted only on vulkan", at));
-    else if (x.host_routines && p.host_routines > *x.host_routines)
-      fails.push_back(
-          fmt::format("{} primitives ran on the host{}, expected at most {}", p.host_routines, at, *x.host_routines));
-    if (x.leaked_slots && p.leaked != *x.leaked_slots)
-      fails.push_back(fmt::format("{} leaked slots{}, expected {}", p.leaked, at, *x.leaked_slots));
-    if (x.memory) check_memory(*x.memory, p, fails);
-  }
   if (x.dispatches) check_count("dispatches", *x.dispatches, pts, false, fails);
   if (x.submits) check_count("submits", *x.submits, pts, true, fails);
   r.status = fails.empty() ? "pass" : "fail";
