@@ -389,10 +389,9 @@ CaseResult run_case(const Scenario& s, const Case& c, const std::string& backend
     return r;
   }
   for (const Point& p : pts) check_point(s, x, p, r.failures);
-  auto& fails = r.failures;
-  if (x.dispatches) check_count("dispatches", *x.dispatches, pts, false, fails);
-  if (x.submits) check_count("submits", *x.submits, pts, true, fails);
-  r.status = fails.empty() ? "pass" : "fail";
+  if (x.dispatches) check_count("dispatches", *x.dispatches, pts, false, r.failures);
+  if (x.submits) check_count("submits", *x.submits, pts, true, r.failures);
+  r.status = r.failures.empty() ? "pass" : "fail";
   for (const Point& p : pts) r.measured["points"].push_back(point_json(p));
   r.measured["policy"] = policy_of(c.profile).switches();
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
