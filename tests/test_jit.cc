@@ -2,6 +2,7 @@
 #include "core/instrument/instrument.h"
 #include "core/jit/passes.h"
 #include "core/jit/program.h"
+#include "core/kernel/index_eval.h"
 #include "leakcheck/leakcheck.h"
 #include "tests/prim_cases.h"
 
@@ -505,6 +506,40 @@ TEST(Program, FreesIntermediatesAfterLastUse) {
   EXPECT_NE(s.find("routine cholesky"), std::string::npos) << s;
   EXPECT_NE(s.find("free"), std::string::npos) << s;
   EXPECT_EQ(p.kernels.size(), 2u) << s;  // the prologue kernel and the reduction
+}
+
+// IndexEvaluator (core/kernel/index_eval.h): the window test of a concatenate depends on the
+// index alone and flips exactly at the seam when evaluated on the host; a condition read from
+// memory is not index-only.
+TEST(Program, IndexOnlyConditionsEvaluateOnTheHost) {
+  auto select_cond = [](const Program& p) -> std::pair<const Kernel*, int> {
+    for (const Kernel& k : p.kernels)
+      for (const KNode& n : k.nodes)
+        if (n.kind == KNodeKind::alu && n.prim == Prim::select) return {&k, n.a};
+    return {nullptr, -1};
+  };
+  const Array x = np::arange(0.0, 5.0, 1.0, DType::float32), y = np::arange(1.0, 4.0, 1.0, DType::float32);
+  auto cat = make_jaxpr([](const std::vector<Array>& v) {
+    return np::concatenate({np::exp(v[0]), np::log(v[1])});
+  })(std::vector<Array>{x, y});
+  const Program p = lower(simplify(cat.jaxpr), LowerOptions{});
+  const auto [k, cond] = select_cond(p);
+  ASSERT_NE(k, nullptr) << p.str();
+  IndexEvaluator ev(*k, cond);
+  ASSERT_TRUE(ev.index_only()) << k->str();
+  const std::vector<std::int64_t> first = {0};
+  const double left = ev.at(first);
+  for (std::int64_t i = 0; i < 8; ++i) {
+    const std::vector<std::int64_t> at = {i};
+    EXPECT_EQ(ev.at(at), i < 5 ? left : 1.0 - left) << "index " << i << "\n" << k->str();
+  }
+  auto by_data = make_jaxpr([](const std::vector<Array>& v) {
+    return np::where(np::greater(v[0], np::full({}, 2.0)), np::exp(v[0]), v[0]);
+  })(std::vector<Array>{x});
+  const Program q = lower(simplify(by_data.jaxpr), LowerOptions{});
+  const auto [kd, cd] = select_cond(q);
+  ASSERT_NE(kd, nullptr) << q.str();
+  EXPECT_FALSE(IndexEvaluator(*kd, cd).index_only()) << kd->str();
 }
 
 TEST(Cache, TracesPerJitObjectAreBoundedLeastRecentlyUsedFirst) {

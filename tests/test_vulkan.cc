@@ -5,6 +5,7 @@
 // (validation.test_vulkan), where any validation message fails the test that produced it.
 #include <chrono>
 
+#include "core/backends/vulkan/glsl_renderer.h"
 #include "core/backends/vulkan/vulkan.h"
 #include "core/base/env.h"
 #include "core/instrument/instrument.h"
@@ -424,6 +425,77 @@ TEST(Vulkan, BoolAndIntegerBuffersAndIsnanOnAColumn) {
   Array i = np::array({2147483647.0, -5.0, 7.0}, DType::int32);
   EXPECT_TRUE(all_close(i + np::array({1.0, 2.0, 3.0}, DType::int32), {-2147483648.0, -3, 10}));
   EXPECT_TRUE(all_close(np::argmax(np::array({{1.0, 5.0, 5.0}, {NAN, 0.0, 9.0}}), 1), {1, 0}));
+}
+
+// A select whose branches read memory the other does not (the windows of concatenate and pad)
+// computes only the branch taken where its condition is the same across a warp (cstyle.cc: an
+// if / else, each branch's own nodes inside; glsl_uniform.cc): the values against the cpu oracle
+// with windows that would be NaN or out of range where discarded, nested windows, int32 and bool,
+// windows across rows of 16 and of 64; and which selects become an if / else.
+TEST(Vulkan, SelectsComputeOnlyTheBranchTaken) {
+  const Array x = np::arange(-20.0, 20.0, 0.01, DType::float32), y = np::exp(x * 0.1);
+  using F = std::function<Array(const std::vector<Array>&)>;
+  auto half = [](const Array& a, std::int64_t h) { return np::index(a, {np::Slice{h * 2000, (h + 1) * 2000}}); };
+  // rows of w: the left half of each row from one window, the right half from another, so the
+  // select's condition (column < w / 2) alternates every w / 2 outputs
+  auto row_windows = [](const std::vector<Array>& v, std::int64_t w) {
+    auto rows = [&](const Array& x) { return np::reshape(np::index(x, {np::Slice{0, 3840}}), {-1, w}); };
+    const Array a = rows(v[0]), b = rows(v[1]);
+    auto cols = [&](const Array& m, std::int64_t h) {
+      return np::index(m, {np::Slice{}, np::Slice{h * w / 2, (h + 1) * w / 2}});
+    };
+    return np::concatenate({np::log(cols(a, 1)) * cols(b, 0), np::sqrt(-cols(a, 0)) + cols(b, 1)}, 1);
+  };
+  const std::vector<std::pair<const char*, F>> cases = {
+      {"two windows",
+       [&](const std::vector<Array>& v) {
+         return np::concatenate({np::log(half(v[0], 1)) * half(v[1], 0), np::sqrt(-half(v[0], 0)) + half(v[1], 1)});
+       }},
+      {"nested windows",
+       [&](const std::vector<Array>& v) {
+         return np::pad(np::concatenate({half(v[0], 0) * half(v[1], 1), np::pad(half(v[1], 0), {{3, 5}})}), {{7, 2}},
+                        1.5);
+       }},
+      {"int32",
+       [&](const std::vector<Array>& v) {
+         return np::concatenate(
+             {np::astype(half(v[0], 0) * 10.0, DType::int32), np::astype(half(v[1], 1), DType::int32)});
+       }},
+      {"bool",
+       [&](const std::vector<Array>& v) {
+         return np::concatenate({np::greater(half(v[0], 1), half(v[1], 0)), np::isnan(np::log(half(v[0], 0)))});
+       }},
+      {"where over loads",
+       [&](const std::vector<Array>& v) {
+         return np::where(np::greater(v[0], np::full({}, 0.0)), np::log(v[0]) * v[1], v[1] - 1.0);
+       }},
+      {"windows across rows of 16", [&](const std::vector<Array>& v) { return row_windows(v, 16); }},
+      {"windows across rows of 64", [&](const std::vector<Array>& v) { return row_windows(v, 64); }},
+  };
+  for (const auto& [what, f] : cases) {
+    const std::vector<double> want = vals(f({x, y}));  // eager on cpu
+    DefaultDeviceScope vk("vulkan");
+    EXPECT_TRUE(all_close(jit(f)(on({x, y}, "vulkan")), want, 1e-6, 1e-6)) << what;
+  }
+  // the rendered kernel: an if / else for the windows, a ternary for a select of two cheap values
+  auto glsl = [&](const F& f) {
+    ClosedJaxpr cj = make_jaxpr(f)(std::vector<Array>{x, y});
+    Program p = lower(cj.jaxpr, LowerOptions{});
+    std::string s;
+    for (const Kernel& k : p.kernels) s += vk::render_kernel(k, false).glsl;
+    return s;
+  };
+  EXPECT_NE(glsl(cases[0].second).find("} else {"), std::string::npos);
+  // a warp of 32 holds two rows of 16 and takes both branches: one expression; rows of 64 split
+  // at 32, so every warp takes one branch
+  EXPECT_EQ(glsl(cases[5].second).find("} else {"), std::string::npos);
+  EXPECT_NE(glsl(cases[6].second).find("} else {"), std::string::npos);
+  // a condition read from memory: its split across warps is not known, both branches
+  EXPECT_EQ(glsl(cases[4].second).find("} else {"), std::string::npos);
+  const std::string cheap = glsl([](const std::vector<Array>& v) {
+    return np::where(np::greater(v[0], np::full({}, 0.0)), v[0] * 2.0, v[0] + 1.0);
+  });
+  EXPECT_EQ(cheap.find("} else {"), std::string::npos) << cheap;
 }
 
 TEST(Vulkan, MemoryIsPooledAndReported) {

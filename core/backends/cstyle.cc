@@ -1,5 +1,8 @@
 #include "core/backends/cstyle.h"
 
+#include <algorithm>
+#include <functional>
+
 #include <fmt/format.h>
 
 #include "core/base/errors.h"
@@ -70,31 +73,125 @@ std::string CStyleLanguage::op(const Kernel& k, const KNode& n) const {
   throw Error(fmt::format("{} is not an elementwise primitive", prim_name(n.prim)));
 }
 
+std::string CStyleLanguage::node(const Kernel& k, int i, const std::vector<std::string>& idx) const {
+  const KNode& n = k.nodes[i];
+  switch (n.kind) {
+    case KNodeKind::load: {
+      const KLoad& l = k.loads[n.load];
+      std::string off = fmt::format("{}", l.offset);
+      for (std::size_t d = 0; d < l.strides.size(); ++d)
+        if (l.strides[d] != 0) off += fmt::format(" + {}*{}", l.strides[d], idx[d]);
+      if (l.indexed) off = index_value(n.a);
+      if (l.clamp) off = clamp(off, k.inputs[l.buffer].size() - 1);
+      return load(k, l, n, off);
+    }
+    case KNodeKind::constant: return literal(n.dtype, n.value);
+    case KNodeKind::iota: return cast(n.dtype, idx[n.dim], true);
+    case KNodeKind::reduce_result: return cast(n.dtype, acc_, true);
+    case KNodeKind::alu: break;
+  }
+  return cast(n.dtype, op(k, n), false);
+}
+
+namespace {
+
+// Where each node of `order` is computed. Regions nest: region 0 is the whole code; a lazy select
+// s in region r opens two, its then- and else-branch (children of r). A node belongs to the
+// innermost region holding every use of it (a branch operand is used in the branch's region, any
+// other operand in its user's region), found users first (reverse topological order). A select
+// is lazy where its branches' regions hold a load between them (a branch of arithmetic alone is
+// cheaper computed than jumped over) and the dialect says so (`lazy_ok(select, then's loads,
+// else's loads)`: a GPU, where the jump saves enough of the loads, warp by warp).
+struct SelectRegions {
+  std::vector<int> parent = {-1}, depth = {0}, loads = {0};
+  std::vector<int> region;                    // by node: where it is computed (effective: lazy selects only)
+  std::vector<std::pair<int, int>> branches;  // by node: a lazy select's (then, else) regions, else (-1, -1)
+  int lca(int a, int b) const {
+    while (a != b) {
+      if (depth[a] >= depth[b])
+        a = parent[a];
+      else
+        b = parent[b];
+    }
+    return a;
+  }
+};
+
+SelectRegions select_regions(const Kernel& k, const std::vector<int>& order,
+                             const std::function<bool(int, int, int)>& lazy_ok) {
+  SelectRegions R;
+  const std::size_t nn = k.nodes.size();
+  std::vector<int> use(nn, -2);  // -2: no use seen in `order`
+  R.region.assign(nn, 0);
+  R.branches.assign(nn, {-1, -1});
+  std::vector<bool> in(nn, false);
+  for (int i : order) in[i] = true;
+  auto used = [&](int x, int r) {
+    if (x >= 0 && in[x]) use[x] = use[x] == -2 ? r : R.lca(use[x], r);
+  };
+  auto open = [&](int r) {
+    R.parent.push_back(r), R.depth.push_back(R.depth[r] + 1), R.loads.push_back(0);
+    return static_cast<int>(R.parent.size()) - 1;
+  };
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const KNode& n = k.nodes[*it];
+    const int r = use[*it] == -2 ? 0 : use[*it];
+    R.region[*it] = r;
+    if (n.kind == KNodeKind::load) ++R.loads[r];
+    if (n.kind == KNodeKind::alu && n.prim == Prim::select) {
+      R.branches[*it] = {open(r), open(r)};
+      used(n.a, r), used(n.b, R.branches[*it].first), used(n.c, R.branches[*it].second);
+    } else if (n.kind == KNodeKind::alu || n.kind == KNodeKind::load) {
+      used(n.a, r), used(n.b, r), used(n.c, r);
+    }
+  }
+  for (int r = static_cast<int>(R.parent.size()) - 1; r > 0; --r) R.loads[R.parent[r]] += R.loads[r];
+  // a select without loads in its branches is computed eagerly: its branches' nodes go up to the
+  // nearest lazy region (parents before children: regions are numbered in that order)
+  std::vector<int> eff(R.parent.size(), 0);
+  std::vector<bool> lazy(R.parent.size(), false);
+  for (int i : order)
+    if (auto [t, e] = R.branches[i]; t >= 0)
+      lazy[t] = lazy[e] = R.loads[t] + R.loads[e] > 0 && lazy_ok(i, R.loads[t], R.loads[e]);
+  for (std::size_t r = 1; r < R.parent.size(); ++r) eff[r] = lazy[r] ? static_cast<int>(r) : eff[R.parent[r]];
+  for (int i : order) {
+    R.region[i] = eff[R.region[i]];
+    if (auto& b = R.branches[i]; b.first >= 0 && !lazy[b.first]) b = {-1, -1};
+  }
+  return R;
+}
+
+}  // namespace
+
 std::string CStyleLanguage::nodes(const Kernel& k, const std::vector<int>& order, const std::vector<std::string>& idx,
                                   const std::string& ind) const {
-  std::string s;
-  for (int i : order) {
-    const KNode& n = k.nodes[i];
-    std::string e;
-    switch (n.kind) {
-      case KNodeKind::load: {
-        const KLoad& l = k.loads[n.load];
-        std::string off = fmt::format("{}", l.offset);
-        for (std::size_t d = 0; d < l.strides.size(); ++d)
-          if (l.strides[d] != 0) off += fmt::format(" + {}*{}", l.strides[d], idx[d]);
-        if (l.indexed) off = index_value(n.a);
-        if (l.clamp) off = clamp(off, k.inputs[l.buffer].size() - 1);
-        e = load(k, l, n, off);
-        break;
-      }
-      case KNodeKind::constant: e = literal(n.dtype, n.value); break;
-      case KNodeKind::iota: e = cast(n.dtype, idx[n.dim], true); break;
-      case KNodeKind::reduce_result: e = cast(n.dtype, acc_, true); break;
-      case KNodeKind::alu: e = cast(n.dtype, op(k, n), false); break;
-    }
-    s += fmt::format("{}const {} {} = {};\n", ind, type(n.dtype), var(i), e);
+  const bool selects = std::any_of(order.begin(), order.end(), [&](int i) {
+    return k.nodes[i].kind == KNodeKind::alu && k.nodes[i].prim == Prim::select;
+  });
+  if (!selects) {
+    std::string s;
+    for (int i : order) s += fmt::format("{}const {} {} = {};\n", ind, type(k.nodes[i].dtype), var(i), node(k, i, idx));
+    return s;
   }
-  return s;
+  const SelectRegions R = select_regions(k, order, [&](int i, int lt, int le) { return lazy_select(k, i, lt, le); });
+  // region r's nodes in order, a lazy select's branches inside its if / else
+  std::function<std::string(int, const std::string&)> region = [&](int r, const std::string& in) {
+    std::string s;
+    for (int i : order) {
+      if (R.region[i] != r) continue;
+      const KNode& n = k.nodes[i];
+      const auto [t, e] = R.branches[i];
+      if (t < 0) {
+        s += fmt::format("{}const {} {} = {};\n", in, type(n.dtype), var(i), node(k, i, idx));
+        continue;
+      }
+      s += fmt::format("{}{} {};\n{}if ({}) {{\n", in, type(n.dtype), var(i), in, truthy(k.nodes[n.a].dtype, var(n.a)));
+      s += region(t, in + "  ") + fmt::format("{}  {} = {};\n{}}} else {{\n", in, var(i), var(n.b), in);
+      s += region(e, in + "  ") + fmt::format("{}  {} = {};\n{}}}\n", in, var(i), var(n.c), in);
+    }
+    return s;
+  };
+  return region(0, ind);
 }
 
 }  // namespace jx

@@ -45,9 +45,20 @@ class CStyleLanguage {
   // their own spellings and call CStyleLanguage::op for the rest. Throws Error for a primitive
   // that is not elementwise.
   virtual std::string op(const Kernel& k, const KNode& n) const;
-  // `const T v<i> = ...;` for each node of `order`; idx[d] is the expression of space dim d's index
+  // `const T v<i> = ...;` for each node of `order` (topological, the values of its nodes without
+  // users in it the results); idx[d] is the expression of space dim d's index. A select whose
+  // branches read memory the other does not, and that the dialect evaluates lazily (lazy_select),
+  // becomes an if / else, each branch computing the nodes only it uses.
   std::string nodes(const Kernel& k, const std::vector<int>& order, const std::vector<std::string>& idx,
                     const std::string& ind) const;
+  // Whether nodes() computes only the taken branch of select node `select` of k, whose branches
+  // read then_loads and else_loads values (a GPU, where warps agree on the condition and the
+  // untaken branch's loads are worth a jump: a window of concatenate or pad that the select
+  // discards). Default: both branches (compilers that vectorize loops over outputs want
+  // straight-line code).
+  virtual bool lazy_select(const Kernel& /*k*/, int /*select*/, int /*then_loads*/, int /*else_loads*/) const {
+    return false;
+  }
   // Names for a node evaluated more than once in one scope (a tile of outputs per invocation):
   // node i's value is v<i><suffix(i)>, a reduce_result reads `acc`. Default: v<i> and "acc".
   void rename(std::function<std::string(int)> suffix, std::string acc) {
@@ -59,6 +70,7 @@ class CStyleLanguage {
   // the operands' dtype of node n (select: its branches'), and their names
   static DType operand_dtype(const Kernel& k, const KNode& n);
   std::string var(int i) const { return i >= 0 ? "v" + std::to_string(i) + (suffix_ ? suffix_(i) : "") : ""; }
+  std::string node(const Kernel& k, int i, const std::vector<std::string>& idx) const;  // node i's expression
 
  private:
   std::function<std::string(int)> suffix_;

@@ -59,6 +59,21 @@ struct SpaceSplit {
 };
 SpaceSplit split_space(const Kernel& k);
 
+// ---- glsl_uniform.cc ----------------------------------------------------------------------------
+// The share of a select's loads (then_loads in its true branch, else_loads in its false one) that
+// an if / else skips, on warps of kWarp invocations laid out as m says: a warp whose lanes agree
+// on the index-only condition `cond` (core/kernel/index_eval.h) skips the untaken branch's, a
+// split warp runs both. Averaged over up to kWarpSamples warps spread over the invocations (all
+// of them where there are fewer); 0 where cond reads memory or an accumulator (how it splits is
+// not known here).
+constexpr std::int64_t kWarp = 32;  // NVIDIA's warp; a wave64 GPU splits no more often
+constexpr std::int64_t kWarpSamples = 64;
+double skipped_loads(const Kernel& k, int cond, const WarpMap& m, int then_loads, int else_loads);
+// An if / else costs the loads it cannot schedule across its jump: worth it from a quarter of the
+// loads skipped (the interleave of odd and even positions, half; a window test true nearly
+// everywhere whose false branch reads nothing, none).
+constexpr double kLazySelectSaving = 0.25;
+
 // ---- glsl_split.cc ------------------------------------------------------------------------------
 // A split reduction (more than kSplitReductionMin terms an output, a scratch binding) over 2 to
 // 256 outputs whose loads lie closer together along the last (output) dim than along the

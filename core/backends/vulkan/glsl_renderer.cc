@@ -216,6 +216,14 @@ class GlslLanguage final : public CStyleLanguage {
   std::string truthy(DType d, const std::string& v) const override {
     return d == DType::bool_ ? v : fmt::format("({} != {}(0))", v, gtype(d));
   }
+  // Only where the form says how its warps lie over the space and the jump skips at least
+  // kLazySelectSaving of the branches' loads (glsl_uniform.cc); JX_VK_LAZY_SELECT=0: both
+  // branches everywhere, for measuring.
+  bool lazy_select(const Kernel& k, int select, int then_loads, int else_loads) const override {
+    static const bool on = !env_is_zero("JX_VK_LAZY_SELECT");
+    return on && c_.warps &&
+           skipped_loads(k, k.nodes[select].a, *c_.warps, then_loads, else_loads) >= kLazySelectSaving;
+  }
   std::string op(const Kernel& k, const KNode& n) const override {
     const DType in = operand_dtype(k, n);
     const std::string a = var(n.a), b = var(n.b);

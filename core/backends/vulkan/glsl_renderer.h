@@ -58,10 +58,19 @@ std::int64_t tile_floor();
 // One kernel's element computation, for shaders that inline kernels (fused scans): `load(b,
 // off)` reads element `off` (an int expression) of the kernel's input b as its dtype (nullptr:
 // the kernel's own bindings in0..), `store(v)` writes the value.
+// How a shader form lays a warp's invocations over a kernel's space: lane l of the warp starting
+// at invocation w takes output (the outer dims' row-major flat index) (w + l) / L and the reduced
+// elements (w + l) mod L + L·j, j = 0, 1, ... in step; L = 1 for an output an invocation (its
+// reduced dims in loops that every lane runs alike). Forms without one compute both branches of
+// every select.
+struct WarpMap {
+  std::int64_t lanes_per_output = 1;
+};
 struct KernelCtx {
   const Kernel& k;
   bool f64;
   std::function<std::string(int b, const std::string& off)> load;
+  const WarpMap* warps = nullptr;  // nullptr: the invocations' layout is the caller's own
 };
 using StoreFn = std::function<std::string(const std::string& value)>;
 std::string kernel_element_code(const KernelCtx& c, const std::string& elem, Shader& sh, const StoreFn& store);

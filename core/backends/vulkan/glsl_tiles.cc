@@ -325,15 +325,19 @@ std::string kernel_shader_name(const Kernel& k, const KernelLayout& l) {
 std::string kernel_invocation_code(const KernelCtx& c, const KernelLayout& l, const std::string& elem, Shader& sh,
                                    const std::string& buf, const std::string& red) {
   const Kernel& k = c.k;
+  // elem counts from a multiple of the workgroup size, so its warps are the device's
+  const WarpMap warps{std::max<std::int64_t>(l.lanes, 1)};
+  KernelCtx wc = c;
+  if (!l.tile.tiled()) wc.warps = &warps;
   if (l.lanes) {
     sh.max_loop = std::max(sh.max_loop, (reduced_elements(k) + l.lanes - 1) / l.lanes);
-    return lanes_code(c, l.lanes, elem, red, buf);
+    return lanes_code(wc, l.lanes, elem, red, buf);
   }
   if (l.tile.tiled())
     return tiled_reduction_code(c, l.tile, elem, sh, [&](const std::string& o, const std::string& v) {
       return store_code(k.out.dtype, o, v, buf);
     });
-  return kernel_element_code(c, elem, sh, [&](const std::string& v) { return store_code(k.out.dtype, elem, v, buf); });
+  return kernel_element_code(wc, elem, sh, [&](const std::string& v) { return store_code(k.out.dtype, elem, v, buf); });
 }
 
 void set_tile_floor(std::int64_t invocations) { g_tile_floor.store(invocations); }
