@@ -51,6 +51,15 @@ std::string reduction_identity(const Kernel& k, const std::string& at);
 std::string combine_code(const Kernel& k, const std::string& acc, const std::string& v);  // acc ⊕= v
 // After the accumulation into `acc`: rounded like the oracle, then the epilogue (or acc) stored.
 std::string reduction_finish(const KernelCtx& c, const std::vector<std::string>& idx, const StoreFn& store);
+// An invocation's terms of a reduction folded into `acc` (of type at): the outer dims decomposed
+// from `outer`, then `for (int rr_ = first; rr_ < terms; rr_ += step)`, each term's nodes in turn.
+struct SpaceSplit;
+std::string strided_terms(const KernelCtx& c, const SpaceSplit& sp, const std::string& at, const std::string& outer,
+                          const std::string& first, std::int64_t step);
+// A workgroup's accumulators folded pairwise in a fixed tree (deterministic): red[lid] = acc, then
+// for h = half, half / 2, ..., 1 each invocation whose `lane` < h folds in red[lid + h · stride].
+std::string tree_fold(const Kernel& k, const std::string& at, const std::string& red, const std::string& lane,
+                      std::int64_t half, std::int64_t stride);
 // The kernel's space split: idx names every dim (`i<d>`); outer holds the output dims and red
 // the reduced ones, each in order, with their names.
 struct SpaceSplit {

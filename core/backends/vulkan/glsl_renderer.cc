@@ -362,6 +362,26 @@ std::string combine_code(const Kernel& k, const std::string& acc, const std::str
   }
 }
 
+std::string strided_terms(const KernelCtx& c, const SpaceSplit& sp, const std::string& at, const std::string& outer,
+                          const std::string& first, std::int64_t step) {
+  const Kernel& k = c.k;
+  std::string s = decompose(sp.outer, sp.outer_names, outer);
+  s += fmt::format("  {} acc = {};\n", at, reduction_identity(k, at));
+  s += fmt::format("  for (int rr_ = {}; rr_ < {}; rr_ += {}) {{\n", first, reduced_elements(k), step);
+  s += decompose(sp.red, sp.red_names, "rr_");
+  s += nodes_code(c, k.reachable(k.body), sp.idx, "    ");
+  return s + "    " + combine_code(k, "acc", fmt::format("{}(v{})", at, k.body)) + "  }\n";
+}
+
+std::string tree_fold(const Kernel& k, const std::string& at, const std::string& red, const std::string& lane,
+                      std::int64_t half, std::int64_t stride) {
+  const std::string partner = stride == 1 ? "h_" : fmt::format("h_ * {}", stride);
+  return fmt::format(
+      "  {0}[lid] = acc;\n  barrier();\n  for (int h_ = {1}; h_ > 0; h_ >>= 1) {{\n    if ({2} < h_) {{\n      {3} b_ = "
+      "{0}[lid + {4}];\n      {5}    }}\n    barrier();\n  }}\n",
+      red, half, lane, at, partner, combine_code(k, red + "[lid]", "b_"));
+}
+
 SpaceSplit split_space(const Kernel& k) {
   SpaceSplit sp;
   for (std::size_t d = 0; d < k.space.size(); ++d) {
@@ -464,17 +484,8 @@ Shader render_workgroup_reduction(const Kernel& k, bool f64_math, std::int64_t G
       "const int p_ = wg % {1};\n",
       kWorkgroup, G);
   const SpaceSplit sp = split_space(k);
-  s += decompose(sp.outer, sp.outer_names, "o_");
-  s += fmt::format("  {} acc = {};\n", at, reduction_identity(k, at));
-  s += fmt::format("  for (int rr_ = p_ * {0} + lid; rr_ < {1}; rr_ += {2}) {{\n", kWorkgroup, reduced, G * kWorkgroup);
-  s += decompose(sp.red, sp.red_names, "rr_");
-  s += nodes_code(c, k.reachable(k.body), sp.idx, "    ");
-  s += "    " + combine_code(k, "acc", fmt::format("{}(v{})", at, k.body)) + "  }\n";
-  // the workgroup's accumulators folded pairwise in a fixed tree (deterministic)
-  const std::string tree = fmt::format(
-      "  red_[lid] = acc;\n  barrier();\n  for (int h_ = {}; h_ > 0; h_ >>= 1) {{\n    if (lid < h_) {{\n      {} b_ = "
-      "red_[lid + h_];\n      {}    }}\n    barrier();\n  }}\n",
-      kWorkgroup / 2, at, combine_code(k, "red_[lid]", "b_"));
+  s += strided_terms(c, sp, at, "o_", fmt::format("p_ * {} + lid", kWorkgroup), G * kWorkgroup);
+  const std::string tree = tree_fold(k, at, "red_", "lid", kWorkgroup / 2, 1);
   s += tree;
   if (!split) {
     s += "  if (lid != 0) return;\n  acc = red_[0];\n";

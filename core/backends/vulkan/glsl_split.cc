@@ -72,17 +72,9 @@ Shader render_outputs_in_lanes(const Kernel& k, bool f64_math, std::int64_t P) {
       "  const int o_ = lid - ph_ * {1};\n  const bool live_ = ph_ < {2};\n",
       kWorkgroup, O, P);
   const SpaceSplit sp = split_space(k);
-  s += decompose(sp.outer, sp.outer_names, "o_");
-  s += fmt::format("  {} acc = {};\n", at, reduction_identity(k, at));
-  s += fmt::format("  for (int rr_ = live_ ? wg * {0} + ph_ : {1}; rr_ < {1}; rr_ += {2}) {{\n", P, reduced, G * P);
-  s += decompose(sp.red, sp.red_names, "rr_");
-  s += nodes_code(c, k.reachable(k.body), sp.idx, "    ");
-  s += "    " + combine_code(k, "acc", fmt::format("{}(v{})", at, k.body)) + "  }\n";
+  s += strided_terms(c, sp, at, "o_", fmt::format("live_ ? wg * {} + ph_ : {}", P, reduced), G * P);
   // the phases of each output folded pairwise in a fixed tree: lane o then holds its partial
-  const std::string tree = fmt::format(
-      "  red_[lid] = acc;\n  barrier();\n  for (int h_ = {0}; h_ > 0; h_ >>= 1) {{\n    if (ph_ < h_) {{\n      {1} "
-      "b_ = red_[lid + h_ * {2}];\n      {3}    }}\n    barrier();\n  }}\n",
-      P / 2, at, O, combine_code(k, "red_[lid]", "b_"));
+  const std::string tree = tree_fold(k, at, "red_", "ph_", P / 2, O);
   s += tree;
   s += fmt::format(
       "  if (lid < {0}) {{\n    scr.part_[lid * {1} + wg] = red_[lid];\n    memoryBarrierBuffer();\n  }}\n  "

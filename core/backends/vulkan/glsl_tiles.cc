@@ -70,16 +70,8 @@ std::string lanes_code(const KernelCtx& c, std::int64_t lanes, const std::string
       "  const bool live_ = o_ < {1};\n",
       lanes, outs, elem);
   const SpaceSplit sp = split_space(k);
-  s += decompose(sp.outer, sp.outer_names, fmt::format("min(o_, {})", outs - 1));
-  s += fmt::format("  {} acc = {};\n", at, reduction_identity(k, at));
-  s += fmt::format("  for (int rr_ = live_ ? l_ : {0}; rr_ < {0}; rr_ += {1}) {{\n", reduced, lanes);
-  s += decompose(sp.red, sp.red_names, "rr_");
-  s += nodes_code(c, k.reachable(k.body), sp.idx, "    ");
-  s += "    " + combine_code(k, "acc", fmt::format("{}(v{})", at, k.body)) + "  }\n";
-  s += fmt::format(
-      "  {0}[lid] = acc;\n  barrier();\n  for (int h_ = {1}; h_ > 0; h_ >>= 1) {{\n    if (l_ < h_) {{\n      {2} b_ = "
-      "{0}[lid + h_];\n      {3}    }}\n    barrier();\n  }}\n",
-      red, lanes / 2, at, combine_code(k, red + "[lid]", "b_"));
+  s += strided_terms(c, sp, at, fmt::format("min(o_, {})", outs - 1), fmt::format("live_ ? l_ : {}", reduced), lanes);
+  s += tree_fold(k, at, red, "l_", lanes / 2, 1);
   s += fmt::format("  if (l_ != 0 || !live_) return;\n  acc = {}[lid];\n", red);
   return s + reduction_finish(c, sp.idx, [&](const std::string& v) { return store_code(k.out.dtype, "o_", v, buf); });
 }
