@@ -377,7 +377,8 @@ std::string tree_fold(const Kernel& k, const std::string& at, const std::string&
                       std::int64_t half, std::int64_t stride) {
   const std::string partner = stride == 1 ? "h_" : fmt::format("h_ * {}", stride);
   return fmt::format(
-      "  {0}[lid] = acc;\n  barrier();\n  for (int h_ = {1}; h_ > 0; h_ >>= 1) {{\n    if ({2} < h_) {{\n      {3} b_ = "
+      "  {0}[lid] = acc;\n  barrier();\n  for (int h_ = {1}; h_ > 0; h_ >>= 1) {{\n    if ({2} < h_) {{\n      {3} b_ "
+      "= "
       "{0}[lid + {4}];\n      {5}    }}\n    barrier();\n  }}\n",
       red, half, lane, at, partner, combine_code(k, red + "[lid]", "b_"));
 }

@@ -256,24 +256,18 @@ std::int64_t spilled_bytes(const ShaderLayout& L) {
   return w * 4;
 }
 
-// The one-workgroup body (single: one invocation): each step's kernels and routines strided
-// over the workgroup, a barrier where a buffer is read after a write. Adds the loop iterations
-// one step costs an invocation to per_step.
-std::string workgroup_body(const ShaderLayout& L, ScanShader& out, const ScanLimits& lim, const std::string& t,
-                           std::int64_t& per_step) {
-  const Program& b = L.b;
-  const int nc = L.nc, nk = L.nk, ny = L.ny, nbuf = L.nbuf;
-  const bool single = L.single, staged = L.staged;
-  const std::int64_t smem = L.smem;
-  const std::vector<Loc>& loc = L.loc;
+// The one-workgroup shader's prologue: its mode (as `jxlab` and JX_DEBUG report it), its
+// invocations, `lid`, the series index `ser` of a batched scan, and a single invocation's local
+// arrays.
+std::string workgroup_prologue(const ShaderLayout& L, ScanShader& out) {
+  const bool single = L.single;
   Shader& sh = out.sh;
-  auto updated = [&](int slot) { return L.updated(slot); };
   std::string s;
   out.one_workgroup = true;
   const char* unit = L.B ? (single ? "" : "a workgroup per series, ") : "one workgroup, ";
   out.mode = single ? fmt::format("{}{} (every step has at most {} elements), carries and temporaries in local arrays",
                                   unit, L.B ? "one invocation per series" : "one invocation", single_max())
-                    : fmt::format("{}{} bytes of carries and temporaries in workgroup memory{}", unit, smem * 4,
+                    : fmt::format("{}{} bytes of carries and temporaries in workgroup memory{}", unit, L.smem * 4,
                                   L.spilled ? fmt::format(" ({} bytes more in global memory)", spilled_bytes(L)) : "");
   sh.invocations = kWorkgroup;
   s += "const int lid = int(gl_LocalInvocationIndex);\n";
@@ -288,10 +282,26 @@ std::string workgroup_body(const ShaderLayout& L, ScanShader& out, const ScanLim
   }
   if (single) {
     if (!L.B) s += "if (lid != 0) return;\n";
-    for (std::size_t i = nc; i < loc.size(); ++i)
-      if (loc[i].home == Home::local)
-        s += fmt::format("{} L{}[{}];\n", gtype(loc[i].aval.dtype), i, std::max<std::int64_t>(loc[i].aval.size(), 1));
+    for (std::size_t i = L.nc; i < L.loc.size(); ++i)
+      if (L.loc[i].home == Home::local)
+        s += fmt::format("{} L{}[{}];\n", gtype(L.loc[i].aval.dtype), i,
+                         std::max<std::int64_t>(L.loc[i].aval.size(), 1));
   }
+  return s;
+}
+
+// The one-workgroup body (single: one invocation): each step's kernels and routines strided
+// over the workgroup, a barrier where a buffer is read after a write. Adds the loop iterations
+// one step costs an invocation to per_step.
+std::string workgroup_body(const ShaderLayout& L, ScanShader& out, const ScanLimits& lim, const std::string& t,
+                           std::int64_t& per_step) {
+  const Program& b = L.b;
+  const int nc = L.nc, nk = L.nk, ny = L.ny, nbuf = L.nbuf;
+  const bool single = L.single, staged = L.staged;
+  const std::vector<Loc>& loc = L.loc;
+  Shader& sh = out.sh;
+  auto updated = [&](int slot) { return L.updated(slot); };
+  std::string s = workgroup_prologue(L, out);
   auto strided = [single](std::int64_t m, const std::string& body) { return strided_loop(m, body, single); };
   auto strided_iterations = [single](std::int64_t m) { return loop_iterations(m, single); };
   // a spilled buffer's writes reach the workgroup's other invocations through buffer memory

@@ -214,92 +214,110 @@ std::vector<std::string> validation_messages() {
   return g_msgs;
 }
 
+namespace {
+
+// The messenger that collects the validation layer's warnings and errors (validation runs).
+VkDebugUtilsMessengerEXT make_messenger(VkInstance instance) {
+  VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  mi.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
+  mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                   VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+  mi.pfnUserCallback = on_message;
+  auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+      vkGetInstanceProcAddr(instance, "vkCreateDebugUtilsMessengerEXT"));
+  if (!create) throw BackendError("vulkan: VK_EXT_debug_utils is not available for validation messages");
+  VkDebugUtilsMessengerEXT m = VK_NULL_HANDLE;
+  check(create(instance, &mi, nullptr, &m), "vkCreateDebugUtilsMessengerEXT");
+  return m;
+}
+
+// JX_VULKAN_DEVICE's index, else the first discrete GPU, else device 0.
+std::uint32_t pick_device(const std::vector<VkPhysicalDevice>& devs) {
+  if (const char* e = std::getenv("JX_VULKAN_DEVICE"); e && *e) {
+    char* end = nullptr;
+    const long i = std::strtol(e, &end, 10);
+    if (*end != '\0' || i < 0 || i >= static_cast<long>(devs.size()))
+      throw BackendError(fmt::format("vulkan: JX_VULKAN_DEVICE={} is not a device index (0..{})", e, devs.size() - 1));
+    return static_cast<std::uint32_t>(i);
+  }
+  for (std::uint32_t i = 0; i < devs.size(); ++i) {
+    VkPhysicalDeviceProperties p;
+    vkGetPhysicalDeviceProperties(devs[i], &p);
+    if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) return i;
+  }
+  return 0;
+}
+
+// The first queue family with compute; a family without timestamps turns desc.timestamp_ns off.
+std::uint32_t compute_family(VkPhysicalDevice phys, DeviceDesc& desc) {
+  std::uint32_t nq = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, nullptr);
+  std::vector<VkQueueFamilyProperties> qs(nq);
+  vkGetPhysicalDeviceQueueFamilyProperties(phys, &nq, qs.data());
+  for (std::uint32_t i = 0; i < nq; ++i)
+    if (qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+      if (qs[i].timestampValidBits == 0) desc.timestamp_ns = 0;
+      return i;
+    }
+  throw BackendError(fmt::format("vulkan: {} has no compute queue", desc.name));
+}
+
+}  // namespace
+
 Context::Context(bool validation) : validation_(validation) {
   instance_ = make_instance(validation);
   try {
-    if (validation) {
-      VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-      mi.messageSeverity =
-          VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
-      mi.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT | VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                       VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
-      mi.pfnUserCallback = on_message;
-      auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
-          vkGetInstanceProcAddr(instance_, "vkCreateDebugUtilsMessengerEXT"));
-      if (!create) throw BackendError("vulkan: VK_EXT_debug_utils is not available for validation messages");
-      check(create(instance_, &mi, nullptr, &messenger_), "vkCreateDebugUtilsMessengerEXT");
-    }
+    if (validation) messenger_ = make_messenger(instance_);
     auto devs = physical_devices(instance_);
     if (devs.empty())
       throw BackendError("vulkan: no Vulkan physical device (install a driver, e.g. mesa-vulkan-drivers for lavapipe)");
-    if (const char* e = std::getenv("JX_VULKAN_DEVICE"); e && *e) {
-      char* end = nullptr;
-      const long i = std::strtol(e, &end, 10);
-      if (*end != '\0' || i < 0 || i >= static_cast<long>(devs.size()))
-        throw BackendError(
-            fmt::format("vulkan: JX_VULKAN_DEVICE={} is not a device index (0..{})", e, devs.size() - 1));
-      index_ = static_cast<std::uint32_t>(i);
-    } else {
-      for (std::uint32_t i = 0; i < devs.size(); ++i) {
-        VkPhysicalDeviceProperties p;
-        vkGetPhysicalDeviceProperties(devs[i], &p);
-        if (p.deviceType == VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU) {
-          index_ = i;
-          break;
-        }
-      }
-    }
+    index_ = pick_device(devs);
     phys_ = devs[index_];
     desc_ = describe(phys_);
     if (VK_API_VERSION_MAJOR(desc_.api) == 1 && VK_API_VERSION_MINOR(desc_.api) < 1)
       throw BackendError(fmt::format("vulkan: {} supports Vulkan {}.{} only (1.1 needed)", desc_.name,
                                      VK_API_VERSION_MAJOR(desc_.api), VK_API_VERSION_MINOR(desc_.api)));
     vkGetPhysicalDeviceMemoryProperties(phys_, &mem_);
-    std::uint32_t nq = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(phys_, &nq, nullptr);
-    std::vector<VkQueueFamilyProperties> qs(nq);
-    vkGetPhysicalDeviceQueueFamilyProperties(phys_, &nq, qs.data());
-    bool found = false;
-    for (std::uint32_t i = 0; i < nq && !found; ++i)
-      if (qs[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
-        family_ = i;
-        found = true;
-        if (qs[i].timestampValidBits == 0) desc_.timestamp_ns = 0;
-      }
-    if (!found) throw BackendError(fmt::format("vulkan: {} has no compute queue", desc_.name));
-    const float prio = 1.0f;
-    VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
-    qi.queueFamilyIndex = family_;
-    qi.queueCount = 1;
-    qi.pQueuePriorities = &prio;
-    VkPhysicalDeviceFeatures feats{};
-    feats.shaderFloat64 = desc_.float64 ? VK_TRUE : VK_FALSE;
-    VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
-    di.queueCreateInfoCount = 1;
-    di.pQueueCreateInfos = &qi;
-    di.pEnabledFeatures = &feats;
-    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec{
-        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
-    const char* exec_ext = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
-    if (env_is_on("JX_VK_PIPELINE_STATS")) {
-      pipeline_stats_ = pipeline_executable_info(phys_);
-      if (pipeline_stats_) {
-        exec.pipelineExecutableInfo = VK_TRUE;
-        di.pNext = &exec;
-        di.enabledExtensionCount = 1;
-        di.ppEnabledExtensionNames = &exec_ext;
-      } else {
-        debug_log(0, fmt::format("vulkan: JX_VK_PIPELINE_STATS: {} has no {}; pipelines carry no statistics",
-                                 desc_.name, exec_ext));
-      }
-    }
-    check(vkCreateDevice(phys_, &di, nullptr, &device_), "vkCreateDevice");
-    volkLoadDevice(device_);  // device-level entry points straight from the driver (and its layers)
-    vkGetDeviceQueue(device_, family_, 0, &queue_);
+    family_ = compute_family(phys_, desc_);
+    create_device();
   } catch (...) {
     release();
     throw;
   }
+}
+
+// One compute queue of family_, doubles where the device has them, and the pipeline statistics'
+// extension where JX_VK_PIPELINE_STATS asks for it and the device has it.
+void Context::create_device() {
+  const float prio = 1.0f;
+  VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qi.queueFamilyIndex = family_;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &prio;
+  VkPhysicalDeviceFeatures feats{};
+  feats.shaderFloat64 = desc_.float64 ? VK_TRUE : VK_FALSE;
+  VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  di.queueCreateInfoCount = 1;
+  di.pQueueCreateInfos = &qi;
+  di.pEnabledFeatures = &feats;
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR exec{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  const char* exec_ext = VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+  if (env_is_on("JX_VK_PIPELINE_STATS")) {
+    pipeline_stats_ = pipeline_executable_info(phys_);
+    if (pipeline_stats_) {
+      exec.pipelineExecutableInfo = VK_TRUE;
+      di.pNext = &exec;
+      di.enabledExtensionCount = 1;
+      di.ppEnabledExtensionNames = &exec_ext;
+    } else {
+      debug_log(0, fmt::format("vulkan: JX_VK_PIPELINE_STATS: {} has no {}; pipelines carry no statistics", desc_.name,
+                               exec_ext));
+    }
+  }
+  check(vkCreateDevice(phys_, &di, nullptr, &device_), "vkCreateDevice");
+  volkLoadDevice(device_);  // device-level entry points straight from the driver (and its layers)
+  vkGetDeviceQueue(device_, family_, 0, &queue_);
 }
 
 Context::~Context() { release(); }

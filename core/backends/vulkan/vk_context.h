@@ -103,6 +103,7 @@ class Context {
 
  private:
   void release() noexcept;
+  void create_device();  // device_ and queue_ on phys_, family_ (the constructor's last step)
   VkInstance instance_ = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger_ = VK_NULL_HANDLE;
   VkPhysicalDevice phys_ = VK_NULL_HANDLE;
