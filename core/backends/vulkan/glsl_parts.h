@@ -1,7 +1,8 @@
 #pragma once
 // Pieces of kernel shaders, shared inside core/backends/vulkan by glsl_renderer.cc (an output per
-// invocation, a workgroup per output, groups of kernels) and glsl_tiles.cc (a tile of outputs per
-// invocation, lanes per output) and glsl_split.cc (long sums with lanes across the outputs). Not part of the backend's interface.
+// invocation, a workgroup per output, groups of kernels), glsl_tiles.cc (a tile of outputs per
+// invocation, lanes per output), glsl_split.cc (long sums with lanes across the outputs) and
+// glsl_uniform.cc (what a select's if / else saves). Not part of the backend's interface.
 #include <cstdint>
 #include <functional>
 #include <string>
