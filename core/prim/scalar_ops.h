@@ -155,4 +155,36 @@ decltype(auto) with_elementwise(Prim p, F&& f) {
   throw Error(fmt::format("{} is not an elementwise primitive", prim_name(p)));
 }
 
+// A value carried as a double, held in dtype d as the kernel interpreter holds every node's value:
+// float32 rounded, int32 wrapped (through int64), bool 0 or 1.
+inline double round_to(DType d, double v) {
+  switch (d) {
+    case DType::float32: return static_cast<float>(v);
+    case DType::int32:
+      return static_cast<double>(static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::int64_t>(v))));
+    case DType::bool_: return v != 0.0 ? 1.0 : 0.0;
+    case DType::float64: break;
+  }
+  return v;
+}
+
+// Elementwise primitive p (convert included) on one element: operands a, b, c carried as doubles
+// of dtype `in` (select: its branches'; its condition 0 or 1), the result of dtype `out`. One
+// dispatch per element: for the few values a renderer evaluates (core/kernel/index_eval.h); the
+// interpreter's loops dispatch once per chunk.
+inline double apply_one(Prim p, DType in, DType out, double a, double b = 0.0, double c = 0.0) {
+  if (p == Prim::convert)
+    return visit_dtype(in, [&]<class S>() {
+      return visit_dtype(out, [&]<class T>() { return static_cast<double>(convert<T>(static_cast<S>(a))); });
+    });
+  return visit_dtype(in, [&]<class T>() {
+    return with_elementwise(p, [&]<Prim P>() -> double {
+      if constexpr (P == Prim::convert)
+        return 0.0;  // handled above
+      else
+        return apply<P, T>(T(a), T(b), T(c));
+    });
+  });
+}
+
 }  // namespace jx::scalar

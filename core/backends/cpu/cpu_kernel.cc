@@ -18,16 +18,7 @@ namespace {
 
 constexpr std::int64_t kChunk = 256;
 
-double round_to(DType d, double v) {
-  switch (d) {
-    case DType::float32: return static_cast<float>(v);
-    case DType::float64: return v;
-    case DType::int32:
-      return static_cast<double>(static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::int64_t>(v))));
-    case DType::bool_: return v != 0.0 ? 1.0 : 0.0;
-  }
-  return v;
-}
+using scalar::round_to;
 
 // One elementwise node over a chunk of n elements: operands a, b, c (values of dtype `in`: the
 // branches' for select) into v, by the scalar table (core/prim/scalar_ops.h), so the result is

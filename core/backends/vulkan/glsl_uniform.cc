@@ -32,43 +32,54 @@ std::uint64_t mix(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// The condition's value on each lane of the warp starting at invocation w, step j: 1 or 0 where
-// the live lanes agree, -1 where they split (or no lane is live).
-int warp_value(const Kernel& k, IndexEvaluator& ev, const WarpMap& m, std::int64_t w, std::int64_t j,
-               std::vector<std::int64_t>& idx) {
-  const std::int64_t L = std::max<std::int64_t>(m.lanes_per_output, 1);
-  const std::int64_t outs = k.out.size(), red = k.is_reduction() ? reduced_elements(k) : 1;
-  int v = -1;
-  for (std::int64_t l = 0; l < kWarp; ++l) {
-    const std::int64_t o = (w + l) / L, r = (w + l) % L + L * j;
-    if (o >= outs || r >= red) continue;  // an idle lane
-    space_index(k, o, r, idx);
-    const int x = ev.at(idx) != 0.0 ? 1 : 0;
-    if (v >= 0 && x != v) return -1;
-    v = x;
+// The condition's lanes under m's layout: lane l of the warp starting at invocation w, step j,
+// takes output (w + l) / L and reduced element (w + l) mod L + L·j.
+class WarpSampler {
+ public:
+  WarpSampler(const Kernel& k, int cond, const WarpMap& m)
+      : k_(k),
+        ev_(k, cond),
+        L_(std::max<std::int64_t>(m.lanes_per_output, 1)),
+        outs_(k.out.size()),
+        red_(k.is_reduction() ? reduced_elements(k) : 1),
+        idx_(k.space.size()) {}
+  bool index_only() const { return ev_.index_only(); }
+  std::int64_t warps() const { return (outs_ * L_ + kWarp - 1) / kWarp; }
+  std::int64_t steps() const { return std::max<std::int64_t>((red_ + L_ - 1) / L_, 1); }
+  // 1 or 0 where the live lanes agree, -1 where they split (or no lane is live)
+  int value(std::int64_t w, std::int64_t j) {
+    int v = -1;
+    for (std::int64_t l = 0; l < kWarp; ++l) {
+      const std::int64_t o = (w + l) / L_, r = (w + l) % L_ + L_ * j;
+      if (o >= outs_ || r >= red_) continue;  // an idle lane
+      space_index(k_, o, r, idx_);
+      const int x = ev_.at(idx_) != 0.0 ? 1 : 0;
+      if (v >= 0 && x != v) return -1;
+      v = x;
+    }
+    return v;
   }
-  return v;
-}
+
+ private:
+  const Kernel& k_;
+  IndexEvaluator ev_;
+  const std::int64_t L_, outs_, red_;
+  std::vector<std::int64_t> idx_;
+};
 
 }  // namespace
 
 double skipped_loads(const Kernel& k, int cond, const WarpMap& m, int then_loads, int else_loads) {
-  IndexEvaluator ev(k, cond);
-  if (!ev.index_only() || then_loads + else_loads == 0) return 0.0;
-  const std::int64_t L = std::max<std::int64_t>(m.lanes_per_output, 1);
-  const std::int64_t red = k.is_reduction() ? reduced_elements(k) : 1;
-  const std::int64_t warps = (k.out.size() * L + kWarp - 1) / kWarp,
-                     steps = std::max<std::int64_t>((red + L - 1) / L, 1);
-  const std::int64_t samples = std::min(warps, kWarpSamples);
-  std::vector<std::int64_t> idx(k.space.size());
+  WarpSampler ws(k, cond, m);
+  if (!ws.index_only() || then_loads + else_loads == 0) return 0.0;
+  const std::int64_t warps = ws.warps(), steps = ws.steps(), samples = std::min(warps, kWarpSamples);
   double skipped = 0.0;
   for (std::int64_t s = 0; s < samples; ++s) {
     // every warp where there are few, else a hashed one: evenly spaced warps alias with a period
     // (the interleave's parity: 64 warps 2400 positions apart are all even)
     const std::uint64_t h = samples == warps ? static_cast<std::uint64_t>(s) : mix(static_cast<std::uint64_t>(s));
     const std::int64_t w = static_cast<std::int64_t>(h % static_cast<std::uint64_t>(warps)) * kWarp;
-    const std::int64_t j = static_cast<std::int64_t>(mix(h) % static_cast<std::uint64_t>(steps));
-    const int v = warp_value(k, ev, m, w, j, idx);
+    const int v = ws.value(w, static_cast<std::int64_t>(mix(h) % static_cast<std::uint64_t>(steps)));
     skipped += v < 0 ? 0 : v ? else_loads : then_loads;
   }
   return samples ? skipped / static_cast<double>(samples * (then_loads + else_loads)) : 0.0;
