@@ -3,6 +3,7 @@
 // level's edge, in every leaf dtype, forward and reverse. Gradients through them:
 // test_vulkan_assoc_grad.cc.
 #include <array>
+#include <regex>
 
 #include <fmt/format.h>
 
@@ -573,6 +574,53 @@ TEST(VulkanAssociativeScan, VmappedScansRunPerSeries) {
       for (std::size_t i = 0; i < 4; ++i) EXPECT_TRUE(all_close(batched[i], vals(want[i]), 2e-4, 2e-4));
       clear_caches();
     }
+  }
+}
+
+// Many series of a large element (a scalar and a 32-vector: 33 words, too many for several
+// positions an invocation): the levels below the top run in workgroups of one warp (5 rounds of
+// combines, not 7 or 8; the combine's registers leave few warps resident, so its rounds set a
+// level's time), the top level in a workgroup of its own, the least power of two holding it.
+// 256 series of 1500 positions reversed (46 totals: a top of 64) and of 2200 (68: a top of
+// 128, or 2 per invocation where workgroup memory holds fewer slots). Values equal native's. (Sizes
+// kept under lavapipe's 128 MiB storage-buffer range.)
+TEST(VulkanAssociativeScan, ManySeriesOfLargeElementsScanInWarpWorkgroups) {
+  using V = std::vector<Array>;
+  const std::int64_t B = 256, w = 32;
+  for (std::int64_t n : {1500, 2200}) {
+    const bool reverse = n == 1500;
+    auto per_series = [reverse](const Array& a, const Array& b) {
+      return lax::associative_scan_flat(
+          [](const V& x, const V& y) {
+            return V{y[0] * x[0], y[0] * x[1] + y[1]};
+          },
+          {a, b}, reverse, 0);
+    };
+    auto f = jit(vmap(per_series));
+    const Array a = np::reshape(np::cos(np::arange(0, B * n, 1, DType::float32) * 0.37) * 0.1 + 0.95, {B, n, 1});
+    const Array b = np::reshape(np::sin(np::arange(0, B * n * w, 1, DType::float32) * 0.11), {B, n, w});
+    V want;
+    {
+      DefaultDeviceScope scope("native");
+      const V r = on({a, b}, "native");
+      want = f(r[0], r[1]);
+    }
+    const V in = on({a, b}, "vulkan");
+    V got;
+    const std::string log = jxt::debug_log_of([&] { got = f(in[0], in[1]); });
+    // the level of 32, the top level, the level's fix-up
+    EXPECT_NE(log.find("per series (256 series, the unbatched combine): blocked: 3 dispatches (each workgroup "
+                       "scans 32 positions"),
+              std::string::npos)
+        << log;
+    // 46 totals: one each for 64 invocations; 68: one each for 128 invocations, or (slots of a
+    // smaller workgroup memory: the test profile's 16 KiB hold 64) 2 each for 64
+    EXPECT_TRUE(std::regex_search(log, std::regex(n == 1500 ? "the top level 1 per invocation in a workgroup of 64,"
+                                                            : "the top level (1 per invocation in a workgroup of "
+                                                              "128|2 per invocation in a workgroup of 64),")))
+        << log;
+    for (std::size_t i = 0; i < 2; ++i)
+      EXPECT_TRUE(all_close(got[i], vals(want[i]), 2e-4, 2e-4)) << "n " << n << " leaf " << i;
   }
 }
 

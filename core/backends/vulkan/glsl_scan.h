@@ -74,7 +74,8 @@ struct AssocShader {
   std::optional<Shader> blocked_top;  // the top level: top_per_invocation positions per invocation
   std::int64_t low_per_invocation = 1, top_per_invocation = 1;
   std::int64_t block = 256;
-  bool direct = false;  // the blocked shaders bind consts | leaf inputs | leaf outputs
+  std::int64_t top_block = 256;  // the top level's workgroup (below `block` for many series' large elements)
+  bool direct = false;           // the blocked shaders bind consts | leaf inputs | leaf outputs
   // > 0: the blocked form of a vmapped scan's unbatched combine, run for `series` series at once
   // (dispatches of that depth, gl_WorkGroupID.z the series); const_shift[i]: the series' first
   // element in const i ("" where it is shared)

@@ -69,12 +69,14 @@ ScanPlan ScanRunner::plan_preencoded(const ScanProgram& sp, const std::string& n
   return {ScanPath::preencoded, fmt::format("not fused: {}; {} dispatches per step", not_fused, x->steps.size()), x};
 }
 
-std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std::int64_t B, std::int64_t c_low) {
+std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std::int64_t B, std::int64_t c_low,
+                                         std::int64_t B_top) {
   std::vector<BlockedLevel> up, out;
   const std::int64_t F = B * c_low;  // positions of one workgroup at a level below the top
+  if (B_top <= 0) B_top = B;
   for (std::int64_t s = 1; n / s > 1; s *= F) {
     const std::int64_t count = n / s;
-    if (count > F && count <= B * c_top) {
+    if (count > F && count <= B_top * c_top) {
       up.push_back({0, s, true});
       break;
     }
@@ -126,19 +128,25 @@ ScanPlan ScanRunner::plan_associative_scan(const AssocProgram& ap, const ScanLim
       x->top = nullptr;
     }
   const std::int64_t c_top = x->top ? x->plan.top_per_invocation : 1;
-  if (x->blocked) x->levels = blocked_levels(x->length, c_top, x->plan.block, x->plan.low_per_invocation);
+  if (x->blocked)
+    x->levels = blocked_levels(x->length, c_top, x->plan.block, x->plan.low_per_invocation,
+                               x->top ? x->plan.top_block : x->plan.block);
   const std::string series =
       x->plan.series ? fmt::format("per series ({} series, the unbatched combine): ", x->plan.series) : "";
   why = x->blocked
             ? series +
                   fmt::format(
                       "blocked: {} dispatches (each workgroup scans {} positions in its memory{}, the top level {} per "
-                      "invocation, then fix-ups; "
+                      "invocation{}, then fix-ups; "
                       "leaves {})",
                       x->levels.size(), x->plan.block * x->plan.low_per_invocation,
                       x->plan.low_per_invocation > 1 ? fmt::format(", {} per invocation", x->plan.low_per_invocation)
                                                      : std::string(),
-                      c_top, x->plan.direct ? "bound directly" : "packed into one buffer")
+                      c_top,
+                      x->top && x->plan.top_block != x->plan.block
+                          ? fmt::format(" in a workgroup of {}", x->plan.top_block)
+                          : std::string(),
+                      x->plan.direct ? "bound directly" : "packed into one buffer")
             : fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)",
                           rounds);
   return remember(key, {ScanPath::fused, why, x});
@@ -262,7 +270,8 @@ void ScanRunner::record_blocked(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer q0
     const std::int32_t pc[2] = {direct && i == 0 ? 2 : lv.mode, static_cast<std::int32_t>(lv.s)};
     vkCmdPushConstants(b.cmd, pipe.layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);
     rec_.record_dispatch(b, pipe, lv.top ? top_set : set, (x.length / lv.s + C - 1) / C, static_cast<int>(bufs.size()),
-                         p.block, static_cast<std::uint32_t>(std::max<std::int64_t>(p.series, 1)));
+                         lv.top ? p.top_block : p.block,
+                         static_cast<std::uint32_t>(std::max<std::int64_t>(p.series, 1)));
   }
 }
 

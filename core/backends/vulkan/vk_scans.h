@@ -58,7 +58,9 @@ struct BlockedLevel {
 // workgroup, c_low per invocation) while more than one position takes part, until a level fits
 // one workgroup (F positions, or B·c_top with the top shader); then, top down, a fix-up of every
 // level that spanned several.
-std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std::int64_t B, std::int64_t c_low = 1);
+// B_top: the top level's workgroup (0: B)
+std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std::int64_t B, std::int64_t c_low = 1,
+                                         std::int64_t B_top = 0);
 
 struct AssocExe final : Executable {
   std::shared_ptr<Pipeline> pipe;     // Kogge-Stone rounds; null where the blocked form runs
