@@ -510,9 +510,8 @@ TEST(VulkanAssociativeScan, ReverseAxisBoolsAndTheTripleLoss) {
 // form for all series at once (the series the dispatches' depth), on its slice of the leaves (the
 // batch axis right before the scan axis: a series' positions lie together) and of the batched constants; values equal to the cpu
 // oracle (one position per workgroup's level; three levels, reversed) and to the batched form
-// (JX_VK_SERIES=0). 256 series take 4 positions per invocation at every level (1024 per
-// workgroup: 1500 positions reversed in one level and a fix-up, 2100 in two levels and a fix-up). The gradient
-// through it: scenario dlm-b1024-gradient.
+// (JX_VK_SERIES=0). 256 series take one position per invocation in workgroups of 64, the top
+// level too (1500 positions reversed: 23 totals; 2100: 32): a level, the top, a fix-up. The gradient through it: scenario dlm-b1024-gradient.
 TEST(VulkanAssociativeScan, VmappedScansRunPerSeries) {
   using V = std::vector<Array>;
   for (auto [B, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{{7, 5}, {7, 1000}, {256, 1500}, {256, 2100}}) {
@@ -554,14 +553,20 @@ TEST(VulkanAssociativeScan, VmappedScansRunPerSeries) {
       V in = on({scale, A, b, S}, "vulkan");
       std::vector<std::string> shaders;  // compiled by the first call
       V got;
+      std::string log;
       {
         trace::Subscription sub([&](const trace::Event& e) {
           if (e.kind == trace::EventKind::compile) shaders.push_back(e.detail);
         });
-        got = jf(in[0], in[1], in[2], in[3]);
+        log = jxt::debug_log_of([&] { got = jf(in[0], in[1], in[2], in[3]); });
       }
       EXPECT_NE(std::find(shaders.begin(), shaders.end(), "associative_scan_series"), shaders.end())
           << "n " << n << ": " << fmt::format("{}", fmt::join(shaders, ", "));
+      if (B > 7)
+        EXPECT_NE(log.find("blocked: 3 dispatches (each workgroup scans 64 positions in its memory, the top level 1 "
+                           "per invocation, then fix-ups;"),
+                  std::string::npos)
+            << log;
       for (std::size_t i = 0; i < 4; ++i)
         EXPECT_TRUE(all_close(got[i], vals(want[i]), 2e-4, 2e-4))
             << "n " << n << " reverse " << reverse << " leaf " << i;

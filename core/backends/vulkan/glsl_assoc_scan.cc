@@ -40,32 +40,30 @@ std::string element_loop(std::int64_t count) {
 // (k leaves), each leaf binds its input and its output (no packing copies): mode 2 is mode 0
 // reading the inputs, for the first level; every other dispatch works in place on the outputs.
 //
-// low > 1 (many series at once, where workgroups are plentiful): every level but the top takes
-// `low` positions per invocation (as the top level does) where `low` elements fit its registers
-// (else one, in workgroups of one warp: kSeriesWarpGroup), so a level spans B·low positions and
-// each position goes through the workgroup-memory rounds as one of an invocation's `low`. The top
-// level's shader then has a workgroup of its own (AssocShader::top_block). (Tried, not kept: C elements folded
-// in a loop from global memory where they do not fit registers, 2026-11-29-h200-looped-ab: the
-// B = 1024 gradient 2.2 -> 3.2 ms, a top level of 7 per invocation 0.036 -> 0.10 ms.)
+// Many series at once (kManySeries, where workgroups are plentiful): the levels below the top
+// take small workgroups (kSeriesGroup, kSeriesWarpGroup), and the top level a workgroup of its
+// own (AssocShader::top_block). (Tried, not kept: C elements folded in a loop from global memory
+// where they do not fit registers, 2026-11-29-h200-looped-ab: the B = 1024 gradient 2.2 -> 3.2
+// ms, a top level of 7 per invocation 0.036 -> 0.10 ms; Brent-Kung rounds instead of
+// Kogge-Stone, 2026-11-29-h200-series-wg-ab/tree: fewer combines in more rounds, slower.)
 
 // Appends the combine's steps to the text (the reads through the function given: a buffer and an
 // offset to an expression; combine_code) and returns the loop iterations they run.
 using CombineText =
     std::function<std::int64_t(const std::function<std::string(int, const std::string&)>&, Shader&, std::string&)>;
 
-// From this many series a blocked scan's levels take several positions per invocation: with
-// 256 series and more there are workgroups enough (at B = 1024, N = 1600 on the H200 one position
-// per invocation spent 1.03 ms per level of the gradient's transposed scan).
+// From this many series a blocked scan's levels below the top run in small workgroups, one
+// position per invocation (the top level in a larger workgroup where it needs one): with 256 series and more there are
+// workgroups enough, and a level's time follows its rounds, log2(B) combines in a row. At
+// B = 1024, N = 1600 on the H200 (2026-11-29-h200-series-wg-ab): the gradient's transposed scan
+// (48 words, few warps resident) took 0.82 ms in workgroups of 128 (7 rounds), 0.57 ms of 64,
+// 0.48 ms of 32; the filter's scan (16 words) 0.36 ms with 4 positions per invocation in 256,
+// ~0.21 ms one per invocation in 64 (the filter 0.735 -> 0.534 ms a call, the gradient 1.911 ->
+// 1.663 ms). JX_VK_SERIES_WG overrides the workgroup. A single series keeps 256 (more levels
+// cost more: the m = 2 gradient at N = 102400 0.30 -> 1.0 ms at 64).
 constexpr std::int64_t kManySeries = 256;
-// With that many series, an element too large for several positions per invocation takes
-// workgroups of one warp below the top (JX_VK_SERIES_WG; the top keeps a workgroup of its own
-// size). A large element's combine is long and its registers leave few warps resident, so a
-// level's time follows its rounds, log2(B) combines in a row: at B = 1024, N = 1600 on the H200
-// the gradient's transposed scan (48 words) took 0.82 ms in workgroups of 128 (7 rounds), 0.57 ms
-// of 64 and 0.48 ms of 32 (2026-11-29-h200-series-wg-ab). Smaller elements keep the most
-// positions per workgroup: the filter's scan (16 words, 4 per invocation) took 0.37 ms at 256,
-// 0.43 ms at 64. A single series keeps 256 too (more levels: the m = 2 gradient at N = 102400
-// 0.30 -> 1.0 ms at 64).
+constexpr std::int64_t kSeriesGroup = 64;
+// an element too large for 4 positions in an invocation's registers (c_max < 4): one warp
 constexpr std::int64_t kSeriesWarpGroup = 32;
 
 // The blocked form's geometry for one scan.
@@ -75,14 +73,13 @@ struct BlockedPlan {
   std::int64_t B = 0;                 // invocations (and positions at C = 1) per workgroup
   std::int64_t regs = 0;              // the element's values
   std::int64_t c_max = 1;             // elements an invocation holds in registers
-  std::int64_t low = 1, c_top = 1;    // positions per invocation below the top, at the top
+  std::int64_t c_top = 1;             // positions per invocation at the top (1 below it)
   std::int64_t B_top = 0;             // invocations of the top level's workgroup
   bool direct = false;
 };
 
-// low: positions per invocation below the top where they fit registers; many: many series at
-// once (a large element then takes workgroups of kSeriesWarpGroup below the top).
-std::optional<BlockedPlan> plan_blocked(const AssocProgram& ap, const ScanLimits& lim, std::int64_t low, bool many) {
+// many: many series at once (small workgroups below the top: kSeriesGroup, kSeriesWarpGroup).
+std::optional<BlockedPlan> plan_blocked(const AssocProgram& ap, const ScanLimits& lim, bool many) {
   const Program& b = ap.body;
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
   const std::int64_t n = ap.operands[nc].shape[ap.axis];
@@ -103,17 +100,16 @@ std::optional<BlockedPlan> plan_blocked(const AssocProgram& ap, const ScanLimits
   while (p.B > 32 && p.B * p.Ws * 4 > lim.shared_bytes) p.B /= 2;
   if (W == 0 || p.B * p.Ws * 4 > lim.shared_bytes) return std::nullopt;
   p.c_max = std::clamp<std::int64_t>(128 / std::max<std::int64_t>(p.regs, 1), 1, 4);
-  // several positions per invocation only for small elements: the gradient's transposed scan
-  // (48 words, 2 per invocation) took 1.66 ms per level against 1.03 ms one per invocation
   const std::int64_t b_max = p.B;  // the most invocations a workgroup's memory holds slots for
-  if (p.c_max < low) {
-    low = 1;
-    static const std::int64_t series_wg = env_int("JX_VK_SERIES_WG", kSeriesWarpGroup);
-    if (many) p.B = std::clamp<std::int64_t>(series_wg, 32, b_max);
+  if (many) {
+    static const std::int64_t series_wg = env_int("JX_VK_SERIES_WG", 0);
+    p.B = std::clamp<std::int64_t>(series_wg > 0 ? series_wg
+                                   : p.c_max < 4 ? kSeriesWarpGroup
+                                                 : kSeriesGroup,
+                                   32, b_max);
   }
-  p.low = low;
-  std::int64_t top = n;  // positions of the top level (strides (B·low)^L while more than a workgroup's worth)
-  while (top > b_max * p.c_max) top /= p.B * low;
+  std::int64_t top = n;  // positions of the top level (strides B^L while more than a workgroup's worth)
+  while (top > b_max * p.c_max) top /= p.B;
   p.c_top = top > b_max ? (top + b_max - 1) / b_max : 1;
   p.B_top = p.B;  // below b_max: a top workgroup of the least power of two that holds the top level
   while (p.B_top < b_max && p.B_top * p.c_top < top) p.B_top *= 2;
@@ -279,19 +275,16 @@ std::optional<Shader> render_blocked_level(const BlockedText& t, const ScanLimit
 }
 
 void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& out, const LeafIndexFn& leaf_index,
-                    const CombineText& combine, std::int64_t low = 1, bool many = false) {
-  const std::optional<BlockedPlan> p = plan_blocked(ap, lim, low, many);
+                    const CombineText& combine, bool many = false) {
+  const std::optional<BlockedPlan> p = plan_blocked(ap, lim, many);
   if (!p) return;
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
   const std::int64_t n = ap.operands[nc].shape[ap.axis];
   const BlockedText t{ap, *p, out, leaf_index, nc, k, n};
-  out.blocked = render_blocked_level(t, lim, combine, p->low, false);
-  if (!out.blocked && p->low > 1)  // over the loop limit
-    return render_blocked(ap, lim, out, leaf_index, combine, 1, many);
-  out.low_per_invocation = p->low;
+  out.blocked = render_blocked_level(t, lim, combine, 1, false);
   out.direct = p->direct;
   out.block = out.top_block = p->B;
-  if (out.blocked && (p->c_top > p->low || p->B_top != p->B)) {
+  if (out.blocked && (p->c_top > 1 || p->B_top != p->B)) {
     BlockedPlan top = *p;  // the top level in a workgroup of its own size
     top.B = p->B_top;
     out.blocked_top =
@@ -527,7 +520,7 @@ std::optional<AssocShader> render_series_assoc(const AssocProgram& ap, const Sca
     render_blocked(
         u, lim, out, leaf_index,
         [&](auto rd, Shader& into, std::string& code) { return combine_code(u, lim, rd, into, code); },
-        S.size >= kManySeries ? 4 : 1, S.size >= kManySeries);
+        S.size >= kManySeries);
   if (!out.blocked) {
     why = "the unbatched combine has no blocked form";
     return std::nullopt;

@@ -70,9 +70,9 @@ struct AssocShader {
   // The blocked form (glsl_assoc_scan.cc: render_blocked), where `block` elements (256, else the
   // largest power of two down to 32) fit in a workgroup's memory; run_assoc prefers it
   // (O(log_block n) dispatches, O(n) work). Its shaders' workgroups have `block` invocations.
-  std::optional<Shader> blocked;      // low_per_invocation positions per invocation (mostly 1)
+  std::optional<Shader> blocked;      // one position per invocation
   std::optional<Shader> blocked_top;  // the top level: top_per_invocation positions per invocation
-  std::int64_t low_per_invocation = 1, top_per_invocation = 1;
+  std::int64_t top_per_invocation = 1;
   std::int64_t block = 256;
   std::int64_t top_block = 256;  // the top level's workgroup (below `block` for many series' large elements)
   bool direct = false;           // the blocked shaders bind consts | leaf inputs | leaf outputs

@@ -129,20 +129,16 @@ ScanPlan ScanRunner::plan_associative_scan(const AssocProgram& ap, const ScanLim
     }
   const std::int64_t c_top = x->top ? x->plan.top_per_invocation : 1;
   if (x->blocked)
-    x->levels = blocked_levels(x->length, c_top, x->plan.block, x->plan.low_per_invocation,
-                               x->top ? x->plan.top_block : x->plan.block);
+    x->levels = blocked_levels(x->length, c_top, x->plan.block, 1, x->top ? x->plan.top_block : x->plan.block);
   const std::string series =
       x->plan.series ? fmt::format("per series ({} series, the unbatched combine): ", x->plan.series) : "";
   why = x->blocked
             ? series +
                   fmt::format(
-                      "blocked: {} dispatches (each workgroup scans {} positions in its memory{}, the top level {} per "
+                      "blocked: {} dispatches (each workgroup scans {} positions in its memory, the top level {} per "
                       "invocation{}, then fix-ups; "
                       "leaves {})",
-                      x->levels.size(), x->plan.block * x->plan.low_per_invocation,
-                      x->plan.low_per_invocation > 1 ? fmt::format(", {} per invocation", x->plan.low_per_invocation)
-                                                     : std::string(),
-                      c_top,
+                      x->levels.size(), x->plan.block, c_top,
                       x->top && x->plan.top_block != x->plan.block
                           ? fmt::format(" in a workgroup of {}", x->plan.top_block)
                           : std::string(),
@@ -265,7 +261,7 @@ void ScanRunner::record_blocked(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer q0
   for (std::size_t i = 0; i < levels.size(); ++i) {
     const BlockedLevel& lv = levels[i];
     const Pipeline& pipe = lv.top ? *x.top : *x.blocked;
-    const std::int64_t C = lv.top ? c_top : p.low_per_invocation;
+    const std::int64_t C = lv.top ? c_top : 1;
     rec_.barrier_for(reads, writes, b);
     const std::int32_t pc[2] = {direct && i == 0 ? 2 : lv.mode, static_cast<std::int32_t>(lv.s)};
     vkCmdPushConstants(b.cmd, pipe.layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof(pc), pc);

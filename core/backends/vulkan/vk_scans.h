@@ -56,7 +56,7 @@ struct BlockedLevel {
 };
 // The blocked scan's dispatches: scans up the strides 1, F, F², ... (F = B·c_low positions per
 // workgroup, c_low per invocation) while more than one position takes part, until a level fits
-// one workgroup (F positions, or B·c_top with the top shader); then, top down, a fix-up of every
+// one workgroup (F positions, or B_top·c_top with the top shader); then, top down, a fix-up of every
 // level that spanned several.
 // B_top: the top level's workgroup (0: B)
 std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std::int64_t B, std::int64_t c_low = 1,
