@@ -511,7 +511,8 @@ TEST(VulkanAssociativeScan, ReverseAxisBoolsAndTheTripleLoss) {
 // batch axis right before the scan axis: a series' positions lie together) and of the batched constants; values equal to the cpu
 // oracle (one position per workgroup's level; three levels, reversed) and to the batched form
 // (JX_VK_SERIES=0). 256 series take one position per invocation in workgroups of 64, the top
-// level too (1500 positions reversed: 23 totals; 2100: 32): a level, the top, a fix-up. The gradient through it: scenario dlm-b1024-gradient.
+// level too (1500 positions reversed: 23 totals; 2100: 32): a level, the top, a fix-up. The
+// gradient through it: scenario dlm-b1024-gradient.
 TEST(VulkanAssociativeScan, VmappedScansRunPerSeries) {
   using V = std::vector<Array>;
   for (auto [B, n] : std::vector<std::pair<std::int64_t, std::int64_t>>{{7, 5}, {7, 1000}, {256, 1500}, {256, 2100}}) {

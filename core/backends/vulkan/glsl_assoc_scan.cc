@@ -53,14 +53,14 @@ using CombineText =
     std::function<std::int64_t(const std::function<std::string(int, const std::string&)>&, Shader&, std::string&)>;
 
 // From this many series a blocked scan's levels below the top run in small workgroups, one
-// position per invocation (the top level in a larger workgroup where it needs one): with 256 series and more there are
-// workgroups enough, and a level's time follows its rounds, log2(B) combines in a row. At
-// B = 1024, N = 1600 on the H200 (2026-11-29-h200-series-wg-ab): the gradient's transposed scan
-// (48 words, few warps resident) took 0.82 ms in workgroups of 128 (7 rounds), 0.57 ms of 64,
-// 0.48 ms of 32; the filter's scan (16 words) 0.36 ms with 4 positions per invocation in 256,
-// ~0.21 ms one per invocation in 64 (the filter 0.735 -> 0.534 ms a call, the gradient 1.911 ->
-// 1.663 ms). JX_VK_SERIES_WG overrides the workgroup. A single series keeps 256 (more levels
-// cost more: the m = 2 gradient at N = 102400 0.30 -> 1.0 ms at 64).
+// position per invocation (the top level in a larger workgroup where it needs one): with 256
+// series and more there are workgroups enough, and a level's time follows its rounds, log2(B)
+// combines in a row. At B = 1024, N = 1600 on the H200 (2026-11-29-h200-series-wg-ab): the
+// gradient's transposed scan (48 words, few warps resident) took 0.82 ms in workgroups of 128
+// (7 rounds), 0.57 ms of 64, 0.48 ms of 32; the filter's scan (16 words) 0.36 ms with 4 positions
+// per invocation in 256, ~0.21 ms one per invocation in 64 (the filter 0.735 -> 0.534 ms a call,
+// the gradient 1.911 -> 1.663 ms). JX_VK_SERIES_WG overrides the workgroup (read once). A single
+// series keeps 256 (more levels cost more: the m = 2 gradient at N = 102400 0.30 -> 1.0 ms at 64).
 constexpr std::int64_t kManySeries = 256;
 constexpr std::int64_t kSeriesGroup = 64;
 // an element too large for 4 positions in an invocation's registers (c_max < 4): one warp
