@@ -12,14 +12,7 @@
 #include "tests/vulkan_helpers.h"
 
 using namespace jx;
-using jxt::all_close;
-using jxt::dispatches_of;
-using jxt::Elem;
-using jxt::kcompose;
-using jxt::kelems;
-using jxt::on;
-using jxt::ScopedEnv;
-using jxt::vals;
+using namespace jxt;  // the kalman_elems.h and vulkan_helpers.h helpers, as test_autodiff_prims.cc does
 
 // A vmapped associative scan whose every leaf is batched runs its unbatched combine as the blocked
 // form for all series at once (the series the dispatches' depth), on its slice of the leaves (the
