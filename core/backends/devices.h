@@ -30,6 +30,9 @@ struct BackendLimits {
   // core/backends/cstyle.h, short_f32_sum), so jit's unrolled small sums do too; 0 = in double
   // where float64 is available, as the oracle
   std::int64_t f32_sum_max_terms = 0;
+  // an associative scan may compute leaves from elementwise kernels in its first level
+  // (AssocProgram::leaf_kernels): jit offers the kernels that only the scan reads
+  bool scan_leaf_kernels = false;
 };
 
 struct DeviceInfo {

@@ -76,7 +76,7 @@ class Lowering {
     for (const Atom& a : j_.outs)
       p_.outputs.push_back(materialize(a.is_literal() ? constant(a.value, a.dtype, {}) : val[a.var]));
     schedule_by_level();
-    insert_frees();
+    jx::insert_frees(p_);
     return std::move(p_);
   }
 
@@ -569,24 +569,6 @@ class Lowering {
     p_.steps = std::move(steps);
   }
 
-  void insert_frees() {
-    std::vector<int> last(p_.buffers.size(), -1);
-    for (std::size_t i = 0; i < p_.steps.size(); ++i) {
-      for (int b : p_.steps[i].in) last[b] = static_cast<int>(i);
-      for (int b : p_.steps[i].out) last[b] = std::max(last[b], static_cast<int>(i));
-    }
-    std::set<int> outs(p_.outputs.begin(), p_.outputs.end());
-    std::vector<Step> steps;
-    for (std::size_t i = 0; i < p_.steps.size(); ++i) {
-      steps.push_back(p_.steps[i]);
-      Step fr{Step::Kind::free, -1, {}, {}};
-      for (std::size_t b = p_.num_inputs; b < p_.buffers.size(); ++b)
-        if (last[b] == static_cast<int>(i) && !outs.count(static_cast<int>(b))) fr.in.push_back(static_cast<int>(b));
-      if (!fr.in.empty()) steps.push_back(std::move(fr));
-    }
-    p_.steps = std::move(steps);
-  }
-
   const Jaxpr& j_;
   LowerOptions o_;
   std::map<std::string, int> computed_;  // kernel key | input buffers -> its output buffer
@@ -594,6 +576,24 @@ class Lowering {
 };
 
 }  // namespace
+
+void insert_frees(Program& p) {
+  std::vector<int> last(p.buffers.size(), -1);
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    for (int b : p.steps[i].in) last[b] = static_cast<int>(i);
+    for (int b : p.steps[i].out) last[b] = std::max(last[b], static_cast<int>(i));
+  }
+  std::set<int> outs(p.outputs.begin(), p.outputs.end());
+  std::vector<Step> steps;
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    steps.push_back(p.steps[i]);
+    Step fr{Step::Kind::free, -1, {}, {}};
+    for (std::size_t b = p.num_inputs; b < p.buffers.size(); ++b)
+      if (last[b] == static_cast<int>(i) && !outs.count(static_cast<int>(b))) fr.in.push_back(static_cast<int>(b));
+    if (!fr.in.empty()) steps.push_back(std::move(fr));
+  }
+  p.steps = std::move(steps);
+}
 
 // Composites (inv) become their steps first; a jaxpr that had some is simplified again, as the
 // traced steps of an eager program or a scan body would have been.

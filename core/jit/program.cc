@@ -11,6 +11,7 @@
 
 #include "core/instrument/instrument.h"
 #include "core/jit/passes.h"
+#include "core/jit/scan_leaves.h"
 #include "core/transform/control_internal.h"
 
 namespace jx {
@@ -39,6 +40,8 @@ std::shared_ptr<const CompiledProgram> compile(const Jaxpr& j, const Target& t) 
 }
 
 CompiledProgram::CompiledProgram(Program p, const Target& t) : prog_(std::move(p)), target_(t), be_(*t.backend) {
+  // JX_SCAN_LEAF_KERNELS=0: every leaf a buffer (for measuring)
+  if (t.limits.scan_leaf_kernels && !env_is_zero("JX_SCAN_LEAF_KERNELS")) take_leaf_kernels();
   kexe_ = be_.prepare_kernels(prog_.kernels);
   if (t.limits.launch_bound && !env_is_zero("JX_KERNEL_GROUPS")) {
     groups_ = plan_kernel_groups(prog_, be_, stricter_limit(t.budget, t.limits.max_buffers_per_kernel));
@@ -47,8 +50,11 @@ CompiledProgram::CompiledProgram(Program p, const Target& t) : prog_(std::move(p
       for (int s : groups_[g].steps) group_at_[s] = static_cast<int>(g);
   }
   for (const Op& op : prog_.routines) rexe_.push_back(be_.prepare(op));
-  for (const Op& op : prog_.controls) {
-    if (op.prim == Prim::associative_scan) {
+  for (std::size_t c = 0; c < prog_.controls.size(); ++c) {
+    const Op& op = prog_.controls[c];
+    if (auto it = leaf_plans_.find(static_cast<int>(c)); it != leaf_plans_.end()) {
+      scans_.push_back(std::move(it->second));
+    } else if (op.prim == Prim::associative_scan) {
       scans_.push_back(plan_associative_scan(op));
     } else if (op.prim == Prim::while_loop || op.prim == Prim::cond) {  // data-dependent control: the host decides
       ScanStep s;
@@ -99,12 +105,16 @@ std::shared_ptr<const SeriesBody> CompiledProgram::series_of(const Op& op) const
 // An associative scan: the backend's own routine (vulkan: blocked, cooperative or Kogge-Stone),
 // else its decomposition as a sub-program: a sequential fold where the backend compiles loops
 // (native), the odd/even recursion otherwise.
+AssocProgram CompiledProgram::assoc_program(const Op& op) const {
+  const PrimParams& p = op.params;
+  return {lower(simplify(assoc_body_jaxpr(p)), target_), p.num_consts, p.axis, p.reverse, op.in, series_of(op), {}, {}};
+}
+
 CompiledProgram::ScanStep CompiledProgram::plan_associative_scan(const Op& op) const {
   ScanStep s;
   s.associative = true;
   const PrimParams& p = op.params;
-  AssocProgram ap{lower(simplify(assoc_body_jaxpr(p)), target_), p.num_consts, p.axis, p.reverse, op.in, series_of(op)};
-  s.plan = be_.plan_associative_scan(ap, target_);
+  s.plan = be_.plan_associative_scan(assoc_program(op), target_);
   if (!s.plan.exe) {
     auto folded = compile(simplify(assoc_decomposition(p, op.in, true)), target_);
     if (folded->host_loop_reason().empty()) {
@@ -117,6 +127,29 @@ CompiledProgram::ScanStep CompiledProgram::plan_associative_scan(const Op& op) c
   }
   debug_log(1, fmt::format("associative_scan on {}: {}", be_.info().backend, s.plan.reason));
   return s;
+}
+
+// Each associative scan offered the kernels that compute its leaves for nothing else
+// (scan_leaves.h); where the backend plans it with them, the program drops their steps.
+void CompiledProgram::take_leaf_kernels() {
+  std::vector<std::pair<int, LeafOffer>> taken;
+  for (std::size_t i = 0; i < prog_.steps.size(); ++i) {
+    const Step& st = prog_.steps[i];
+    if (st.kind != Step::Kind::control || prog_.controls[st.index].prim != Prim::associative_scan) continue;
+    LeafOffer o = offer_leaf_kernels(prog_, static_cast<int>(i));
+    if (o.empty()) continue;
+    AssocProgram ap = assoc_program(prog_.controls[st.index]);
+    ap.leaf_kernels = o.leaves;
+    for (int b : o.extra) ap.extra.push_back(prog_.buffers[b]);
+    ScanStep s;
+    s.associative = true;
+    s.plan = be_.plan_associative_scan(ap, target_);
+    if (!s.plan.exe) continue;
+    debug_log(1, fmt::format("associative_scan on {}: {}", be_.info().backend, s.plan.reason));
+    leaf_plans_.emplace(st.index, std::move(s));
+    taken.emplace_back(static_cast<int>(i), std::move(o));
+  }
+  if (!taken.empty()) absorb_leaf_kernels(prog_, taken);
 }
 
 std::string CompiledProgram::host_loop_reason() const {

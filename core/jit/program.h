@@ -1,4 +1,5 @@
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,8 @@ LowerOptions lower_options(const Target& t);
 struct Jaxpr;
 Program lower(const Jaxpr& j, const LowerOptions& o);
 inline Program lower(const Jaxpr& j, const Target& t) { return lower(j, lower_options(t)); }
+// A free step after each buffer's last use (a program with none: lower, or a pass that moved uses).
+void insert_frees(Program& p);
 
 // A program prepared on its target's backend: every kernel and routine prepared, every scan
 // planned (Backend::plan_scan; require_path checked there, once).
@@ -76,8 +79,11 @@ class CompiledProgram {
     std::shared_ptr<const CompiledProgram> body;  // without plan.exe: the body for a host loop
   };
   std::vector<ScanStep> scans_;
+  std::map<int, ScanStep> leaf_plans_;  // by control: associative scans planned with leaf kernels
   ScanStep plan_scan(const Op& op) const;
+  AssocProgram assoc_program(const Op& op) const;
   ScanStep plan_associative_scan(const Op& op) const;
+  void take_leaf_kernels();
   std::shared_ptr<const SeriesBody> series_of(const Op& op) const;
   class Run;  // one call's slots (program.cc)
 };

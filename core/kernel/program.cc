@@ -51,8 +51,19 @@ std::string ScanProgram::key() const {
       signature_key(fmt::format("scan|{}|{}|{}|{}|", num_consts, num_carry, length, reverse), operands, body), series);
 }
 
+const LeafKernel* AssocProgram::leaf_kernel(int leaf) const {
+  for (const LeafKernel& lk : leaf_kernels)
+    if (lk.leaf == leaf) return &lk;
+  return nullptr;
+}
+
 std::string AssocProgram::key() const {
-  return series_key(signature_key(fmt::format("assoc|{}|{}|{}|", num_consts, axis, reverse), operands, body), series);
+  std::string k =
+      series_key(signature_key(fmt::format("assoc|{}|{}|{}|", num_consts, axis, reverse), operands, body), series);
+  for (const LeafKernel& lk : leaf_kernels)
+    k += fmt::format("|leaf {} {} <- {}", lk.leaf, lk.kernel.key(), fmt::join(lk.inputs, ","));
+  for (const AVal& a : extra) k += "|" + a.str();
+  return k;
 }
 
 }  // namespace jx

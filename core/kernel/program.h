@@ -58,9 +58,20 @@ struct ScanProgram {
   std::string key() const;  // structural identity: body program + signature (and series body)
 };
 
+// A leaf of an associative scan computed where the scan first reads it, never stored: `kernel`
+// (elementwise; its output the leaf's whole operand, element for element) reads its input b from
+// the scan's extra operand inputs[b].
+struct LeafKernel {
+  int leaf = 0;
+  Kernel kernel;
+  std::vector<int> inputs;
+};
+
 // An associative scan whose combine is a program: body inputs consts | a leaves | b leaves (each
 // a single element: the leaf with `axis` of length 1; a earlier), outputs the combined leaves.
 //   operands  consts | leaves (length n along axis); results the scanned leaves
+// With leaf_kernels (jit, where the backend takes them: BackendLimits::scan_leaf_kernels) the
+// step binds consts | the other leaves | extra: operands keeps every leaf's aval.
 struct AssocProgram {
   Program body;
   int num_consts = 0;
@@ -68,6 +79,9 @@ struct AssocProgram {
   bool reverse = false;
   std::vector<AVal> operands;
   std::shared_ptr<const SeriesBody> series;  // an associative scan made by vmap: its unbatched combine
+  std::vector<LeafKernel> leaf_kernels;      // in order of leaf
+  std::vector<AVal> extra;
+  const LeafKernel* leaf_kernel(int leaf) const;  // nullptr: the leaf is bound
   std::string key() const;
 };
 

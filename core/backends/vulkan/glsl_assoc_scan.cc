@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/backends/vulkan/glsl_linalg.h"
+#include "core/backends/vulkan/glsl_parts.h"
 #include "core/base/env.h"
 #include "core/backends/vulkan/glsl_scan.h"
 #include "core/backends/vulkan/glsl_words.h"
@@ -125,6 +126,11 @@ struct BlockedText {
   const LeafIndexFn& leaf_index;
   int nc, k;
   std::int64_t n;
+  // leaf kernels (AssocProgram::leaf_kernels; direct only): the program that has them (a vmapped
+  // scan's batched one), its extra operands bound as in0.. after the leaf outputs
+  const AssocProgram* computed = nullptr;
+  bool f64 = true;
+  Shader* sh = nullptr;  // the shader being rendered (a leaf kernel's code may need doubles)
 
   const AVal& elem(int l) const { return ap.body.buffers[nc + l]; }
   // buffer `buf` of the combine's body at offset `off`: a constant, pa (left), xa (right), a temporary
@@ -160,9 +166,30 @@ struct BlockedText {
   }
   std::string load_global(const std::string& arr, const std::string& pos, bool from_in = false) const {
     std::string c;
-    for (int l = 0; l < k; ++l)
-      c += each(l, fmt::format("{}{}[e] = {};", arr, l, leaf_read(l, from_in, leaf_index(l, pos, "e"))));
+    for (int l = 0; l < k; ++l) {
+      const LeafKernel* lk = from_in && computed ? computed->leaf_kernel(l) : nullptr;
+      c += each(l, lk ? leaf_computed(*lk, fmt::format("{}{}", arr, l), leaf_index(l, pos, "e"))
+                      : fmt::format("{}{}[e] = {};", arr, l, leaf_read(l, from_in, leaf_index(l, pos, "e"))));
+    }
     return c;
+  }
+  // element idx of the leaf computed by its kernel (an invocation's share of the kernel's space)
+  std::string leaf_computed(const LeafKernel& lk, const std::string& into, const std::string& idx) const {
+    auto load = [&lk](int b, const std::string& off) {
+      return load_expr(lk.kernel.inputs[b].dtype, lk.inputs[b], off);
+    };
+    auto store = [&into](const std::string& v) { return fmt::format("  {}[e] = {};\n", into, v); };
+    return fmt::format("{{\nconst int q_ = {};\n", idx) +
+           kernel_element_code(KernelCtx{lk.kernel, f64, load}, "q_", *sh, store) + "}";
+  }
+  // the extra operands' bindings, after the leaf outputs
+  std::string extra_bindings() const {
+    std::string s;
+    if (!computed) return s;
+    for (std::size_t i = 0; i < computed->extra.size(); ++i)
+      s += fmt::format("layout(std430, set = 0, binding = {}) readonly buffer BX{} {{ {} d[]; }} in{};\n",
+                       1 + 2 * k + i, i, btype(computed->extra[i].dtype), i);
+    return s;
   }
   // mode 2 (direct) reads the leaf inputs, every other mode the outputs
   std::string load_level(const std::string& arr, const std::string& pos) const {
@@ -237,16 +264,18 @@ std::string blocked_scan_registers(const BlockedText& t, std::int64_t C) {
 }
 
 // One level's shader: C positions per invocation; nullopt over the driver's loop limit.
-std::optional<Shader> render_blocked_level(const BlockedText& t, const ScanLimits& lim, const CombineText& combine,
+std::optional<Shader> render_blocked_level(BlockedText t, const ScanLimits& lim, const CombineText& combine,
                                            std::int64_t C, bool top) {
   Shader sh;
-  sh.buffers = t.p.direct ? 1 + 2 * t.k : 2;
+  t.sh = &sh;
+  t.f64 = lim.f64_math;
+  sh.buffers = t.p.direct ? 1 + 2 * t.k + (t.computed ? static_cast<int>(t.computed->extra.size()) : 0) : 2;
   sh.name = top ? "associative_scan_top" : "associative_scan_blocked";
   sh.invocations = (t.n + C - 1) / C;  // the largest level; run_assoc dispatches fewer for the others
   sh.float64 = t.out.sh.float64;
   std::string s = glsl_header(t.p.B);
   s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
-  s += leaf_bindings(t.k, t.p.direct);
+  s += leaf_bindings(t.k, t.p.direct) + t.extra_bindings();
   s += "layout(push_constant) uniform PC { int mode; int s; } pc;\n";
   s += shared_decl(t.p.B * t.p.Ws, lim.checked_shared);
   s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
@@ -274,13 +303,20 @@ std::optional<Shader> render_blocked_level(const BlockedText& t, const ScanLimit
   return sh;
 }
 
+// computed: the program with leaf kernels (`ap` itself, or a vmapped scan's batched program), whose
+// first level computes those leaves; none is rendered where it cannot (leaves packed, bindings
+// over the budget, fewer than 2 positions: the outputs would be copies of the inputs).
 void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& out, const LeafIndexFn& leaf_index,
-                    const CombineText& combine, bool many = false) {
+                    const CombineText& combine, bool many = false, const AssocProgram* computed = nullptr) {
   const std::optional<BlockedPlan> p = plan_blocked(ap, lim, many);
   if (!p) return;
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
   const std::int64_t n = ap.operands[nc].shape[ap.axis];
-  const BlockedText t{ap, *p, out, leaf_index, nc, k, n};
+  if (computed && computed->leaf_kernels.empty()) computed = nullptr;
+  if (computed &&
+      (!p->direct || n < 2 || 1 + 2 * k + static_cast<std::int64_t>(computed->extra.size()) > lim.max_buffers))
+    return;
+  BlockedText t{ap, *p, out, leaf_index, nc, k, n, computed};
   out.blocked = render_blocked_level(t, lim, combine, 1, false);
   out.direct = p->direct;
   out.block = out.top_block = p->B;
@@ -288,7 +324,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     BlockedPlan top = *p;  // the top level in a workgroup of its own size
     top.B = p->B_top;
     out.blocked_top =
-        render_blocked_level(BlockedText{ap, top, out, leaf_index, nc, k, n}, lim, combine, p->c_top, true);
+        render_blocked_level(BlockedText{ap, top, out, leaf_index, nc, k, n, computed}, lim, combine, p->c_top, true);
     if (out.blocked_top) out.top_per_invocation = p->c_top, out.top_block = p->B_top;
   }
 }
@@ -489,7 +525,7 @@ std::optional<AssocShader> render_series_assoc(const AssocProgram& ap, const Sca
     why = "the leaves have no batch axis before the scan axis";
     return std::nullopt;
   }
-  AssocProgram u{S.body, ncu, ua, ap.reverse, {}, nullptr};  // one series' operands
+  AssocProgram u{S.body, ncu, ua, ap.reverse, {}, nullptr, {}, {}};  // one series' operands
   for (int i = 0; i < ncu; ++i) u.operands.push_back(S.body.buffers[i]);
   for (int l = 0; l < k; ++l) {
     AVal a = S.body.buffers[ncu + l];
@@ -520,9 +556,10 @@ std::optional<AssocShader> render_series_assoc(const AssocProgram& ap, const Sca
     render_blocked(
         u, lim, out, leaf_index,
         [&](auto rd, Shader& into, std::string& code) { return combine_code(u, lim, rd, into, code); },
-        S.size >= kManySeries);
+        S.size >= kManySeries, &ap);
   if (!out.blocked) {
-    why = "the unbatched combine has no blocked form";
+    why = ap.leaf_kernels.empty() ? "the unbatched combine has no blocked form"
+                                  : "the unbatched combine has no blocked form that computes leaves";
     return std::nullopt;
   }
   out.series = S.size;
@@ -540,6 +577,7 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
   if (ap.series && lim.series)
     if (auto s = render_series_assoc(ap, lim, not_series)) return s;
   if (why = not_inlined(b); !why.empty()) return std::nullopt;
+  const bool computed = !ap.leaf_kernels.empty();  // only the blocked form computes leaves
   AssocShader out;
   pack_assoc(ap, out);
   const LeafIndexFn leaf_index = leaf_index_of(ap);
@@ -550,8 +588,9 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
   if (!ks) why = fmt::format("the combine's temporaries take {} words per element, over 4096 registers", local);
   ks = ks && render_kogge_stone(ap, lim, out, leaf_index, why);
   if (ks && form != "coop" && form != "ks")
-    render_blocked(ap, lim, out, leaf_index,
-                   [&](auto rd, Shader& into, std::string& code) { return combine_code(ap, lim, rd, into, code); });
+    render_blocked(
+        ap, lim, out, leaf_index,
+        [&](auto rd, Shader& into, std::string& code) { return combine_code(ap, lim, rd, into, code); }, false, &ap);
   // a combine with linear algebra or contractions (matmuls, as reductions or unrolled into
   // elementwise code), blocked in fewer than 128 positions per workgroup (large elements:
   // matrices of m ≥ 8), runs cooperatively: on the H100 at m = 8 (32-64 positions) the DLM
@@ -574,6 +613,10 @@ std::optional<AssocShader> render_assoc_scan(const AssocProgram& ap, const ScanL
     out.coop = render_coop_assoc(ap, lim, out, leaf_index, coop_why);
     if (!out.coop && !ks) why += "; not cooperative: " + coop_why;
     if (out.coop) out.blocked.reset(), out.blocked_top.reset();
+  }
+  if (computed && (!out.blocked || out.coop)) {
+    why = "its leaves are computed only by the blocked form";
+    return std::nullopt;
   }
   if (!ks && !out.coop) return std::nullopt;
   return out;

@@ -2,6 +2,7 @@
 #include "core/backends/vulkan/vk_scans.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/backends/cache_bound.h"
 
@@ -89,6 +90,16 @@ std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std
   return out;
 }
 
+namespace {
+// "; leaves 0 and 2 computed in the first level" (AssocProgram::leaf_kernels), or nothing
+std::string computed_leaves(const AssocProgram& ap) {
+  if (ap.leaf_kernels.empty()) return "";
+  std::vector<int> ls;
+  for (const LeafKernel& lk : ap.leaf_kernels) ls.push_back(lk.leaf);
+  return fmt::format("; leaves {} computed in the first level from {} operands", fmt::join(ls, ", "), ap.extra.size());
+}
+}  // namespace
+
 ScanPlan ScanRunner::plan_associative_scan(const AssocProgram& ap, const ScanLimits& lim, const std::string& profile) {
   const std::string key = fmt::format("{}|{}|{}|{}", ap.key(), profile, assoc_overrides(), series_scans());
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
@@ -100,6 +111,12 @@ ScanPlan ScanRunner::plan_associative_scan(const AssocProgram& ap, const ScanLim
   x->num_consts = ap.num_consts;
   x->length = ap.operands[ap.num_consts].shape[ap.axis];
   x->plan = std::move(*plan);
+  x->extra = ap.extra.size();
+  for (int l = 0; l + ap.num_consts < static_cast<int>(ap.operands.size()); ++l)
+    x->computed.push_back(ap.leaf_kernel(l) != nullptr);
+  x->extra = ap.extra.size();
+  for (int l = 0; l + ap.num_consts < static_cast<int>(ap.operands.size()); ++l)
+    x->computed.push_back(ap.leaf_kernel(l) != nullptr);
   // the Kogge-Stone shader is compiled only where the blocked form cannot run (each compile
   // costs 0.1-3 s on llvmpipe); a shader the driver cannot build leaves the odd/even recursion
   try {
@@ -142,7 +159,8 @@ ScanPlan ScanRunner::plan_associative_scan(const AssocProgram& ap, const ScanLim
                       x->top && x->plan.top_block != x->plan.block
                           ? fmt::format(" in a workgroup of {}", x->plan.top_block)
                           : std::string(),
-                      x->plan.direct ? "bound directly" : "packed into one buffer")
+                      x->plan.direct ? "bound directly" : "packed into one buffer") +
+                  computed_leaves(ap)
             : fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)",
                           rounds);
   return remember(key, {ScanPath::fused, why, x});
@@ -189,9 +207,14 @@ void ScanRunner::run_scan(ScanExe& x, std::span<Buf* const> in, std::span<Buf* c
   b.released.push_back(std::move(gout));
 }
 
-void ScanRunner::run_assoc(AssocExe& x, std::span<Buf* const> in, std::span<Buf* const> out) {
+void ScanRunner::run_assoc(AssocExe& x, std::span<Buf* const> bound, std::span<Buf* const> out) {
   const AssocShader& p = x.plan;
   const std::size_t nc = static_cast<std::size_t>(x.num_consts), k = out.size();
+  // consts | every leaf (a computed one: its output, bound but not read) | extra operands
+  std::vector<Buf*> all(bound.begin(), bound.begin() + static_cast<std::ptrdiff_t>(nc));
+  for (std::size_t l = 0, next = nc; l < k; ++l)
+    all.push_back(!x.computed.empty() && x.computed[l] ? out[l] : bound[next++]);
+  const std::span<Buf*const> in(all), extra = bound.subspan(bound.size() - x.extra);
   const bool direct = (x.blocked && p.direct) || (x.coop && p.coop->direct);
   Batch& b = rec_.batch_with_room(3, static_cast<std::uint32_t>(2 * (2 * k + 1)) + 4);
   // constants packed into gin; leaves packed into q[0] (the result ends in q[cur]), or (direct)
@@ -215,7 +238,7 @@ void ScanRunner::run_assoc(AssocExe& x, std::span<Buf* const> in, std::span<Buf*
   if (x.coop)
     record_coop(x, b, gin->buf.get(), direct ? VK_NULL_HANDLE : q[0]->buf.get(), in, out);
   else if (x.blocked)
-    record_blocked(x, b, gin->buf.get(), direct ? VK_NULL_HANDLE : q[0]->buf.get(), in, out);
+    record_blocked(x, b, gin->buf.get(), direct ? VK_NULL_HANDLE : q[0]->buf.get(), in, out, extra);
   else
     cur = record_kogge_stone(x, b, gin->buf.get(), q[0]->buf.get(), q[1]->buf.get());
   if (!direct) {
@@ -233,7 +256,7 @@ void ScanRunner::run_assoc(AssocExe& x, std::span<Buf* const> in, std::span<Buf*
 // The blocked form's levels; q0 the packed leaves, or (direct: null) the first level reads the
 // inputs and every level scans the outputs in place.
 void ScanRunner::record_blocked(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer q0, std::span<Buf* const> in,
-                                std::span<Buf* const> out) {
+                                std::span<Buf* const> out, std::span<Buf* const> extra) {
   const AssocShader& p = x.plan;
   const std::size_t nc = static_cast<std::size_t>(x.num_consts), k = out.size();
   const bool direct = q0 == VK_NULL_HANDLE;
@@ -241,8 +264,9 @@ void ScanRunner::record_blocked(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer q0
   if (direct) {
     for (std::size_t l = 0; l < k; ++l) bufs.push_back(in[nc + l]->buf.get());
     for (std::size_t l = 0; l < k; ++l) bufs.push_back(out[l]->buf.get());
-    reads.insert(reads.end(), bufs.begin() + 1, bufs.end());
     writes.assign(bufs.begin() + 1 + static_cast<std::ptrdiff_t>(k), bufs.end());
+    for (Buf* e : extra) bufs.push_back(e->buf.get());
+    reads.insert(reads.end(), bufs.begin() + 1, bufs.end());
   } else {
     bufs.push_back(q0);
     reads.push_back(q0);

@@ -72,6 +72,10 @@ struct AssocExe final : Executable {
   std::vector<AVal> operands;
   int num_consts = 0;
   std::int64_t length = 0;
+  // leaves its first level computes (AssocProgram::leaf_kernels): the dispatch binds consts | the
+  // other leaves | extra operands
+  std::vector<bool> computed;
+  std::size_t extra = 0;
   int bound_buffers(int) const override { return 3; }
 };
 
@@ -130,7 +134,7 @@ class ScanRunner {
   // the blocked and cooperative forms: levels and fix-ups.
   void run_assoc(AssocExe& x, std::span<Buf* const> in, std::span<Buf* const> out);
   void record_blocked(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer q0, std::span<Buf* const> in,
-                      std::span<Buf* const> out);
+                      std::span<Buf* const> out, std::span<Buf* const> extra);
   int record_kogge_stone(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer q0, VkBuffer q1);
   // The cooperative form's levels and fix-ups, in place on `leaves` (the packed leaves), or (the
   // plan's direct form; leaves null) reading in at the first level and in place on out after

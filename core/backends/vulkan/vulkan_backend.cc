@@ -93,6 +93,7 @@ void VulkanBackend::apply_limits(const std::string& profile) {
   }
   info_.limits = {max_buffers_, ctx_->desc().float64, true, kSplitReductionMin, true};
   info_.limits.f32_sum_max_terms = vk::short_f32_sums() ? kShortF32Sum : 0;
+  info_.limits.scan_leaf_kernels = true;
 }
 
 SlotId VulkanBackend::malloc(const AVal& tag) {

@@ -1,0 +1,122 @@
+// Leaf kernels on vulkan (part of the test_vulkan_scan binary): an elementwise kernel whose output
+// only an associative scan reads is computed in the scan's first level (core/jit/scan_leaves.h,
+// AssocProgram::leaf_kernels), not written and read back. Values against the cpu oracle and
+// against the same program with every leaf a buffer (JX_SCAN_LEAF_KERNELS=0).
+#include <fmt/format.h>
+
+#include "tests/vulkan_helpers.h"
+
+using namespace jx;
+using namespace jxt;
+
+namespace {
+using V = std::vector<Array>;
+
+// affine maps a·v + b per position, composed x then y: (a_y·a_x, a_y·b_x + b_y)
+V affine_scan(const Array& a, const Array& b, bool reverse) {
+  return lax::associative_scan_flat(
+      [](const V& x, const V& y) {
+        return V{y[0] * x[0], y[0] * x[1] + y[1]};
+      },
+      {a, b}, reverse, 0);
+}
+
+// leaves made from the inputs by elementwise code (a from x, b from x and y); with `keep_a`, a is
+// an output too, so its kernel stays
+V leaves_program(const Array& x, const Array& y, bool reverse, bool keep_a) {
+  const Array a = np::exp(-(x * x)) * 0.5 + 0.45;
+  const Array b = np::sin(y) + x * 0.25;
+  V r = affine_scan(a, b, reverse);
+  if (keep_a) r.push_back(a);
+  return r;
+}
+
+struct Ran {
+  V got;
+  std::string log;
+  std::uint64_t dispatches = 0;
+};
+
+template <class F>
+Ran run_on_vulkan(F f, const V& args) {
+  Ran r;
+  const V in = on(args, "vulkan");
+  auto jf = jit([&](const Array& x, const Array& y) { return f(x, y); });
+  r.log = debug_log_of([&] { r.got = jf(in[0], in[1]); });
+  r.dispatches = dispatches_of([&] { (void)jf(in[0], in[1]); });
+  return r;
+}
+}  // namespace
+
+// Both leaves computed in the first level from the two inputs (the leaves' kernels are gone: 2
+// fewer dispatches a call, kernels not grouped), forward and reversed, over one level (200
+// positions) and three (70000). Where a leaf is also an output its kernel stays and only the
+// other is computed. Values equal the oracle's and the program's with every leaf a buffer.
+TEST(VulkanLeafKernels, LeavesOnlyTheScanReadsAreComputedInItsFirstLevel) {
+  ScopedEnv ungrouped("JX_KERNEL_GROUPS", "0");  // a dispatch per kernel
+  for (std::int64_t n : {200, 70000}) {
+    for (bool reverse : {false, true}) {
+      for (bool keep_a : {false, true}) {
+        const Array x = np::cos(np::arange(0, n, 1, DType::float32) * 0.37);
+        const Array y = np::arange(0, n, 1, DType::float32) * 0.011;
+        auto f = [&](const Array& a, const Array& b) { return leaves_program(a, b, reverse, keep_a); };
+        V want;
+        {
+          DefaultDeviceScope scope("cpu");
+          const V r = on({x, y}, "cpu");
+          want = f(r[0], r[1]);
+        }
+        clear_caches();
+        const Ran fused = run_on_vulkan(f, {x, y});
+        const std::string what = fmt::format("n {} reverse {} keep_a {}", n, reverse, keep_a);
+        EXPECT_NE(fused.log.find(keep_a ? "; leaves 1 computed in the first level from 2 operands"
+                                        : "; leaves 0, 1 computed in the first level from 2 operands"),
+                  std::string::npos)
+            << what << "\n"
+            << fused.log;
+        ASSERT_EQ(fused.got.size(), want.size());
+        for (std::size_t i = 0; i < want.size(); ++i)
+          EXPECT_TRUE(all_close(fused.got[i], vals(want[i]), 2e-4, 2e-4)) << what << " output " << i;
+        ScopedEnv off("JX_SCAN_LEAF_KERNELS", "0");
+        clear_caches();
+        const Ran bound = run_on_vulkan(f, {x, y});
+        EXPECT_EQ(bound.log.find("computed in the first level"), std::string::npos) << bound.log;
+        EXPECT_EQ(fused.dispatches + (keep_a ? 1 : 2), bound.dispatches) << what;
+        for (std::size_t i = 0; i < want.size(); ++i)
+          EXPECT_TRUE(all_close(fused.got[i], vals(bound.got[i]), 1e-6, 1e-6)) << what << " output " << i;
+        clear_caches();
+      }
+    }
+  }
+}
+
+// A vmapped scan (7 series of 900 positions, run per series) computes its batched leaves in the
+// first level the same way; and a scan of one position, whose outputs are its inputs, binds its
+// leaves (no level reads them). Values equal the oracle's.
+TEST(VulkanLeafKernels, VmappedScansAndOnePositionScans) {
+  for (std::int64_t n : {900, 1}) {
+    const std::int64_t B = 7;
+    const Array x = np::reshape(np::cos(np::arange(0, B * n, 1, DType::float32) * 0.21), {B, n});
+    const Array y = np::reshape(np::arange(0, B * n, 1, DType::float32) * 0.003, {B, n});
+    auto f = [](const Array& a, const Array& b) {
+      return vmap([](const Array& u, const Array& v) { return leaves_program(u, v, false, false); })(a, b);
+    };
+    V want;
+    {
+      DefaultDeviceScope scope("cpu");
+      const V r = on({x, y}, "cpu");
+      want = f(r[0], r[1]);
+    }
+    clear_caches();
+    const Ran r = run_on_vulkan(f, {x, y});
+    if (n > 1) {
+      EXPECT_NE(r.log.find("per series (7 series"), std::string::npos) << r.log;
+      EXPECT_NE(r.log.find("; leaves 0, 1 computed in the first level from 2 operands"), std::string::npos) << r.log;
+    } else {
+      EXPECT_EQ(r.log.find("computed in the first level"), std::string::npos) << r.log;
+    }
+    for (std::size_t i = 0; i < want.size(); ++i)
+      EXPECT_TRUE(all_close(r.got[i], vals(want[i]), 2e-4, 2e-4)) << "n " << n << " output " << i;
+    clear_caches();
+  }
+}
