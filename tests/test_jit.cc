@@ -508,6 +508,49 @@ TEST(Program, FreesIntermediatesAfterLastUse) {
   EXPECT_EQ(p.kernels.size(), 2u) << s;  // the prologue kernel and the reduction
 }
 
+// A transcendental over few elements broadcast over many (LowerOptions::hoist_transcendentals:
+// launch-bound backends) is a kernel of its own, computed once, and the broadcast reads it: exp of
+// 3 parameters broadcast over [64, 128] is not recomputed for each of the 8192 elements. Below 64
+// elements per one, or under 4096 in all, or a cheap expression: fused as before.
+TEST(Program, TranscendentalsOfFewElementsAreComputedBeforeTheirBroadcast) {
+  auto kernels_with_exp = [](const Program& p) {
+    std::vector<std::int64_t> sizes;  // the output sizes of the kernels that compute exp
+    for (const Kernel& k : p.kernels)
+      for (const KNode& n : k.nodes)
+        if (n.kind == KNodeKind::alu && n.prim == Prim::exp) {
+          sizes.push_back(numel(k.out.shape));
+          break;
+        }
+    return sizes;
+  };
+  auto program = [](const Shape& xs, bool hoist, bool cheap) {
+    auto j = make_jaxpr([cheap](const Array& theta, const Array& x) {
+      const Array e = cheap ? theta * 2.0 : np::exp(theta) * np::exp(theta);
+      return x * np::reshape(e, {1, 3}) + 1.0;
+    })(np::array({0.1, 0.2, 0.3}, DType::float32), np::ones(xs, DType::float32));
+    LowerOptions o;
+    o.hoist_transcendentals = hoist;
+    return lower(simplify(j.jaxpr), o);
+  };
+  const Program hoisted = program({2731, 3}, true, false);
+  EXPECT_EQ(kernels_with_exp(hoisted), (std::vector<std::int64_t>{3})) << hoisted.str();
+  EXPECT_EQ(hoisted.kernels.size(), 2u) << hoisted.str();
+  const Program as_before = program({2731, 3}, false, false);
+  EXPECT_EQ(kernels_with_exp(as_before), (std::vector<std::int64_t>{2731 * 3})) << as_before.str();
+  EXPECT_EQ(kernels_with_exp(program({1000, 3}, true, false)), (std::vector<std::int64_t>{3000}));  // under 4096
+  EXPECT_EQ(program({2731, 3}, true, true).kernels.size(), 1u);                                     // no transcendental
+  // the values: equal to the fused program's on the cpu oracle
+  auto f = [](const Array& theta, const Array& x) { return x * np::reshape(np::exp(theta), {1, 3}) + 1.0; };
+  const Array theta = np::array({0.1, 0.2, 0.3}, DType::float32);
+  const Array x = np::reshape(np::arange(0, 2731 * 3, 1, DType::float32) * 1e-3, {2731, 3});
+  const Array want = f(theta, x);
+  LowerOptions o;
+  o.hoist_transcendentals = true;
+  auto [got, kernels] = run_lowered([&](const Xs& v) { return f(v[0], v[1]); }, {theta, x}, o);
+  EXPECT_EQ(kernels, 2u);
+  EXPECT_TRUE(all_close(got, jxt::vals(want), 1e-6, 1e-6));
+}
+
 // IndexEvaluator (core/kernel/index_eval.h): the window test of a concatenate depends on the
 // index alone and flips exactly at the seam when evaluated on the host; a condition read from
 // memory is not index-only.

@@ -144,6 +144,25 @@ class Lowering {
     return cheap;
   }
 
+  // A transcendental (or pow) over few elements broadcast over many (LowerOptions): computed once,
+  // not again for every element it is broadcast to.
+  bool transcendental_broadcast(const EP& r, const AVal& out) const {
+    constexpr std::int64_t kMinOut = 4096, kMinRatio = 64;
+    if (!o_.hoist_transcendentals || r->k != Expr::K::alu || out.size() < kMinOut ||
+        out.size() < kMinRatio * std::max<std::int64_t>(numel(r->shape), 1))
+      return false;
+    bool found = false;
+    visit_nodes(r, [&](const Expr& x) {
+      if (x.k == Expr::K::alu) switch (x.prim) {
+        JX_CASES_TRANSCENDENTAL:
+        case Prim::pow: found = true; break;
+          default: break;
+        }
+      return !found;
+    });
+    return found;
+  }
+
   int new_buffer(const AVal& a) {
     p_.buffers.push_back(a);
     return static_cast<int>(p_.buffers.size()) - 1;
@@ -183,6 +202,7 @@ class Lowering {
         return {view(args[0], [&](const EP& a, Memo& m) { return remap(a, out.shape, dmap, m); })};
       }
       case Prim::broadcast_in_dim:
+        if (transcendental_broadcast(args[0], out)) args[0] = materialized(args[0]);
         return {view(args[0], [&](const EP& a, Memo& m) { return remap(a, out.shape, pr.dims, m); })};
       case Prim::reshape: return {view(args[0], [&](const EP& a, Memo& m) { return reshape_e(a, out.shape, m); })};
       case Prim::slice:

@@ -31,6 +31,8 @@ LowerOptions lower_options(const Target& t) {
     // JX_RECOMPUTE_NODES=<n>: another bound (for measuring)
     o.recompute_nodes = static_cast<std::size_t>(env_int("JX_RECOMPUTE_NODES", 48));
     o.recompute_expensive = true;
+    // JX_HOIST_TRANSCENDENTALS=0: recomputed per element (for measuring)
+    o.hoist_transcendentals = !t.inline_multi_use && !env_is_zero("JX_HOIST_TRANSCENDENTALS");
   }
   return o;
 }
