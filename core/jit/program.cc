@@ -57,7 +57,7 @@ CompiledProgram::CompiledProgram(Program p, const Target& t) : prog_(std::move(p
     if (auto it = leaf_plans_.find(static_cast<int>(c)); it != leaf_plans_.end()) {
       scans_.push_back(std::move(it->second));
     } else if (op.prim == Prim::associative_scan) {
-      scans_.push_back(plan_associative_scan(op));
+      scans_.push_back(plan_associative_scan(op, unread_of(static_cast<int>(c))));
     } else if (op.prim == Prim::while_loop || op.prim == Prim::cond) {  // data-dependent control: the host decides
       ScanStep s;
       s.while_loop = true;
@@ -112,11 +112,21 @@ AssocProgram CompiledProgram::assoc_program(const Op& op) const {
   return {lower(simplify(assoc_body_jaxpr(p)), target_), p.num_consts, p.axis, p.reverse, op.in, series_of(op), {}, {}};
 }
 
-CompiledProgram::ScanStep CompiledProgram::plan_associative_scan(const Op& op) const {
+// Which results of control c no later step reads.
+std::vector<bool> CompiledProgram::unread_of(int c) const {
+  for (std::size_t i = 0; i < prog_.steps.size(); ++i)
+    if (prog_.steps[i].kind == Step::Kind::control && prog_.steps[i].index == c)
+      return unread_results(prog_, static_cast<int>(i));
+  return {};
+}
+
+CompiledProgram::ScanStep CompiledProgram::plan_associative_scan(const Op& op, std::vector<bool> unread) const {
   ScanStep s;
   s.associative = true;
   const PrimParams& p = op.params;
-  s.plan = be_.plan_associative_scan(assoc_program(op), target_);
+  AssocProgram ap = assoc_program(op);
+  ap.unread = std::move(unread);
+  s.plan = be_.plan_associative_scan(ap, target_);
   if (!s.plan.exe) {
     auto folded = compile(simplify(assoc_decomposition(p, op.in, true)), target_);
     if (folded->host_loop_reason().empty()) {
@@ -141,6 +151,7 @@ void CompiledProgram::take_leaf_kernels() {
     LeafOffer o = offer_leaf_kernels(prog_, static_cast<int>(i));
     if (o.empty()) continue;
     AssocProgram ap = assoc_program(prog_.controls[st.index]);
+    ap.unread = unread_results(prog_, static_cast<int>(i));
     ap.leaf_kernels = o.leaves;
     for (int b : o.extra) ap.extra.push_back(prog_.buffers[b]);
     ScanStep s;

@@ -87,7 +87,8 @@ class CompiledProgram {
   std::map<int, ScanStep> leaf_plans_;  // by control: associative scans planned with leaf kernels
   ScanStep plan_scan(const Op& op) const;
   AssocProgram assoc_program(const Op& op) const;
-  ScanStep plan_associative_scan(const Op& op) const;
+  ScanStep plan_associative_scan(const Op& op, std::vector<bool> unread = {}) const;
+  std::vector<bool> unread_of(int control) const;
   void take_leaf_kernels();
   std::shared_ptr<const SeriesBody> series_of(const Op& op) const;
   class Run;  // one call's slots (program.cc)

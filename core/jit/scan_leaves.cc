@@ -48,6 +48,13 @@ LeafOffer offer_leaf_kernels(const Program& p, int step) {
   return o;
 }
 
+std::vector<bool> unread_results(const Program& p, int step) {
+  const std::vector<int> readers = readers_of(p);
+  std::vector<bool> r;
+  for (int b : p.steps[step].out) r.push_back(readers[b] == 0);
+  return r;
+}
+
 void absorb_leaf_kernels(Program& p, const std::vector<std::pair<int, LeafOffer>>& taken) {
   std::vector<bool> gone(p.steps.size(), false);
   for (auto& [step, o] : taken) {

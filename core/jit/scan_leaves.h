@@ -21,6 +21,9 @@ struct LeafOffer {
 // output) which no other step, nor the program's outputs, reads.
 LeafOffer offer_leaf_kernels(const Program& p, int step);
 
+// Which results of the control step at `step` no later step, nor the program's outputs, reads.
+std::vector<bool> unread_results(const Program& p, int step);
+
 // The offers taken, by scan step: each scan binds consts | its other leaves | extra, the producers'
 // steps and kernels go (kernel indices renumbered), frees are placed again.
 void absorb_leaf_kernels(Program& p, const std::vector<std::pair<int, LeafOffer>>& taken);

@@ -63,6 +63,8 @@ std::string AssocProgram::key() const {
   for (const LeafKernel& lk : leaf_kernels)
     k += fmt::format("|leaf {} {} <- {}", lk.leaf, lk.kernel.key(), fmt::join(lk.inputs, ","));
   for (const AVal& a : extra) k += "|" + a.str();
+  k += "|unread ";
+  for (bool u : unread) k += u ? '1' : '0';
   return k;
 }
 

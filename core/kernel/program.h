@@ -81,6 +81,8 @@ struct AssocProgram {
   std::shared_ptr<const SeriesBody> series;  // an associative scan made by vmap: its unbatched combine
   std::vector<LeafKernel> leaf_kernels;      // in order of leaf
   std::vector<AVal> extra;
+  // results nothing reads after the scan (jit): a backend may leave them unwritten (empty: all read)
+  std::vector<bool> unread;
   const LeafKernel* leaf_kernel(int leaf) const;  // nullptr: the leaf is bound
   std::string key() const;
 };

@@ -129,6 +129,8 @@ struct BlockedText {
   // leaf kernels (AssocProgram::leaf_kernels; direct only): the program that has them (a vmapped
   // scan's batched one), its extra operands bound as in0.. after the leaf outputs
   const AssocProgram* computed = nullptr;
+  // results nothing reads after the scan (AssocProgram::unread): the last fix-up leaves them
+  const std::vector<bool>* unread = nullptr;
   bool f64 = true;
   Shader* sh = nullptr;  // the shader being rendered (a leaf kernel's code may need doubles)
 
@@ -196,9 +198,10 @@ struct BlockedText {
     if (!p.direct) return load_global(arr, pos);
     return "if (pc.mode == 2) {\n" + load_global(arr, pos, true) + "} else {\n" + load_global(arr, pos) + "}\n";
   }
-  std::string store_global(const std::string& arr, const std::string& pos) const {
+  std::string store_global(const std::string& arr, const std::string& pos, bool read_only = false) const {
     std::string c;
     for (int l = 0; l < k; ++l) {
+      if (read_only && unread && (*unread)[l]) continue;
       const std::string buf = p.direct ? fmt::format("lo{}", l) : std::string("dst");
       c += each(l, gwrite(elem(l).dtype, p.direct ? 0 : out.leaf_words[l], leaf_index(l, pos, "e"),
                           fmt::format("{}{}[e]", arr, l), buf.c_str()));
@@ -228,12 +231,17 @@ struct BlockedText {
 };
 
 // mode 1, the fix-up: one partner for the invocation's C positions (B·C is a multiple of C)
+// The last fix-up (s = 1: fix-ups run top down) stores only the results read after the scan (the
+// compiler drops the combine's work for the others): the B = 1024 DLM gradient's transposed
+// scan, whose prefix and segment leaves (32 of 48 words) nothing reads.
 std::string blocked_fixup(const BlockedText& t, std::int64_t C) {
   std::string s = fmt::format("if (pc.mode == 1) {{\nconst int S = pc.s * {};\n", t.p.B * C);
   s += "if (!live0 || j0 < S) return;\n" + t.load_global("pa", t.phys("(j0 / S) * S - 1"));
-  for (std::int64_t c = 0; c < C; ++c)
-    s += fmt::format("if (live{0} && (j{0} + 1) % S != 0) {{\n", c) + t.load_global("xa", fmt::format("i{}", c)) +
-         "combine_();\n" + t.store_global("xa", fmt::format("i{}", c)) + "}\n";
+  for (std::int64_t c = 0; c < C; ++c) {
+    const std::string at = fmt::format("i{}", c), all = t.store_global("xa", at), read = t.store_global("xa", at, true);
+    s += fmt::format("if (live{0} && (j{0} + 1) % S != 0) {{\n", c) + t.load_global("xa", at) + "combine_();\n" +
+         (read == all ? all : "if (pc.s == 1) {\n" + read + "} else {\n" + all + "}\n") + "}\n";
+  }
   return s + "return;\n}\n";
 }
 
@@ -303,28 +311,30 @@ std::optional<Shader> render_blocked_level(BlockedText t, const ScanLimits& lim,
   return sh;
 }
 
-// computed: the program with leaf kernels (`ap` itself, or a vmapped scan's batched program), whose
-// first level computes those leaves; none is rendered where it cannot (leaves packed, bindings
-// over the budget, fewer than 2 positions: the outputs would be copies of the inputs).
+// outer: the program jit planned (`ap` itself, or a vmapped scan's batched program): its leaf
+// kernels, which the first level computes, and its unread results, which the last fix-up leaves.
+// With leaf kernels none is rendered where it cannot compute them (leaves packed, bindings over the
+// budget, fewer than 2 positions: the outputs would be copies of the inputs).
 void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& out, const LeafIndexFn& leaf_index,
-                    const CombineText& combine, bool many = false, const AssocProgram* computed = nullptr) {
+                    const CombineText& combine, bool many = false, const AssocProgram* outer = nullptr) {
   const std::optional<BlockedPlan> p = plan_blocked(ap, lim, many);
   if (!p) return;
   const int nc = ap.num_consts, k = static_cast<int>(ap.operands.size()) - nc;
   const std::int64_t n = ap.operands[nc].shape[ap.axis];
-  if (computed && computed->leaf_kernels.empty()) computed = nullptr;
+  const AssocProgram* computed = outer && !outer->leaf_kernels.empty() ? outer : nullptr;
+  const std::vector<bool>* unread = outer && static_cast<int>(outer->unread.size()) == k ? &outer->unread : nullptr;
   if (computed &&
       (!p->direct || n < 2 || 1 + 2 * k + static_cast<std::int64_t>(computed->extra.size()) > lim.max_buffers))
     return;
-  BlockedText t{ap, *p, out, leaf_index, nc, k, n, computed};
+  BlockedText t{ap, *p, out, leaf_index, nc, k, n, computed, unread};
   out.blocked = render_blocked_level(t, lim, combine, 1, false);
   out.direct = p->direct;
   out.block = out.top_block = p->B;
   if (out.blocked && (p->c_top > 1 || p->B_top != p->B)) {
     BlockedPlan top = *p;  // the top level in a workgroup of its own size
     top.B = p->B_top;
-    out.blocked_top =
-        render_blocked_level(BlockedText{ap, top, out, leaf_index, nc, k, n, computed}, lim, combine, p->c_top, true);
+    out.blocked_top = render_blocked_level(BlockedText{ap, top, out, leaf_index, nc, k, n, computed, unread}, lim,
+                                           combine, p->c_top, true);
     if (out.blocked_top) out.top_per_invocation = p->c_top, out.top_block = p->B_top;
   }
 }

@@ -1,6 +1,8 @@
 // The vulkan scan runner (vk_scans.h): plans, and the recording of scan executables.
 #include "core/backends/vulkan/vk_scans.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -91,12 +93,20 @@ std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std
 }
 
 namespace {
-// "; leaves 0 and 2 computed in the first level" (AssocProgram::leaf_kernels), or nothing
-std::string computed_leaves(const AssocProgram& ap) {
-  if (ap.leaf_kernels.empty()) return "";
+// "; leaves 0, 2 computed in the first level from 3 operands" (AssocProgram::leaf_kernels) and
+// "; results 1, 3 not stored by the last fix-up" (AssocProgram::unread, where a fix-up runs)
+std::string first_and_last(const AssocProgram& ap, const std::vector<BlockedLevel>& levels) {
+  std::string s;
   std::vector<int> ls;
   for (const LeafKernel& lk : ap.leaf_kernels) ls.push_back(lk.leaf);
-  return fmt::format("; leaves {} computed in the first level from {} operands", fmt::join(ls, ", "), ap.extra.size());
+  if (!ls.empty())
+    s += fmt::format("; leaves {} computed in the first level from {} operands", fmt::join(ls, ", "), ap.extra.size());
+  std::vector<int> unread;
+  for (std::size_t l = 0; l < ap.unread.size(); ++l)
+    if (ap.unread[l]) unread.push_back(static_cast<int>(l));
+  const bool fixup = std::any_of(levels.begin(), levels.end(), [](const BlockedLevel& v) { return v.mode == 1; });
+  if (!unread.empty() && fixup) s += fmt::format("; results {} not stored by the last fix-up", fmt::join(unread, ", "));
+  return s;
 }
 }  // namespace
 
@@ -160,7 +170,7 @@ ScanPlan ScanRunner::plan_associative_scan(const AssocProgram& ap, const ScanLim
                           ? fmt::format(" in a workgroup of {}", x->plan.top_block)
                           : std::string(),
                       x->plan.direct ? "bound directly" : "packed into one buffer") +
-                  computed_leaves(ap)
+                  first_and_last(ap, x->levels)
             : fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)",
                           rounds);
   return remember(key, {ScanPath::fused, why, x});
