@@ -234,11 +234,13 @@ struct BlockedText {
 // The last fix-up (s = 1: fix-ups run top down) stores only the results read after the scan (the
 // compiler drops the combine's work for the others): the B = 1024 DLM gradient's transposed
 // scan, whose prefix and segment leaves (32 of 48 words) nothing reads.
+// JX_VK_SKIP_UNREAD=0: every result stored (for measuring).
 std::string blocked_fixup(const BlockedText& t, std::int64_t C) {
+  static const bool skip = !env_is_zero("JX_VK_SKIP_UNREAD");
   std::string s = fmt::format("if (pc.mode == 1) {{\nconst int S = pc.s * {};\n", t.p.B * C);
   s += "if (!live0 || j0 < S) return;\n" + t.load_global("pa", t.phys("(j0 / S) * S - 1"));
   for (std::int64_t c = 0; c < C; ++c) {
-    const std::string at = fmt::format("i{}", c), all = t.store_global("xa", at), read = t.store_global("xa", at, true);
+    const std::string at = fmt::format("i{}", c), all = t.store_global("xa", at), read = t.store_global("xa", at, skip);
     s += fmt::format("if (live{0} && (j{0} + 1) % S != 0) {{\n", c) + t.load_global("xa", at) + "combine_();\n" +
          (read == all ? all : "if (pc.s == 1) {\n" + read + "} else {\n" + all + "}\n") + "}\n";
   }
@@ -456,8 +458,9 @@ std::string leaf_bindings(int k, bool direct) {
 
 std::string assoc_overrides() {
   std::string k = assoc_form();
-  for (const char* name : {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS", "JX_VK_COOP_LOOPS",
-                           "JX_VK_COOP_PREFETCH", "JX_VK_COOP_DIRECT", "JX_VK_COOP_WG_LUS", "JX_VK_SERIES_WG"}) {
+  for (const char* name :
+       {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS", "JX_VK_COOP_LOOPS", "JX_VK_COOP_PREFETCH",
+        "JX_VK_COOP_DIRECT", "JX_VK_COOP_WG_LUS", "JX_VK_SERIES_WG", "JX_VK_SKIP_UNREAD"}) {
     const char* e = std::getenv(name);
     k += fmt::format("|{}", e ? e : "");
   }
