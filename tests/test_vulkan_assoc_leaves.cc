@@ -37,6 +37,19 @@ struct Ran {
   std::uint64_t dispatches = 0;
 };
 
+// f's values on the cpu oracle (the caches cleared after: the vulkan run compiles afresh)
+template <class F>
+V on_the_oracle(F f, const V& args) {
+  V want;
+  {
+    DefaultDeviceScope scope("cpu");
+    const V r = on(args, "cpu");
+    want = f(r[0], r[1]);
+  }
+  clear_caches();
+  return want;
+}
+
 template <class F>
 Ran run_on_vulkan(F f, const V& args) {
   Ran r;
@@ -60,13 +73,7 @@ TEST(VulkanLeafKernels, LeavesOnlyTheScanReadsAreComputedInItsFirstLevel) {
         const Array x = np::cos(np::arange(0, n, 1, DType::float32) * 0.37);
         const Array y = np::arange(0, n, 1, DType::float32) * 0.011;
         auto f = [&](const Array& a, const Array& b) { return leaves_program(a, b, reverse, keep_a); };
-        V want;
-        {
-          DefaultDeviceScope scope("cpu");
-          const V r = on({x, y}, "cpu");
-          want = f(r[0], r[1]);
-        }
-        clear_caches();
+        const V want = on_the_oracle(f, {x, y});
         const Ran fused = run_on_vulkan(f, {x, y});
         const std::string what = fmt::format("n {} reverse {} keep_a {}", n, reverse, keep_a);
         EXPECT_NE(fused.log.find(keep_a ? "; leaves 1 computed in the first level from 2 operands"
@@ -101,13 +108,7 @@ TEST(VulkanLeafKernels, VmappedScansAndOnePositionScans) {
     auto f = [](const Array& a, const Array& b) {
       return vmap([](const Array& u, const Array& v) { return leaves_program(u, v, false, false); })(a, b);
     };
-    V want;
-    {
-      DefaultDeviceScope scope("cpu");
-      const V r = on({x, y}, "cpu");
-      want = f(r[0], r[1]);
-    }
-    clear_caches();
+    const V want = on_the_oracle(f, {x, y});
     const Ran r = run_on_vulkan(f, {x, y});
     if (n > 1) {
       EXPECT_NE(r.log.find("per series (7 series"), std::string::npos) << r.log;
@@ -131,13 +132,7 @@ TEST(VulkanLeafKernels, UnreadResultsAreNotStoredByTheLastFixUp) {
       const Array x = np::cos(np::arange(0, n, 1, DType::float32) * 0.37);
       const Array y = np::arange(0, n, 1, DType::float32) * 0.011;
       auto f = [&](const Array& a, const Array& b) { return V{leaves_program(a, b, reverse, false)[1]}; };
-      V want;
-      {
-        DefaultDeviceScope scope("cpu");
-        const V r = on({x, y}, "cpu");
-        want = f(r[0], r[1]);
-      }
-      clear_caches();
+      const V want = on_the_oracle(f, {x, y});
       const Ran r = run_on_vulkan(f, {x, y});
       const std::string what = fmt::format("n {} reverse {}", n, reverse);
       EXPECT_NE(r.log.find("; results 0 not stored by the last fix-up"), std::string::npos) << what << "\n" << r.log;
