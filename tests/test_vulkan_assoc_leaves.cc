@@ -142,3 +142,32 @@ TEST(VulkanLeafKernels, UnreadResultsAreNotStoredByTheLastFixUp) {
     }
   }
 }
+
+// Leaves of other dtypes computed the same way: an int32 count (x > 0.5 converted) summed, a
+// float64 leaf (x widened and scaled) scanned by max, and a bool (x < -0.9, packed four to a word
+// in memory) scanned by or, over three levels; the three kernels computed in the first level.
+// Values equal the oracle's exactly (integer sums, maxima, ors).
+TEST(VulkanLeafKernels, IntAndDoubleLeavesAreComputedToo) {
+  const std::int64_t n = 70000;
+  const Array x = np::cos(np::arange(0, n, 1, DType::float32) * 0.37);
+  auto f = [](const Array& a, const Array& unused) {
+    (void)unused;
+    const Array count = np::astype(np::greater(a, 0.5), DType::int32);
+    const Array wide = np::astype(a, DType::float64) * 3.0;
+    const Array low = np::less(a, -0.9);
+    return lax::associative_scan_flat(
+        [](const V& p, const V& q) {
+          return V{p[0] + q[0], np::maximum(p[1], q[1]), np::logical_or(p[2], q[2])};
+        },
+        {count, wide, low}, false, 0);
+  };
+  const Array y = np::zeros({n}, DType::float32);
+  const V want = on_the_oracle(f, {x, y});
+  const Ran r = run_on_vulkan(f, {x, y});
+  EXPECT_NE(r.log.find("; leaves 0, 1, 2 computed in the first level"), std::string::npos) << r.log;
+  ASSERT_EQ(r.got.size(), 3u);
+  EXPECT_EQ(r.got[0].dtype(), DType::int32);
+  EXPECT_EQ(r.got[1].dtype(), DType::float64);
+  EXPECT_EQ(r.got[2].dtype(), DType::bool_);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_TRUE(all_close(r.got[i], vals(want[i]), 0, 0)) << i;
+}
