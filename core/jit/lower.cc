@@ -37,6 +37,15 @@ std::int64_t free_size(const AVal& a, const std::vector<std::int64_t>& batch,
   return n;
 }
 
+// exp/log/sin/...: dozens of operations (on a GPU, in double precision for accuracy)
+bool transcendental_or_pow(Prim p) {
+  switch (p) {
+  JX_CASES_TRANSCENDENTAL:
+  case Prim::pow: return true;
+    default: return false;
+  }
+}
+
 bool alu_prim(Prim p) {
   switch (prim_kind(p)) {
     case PrimKind::elementwise: return p != Prim::stop_gradient;
@@ -133,12 +142,8 @@ class Lowering {
     std::size_t nodes = 0;
     visit_nodes(r, [&](const Expr& x) {
       if (++nodes > o_.recompute_nodes) cheap = false;
-      if (x.k == Expr::K::alu && !o_.recompute_expensive) switch (x.prim) {
-        JX_CASES_TRANSCENDENTAL:
-        case Prim::div:
-        case Prim::pow: cheap = false; break;
-          default: break;
-        }
+      if (x.k == Expr::K::alu && !o_.recompute_expensive && (transcendental_or_pow(x.prim) || x.prim == Prim::div))
+        cheap = false;
       return cheap;
     });
     return cheap;
@@ -153,11 +158,7 @@ class Lowering {
       return false;
     bool found = false;
     visit_nodes(r, [&](const Expr& x) {
-      if (x.k == Expr::K::alu) switch (x.prim) {
-        JX_CASES_TRANSCENDENTAL:
-        case Prim::pow: found = true; break;
-          default: break;
-        }
+      found = x.k == Expr::K::alu && transcendental_or_pow(x.prim);
       return !found;
     });
     return found;

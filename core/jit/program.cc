@@ -42,8 +42,10 @@ std::shared_ptr<const CompiledProgram> compile(const Jaxpr& j, const Target& t) 
 }
 
 CompiledProgram::CompiledProgram(Program p, const Target& t) : prog_(std::move(p)), target_(t), be_(*t.backend) {
+  // by control (unchanged by take_leaf_kernels: a taken kernel's reads move to its scan)
+  const std::vector<std::vector<bool>> unread = unread_results(prog_);
   // JX_SCAN_LEAF_KERNELS=0: every leaf a buffer (for measuring)
-  if (t.limits.scan_leaf_kernels && !env_is_zero("JX_SCAN_LEAF_KERNELS")) take_leaf_kernels();
+  if (t.limits.scan_leaf_kernels && !env_is_zero("JX_SCAN_LEAF_KERNELS")) take_leaf_kernels(unread);
   kexe_ = be_.prepare_kernels(prog_.kernels);
   if (t.limits.launch_bound && !env_is_zero("JX_KERNEL_GROUPS")) {
     groups_ = plan_kernel_groups(prog_, be_, stricter_limit(t.budget, t.limits.max_buffers_per_kernel));
@@ -57,7 +59,7 @@ CompiledProgram::CompiledProgram(Program p, const Target& t) : prog_(std::move(p
     if (auto it = leaf_plans_.find(static_cast<int>(c)); it != leaf_plans_.end()) {
       scans_.push_back(std::move(it->second));
     } else if (op.prim == Prim::associative_scan) {
-      scans_.push_back(plan_associative_scan(op, unread_of(static_cast<int>(c))));
+      scans_.push_back(plan_associative_scan(op, unread[c]));
     } else if (op.prim == Prim::while_loop || op.prim == Prim::cond) {  // data-dependent control: the host decides
       ScanStep s;
       s.while_loop = true;
@@ -112,14 +114,6 @@ AssocProgram CompiledProgram::assoc_program(const Op& op) const {
   return {lower(simplify(assoc_body_jaxpr(p)), target_), p.num_consts, p.axis, p.reverse, op.in, series_of(op), {}, {}};
 }
 
-// Which results of control c no later step reads.
-std::vector<bool> CompiledProgram::unread_of(int c) const {
-  for (std::size_t i = 0; i < prog_.steps.size(); ++i)
-    if (prog_.steps[i].kind == Step::Kind::control && prog_.steps[i].index == c)
-      return unread_results(prog_, static_cast<int>(i));
-  return {};
-}
-
 CompiledProgram::ScanStep CompiledProgram::plan_associative_scan(const Op& op, std::vector<bool> unread) const {
   ScanStep s;
   s.associative = true;
@@ -143,15 +137,12 @@ CompiledProgram::ScanStep CompiledProgram::plan_associative_scan(const Op& op, s
 
 // Each associative scan offered the kernels that compute its leaves for nothing else
 // (scan_leaves.h); where the backend plans it with them, the program drops their steps.
-void CompiledProgram::take_leaf_kernels() {
+void CompiledProgram::take_leaf_kernels(const std::vector<std::vector<bool>>& unread) {
   std::vector<std::pair<int, LeafOffer>> taken;
-  for (std::size_t i = 0; i < prog_.steps.size(); ++i) {
-    const Step& st = prog_.steps[i];
-    if (st.kind != Step::Kind::control || prog_.controls[st.index].prim != Prim::associative_scan) continue;
-    LeafOffer o = offer_leaf_kernels(prog_, static_cast<int>(i));
-    if (o.empty()) continue;
-    AssocProgram ap = assoc_program(prog_.controls[st.index]);
-    ap.unread = unread_results(prog_, static_cast<int>(i));
+  for (auto& [step, o] : offer_leaf_kernels(prog_)) {
+    const int c = prog_.steps[step].index;
+    AssocProgram ap = assoc_program(prog_.controls[c]);
+    ap.unread = unread[c];
     ap.leaf_kernels = o.leaves;
     for (int b : o.extra) ap.extra.push_back(prog_.buffers[b]);
     ScanStep s;
@@ -159,8 +150,8 @@ void CompiledProgram::take_leaf_kernels() {
     s.plan = be_.plan_associative_scan(ap, target_);
     if (!s.plan.exe) continue;
     debug_log(1, fmt::format("associative_scan on {}: {}", be_.info().backend, s.plan.reason));
-    leaf_plans_.emplace(st.index, std::move(s));
-    taken.emplace_back(static_cast<int>(i), std::move(o));
+    leaf_plans_.emplace(c, std::move(s));
+    taken.emplace_back(step, std::move(o));
   }
   if (!taken.empty()) absorb_leaf_kernels(prog_, taken);
 }

@@ -88,8 +88,7 @@ class CompiledProgram {
   ScanStep plan_scan(const Op& op) const;
   AssocProgram assoc_program(const Op& op) const;
   ScanStep plan_associative_scan(const Op& op, std::vector<bool> unread = {}) const;
-  std::vector<bool> unread_of(int control) const;
-  void take_leaf_kernels();
+  void take_leaf_kernels(const std::vector<std::vector<bool>>& unread);
   std::shared_ptr<const SeriesBody> series_of(const Op& op) const;
   class Run;  // one call's slots (program.cc)
 };

@@ -18,19 +18,13 @@ std::vector<int> readers_of(const Program& p) {
   return r;
 }
 
-}  // namespace
-
-LeafOffer offer_leaf_kernels(const Program& p, int step) {
+// The leaves of the associative scan at step `step` that kernels compute for it alone.
+LeafOffer offer(const Program& p, int step, const std::vector<int>& readers, const std::vector<int>& producer) {
   LeafOffer o;
   const Step& st = p.steps[step];
   const Op& op = p.controls[st.index];
   const int nc = op.params.num_consts, k = static_cast<int>(op.out.size());
-  if (op.prim != Prim::associative_scan || static_cast<int>(st.in.size()) != nc + k) return o;
-  const std::vector<int> readers = readers_of(p);
-  std::vector<int> producer(p.buffers.size(), -1);
-  for (std::size_t i = 0; i < p.steps.size(); ++i)
-    if (p.steps[i].kind == Step::Kind::kernel && p.steps[i].out.size() == 1)
-      producer[p.steps[i].out[0]] = static_cast<int>(i);
+  if (static_cast<int>(st.in.size()) != nc + k) return o;
   for (int l = 0; l < k; ++l) {
     const int b = st.in[nc + l], at = producer[b];
     if (b < p.num_inputs || at < 0 || readers[b] != 1) continue;
@@ -48,10 +42,30 @@ LeafOffer offer_leaf_kernels(const Program& p, int step) {
   return o;
 }
 
-std::vector<bool> unread_results(const Program& p, int step) {
+}  // namespace
+
+std::vector<std::pair<int, LeafOffer>> offer_leaf_kernels(const Program& p) {
   const std::vector<int> readers = readers_of(p);
-  std::vector<bool> r;
-  for (int b : p.steps[step].out) r.push_back(readers[b] == 0);
+  std::vector<int> producer(p.buffers.size(), -1);
+  for (std::size_t i = 0; i < p.steps.size(); ++i)
+    if (p.steps[i].kind == Step::Kind::kernel && p.steps[i].out.size() == 1)
+      producer[p.steps[i].out[0]] = static_cast<int>(i);
+  std::vector<std::pair<int, LeafOffer>> offers;
+  for (std::size_t i = 0; i < p.steps.size(); ++i) {
+    const Step& st = p.steps[i];
+    if (st.kind != Step::Kind::control || p.controls[st.index].prim != Prim::associative_scan) continue;
+    LeafOffer o = offer(p, static_cast<int>(i), readers, producer);
+    if (!o.empty()) offers.emplace_back(static_cast<int>(i), std::move(o));
+  }
+  return offers;
+}
+
+std::vector<std::vector<bool>> unread_results(const Program& p) {
+  const std::vector<int> readers = readers_of(p);
+  std::vector<std::vector<bool>> r(p.controls.size());
+  for (const Step& st : p.steps)
+    if (st.kind == Step::Kind::control)
+      for (int b : st.out) r[st.index].push_back(readers[b] == 0);
   return r;
 }
 

@@ -17,12 +17,12 @@ struct LeafOffer {
   bool empty() const { return leaves.empty(); }
 };
 
-// The leaves of the associative scan at step `step` that a kernel step computes (elementwise, one
-// output) which no other step, nor the program's outputs, reads.
-LeafOffer offer_leaf_kernels(const Program& p, int step);
+// For each associative scan (by step), the leaves a kernel step computes (elementwise, one
+// output) which no other step, nor the program's outputs, reads; scans with none are left out.
+std::vector<std::pair<int, LeafOffer>> offer_leaf_kernels(const Program& p);
 
-// Which results of the control step at `step` no later step, nor the program's outputs, reads.
-std::vector<bool> unread_results(const Program& p, int step);
+// By control: which of its results no later step, nor the program's outputs, reads.
+std::vector<std::vector<bool>> unread_results(const Program& p);
 
 // The offers taken, by scan step: each scan binds consts | its other leaves | extra, the producers'
 // steps and kernels go (kernel indices renumbered), frees are placed again.

@@ -124,9 +124,6 @@ ScanPlan ScanRunner::plan_associative_scan(const AssocProgram& ap, const ScanLim
   x->extra = ap.extra.size();
   for (int l = 0; l + ap.num_consts < static_cast<int>(ap.operands.size()); ++l)
     x->computed.push_back(ap.leaf_kernel(l) != nullptr);
-  x->extra = ap.extra.size();
-  for (int l = 0; l + ap.num_consts < static_cast<int>(ap.operands.size()); ++l)
-    x->computed.push_back(ap.leaf_kernel(l) != nullptr);
   // the Kogge-Stone shader is compiled only where the blocked form cannot run (each compile
   // costs 0.1-3 s on llvmpipe); a shader the driver cannot build leaves the odd/even recursion
   try {
