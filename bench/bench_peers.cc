@@ -71,8 +71,11 @@ void run(benchmark::State& st, const std::string& name, const std::string& be) {
   st.counters["call_us"] = record_s / calls * 1e6;
   if (be == "vulkan" && !jxbench::env("JX_VK_TIMING", "").empty()) {  // GPU time per pipeline and call, largest first
     const auto t = vulkan::timings();
-    double total = 0;
-    for (const auto& e : t) total += e.ms;
+    double total = 0, idle = 0;
+    for (const auto& e : t) (e.idle ? idle : total) += e.ms;
+    st.counters["gpu_busy_ms"] = total / calls;  // the device's time in the call's pipelines (the floor's measure)
+    st.counters["gpu_idle_ms"] = idle / calls;   // between the call's batches, waiting for the host
+    total += idle;
     std::fprintf(stderr, "%s/%s/%lld: GPU %.4f ms per call in %zu pipelines\n", name.c_str(), be.c_str(),
                  static_cast<long long>(m.n), total / calls, t.size());
     const auto top = static_cast<std::size_t>(std::stoll(jxbench::env("JX_VK_TIMING_TOP", "25")));  // pipelines listed

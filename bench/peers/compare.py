@@ -69,7 +69,8 @@ def jx_results(path):
         batch = int(parts[5]) if len(parts) > 5 and parts[5].isdigit() else 1
         ms = b.get("median_ms", b["real_time"] * {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]])
         out[(wl, n, m, batch)] = {"ms": ms, "backend": be, "checksum": b.get("checksum"),
-                        **{k: b[k] for k in ("dispatches", "submits", "host_waits", "barriers") if k in b}}
+                        **{k: b[k] for k in ("dispatches", "submits", "host_waits", "barriers", "gpu_busy_ms",
+                                             "gpu_idle_ms") if k in b}}
     return out, doc.get("context", {})
 
 
@@ -89,9 +90,10 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
-def compare(kind, jx_rounds, jx_ctx, jax_rounds, jax_ctx, jax_default=None):
+def compare(kind, jx_rounds, jx_ctx, jax_rounds, jax_ctx, jax_default=None, timing=None):
     """Rows per (workload, N, m) over R interleaved rounds: each side's median over rounds, the
-    rounds' ratios (where the checksums agree) and their median, min and max."""
+    rounds' ratios (where the checksums agree) and their median, min and max; from `timing` (a
+    run with JX_VK_TIMING=1, after the rounds) the device's busy and idle time a call."""
     keys = set()
     for r in jx_rounds + jax_rounds:
         keys |= set(r)
@@ -106,6 +108,8 @@ def compare(kind, jx_rounds, jx_ctx, jax_rounds, jax_ctx, jax_default=None):
             row["jax_default_ms"] = jax_default[key]["ms"]
         if a:
             row.update({k: a[-1][k] for k in ("dispatches", "submits", "host_waits", "barriers") if k in a[-1]})
+        if timing and key in timing:
+            row.update({k: timing[key][k] for k in ("gpu_busy_ms", "gpu_idle_ms") if k in timing[key]})
         if a and b:
             row["checksums"] = [a[-1].get("checksum"), b[-1].get("checksum")]
             row["checksums_agree"] = all(agree(x, y) for x, y in zip(a, b))
@@ -175,6 +179,8 @@ def main():
     ap.add_argument("--workloads", default="", help="only these workloads (default all)")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds of both sides")
     ap.add_argument("--jax-default", action="store_true", help="also time JAX at its default matmul precision")
+    ap.add_argument("--gpu-time", action="store_true", help="after the rounds, one more jxlab run with JX_VK_TIMING=1: "
+                    "the device's busy time a call (timestamps around every dispatch) beside the floor")
     ap.add_argument("--jax-cache", default="", help="JAX's persistent compilation cache in this folder: rounds after "
                     "the first load JAX's compiled programs instead of compiling them again (~20 s a cell at m = 13 on "
                     "the H200); the timed calls are the same")
@@ -206,12 +212,20 @@ def main():
             jax, jax_ctx = jax_results(jax_json)
             jx_rounds.append(jx)
             jax_rounds.append(jax)
+        timing = None
+        if a.gpu_time and kind == "gpu":
+            t_json = os.path.join(a.out, "jx-gpu-timing.json")
+            run(f"{a.jx} --benchmark_out={t_json} --benchmark_out_format=json",
+                {"JX_PEER_BACKENDS": be, "JX_PEER_N": a.n, "JX_PEER_M": a.m, "JX_PEER_B": a.batch, "JX_PEER_SKIP": a.skip_jx,
+                 "JX_LIMITS": "device", "JX_VK_TIMING": "1", **({"JX_PEER_WORKLOADS": a.workloads} if a.workloads else {})},
+                log)
+            timing = jx_results(t_json)[0]
         jax_default = None
         if a.jax_default:
             d_json = os.path.join(a.out, f"jax-{kind}-default.json")
             run(jax_cmd + ["--out", d_json, "--precision", "default"], jax_env, log)
             jax_default = jax_results(d_json)[0]
-        doc["comparisons"].append(compare(kind, jx_rounds, jx_ctx, jax_rounds, jax_ctx, jax_default))
+        doc["comparisons"].append(compare(kind, jx_rounds, jx_ctx, jax_rounds, jax_ctx, jax_default, timing))
     with open(os.path.join(a.out, "peers.json"), "w") as f:
         json.dump(doc, f, indent=1)
     with open(os.path.join(a.out, "peers.md"), "w") as f:

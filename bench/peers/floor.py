@@ -84,17 +84,32 @@ def floor_of(workload, m, b, n, device):
 
 
 def markdown(rows, device):
-    """The floor table of a GPU comparison's rows (those with a jxlab time)."""
-    lines = ["| workload | m | B | N | must move MB | GFLOP | dispatches | floor µs | + round trip µs | jxlab ms "
-             "| × floor | × (floor + round trip) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    """The floor table of a GPU comparison's rows (those with a jxlab time). Where the run timed the
+    device (compare.py --gpu-time: gpu_busy_ms, the call's pipelines without the device's idle
+    between its batches), its busy time against the floor beside the wall time's ratios.
+
+    >>> r = {"workload": "par_filter", "m": 2, "batch": 1, "n": 102400, "jx_ms": 0.087, "gpu_busy_ms": 0.0477}
+    >>> markdown([r], "NVIDIA H200").splitlines()[-1]
+    '| par_filter | 2 | 1 | 102400 | 16.0 | 0.03 | 3 | 10.5 | 55.5 | 0.087 | 8.3 | 1.6 | 47.7 | 4.5 |'
+    """
+    timed = any("gpu_busy_ms" in r for r in rows)
+    head = ["| workload | m | B | N | must move MB | GFLOP | dispatches | floor µs | + round trip µs | jxlab ms "
+            "| × floor | × (floor + round trip) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    if timed:
+        head = [head[0] + " device busy µs | busy × floor |", head[1] + "---|---|"]
+    lines = head
     for r in rows:
         f = floor_of(r["workload"], r.get("m", 2), r.get("batch", 1), r["n"], device)
         if f is None or not r.get("jx_ms"):
             continue
         wall = f["floor_us"] + ROUND_TRIP_US
-        lines.append(f"| {r['workload']} | {r.get('m', 2)} | {r.get('batch', 1)} | {r['n']} | {f['mb']:.1f} | "
-                     f"{f['gflop']:.2f} | {f['dispatches']} | {f['floor_us']:.1f} | {wall:.1f} | {r['jx_ms']:.3f} | "
-                     f"{r['jx_ms'] * 1e3 / f['floor_us']:.1f} | {r['jx_ms'] * 1e3 / wall:.1f} |")
+        line = (f"| {r['workload']} | {r.get('m', 2)} | {r.get('batch', 1)} | {r['n']} | {f['mb']:.1f} | "
+                f"{f['gflop']:.2f} | {f['dispatches']} | {f['floor_us']:.1f} | {wall:.1f} | {r['jx_ms']:.3f} | "
+                f"{r['jx_ms'] * 1e3 / f['floor_us']:.1f} | {r['jx_ms'] * 1e3 / wall:.1f} |")
+        if timed:
+            busy = r.get("gpu_busy_ms")
+            line += f" {busy * 1e3:.1f} | {busy * 1e3 / f['floor_us']:.1f} |" if busy else " – | – |"
+        lines.append(line)
     return "\n".join(lines) + "\n"
 
 

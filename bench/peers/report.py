@@ -92,7 +92,9 @@ def main():
                 device = comp["jax"].get("device", "")
                 md.append(f"Floor (bench/peers/floor.py's model; {device or 'the GPU'}): what each call must move, "
                           "compute and dispatch, the device time that implies, and the measured wall time per call "
-                          "against it and against it plus one submit-and-fence round trip (every call reads back).\n")
+                          "against it and against it plus one submit-and-fence round trip (every call reads back); "
+                          "where the run timed the device (compare.py --gpu-time), the device's busy time a call "
+                          "(its pipelines, not its idle between the call's batches) against the floor.\n")
                 md.append(floor.markdown(part["rows"], device))
             svg = plot(part, os.path.dirname(path), f"peers-{kind}")
             if svg:

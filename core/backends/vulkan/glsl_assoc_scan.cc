@@ -36,6 +36,8 @@ std::string element_loop(std::int64_t count) {
 // invocation: the most workgroups in flight, which is what a GPU's latency needs) until a level
 // fits one workgroup: the top level, where C = ceil(positions / B) ≤ 4 (its own shader); then
 // fixes up the levels below: 3 dispatches at n = 102400 and B = 256 (400 totals, C = 2 at the top).
+// Up to B·kFixTotals + 1 blocks, mode 3 replaces the top level and the fix-up (blocked_fix_totals:
+// 2 dispatches).
 // Element values live in module-scope arrays (private per invocation), so the combine,
 // xa := pa ⊕ xa, is one function called from every place. Where the budget has 2k + 1 bindings
 // (k leaves), each leaf binds its input and its output (no packing copies): mode 2 is mode 0
@@ -76,6 +78,7 @@ struct BlockedPlan {
   std::int64_t c_max = 1;             // elements an invocation holds in registers
   std::int64_t c_top = 1;             // positions per invocation at the top (1 below it)
   std::int64_t B_top = 0;             // invocations of the top level's workgroup
+  std::int64_t c_fix = 0;             // > 0: block totals an invocation folds in mode 3 (no top level)
   bool direct = false;
 };
 
@@ -212,21 +215,25 @@ struct BlockedText {
   std::string slot_base(const std::string& slot, int l) const {
     return fmt::format("({}) * {} + {}", slot, p.Ws, p.sm_base[l]);
   }
-  std::string to_shared(const std::string& slot) const {
-    std::string c;
-    for (int l = 0; l < k; ++l) c += each(l, swrite(elem(l).dtype, slot_base(slot, l), "e", fmt::format("xa{}[e]", l)));
-    return c;
-  }
-  std::string from_shared(const std::string& slot) const {
+  // an element's slot in workgroup memory (mem "sm") or in the block totals (mem "tot", mode 3)
+  std::string to_shared(const std::string& slot, const std::string& arr = "xa", const char* mem = "sm") const {
     std::string c;
     for (int l = 0; l < k; ++l)
-      c += each(l, fmt::format("pa{}[e] = {};", l, sread(elem(l).dtype, slot_base(slot, l), "e")));
+      c += each(l, swrite(elem(l).dtype, slot_base(slot, l), "e", fmt::format("{}{}[e]", arr, l), mem));
     return c;
   }
-  // xa := the inclusive combine of the workgroup's totals through this invocation's
-  std::string rounds() const {
+  std::string from_shared(const std::string& slot, const std::string& arr = "pa", const char* mem = "sm") const {
+    std::string c;
+    for (int l = 0; l < k; ++l)
+      c += each(l, fmt::format("{}{}[e] = {};", arr, l, sread(elem(l).dtype, slot_base(slot, l), "e", mem)));
+    return c;
+  }
+  // xa := the inclusive combine of the workgroup's totals through this invocation's (invocations
+  // where `live` holds form a prefix of the workgroup; the others only take part in the barriers)
+  std::string rounds(const std::string& live = "live0") const {
     return fmt::format("for (int d = 1; d < {}; d <<= 1) {{\n", p.B) + to_shared("lid") +
-           "barrier();\nif (live0 && lid >= d) {\n" + from_shared("lid - d") + "combine_();\n}\nbarrier();\n}\n";
+           fmt::format("barrier();\nif ({} && lid >= d) {{\n", live) + from_shared("lid - d") +
+           "combine_();\n}\nbarrier();\n}\n";
   }
 };
 
@@ -245,6 +252,30 @@ std::string blocked_fixup(const BlockedText& t, std::int64_t C) {
          (read == all ? all : "if (pc.s == 1) {\n" + read + "} else {\n" + all + "}\n") + "}\n";
   }
   return s + "return;\n}\n";
+}
+
+// mode 3, the fix-up from the block totals (BlockedPlan::c_fix; s = 1, one position per
+// invocation): the first level also stored each block's total T_t (its last position's prefix)
+// in `tot`, so workgroup w ≥ 1 folds P_w = T_0 ⊕ … ⊕ T_{w-1} itself (c_fix totals an invocation,
+// then the workgroup's rounds) and every one of its positions j becomes P_w ⊕ x[j]. It replaces
+// the top level's dispatch and its fix-up: a top level is one workgroup whose combines run in
+// a row on cold code (the m = 2 filter's at N = 102400: 16 µs on the H200, the two full levels 22
+// µs); here every workgroup repeats the rounds, in parallel. The totals are read from `tot`, not
+// from the blocks' last positions, which the fix-up itself rewrites.
+std::string blocked_fix_totals(const BlockedText& t) {
+  static const bool skip = !env_is_zero("JX_VK_SKIP_UNREAD");
+  const std::int64_t cf = t.p.c_fix;
+  std::string s = fmt::format("if (pc.mode == 3) {{\nconst int w = m / {};\nif (w == 0) return;\n", t.p.B);
+  s += fmt::format("const bool tlive = lid * {} < w;\nif (tlive) {{\n", cf) +
+       t.from_shared(fmt::format("lid * {}", cf), "xa", "tot");
+  for (std::int64_t c = 1; c < cf; ++c)
+    s += fmt::format("if (lid * {} + {} < w) {{\n", cf, c) + t.assign("pa", "xa") +
+         t.from_shared(fmt::format("lid * {} + {}", cf, c), "xa", "tot") + "combine_();\n}\n";
+  s += "}\n" + t.rounds("tlive");
+  s += fmt::format("if (lid == (w - 1) / {}) {{\n", cf) + t.to_shared("0") + "}\nbarrier();\n";
+  s += "if (live0) {\n" + t.from_shared("0") + t.load_global("xa", "i0") + "combine_();\n" +
+       t.store_global("xa", "i0", skip) + "}\nreturn;\n}\n";
+  return s;
 }
 
 // mode 0 with the invocation's C elements in registers x<c>_
@@ -270,6 +301,9 @@ std::string blocked_scan_registers(const BlockedText& t, std::int64_t C) {
   }
   for (std::int64_t c = 0; c < C; ++c)
     s += fmt::format("if (live{}) {{\n", c) + t.store_global(fmt::format("x{}_", c), fmt::format("i{}", c)) + "}\n";
+  if (t.p.c_fix > 0)  // the block's total, for mode 3
+    s += fmt::format("if (pc.s == 1 && live0 && lid == {}) {{\n", t.p.B - 1) +
+         t.to_shared("m / " + std::to_string(t.p.B), "x0_", "tot") + "}\n";
   return s;
 }
 
@@ -280,12 +314,16 @@ std::optional<Shader> render_blocked_level(BlockedText t, const ScanLimits& lim,
   t.sh = &sh;
   t.f64 = lim.f64_math;
   sh.buffers = t.p.direct ? 1 + 2 * t.k + (t.computed ? static_cast<int>(t.computed->extra.size()) : 0) : 2;
+  const bool fix_totals = t.p.c_fix > 0 && C == 1 && !top;
   sh.name = top ? "associative_scan_top" : "associative_scan_blocked";
   sh.invocations = (t.n + C - 1) / C;  // the largest level; run_assoc dispatches fewer for the others
   sh.float64 = t.out.sh.float64;
   std::string s = glsl_header(t.p.B);
   s += "layout(std430, set = 0, binding = 0) readonly buffer BI { uint d[]; } gin;\n";
   s += leaf_bindings(t.k, t.p.direct) + t.extra_bindings();
+  if (fix_totals)  // the block totals (mode 3), last
+    s += fmt::format("layout(std430, set = 0, binding = {}) buffer BT {{ uint d[]; }} tot;\n", sh.buffers++) +
+         "uint tot_ld(int i) { return tot.d[i]; }\nvoid tot_st(int i, uint v) { tot.d[i] = v; }\n";
   s += "layout(push_constant) uniform PC { int mode; int s; } pc;\n";
   s += shared_decl(t.p.B * t.p.Ws, lim.checked_shared);
   s += prelude(sh.float64 || lim.f64_math, lim.f64_math);
@@ -305,13 +343,22 @@ std::optional<Shader> render_blocked_level(BlockedText t, const ScanLimits& lim,
         "const int j{0} = pc.s * ({1} * m + {0}) + pc.s - 1;\nconst bool live{0} = j{0} < {2};\nconst int i{0} = "
         "{3};\n",
         c, C, t.n, t.phys(fmt::format("j{}", c)));
-  s += blocked_fixup(t, C) + blocked_scan_registers(t, C);
+  s += (fix_totals ? blocked_fix_totals(t) : std::string()) + blocked_fixup(t, C) + blocked_scan_registers(t, C);
   sh.glsl = s + "}\n";
   const std::int64_t per_combine = loops + 3 * t.p.regs;
-  if (lim.max_loop_iterations > 0 && per_combine * (2 * C + 9) + 8 * t.p.regs * C > lim.max_loop_iterations)
+  const std::int64_t fix_combines = fix_totals ? t.p.c_fix + 10 : 0;
+  if (lim.max_loop_iterations > 0 &&
+      per_combine * (2 * C + 9 + fix_combines) + 8 * t.p.regs * (C + fix_combines) > lim.max_loop_iterations)
     return std::nullopt;
   return sh;
 }
+
+// The fix-up from the block totals (mode 3) where the positions are more than a top level takes
+// in one workgroup (B·c_max; fewer: one dispatch) and leave at most B·kFixTotals + 1 blocks (the
+// m = 2 filter at N = 102400: 400). JX_VK_FIX_TOTALS=0: the top level and fix-ups (read at
+// every plan, part of its key: for measuring and for the tests of both).
+constexpr std::int64_t kFixTotals = 4;
+bool fix_from_totals() { return !env_is_zero("JX_VK_FIX_TOTALS"); }
 
 // outer: the program jit planned (`ap` itself, or a vmapped scan's batched program): its leaf
 // kernels, which the first level computes, and its unread results, which the last fix-up leaves.
@@ -328,10 +375,22 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
   if (computed &&
       (!p->direct || n < 2 || 1 + 2 * k + static_cast<std::int64_t>(computed->extra.size()) > lim.max_buffers))
     return;
-  BlockedText t{ap, *p, out, leaf_index, nc, k, n, computed, unread};
+  BlockedPlan q = *p;
+  const std::int64_t blocks = (n + p->B - 1) / p->B,
+                     bindings =
+                         p->direct ? 1 + 2 * k + (computed ? static_cast<std::int64_t>(computed->extra.size()) : 0) : 2;
+  if (fix_from_totals() && out.series == 0 && n > p->B * p->c_max && blocks - 1 <= p->B * kFixTotals &&
+      bindings < lim.max_buffers)
+    q.c_fix = (blocks - 1 + p->B - 1) / p->B;
+  BlockedText t{ap, q, out, leaf_index, nc, k, n, computed, unread};
   out.blocked = render_blocked_level(t, lim, combine, 1, false);
   out.direct = p->direct;
   out.block = out.top_block = p->B;
+  if (out.blocked && q.c_fix > 0) {
+    out.fix_totals = q.c_fix;
+    out.totals_bytes = blocks * q.Ws * 4;
+    return;  // no top level
+  }
   if (out.blocked && (p->c_top > 1 || p->B_top != p->B)) {
     BlockedPlan top = *p;  // the top level in a workgroup of its own size
     top.B = p->B_top;
@@ -460,7 +519,7 @@ std::string assoc_overrides() {
   std::string k = assoc_form();
   for (const char* name :
        {"JX_VK_COOP_CHUNK", "JX_VK_COOP_WG", "JX_VK_ODD_SLOTS", "JX_VK_COOP_LOOPS", "JX_VK_COOP_PREFETCH",
-        "JX_VK_COOP_DIRECT", "JX_VK_COOP_WG_LUS", "JX_VK_SERIES_WG", "JX_VK_SKIP_UNREAD"}) {
+        "JX_VK_COOP_DIRECT", "JX_VK_COOP_WG_LUS", "JX_VK_SERIES_WG", "JX_VK_SKIP_UNREAD", "JX_VK_FIX_TOTALS"}) {
     const char* e = std::getenv(name);
     k += fmt::format("|{}", e ? e : "");
   }
@@ -565,6 +624,7 @@ std::optional<AssocShader> render_series_assoc(const AssocProgram& ap, const Sca
   std::vector<KNode> nodes;
   for (const Kernel& kk : S.body.kernels) nodes.insert(nodes.end(), kk.nodes.begin(), kk.nodes.end());
   out.sh.float64 = uses_double(u.operands, DType::float32, nodes);
+  out.series = S.size;  // before the render: a per-series scan has no fix-up from the totals
   if (local <= 4096)
     render_blocked(
         u, lim, out, leaf_index,

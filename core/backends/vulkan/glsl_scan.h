@@ -76,6 +76,10 @@ struct AssocShader {
   std::int64_t block = 256;
   std::int64_t top_block = 256;  // the top level's workgroup (below `block` for many series' large elements)
   bool direct = false;           // the blocked shaders bind consts | leaf inputs | leaf outputs
+  // > 0: two dispatches, the first level (which also stores each block's total) and the fix-up
+  // from the totals (mode 3), fix_totals of them folded per invocation; no top level. The totals
+  // take totals_bytes, bound last.
+  std::int64_t fix_totals = 0, totals_bytes = 0;
   // > 0: the blocked form of a vmapped scan's unbatched combine, run for `series` series at once
   // (dispatches of that depth, gl_WorkGroupID.z the series); const_shift[i]: the series' first
   // element in const i ("" where it is shared)

@@ -104,7 +104,8 @@ std::string first_and_last(const AssocProgram& ap, const std::vector<BlockedLeve
   std::vector<int> unread;
   for (std::size_t l = 0; l < ap.unread.size(); ++l)
     if (ap.unread[l]) unread.push_back(static_cast<int>(l));
-  const bool fixup = std::any_of(levels.begin(), levels.end(), [](const BlockedLevel& v) { return v.mode == 1; });
+  const bool fixup =
+      std::any_of(levels.begin(), levels.end(), [](const BlockedLevel& v) { return v.mode == 1 || v.mode == 3; });
   if (!unread.empty() && fixup) s += fmt::format("; results {} not stored by the last fix-up", fmt::join(unread, ", "));
   return s;
 }
@@ -152,21 +153,24 @@ ScanPlan ScanRunner::plan_associative_scan(const AssocProgram& ap, const ScanLim
       x->top = nullptr;
     }
   const std::int64_t c_top = x->top ? x->plan.top_per_invocation : 1;
-  if (x->blocked)
+  if (x->blocked && x->plan.fix_totals > 0)
+    x->levels = {{0, 1, false}, {3, 1, false}};
+  else if (x->blocked)
     x->levels = blocked_levels(x->length, c_top, x->plan.block, 1, x->top ? x->plan.top_block : x->plan.block);
+  const std::string shape = x->plan.fix_totals > 0
+                                ? fmt::format("then a fix-up that folds the {} block totals, {} per invocation",
+                                              (x->length + x->plan.block - 1) / x->plan.block - 1, x->plan.fix_totals)
+                                : fmt::format("the top level {} per invocation{}, then fix-ups", c_top,
+                                              x->top && x->plan.top_block != x->plan.block
+                                                  ? fmt::format(" in a workgroup of {}", x->plan.top_block)
+                                                  : std::string());
   const std::string series =
       x->plan.series ? fmt::format("per series ({} series, the unbatched combine): ", x->plan.series) : "";
   why = x->blocked
             ? series +
-                  fmt::format(
-                      "blocked: {} dispatches (each workgroup scans {} positions in its memory, the top level {} per "
-                      "invocation{}, then fix-ups; "
-                      "leaves {})",
-                      x->levels.size(), x->plan.block, c_top,
-                      x->top && x->plan.top_block != x->plan.block
-                          ? fmt::format(" in a workgroup of {}", x->plan.top_block)
-                          : std::string(),
-                      x->plan.direct ? "bound directly" : "packed into one buffer") +
+                  fmt::format("blocked: {} dispatches (each workgroup scans {} positions in its memory, {}; leaves {})",
+                              x->levels.size(), x->plan.block, shape,
+                              x->plan.direct ? "bound directly" : "packed into one buffer") +
                   first_and_last(ap, x->levels)
             : fmt::format("Kogge-Stone: {} rounds of one shader (one invocation per position, every leaf at once)",
                           rounds);
@@ -223,7 +227,8 @@ void ScanRunner::run_assoc(AssocExe& x, std::span<Buf* const> bound, std::span<B
     all.push_back(!x.computed.empty() && x.computed[l] ? out[l] : bound[next++]);
   const std::span<Buf*const> in(all), extra = bound.subspan(bound.size() - x.extra);
   const bool direct = (x.blocked && p.direct) || (x.coop && p.coop->direct);
-  Batch& b = rec_.batch_with_room(3, static_cast<std::uint32_t>(2 * (2 * k + 1)) + 4);
+  // two sets (the blocked form's top level its own) of consts | leaves | extra | mode 3's totals
+  Batch& b = rec_.batch_with_room(3, static_cast<std::uint32_t>(2 * (2 * k + 2 + x.extra)) + 4);
   // constants packed into gin; leaves packed into q[0] (the result ends in q[cur]), or (direct)
   // read from the inputs by the first level and scanned in place in the outputs
   std::unique_ptr<Buf> gin = scratch_buf(static_cast<std::size_t>(p.const_size) * 4);
@@ -279,6 +284,13 @@ void ScanRunner::record_blocked(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer q0
     reads.push_back(q0);
     writes.push_back(q0);
   }
+  std::unique_ptr<Buf> totals;  // mode 3's block totals, bound last
+  if (p.fix_totals > 0) {
+    totals = scratch_buf(static_cast<std::size_t>(p.totals_bytes));
+    bufs.push_back(totals->buf.get());
+    reads.push_back(totals->buf.get());
+    writes.push_back(totals->buf.get());
+  }
   const std::int64_t c_top = x.top ? p.top_per_invocation : 1;
   VkDescriptorSet set = rec_.bind_set(b, *x.blocked, bufs);
   VkDescriptorSet top_set = x.top ? rec_.bind_set(b, *x.top, bufs) : VK_NULL_HANDLE;
@@ -300,6 +312,7 @@ void ScanRunner::record_blocked(AssocExe& x, Batch& b, VkBuffer gin, VkBuffer q0
                          lv.top ? p.top_block : p.block,
                          static_cast<std::uint32_t>(std::max<std::int64_t>(p.series, 1)));
   }
+  if (totals) b.released.push_back(std::move(totals));
 }
 
 // Kogge-Stone rounds d = 1, 2, 4, ..., ping-pong between q0 and q1; returns which holds the result.

@@ -50,9 +50,10 @@ struct PreencodedExe final : Executable {
 
 // A dispatch of the blocked or cooperative associative scan.
 struct BlockedLevel {
-  std::int32_t mode;  // 0 scan, 1 fix-up (2: a scan reading the inputs, set at dispatch)
-  std::int64_t s;     // stride
-  bool top;           // the top shader: several positions per invocation
+  std::int32_t
+      mode;        // 0 scan, 1 fix-up, 3 fix-up from the block totals (2: a scan reading the inputs, set at dispatch)
+  std::int64_t s;  // stride
+  bool top;        // the top shader: several positions per invocation
 };
 // The blocked scan's dispatches: scans up the strides 1, F, F², ... (F = B·c_low positions per
 // workgroup, c_low per invocation) while more than one position takes part, until a level fits

@@ -65,6 +65,7 @@ void Recorder::time_collect(Batch& b) {
       if (last_tick_ && ts[0] > last_tick_) {
         auto& e = timings_[kIdle];
         e.name = kIdle;
+        e.idle = true;
         e.dispatches++;
         e.ms += static_cast<double>(ts[0] - last_tick_) * ms_per_tick;
       }

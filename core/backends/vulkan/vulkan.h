@@ -40,6 +40,7 @@ struct TimedPipeline {
   std::string name;
   std::uint64_t dispatches = 0;
   double ms = 0;
+  bool idle = false;  // "(idle between batches)": the device idle between two batches of one host wait
 };
 void set_timing(bool on);
 std::vector<TimedPipeline> timings();
