@@ -4,6 +4,7 @@
 // against the same program with every leaf a buffer (JX_SCAN_LEAF_KERNELS=0).
 #include <fmt/format.h>
 
+#include "core/instrument/instrument.h"
 #include "tests/vulkan_helpers.h"
 
 using namespace jx;
@@ -124,18 +125,34 @@ TEST(VulkanLeafKernels, VmappedScansAndOnePositionScans) {
 
 // Results nothing reads after the scan (AssocProgram::unread: here the scan of a, when only b's is
 // returned) are not stored by the last fix-up, which then skips their part of the combine; the
-// results read equal the oracle's, over two levels (5000 positions: one fix-up) and three (70000:
-// two fix-ups, the first storing every result, since the last reads them).
+// results read equal the oracle's, with the fix-up from the block totals (5000 and 70000
+// positions) and with a top level (JX_VK_FIX_TOTALS=0; 70000: three levels, two fix-ups, the
+// first storing every result, since the last reads them). The trace's dispatch event of the scan
+// names the buffers its widest dispatch binds (consts, the leaves' inputs and outputs, the block
+// totals), as the device's counters do.
 TEST(VulkanLeafKernels, UnreadResultsAreNotStoredByTheLastFixUp) {
-  for (std::int64_t n : {5000, 70000}) {
+  for (auto [n, totals] : {std::pair<std::int64_t, const char*>{5000, "1"}, {70000, "1"}, {70000, "0"}}) {
+    const ScopedEnv fix("JX_VK_FIX_TOTALS", totals);
     for (bool reverse : {false, true}) {
       const Array x = np::cos(np::arange(0, n, 1, DType::float32) * 0.37);
       const Array y = np::arange(0, n, 1, DType::float32) * 0.011;
       auto f = [&](const Array& a, const Array& b) { return V{leaves_program(a, b, reverse, false)[1]}; };
       const V want = on_the_oracle(f, {x, y});
-      const Ran r = run_on_vulkan(f, {x, y});
-      const std::string what = fmt::format("n {} reverse {}", n, reverse);
+      int traced = 0;
+      Ran r;
+      {
+        trace::Subscription sub([&](const trace::Event& e) {
+          if (e.kind == trace::EventKind::dispatch && e.name == "associative_scan") traced = e.buffers;
+        });
+        vulkan::reset_counters();
+        r = run_on_vulkan(f, {x, y});
+      }
+      const std::string what = fmt::format("n {} reverse {} totals {}", n, reverse, totals);
       EXPECT_NE(r.log.find("; results 0 not stored by the last fix-up"), std::string::npos) << what << "\n" << r.log;
+      // gin, 2 leaf inputs, 2 outputs (the kernels' operands where it computes the leaves; the
+      // totals); the elementwise kernels bind fewer
+      EXPECT_GE(traced, 5) << what;
+      EXPECT_EQ(static_cast<std::uint64_t>(traced), vulkan::counters().max_buffers_per_dispatch) << what;
       ASSERT_EQ(r.got.size(), 1u);
       EXPECT_TRUE(all_close(r.got[0], vals(want[0]), 2e-4, 2e-4)) << what;
       clear_caches();

@@ -356,7 +356,9 @@ std::optional<Shader> render_blocked_level(BlockedText t, const ScanLimits& lim,
 // The fix-up from the block totals (mode 3) where the positions are more than a top level takes
 // in one workgroup (B·c_max; fewer: one dispatch) and leave at most B·kFixTotals + 1 blocks (the
 // m = 2 filter at N = 102400: 400). JX_VK_FIX_TOTALS=0: the top level and fix-ups (read at
-// every plan, part of its key: for measuring and for the tests of both).
+// every plan, part of its key: for measuring and for the tests of both). Single series only: per
+// series at B = 1024 (each series its totals) it was slower, the GPU full and the fold repeated
+// work (2026-11-29-h200-fix-totals-ab/series: the gradient 1.42 -> 1.54 ms).
 constexpr std::int64_t kFixTotals = 4;
 bool fix_from_totals() { return !env_is_zero("JX_VK_FIX_TOTALS"); }
 

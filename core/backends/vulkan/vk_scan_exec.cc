@@ -92,6 +92,11 @@ std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std
   return out;
 }
 
+int AssocExe::bound_buffers(int) const {
+  const Pipeline* p = blocked ? blocked.get() : coop ? coop.get() : pipe.get();
+  return p ? p->buffers : 3;
+}
+
 namespace {
 // "; leaves 0, 2 computed in the first level from 3 operands" (AssocProgram::leaf_kernels) and
 // "; results 1, 3 not stored by the last fix-up" (AssocProgram::unread, where a fix-up runs)

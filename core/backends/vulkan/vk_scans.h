@@ -77,7 +77,8 @@ struct AssocExe final : Executable {
   // other leaves | extra operands
   std::vector<bool> computed;
   std::size_t extra = 0;
-  int bound_buffers(int) const override { return 3; }
+  // the bindings of its widest dispatch (the blocked, cooperative or Kogge-Stone shader's)
+  int bound_buffers(int) const override;
 };
 
 // A routine without a shader: the oracle's, on the host (download, run, upload).
