@@ -637,7 +637,6 @@ std::optional<AssocShader> render_series_assoc(const AssocProgram& ap, const Sca
                                   : "the unbatched combine has no blocked form that computes leaves";
     return std::nullopt;
   }
-  out.series = S.size;
   out.blocked->name = "associative_scan_series";
   if (out.blocked_top) out.blocked_top->name = "associative_scan_series_top";
   return out;
