@@ -66,7 +66,7 @@ TEST(VulkanAssociativeScan, KoggeStoneRoundsEagerAndJit) {
 // until a level fits one workgroup, then fix-ups come down. A top level of up to 1024 positions
 // (these elements: 6 values, so up to 4 in an invocation's registers) is one workgroup of the top
 // shader: n = 1000 is one dispatch. Above, up to 1025 blocks of 256 (n ≤ 1025·256), the first
-// level and one fix-up that folds the block totals itself (mode 3): n = 70000 (273 blocks),
+// level and one fix-up that folds the block totals itself (mode 3): n = 70000 (274 blocks),
 // 256^2 + 1, 1024·256 + 1 and 1025·256 (1025 blocks, 4 totals an invocation) 2 dispatches;
 // n = 1025·256 + 1 (1026 blocks) 3 scans + 2 fix-ups. JX_VK_FIX_TOTALS=0 (the top level instead
 // of mode 3) at 70000 (2 scans + 1 fix-up) and 1024·256 + 1 (1024 totals at the top: 2 + 1).

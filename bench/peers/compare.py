@@ -200,13 +200,14 @@ def main():
                    "--skip", a.skip_jax,
                    "--workloads", a.workloads] + (["--cache", a.jax_cache] if a.jax_cache else [])
         jax_env = {"JAX_PLATFORMS": plat, **({"XLA_FLAGS": a.jax_xla_flags} if a.jax_xla_flags else {})}
+        jx_env = {"JX_PEER_BACKENDS": be, "JX_PEER_N": a.n, "JX_PEER_M": a.m, "JX_PEER_B": a.batch,
+                  "JX_PEER_SKIP": a.skip_jx, "JX_LIMITS": "device",
+                  **({"JX_PEER_WORKLOADS": a.workloads} if a.workloads else {})}
         jx_rounds, jax_rounds = [], []
         for r in range(a.rounds):
             jx_json = os.path.join(a.out, f"jx-{kind}-{r}.json")
             jax_json = os.path.join(a.out, f"jax-{kind}-{r}.json")
-            run(f"{a.jx} --benchmark_out={jx_json} --benchmark_out_format=json",
-                {"JX_PEER_BACKENDS": be, "JX_PEER_N": a.n, "JX_PEER_M": a.m, "JX_PEER_B": a.batch, "JX_PEER_SKIP": a.skip_jx,
-                 "JX_LIMITS": "device", **({"JX_PEER_WORKLOADS": a.workloads} if a.workloads else {})}, log)
+            run(f"{a.jx} --benchmark_out={jx_json} --benchmark_out_format=json", jx_env, log)
             run(jax_cmd + ["--out", jax_json], jax_env, log)
             jx, jx_ctx = jx_results(jx_json)
             jax, jax_ctx = jax_results(jax_json)
@@ -215,10 +216,7 @@ def main():
         timing = None
         if a.gpu_time and kind == "gpu":
             t_json = os.path.join(a.out, "jx-gpu-timing.json")
-            run(f"{a.jx} --benchmark_out={t_json} --benchmark_out_format=json",
-                {"JX_PEER_BACKENDS": be, "JX_PEER_N": a.n, "JX_PEER_M": a.m, "JX_PEER_B": a.batch, "JX_PEER_SKIP": a.skip_jx,
-                 "JX_LIMITS": "device", "JX_VK_TIMING": "1", **({"JX_PEER_WORKLOADS": a.workloads} if a.workloads else {})},
-                log)
+            run(f"{a.jx} --benchmark_out={t_json} --benchmark_out_format=json", {**jx_env, "JX_VK_TIMING": "1"}, log)
             timing = jx_results(t_json)[0]
         jax_default = None
         if a.jax_default:
