@@ -79,6 +79,9 @@ struct BlockedPlan {
   std::int64_t c_top = 1;             // positions per invocation at the top (1 below it)
   std::int64_t B_top = 0;             // invocations of the top level's workgroup
   std::int64_t c_fix = 0;             // > 0: block totals an invocation folds in mode 3 (no top level)
+  // gin, the leaves (each its input and output, or one packed buffer), the leaf kernels' extra
+  // operands (render_blocked); mode 3's totals bind one more
+  std::int64_t bindings = 0;
   bool direct = false;
 };
 
@@ -241,9 +244,14 @@ struct BlockedText {
 // The last fix-up (s = 1: fix-ups run top down) stores only the results read after the scan (the
 // compiler drops the combine's work for the others): the B = 1024 DLM gradient's transposed
 // scan, whose prefix and segment leaves (32 of 48 words) nothing reads.
-// JX_VK_SKIP_UNREAD=0: every result stored (for measuring).
-std::string blocked_fixup(const BlockedText& t, std::int64_t C) {
+// JX_VK_SKIP_UNREAD=0: every result stored (for measuring; read once).
+bool skip_unread() {
   static const bool skip = !env_is_zero("JX_VK_SKIP_UNREAD");
+  return skip;
+}
+
+std::string blocked_fixup(const BlockedText& t, std::int64_t C) {
+  const bool skip = skip_unread();
   std::string s = fmt::format("if (pc.mode == 1) {{\nconst int S = pc.s * {};\n", t.p.B * C);
   s += "if (!live0 || j0 < S) return;\n" + t.load_global("pa", t.phys("(j0 / S) * S - 1"));
   for (std::int64_t c = 0; c < C; ++c) {
@@ -263,7 +271,7 @@ std::string blocked_fixup(const BlockedText& t, std::int64_t C) {
 // µs); here every workgroup repeats the rounds, in parallel. The totals are read from `tot`, not
 // from the blocks' last positions, which the fix-up itself rewrites.
 std::string blocked_fix_totals(const BlockedText& t) {
-  static const bool skip = !env_is_zero("JX_VK_SKIP_UNREAD");
+  const bool skip = skip_unread();
   const std::int64_t cf = t.p.c_fix;
   std::string s = fmt::format("if (pc.mode == 3) {{\nconst int w = m / {};\nif (w == 0) return;\n", t.p.B);
   s += fmt::format("const bool tlive = lid * {} < w;\nif (tlive) {{\n", cf) +
@@ -313,7 +321,7 @@ std::optional<Shader> render_blocked_level(BlockedText t, const ScanLimits& lim,
   Shader sh;
   t.sh = &sh;
   t.f64 = lim.f64_math;
-  sh.buffers = t.p.direct ? 1 + 2 * t.k + (t.computed ? static_cast<int>(t.computed->extra.size()) : 0) : 2;
+  sh.buffers = static_cast<int>(t.p.bindings);
   const bool fix_totals = t.p.c_fix > 0 && C == 1 && !top;
   sh.name = top ? "associative_scan_top" : "associative_scan_blocked";
   sh.invocations = (t.n + C - 1) / C;  // the largest level; run_assoc dispatches fewer for the others
@@ -374,15 +382,12 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
   const std::int64_t n = ap.operands[nc].shape[ap.axis];
   const AssocProgram* computed = outer && !outer->leaf_kernels.empty() ? outer : nullptr;
   const std::vector<bool>* unread = outer && static_cast<int>(outer->unread.size()) == k ? &outer->unread : nullptr;
-  if (computed &&
-      (!p->direct || n < 2 || 1 + 2 * k + static_cast<std::int64_t>(computed->extra.size()) > lim.max_buffers))
-    return;
   BlockedPlan q = *p;
-  const std::int64_t blocks = (n + p->B - 1) / p->B,
-                     bindings =
-                         p->direct ? 1 + 2 * k + (computed ? static_cast<std::int64_t>(computed->extra.size()) : 0) : 2;
+  q.bindings = p->direct ? 1 + 2 * k + (computed ? static_cast<std::int64_t>(computed->extra.size()) : 0) : 2;
+  if (computed && (!p->direct || n < 2 || q.bindings > lim.max_buffers)) return;
+  const std::int64_t blocks = (n + p->B - 1) / p->B;
   if (fix_from_totals() && out.series == 0 && n > p->B * p->c_max && blocks - 1 <= p->B * kFixTotals &&
-      bindings < lim.max_buffers)
+      q.bindings < lim.max_buffers)
     q.c_fix = (blocks - 1 + p->B - 1) / p->B;
   BlockedText t{ap, q, out, leaf_index, nc, k, n, computed, unread};
   out.blocked = render_blocked_level(t, lim, combine, 1, false);
@@ -394,7 +399,7 @@ void render_blocked(const AssocProgram& ap, const ScanLimits& lim, AssocShader& 
     return;  // no top level
   }
   if (out.blocked && (p->c_top > 1 || p->B_top != p->B)) {
-    BlockedPlan top = *p;  // the top level in a workgroup of its own size
+    BlockedPlan top = q;  // the top level in a workgroup of its own size (q.c_fix is 0 here)
     top.B = p->B_top;
     out.blocked_top = render_blocked_level(BlockedText{ap, top, out, leaf_index, nc, k, n, computed, unread}, lim,
                                            combine, p->c_top, true);
