@@ -1,4 +1,4 @@
-// The cooperative associative scan: elements too large for the blocked scan (glsl_assoc_scan.cc)
+// The cooperative associative scan: elements too large for the blocked scan (glsl_assoc_blocked.cc)
 // are combined by a whole workgroup at once, an invocation per element (a matrix entry, a series
 // of a batch), a linear-algebra step's matrices worked on by the workgroup together (glsl_linalg:
 // linalg_workgroup_code), the combine's buffers in workgroup memory (the largest in a

@@ -67,7 +67,7 @@ struct AssocShader {
   Shader sh;
   std::vector<std::int64_t> const_words, leaf_words;
   std::int64_t const_size = 0, leaf_size = 0;  // words
-  // The blocked form (glsl_assoc_scan.cc: render_blocked), where `block` elements (256, else the
+  // The blocked form (glsl_assoc_blocked.cc: render_blocked), where `block` elements (256, else the
   // largest power of two down to 32) fit in a workgroup's memory; run_assoc prefers it
   // (O(log_block n) dispatches, O(n) work). Its shaders' workgroups have `block` invocations.
   std::optional<Shader> blocked;      // one position per invocation

@@ -1,8 +1,9 @@
 #pragma once
-// The words scan shaders are made of (glsl_scan.cc's loop shader, glsl_assoc_scan.cc's blocked and
-// Kogge-Stone shaders). Packed buffers hold raw words: float32/int32 one word per element, float64
-// two, bool one byte (the slot layout, so slots copy in and out unchanged); workgroup memory is one
-// array of words, `sm`, reached only through sm_ld/sm_st, holding bools one per word.
+// The words scan shaders are made of (glsl_scan.cc's loop shader, glsl_assoc_blocked.cc's blocked
+// and glsl_assoc_scan.cc's Kogge-Stone shaders). Packed buffers hold raw words: float32/int32 one
+// word per element, float64 two, bool one byte (the slot layout, so slots copy in and out
+// unchanged); workgroup memory is one array of words, `sm`, reached only through sm_ld/sm_st,
+// holding bools one per word.
 #include <cstdint>
 #include <string>
 
