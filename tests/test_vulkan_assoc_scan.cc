@@ -130,11 +130,12 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
           std::uint64_t disp = 0;
           const std::string log = jxt::debug_log_of(
               [&] { disp = dispatches_of([&] { got = lax::associative_scan_flat(op, ev, reverse, 0); }); });
-          if (n == 70000 && totals)  // the plan, made at the first call of each key
+          if (n == 70000 && totals) {  // the plan, made at the first call of each key
             EXPECT_TRUE(reverse || log.find("blocked: 2 dispatches (each workgroup scans 256 positions in its memory, "
                                             "then a fix-up that folds the 273 block totals, 2 per invocation;") !=
                                        std::string::npos)
                 << profile << ": " << log;
+          }
           // scans at strides 1, 256, 256² while their level has more than one position and the
           // level below did not fit one workgroup; a fix-up for each level but the top; or the
           // first level and the fix-up from its block totals
@@ -211,7 +212,9 @@ TEST_P(VulkanCoopLoops, CooperativeFormThroughScratchAndStaging) {
   for (bool reverse : {false, true}) {
     V got;
     EXPECT_EQ(dispatches_of([&] { got = lax::associative_scan_flat(sum, {ev[0]}, reverse, 0); }), 7u) << reverse;
-    if (!reverse) EXPECT_TRUE(all_close(got[0], vals(want_sum[0]), 1e-4, 1e-4));
+    if (!reverse) {
+      EXPECT_TRUE(all_close(got[0], vals(want_sum[0]), 1e-4, 1e-4));
+    }
     got = lax::associative_scan_flat(first_last, {ev[1], ev[0]}, reverse, 0);
     const std::vector<double> x1 = vals(in[1]), x0 = vals(in[0]), g0 = vals(got[0]), g1 = vals(got[1]);
     const std::size_t first = reverse ? static_cast<std::size_t>(n - 1) : 0;
@@ -249,7 +252,7 @@ TEST(VulkanAssociativeScan, LargeElementsOfProductsRunCooperatively) {
     o.unroll_sums = unroll;
     std::vector<AVal> ops;
     for (const Array& a : in) ops.push_back({a.dtype(), a.shape()});
-    const AssocProgram ap{lower(assoc_body_jaxpr(e.params), o), e.params.num_consts, 0, true, ops, nullptr};
+    const AssocProgram ap{lower(assoc_body_jaxpr(e.params), o), e.params.num_consts, 0, true, ops, nullptr, {}, {}, {}};
     EXPECT_EQ(ap.body.unrolled_sums > 0, unroll && products);
     std::string why;
     const auto sh = vk::render_assoc_scan(ap, lim, why);
@@ -362,10 +365,11 @@ TEST(VulkanAssociativeScan, CooperativeLeavesBoundDirectly) {
           vulkan::synchronize();
         });
         const std::string where = fmt::format("n {} reverse {} direct {}", n, reverse, direct);
-        if (n > 1)
+        if (n > 1) {
           EXPECT_NE(log.find(direct ? "leaves bound directly" : "leaves packed into one buffer"), std::string::npos)
               << where << "\n"
               << log;
+        }
         EXPECT_EQ(vulkan::counters().copies, direct ? (n == 1 ? 4u : 1u) : 7u) << where;
         for (std::size_t o = 0; o < 3; ++o)
           EXPECT_TRUE(all_close(got[direct][o], vals(want[reverse][o]), 1e-5, 1e-5)) << where << " leaf " << o;
@@ -393,9 +397,10 @@ TEST(VulkanAssociativeScan, CooperativeLeavesBoundDirectly) {
 TEST(VulkanAssociativeScan, EveryPathEveryDtypeAroundEveryLevelEdge) {
   using V = std::vector<Array>;
   const ScopedEnv chunk("JX_VK_COOP_CHUNK", "4");
-  if (!std::getenv("JX_VK_CHECK_SHARED"))
+  if (!std::getenv("JX_VK_CHECK_SHARED")) {
     EXPECT_EQ(vulkan::checked_shared(), backend("vulkan").info().device.find("llvmpipe") != std::string::npos)
         << "workgroup memory is bounds-checked on llvmpipe, and only there";
+  }
   auto op = [](const V& p, const V& q) {
     return V{p[0] + q[0], p[1] + q[1], q[2] * p[2], q[2] * p[3] + q[3], np::logical_or(p[4], q[4]), p[5] + q[5]};
   };
@@ -469,12 +474,15 @@ TEST(VulkanAssociativeScan, EveryPathEveryDtypeAroundEveryLevelEdge) {
               const V got = use_jit ? jitted(ev, reverse) : lax::associative_scan_flat(op, ev, reverse, 0);
               vulkan::synchronize();
               const std::uint64_t disp = vulkan::counters().dispatches;
-              if (profile == "webgpu" && B == 0 && form == "ks")
+              if (profile == "webgpu" && B == 0 && form == "ks") {
                 EXPECT_EQ(disp, static_cast<std::uint64_t>(ceil_log(n, 2))) << where;
-              if (B == 0 && form == "coop")  // 4 positions per workgroup in turn: at most 2L - 1 for L = ceil(log4 n)
+              }
+              if (B == 0 && form == "coop") {  // 4 positions per workgroup in turn: at most 2L - 1 for L = ceil(log4 n)
                 EXPECT_LE(disp, static_cast<std::uint64_t>(std::max<std::int64_t>(2 * ceil_log(n, 4) - 1, 0))) << where;
-              if (profile == "webgpu" && B > 0)
+              }
+              if (profile == "webgpu" && B > 0) {
                 EXPECT_LE(disp, static_cast<std::uint64_t>(std::max<std::int64_t>(2 * ceil_log(n, B) - 1, 0))) << where;
+              }
               EXPECT_EQ(vals(got[0]), want[0]) << where;
               EXPECT_EQ(vals(got[1]), want[1]) << where;
               EXPECT_TRUE(all_close(got[2], want[2], 1e-12, 0)) << where;

@@ -214,7 +214,7 @@ std::optional<AssocShader> render_series_assoc(const AssocProgram& ap, const Sca
     why = "the leaves have no batch axis before the scan axis";
     return std::nullopt;
   }
-  AssocProgram u{S.body, ncu, ua, ap.reverse, {}, nullptr, {}, {}};  // one series' operands
+  AssocProgram u{S.body, ncu, ua, ap.reverse, {}, nullptr, {}, {}, {}};  // one series' operands
   for (int i = 0; i < ncu; ++i) u.operands.push_back(S.body.buffers[i]);
   for (int l = 0; l < k; ++l) {
     AVal a = S.body.buffers[ncu + l];
