@@ -72,23 +72,21 @@ ScanPlan ScanRunner::plan_preencoded(const ScanProgram& sp, const std::string& n
   return {ScanPath::preencoded, fmt::format("not fused: {}; {} dispatches per step", not_fused, x->steps.size()), x};
 }
 
-std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std::int64_t B, std::int64_t c_low,
-                                         std::int64_t B_top) {
+std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std::int64_t B, std::int64_t B_top) {
   std::vector<BlockedLevel> up, out;
-  const std::int64_t F = B * c_low;  // positions of one workgroup at a level below the top
   if (B_top <= 0) B_top = B;
-  for (std::int64_t s = 1; n / s > 1; s *= F) {
+  for (std::int64_t s = 1; n / s > 1; s *= B) {
     const std::int64_t count = n / s;
-    if (count > F && count <= B_top * c_top) {
+    if (count > B && count <= B_top * c_top) {
       up.push_back({0, s, true});
       break;
     }
     up.push_back({0, s, false});
-    if (count <= F) break;
+    if (count <= B) break;
   }
   out = up;
   for (std::size_t i = up.size(); i-- > 0;)  // levels that took more than one workgroup
-    if (!up[i].top && n / up[i].s > F) out.push_back({1, up[i].s, false});
+    if (!up[i].top && n / up[i].s > B) out.push_back({1, up[i].s, false});
   return out;
 }
 
@@ -161,7 +159,7 @@ ScanPlan ScanRunner::plan_associative_scan(const AssocProgram& ap, const ScanLim
   if (x->blocked && x->plan.fix_totals > 0)
     x->levels = {{0, 1, false}, {3, 1, false}};
   else if (x->blocked)
-    x->levels = blocked_levels(x->length, c_top, x->plan.block, 1, x->top ? x->plan.top_block : x->plan.block);
+    x->levels = blocked_levels(x->length, c_top, x->plan.block, x->top ? x->plan.top_block : x->plan.block);
   const std::string shape = x->plan.fix_totals > 0
                                 ? fmt::format("then a fix-up that folds the {} block totals, {} per invocation",
                                               (x->length + x->plan.block - 1) / x->plan.block - 1, x->plan.fix_totals)

@@ -55,13 +55,12 @@ struct BlockedLevel {
   std::int64_t s;  // stride
   bool top;        // the top shader: several positions per invocation
 };
-// The blocked scan's dispatches: scans up the strides 1, F, F², ... (F = B·c_low positions per
-// workgroup, c_low per invocation) while more than one position takes part, until a level fits
-// one workgroup (F positions, or B_top·c_top with the top shader); then, top down, a fix-up of every
-// level that spanned several.
-// B_top: the top level's workgroup (0: B)
-std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std::int64_t B, std::int64_t c_low = 1,
-                                         std::int64_t B_top = 0);
+// The blocked scan's dispatches: scans up the strides 1, B, B², ... (B positions per workgroup,
+// one per invocation) while more than one position takes part, until a level fits one workgroup
+// (B positions, or B_top·c_top with the top shader); then, top down, a fix-up of every level that
+// spanned several. B_top: the top level's workgroup (0: B). The cooperative form's levels are the
+// same with B its chunk (K positions per workgroup in turn) and no top shader (c_top 1).
+std::vector<BlockedLevel> blocked_levels(std::int64_t n, std::int64_t c_top, std::int64_t B, std::int64_t B_top = 0);
 
 struct AssocExe final : Executable {
   std::shared_ptr<Pipeline> pipe;     // Kogge-Stone rounds; null where the blocked form runs
