@@ -14,7 +14,8 @@
 #   AB_JX        the bench_peers command (default: through .gpu/env.sh)
 #
 # Writes $OUT/summary.txt (median_ms and checksum per round, by cell and variant; the last GPU
-# time line of each timing run) and $OUT/ab.tgz (every run's JSON and stderr).
+# time line of each timing run; then a table of each cell's median of the rounds [min, max] and its
+# ratio to the first variant: ab_summary.py) and $OUT/ab.tgz (every run's JSON and stderr).
 set -uo pipefail
 : "${OUT:?OUT: the folder for the results}" "${AB_VARIANTS:?}" "${AB_CELLS:?}"
 rounds=${AB_ROUNDS:-3}
@@ -64,23 +65,6 @@ for c in ${AB_TIMING:-}; do
   ((++i))
 done
 
-OUT_AB=$out python3 - <<'PY' | tee "$OUT/summary.txt"
-import collections, glob, json, os
-out = os.environ['OUT_AB']
-rows = collections.defaultdict(dict)
-for f in sorted(glob.glob(out + '/*.json')):
-    v, m, n, _, t, r = os.path.basename(f)[:-5].rsplit('-', 5)
-    try:
-        d = json.load(open(f))
-    except ValueError as e:
-        print('unreadable', os.path.basename(f), e)
-        continue
-    for b in d.get('benchmarks', []):
-        key = (b['name'].split('/')[1], m, n, t)
-        rows[key].setdefault(v, []).append((b.get('median_ms', b['real_time']), b.get('checksum')))
-for f in sorted(glob.glob(out + '/*-t1-*.err')):
-    print(os.path.basename(f), [l.strip() for l in open(f) if 'GPU' in l][-1:])
-for key in sorted(rows):
-    print(key, {v: [(round(x[0], 3), x[1]) for x in rows[key][v]] for v in rows[key]})
-PY
+# every round's median_ms and checksum, then each cell's median [min, max] and ratio to the first variant
+python3 "$(dirname "${BASH_SOURCE[0]}")/ab_summary.py" "$out" "${names[@]}" | tee "$OUT/summary.txt"
 tar czf "$OUT/ab.tgz" -C "$OUT" ab && rm -rf "$out"
