@@ -7,10 +7,11 @@ first variant (ab.sh's AB_VARIANTS order), as BENCHMARKS.md compares.
 """
 import collections
 import glob
-import json
 import os
 import statistics
 import sys
+
+import compare  # bench/peers/compare.py (the script's own folder is on the path)
 
 
 def read_rows(out):
@@ -20,14 +21,12 @@ def read_rows(out):
     for f in sorted(glob.glob(os.path.join(out, "*.json"))):
         v, m, n, _, t, _ = os.path.basename(f)[:-5].rsplit("-", 5)
         try:
-            with open(f) as fh:
-                d = json.load(fh)
-        except ValueError as e:
+            results = compare.jx_results(f)[0]  # bench_peers' JSON, read as compare.py reads it
+        except (ValueError, KeyError) as e:
             problems.append(f"unreadable {os.path.basename(f)} {e}")
             continue
-        for b in d.get("benchmarks", []):
-            key = (b["name"].split("/")[1], m, n, t)
-            rows[key].setdefault(v, []).append((b.get("median_ms", b["real_time"]), b.get("checksum")))
+        for (workload, *_), r in results.items():
+            rows[(workload, m, n, t)].setdefault(v, []).append((r["ms"], r["checksum"]))
     return rows, problems
 
 

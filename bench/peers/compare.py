@@ -57,6 +57,10 @@ def run(cmd, env_extra, log):
         raise SystemExit(f"compare: command failed ({p.returncode}) after {time.time() - t0:.0f} s: see {log}")
 
 
+COUNTERS = ("dispatches", "submits", "host_waits", "barriers")  # bench_peers' per-call counters
+DEVICE_TIME = ("gpu_busy_ms", "gpu_idle_ms")  # under JX_VK_TIMING (--gpu-time)
+
+
 def jx_results(path):
     with open(path) as f:
         doc = json.load(f)
@@ -69,8 +73,7 @@ def jx_results(path):
         batch = int(parts[5]) if len(parts) > 5 and parts[5].isdigit() else 1
         ms = b.get("median_ms", b["real_time"] * {"ms": 1.0, "us": 1e-3, "ns": 1e-6, "s": 1e3}[b["time_unit"]])
         out[(wl, n, m, batch)] = {"ms": ms, "backend": be, "checksum": b.get("checksum"),
-                        **{k: b[k] for k in ("dispatches", "submits", "host_waits", "barriers", "gpu_busy_ms",
-                                             "gpu_idle_ms") if k in b}}
+                        **{k: b[k] for k in COUNTERS + DEVICE_TIME if k in b}}
     return out, doc.get("context", {})
 
 
@@ -107,9 +110,9 @@ def compare(kind, jx_rounds, jx_ctx, jax_rounds, jax_ctx, jax_default=None, timi
         if jax_default and key in jax_default:
             row["jax_default_ms"] = jax_default[key]["ms"]
         if a:
-            row.update({k: a[-1][k] for k in ("dispatches", "submits", "host_waits", "barriers") if k in a[-1]})
+            row.update({k: a[-1][k] for k in COUNTERS if k in a[-1]})
         if timing and key in timing:
-            row.update({k: timing[key][k] for k in ("gpu_busy_ms", "gpu_idle_ms") if k in timing[key]})
+            row.update({k: timing[key][k] for k in DEVICE_TIME if k in timing[key]})
         if a and b:
             row["checksums"] = [a[-1].get("checksum"), b[-1].get("checksum")]
             row["checksums_agree"] = all(agree(x, y) for x, y in zip(a, b))
