@@ -37,7 +37,7 @@ struct Outcome {
 Outcome run_under(const Scenario& s, const std::string& backend, const std::string& profile) {
   Scenario one = s;
   one.backends = {backend};
-  one.cases = {Case{profile, Expect{}}};
+  one.cases = {Case{profile, Expect{}, {}}};
   const CaseResult r = run_scenario(one, {"", "", 1}).at(0);  // outcomes only: one call per point
   if (r.status == "skipped")
     throw UsageError(fmt::format("jxlab bisect: backend {} is not available: {}", backend, r.skip_reason));

@@ -174,7 +174,7 @@ int cmd_replay(const std::string& id, const std::string& dir, const std::string&
     for (const auto& t : transforms) {
       Scenario one = s;
       one.transform = t;
-      one.cases = {Case{prof.name, Expect{}}};
+      one.cases = {Case{prof.name, Expect{}, {}}};
       const CaseResult r = run_scenario(one, {"", "", 1}).at(0);  // outcomes only: one call per point
       if (!header) {
         if (r.status != "skipped" && r.measured["points"][0].contains("error") &&
@@ -345,7 +345,8 @@ int finish(const RunArgs& a, const std::vector<CaseResult>& results, ReportMeta&
 
 int cmd_run(const RunArgs& a) {
   const auto t0 = std::chrono::steady_clock::now();
-  ReportMeta meta{fmt::format("jxlab {}", kVersion), JX_GIT_COMMIT, machine(), now_utc(), 0};
+  ReportMeta meta{
+      fmt::format("jxlab {}", kVersion), JX_GIT_COMMIT, machine(), now_utc(), 0, false, nlohmann::json::object(), ""};
   check_args(a);
   // a soak judges the runtime as it is: replay profiles re-create defects (memory growth among
   // them) and run in a soak only when asked for with --profile

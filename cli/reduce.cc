@@ -244,7 +244,7 @@ Start program_start(const ReduceArgs& a) {
   s.backends = {!a.backend.empty() ? a.backend : dflt.value("backend", std::string("cpu"))};
   s.transform = !a.transform.empty() ? a.transform : dflt.value("transform", std::string("eager"));
   st.profile = a.profile.empty() ? "current" : a.profile;
-  s.cases = {Case{st.profile, Expect{}}};
+  s.cases = {Case{st.profile, Expect{}, {}}};
   st.program = text::read_case_file(a.target);
   return st;
 }

@@ -263,7 +263,9 @@ TEST(Vulkan, AHostLoopReusesReleasedBuffersWithoutWaiting) {
     // a batch goes when full (64 commands), not after each step's scan (a submit per scan per
     // step cost more host time than it saved)
     EXPECT_LT(c.submits, static_cast<std::uint64_t>(steps) / 2) << c.dispatches << " dispatches";
-    if (steps == 30) EXPECT_TRUE(all_close(y, want, 1e-5, 1e-5));
+    if (steps == 30) {
+      EXPECT_TRUE(all_close(y, want, 1e-5, 1e-5));
+    }
     return c.buffers_created;
   };
   const std::uint64_t short_loop = created_cold(10), long_loop = created_cold(30);
