@@ -75,39 +75,57 @@ TEST(VulkanAssociativeScan, KoggeStoneRoundsEagerAndJit) {
 // element over 16 words takes 128-position workgroups in the WebGPU profile's 16 KiB; one over
 // 128 words fits no workgroup: the cooperative form (a workgroup per combine), or Kogge-Stone
 // rounds where that is forced (JX_VK_ASSOC=ks).
+namespace {
+using BlockedRef = std::array<std::vector<double>, 4>;
+
+// The blocked-levels test's reference: one sequential pass on the host (the interpreter's odd/even
+// recursion over 262400 positions took minutes under ASan) of its op (sum, affine, or).
+BlockedRef sequential_reference(const std::vector<Array>& in, bool reverse) {
+  BlockedRef x{vals(in[0]), vals(in[1]), vals(in[2]), vals(in[3])};
+  const std::size_t n = x[0].size();
+  BlockedRef r = x;
+  for (std::size_t k = 1; k < n; ++k) {
+    const std::size_t i = reverse ? n - 1 - k : k, prev = reverse ? i + 1 : i - 1;  // r[i] = op(r[prev], x[i])
+    r[0][i] = r[0][prev] + x[0][i];
+    r[1][i] = x[1][i] * r[1][prev];
+    r[2][i] = x[1][i] * r[2][prev] + x[2][i];
+    r[3][i] = (r[3][prev] != 0 || x[3][i] != 0) ? 1.0 : 0.0;
+  }
+  return r;
+}
+
+// Dispatches of a blocked scan of n positions (256 a workgroup, a top level of up to 1024): scans
+// at strides 1, 256, 256² while their level has more than one position and the level below did
+// not fit one workgroup, a fix-up for each level but the top; or, with the block totals (mode 3,
+// up to 1025 blocks), the first level and the fix-up from its totals.
+std::uint64_t blocked_dispatches(std::int64_t n, bool totals) {
+  std::uint64_t levels = 0;
+  for (std::int64_t s = 1; n / s > 1; s *= 256) {
+    ++levels;
+    if (n / s <= 1024) break;
+  }
+  const bool from_totals = totals && n > 1024 && (n + 255) / 256 - 1 <= 1024;
+  return from_totals ? 2u : levels + (levels > 0 ? levels - 1 : 0);
+}
+}  // namespace
+
 TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
   using V = std::vector<Array>;
   auto op = [](const V& p, const V& q) {
     return V{p[0] + q[0], q[1] * p[1], q[1] * p[2] + q[2], np::logical_or(p[3], q[3])};
   };
   vulkan::set_limits("webgpu");
-  // the reference: one sequential pass on the host (the interpreter's odd/even recursion over
-  // 262400 positions took minutes under ASan); checked against the interpreter where n is small
-  using Ref = std::array<std::vector<double>, 4>;
-  auto sequential = [](const V& in, bool reverse) {
-    Ref x{vals(in[0]), vals(in[1]), vals(in[2]), vals(in[3])};
-    const std::size_t n = x[0].size();
-    Ref r = x;
-    for (std::size_t k = 1; k < n; ++k) {
-      const std::size_t i = reverse ? n - 1 - k : k, prev = reverse ? i + 1 : i - 1;  // r[i] = op(r[prev], x[i])
-      r[0][i] = r[0][prev] + x[0][i];
-      r[1][i] = x[1][i] * r[1][prev];
-      r[2][i] = x[1][i] * r[2][prev] + x[2][i];
-      r[3][i] = (r[3][prev] != 0 || x[3][i] != 0) ? 1.0 : 0.0;
-    }
-    return r;
-  };
   for (std::int64_t n : std::vector<std::int64_t>{1, 2, 3, 5, 255, 256, 257, 1000, 1023, 1024, 1025, 2047, 70000, 65537,
                                                   1024 * 256 + 1, 1025 * 256, 1025 * 256 + 1}) {
     for (bool reverse : {false, true}) {
-      Ref want;
+      BlockedRef want;  // checked against the interpreter where n is small
       V in;
       {
         DefaultDeviceScope cpu("cpu");
         Array t = np::arange(0, static_cast<double>(n), 1, DType::float64);
         in = {np::astype(np::sin(t) * 3.5, DType::int32), np::sin(t) * 1e-6 + 1.0, np::cos(t) * 1e-3,
               np::greater(np::sin(t * 0.001), np::full({}, 0.999, DType::float64))};
-        want = sequential(in, reverse);
+        want = sequential_reference(in, reverse);
         if (n <= 257) {
           const V interp = lax::associative_scan_flat(op, in, reverse, 0);
           ASSERT_EQ(vals(interp[0]), want[0]) << n << " reverse " << reverse;
@@ -136,18 +154,8 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
                                        std::string::npos)
                 << profile << ": " << log;
           }
-          // scans at strides 1, 256, 256² while their level has more than one position and the
-          // level below did not fit one workgroup; a fix-up for each level but the top; or the
-          // first level and the fix-up from its block totals
-          std::uint64_t levels = 0;
-          for (std::int64_t s = 1; n / s > 1; s *= 256) {
-            ++levels;
-            if (n / s <= 1024) break;
-          }
-          const std::uint64_t fixups = levels > 0 ? levels - 1 : 0;
-          const bool from_totals = totals && n > 1024 && (n + 255) / 256 - 1 <= 1024;
           const std::string where = fmt::format("{} reverse {} {} totals {}", n, reverse, profile, totals);
-          EXPECT_EQ(disp, from_totals ? 2u : levels + fixups) << where;
+          EXPECT_EQ(disp, blocked_dispatches(n, totals)) << where;
           EXPECT_EQ(vals(got[0]), want[0]) << where;
           EXPECT_TRUE(all_close(got[1], want[1], 1e-12, 0)) << where;
           EXPECT_TRUE(all_close(got[2], want[2], 1e-9, 1e-12)) << where;
@@ -157,11 +165,16 @@ TEST(VulkanAssociativeScan, BlockedLevelsMatchTheInterpreter) {
       vulkan::set_limits("webgpu");
     }
   }
-  // Wider elements: 17 float32 words overflow 256 positions of the profile's workgroup memory, so
-  // a workgroup scans 128 (n = 1000: the first level and the fix-up from its 8 block totals;
-  // n = 128² + 1 likewise, 129 blocks); 129 words do not fit even 32 positions: the cooperative form (a GPU's
-  // choice; forced here, as llvmpipe prefers Kogge-Stone), 4 positions per workgroup in turn
-  // (scans at strides 1, 4, 16, 64, 256 and fix-ups below the top: 9), or Kogge-Stone rounds (10).
+}
+
+// Wider elements: 17 float32 words overflow 256 positions of the profile's workgroup memory, so
+// a workgroup scans 128 (n = 1000: the first level and the fix-up from its 8 block totals;
+// n = 128² + 1 likewise, 129 blocks); 129 words do not fit even 32 positions: the cooperative form (a GPU's
+// choice; forced here, as llvmpipe prefers Kogge-Stone), 4 positions per workgroup in turn
+// (scans at strides 1, 4, 16, 64, 256 and fix-ups below the top: 9), or Kogge-Stone rounds (10).
+TEST(VulkanAssociativeScan, WiderElementsTakeSmallerBlocksOrAWorkgroupPerCombine) {
+  using V = std::vector<Array>;
+  vulkan::set_limits("webgpu");
   auto wide = [](const V& p, const V& q) { return V{p[0] + q[0]}; };
   const ScopedEnv chunk("JX_VK_COOP_CHUNK", "4");
   for (auto [n, words, dispatches, form] : {std::tuple{1000, 17, 2u, "auto"}, std::tuple{128 * 128 + 1, 17, 2u, "auto"},
@@ -380,6 +393,86 @@ TEST(VulkanAssociativeScan, CooperativeLeavesBoundDirectly) {
   }
 }
 
+namespace {
+using V6 = std::vector<Array>;
+using EveryRef = std::array<std::vector<double>, 6>;
+
+// The every-dtype test's op and its sequential reference, r[i] = op(r[prev], x[i]).
+V6 every_dtype_op(const V6& p, const V6& q) {
+  return V6{p[0] + q[0], p[1] + q[1], q[2] * p[2], q[2] * p[3] + q[3], np::logical_or(p[4], q[4]), p[5] + q[5]};
+}
+EveryRef every_dtype_reference(const V6& in, bool reverse) {
+  EveryRef x{vals(in[0]), vals(in[1]), vals(in[2]), vals(in[3]), vals(in[4]), vals(in[5])};
+  EveryRef r = x;
+  const std::int64_t n = static_cast<std::int64_t>(x[0].size()), pad = in[5].shape()[1];
+  for (std::int64_t k = 1; k < n; ++k) {
+    const std::size_t i = static_cast<std::size_t>(reverse ? n - 1 - k : k), prev = reverse ? i + 1 : i - 1;
+    r[0][i] = r[0][prev] + x[0][i];
+    r[1][i] = r[1][prev] + x[1][i];
+    r[2][i] = x[2][i] * r[2][prev];
+    r[3][i] = x[2][i] * r[3][prev] + x[3][i];
+    r[4][i] = (r[4][prev] != 0 || x[4][i] != 0) ? 1.0 : 0.0;
+    for (std::int64_t c = 0; c < pad; ++c) r[5][i * pad + c] = r[5][prev * pad + c] + x[5][i * pad + c];
+  }
+  return r;
+}
+V6 every_dtype_inputs(std::int64_t n, std::int64_t pad) {
+  DefaultDeviceScope cpu("cpu");
+  Array t = np::arange(0, static_cast<double>(n), 1, DType::float64);
+  Array small = np::astype(np::astype(np::sin(t) * 3.5, DType::int32), DType::float64);  // -3 .. 3
+  return V6{np::astype(small, DType::int32),
+            np::astype(small, DType::float32),
+            np::sin(t * 0.7) * 1e-6 + 1.0,
+            np::cos(t) * 1e-3,
+            np::greater(np::sin(t * 0.001), np::full({}, 0.999, DType::float64)),
+            np::reshape(np::cos(np::arange(0, static_cast<double>(n * pad), 1, DType::float64)), {n, pad})};
+}
+void expect_every_dtype(const V6& got, const EveryRef& want, const std::string& where) {
+  EXPECT_EQ(vals(got[0]), want[0]) << where;
+  EXPECT_EQ(vals(got[1]), want[1]) << where;
+  EXPECT_TRUE(all_close(got[2], want[2], 1e-12, 0)) << where;
+  EXPECT_TRUE(all_close(got[3], want[3], 1e-9, 1e-12)) << where;
+  EXPECT_EQ(vals(got[4]), want[4]) << where;
+  EXPECT_TRUE(all_close(got[5], want[5], 1e-9, 1e-9)) << where;
+}
+std::int64_t ceil_log(std::int64_t n, std::int64_t base) {
+  std::int64_t l = 0;
+  for (std::int64_t s = 1; s < n; s *= base) ++l;
+  return l;
+}
+// The sizes around B's edges: B = 128 and 64 (4 positions per invocation at the top level: slow
+// compiles on llvmpipe) at the edges themselves; B = 256 and 32 at every size; B = 0 (no blocked
+// form) a few.
+std::vector<std::int64_t> edge_sizes(std::int64_t B) {
+  std::vector<std::int64_t> sizes{2};
+  if (B == 0)
+    sizes.insert(sizes.end(), {1, 3, 64, 65, 257, 1000});
+  else if (B == 256 || B == 32)
+    sizes.insert(sizes.end(), {1, 3, B - 1, B, B + 1, 2 * B + 1, 4 * B + 1, B * B - 1, B * B + 1, 4 * B * B + 1});
+  else
+    sizes.insert(sizes.end(), {B - 1, B + 1, 4 * B + 1, B * B + 1});
+  if (B == 32) sizes.push_back(B * B * B + 1);
+  return sizes;
+}
+// The path shows in the dispatches: ceil(log2 n) Kogge-Stone rounds, at most 2L - 1 blocked
+// dispatches for L = ceil(log_B n) levels (cooperative: 4 positions per workgroup, B = 4).
+void expect_path_dispatches(std::uint64_t disp, std::int64_t n, std::int64_t B, const std::string& form,
+                            const std::string& profile, const std::string& where) {
+  auto most = [&](std::int64_t base) {
+    return static_cast<std::uint64_t>(std::max<std::int64_t>(2 * ceil_log(n, base) - 1, 0));
+  };
+  if (profile == "webgpu" && B == 0 && form == "ks") {
+    EXPECT_EQ(disp, static_cast<std::uint64_t>(ceil_log(n, 2))) << where;
+  }
+  if (B == 0 && form == "coop") {
+    EXPECT_LE(disp, most(4)) << where;
+  }
+  if (profile == "webgpu" && B > 0) {
+    EXPECT_LE(disp, most(B)) << where;
+  }
+}
+}  // namespace
+
 // Every associative-scan path with every leaf dtype in one element, around every level's edge
 // (issue 27: the blocked shader put a float64 leaf of slot s at word 2·s·W instead of s·W, past
 // the end of workgroup memory from slot B/2 on; llvmpipe's slack after the array hid it, the
@@ -395,60 +488,15 @@ TEST(VulkanAssociativeScan, CooperativeLeavesBoundDirectly) {
 // rounds, at most 2L - 1 blocked dispatches for L = ceil(log_B n) levels. llvmpipe
 // bounds-checks workgroup memory, so an addressing error reads NaN there and fails in CI.
 TEST(VulkanAssociativeScan, EveryPathEveryDtypeAroundEveryLevelEdge) {
-  using V = std::vector<Array>;
   const ScopedEnv chunk("JX_VK_COOP_CHUNK", "4");
   if (!std::getenv("JX_VK_CHECK_SHARED")) {
     EXPECT_EQ(vulkan::checked_shared(), backend("vulkan").info().device.find("llvmpipe") != std::string::npos)
         << "workgroup memory is bounds-checked on llvmpipe, and only there";
   }
-  auto op = [](const V& p, const V& q) {
-    return V{p[0] + q[0], p[1] + q[1], q[2] * p[2], q[2] * p[3] + q[3], np::logical_or(p[4], q[4]), p[5] + q[5]};
-  };
-  using Ref = std::array<std::vector<double>, 6>;
-  auto sequential = [](const V& in, bool reverse) {  // r[i] = op(r[prev], x[i])
-    Ref x{vals(in[0]), vals(in[1]), vals(in[2]), vals(in[3]), vals(in[4]), vals(in[5])};
-    Ref r = x;
-    const std::int64_t n = static_cast<std::int64_t>(x[0].size()), pad = in[5].shape()[1];
-    for (std::int64_t k = 1; k < n; ++k) {
-      const std::size_t i = static_cast<std::size_t>(reverse ? n - 1 - k : k), prev = reverse ? i + 1 : i - 1;
-      r[0][i] = r[0][prev] + x[0][i];
-      r[1][i] = r[1][prev] + x[1][i];
-      r[2][i] = x[2][i] * r[2][prev];
-      r[3][i] = x[2][i] * r[3][prev] + x[3][i];
-      r[4][i] = (r[4][prev] != 0 || x[4][i] != 0) ? 1.0 : 0.0;
-      for (std::int64_t c = 0; c < pad; ++c) r[5][i * pad + c] = r[5][prev * pad + c] + x[5][i * pad + c];
-    }
-    return r;
-  };
-  auto inputs = [](std::int64_t n, std::int64_t pad) {
-    DefaultDeviceScope cpu("cpu");
-    Array t = np::arange(0, static_cast<double>(n), 1, DType::float64);
-    Array small = np::astype(np::astype(np::sin(t) * 3.5, DType::int32), DType::float64);  // -3 .. 3
-    return V{np::astype(small, DType::int32),
-             np::astype(small, DType::float32),
-             np::sin(t * 0.7) * 1e-6 + 1.0,
-             np::cos(t) * 1e-3,
-             np::greater(np::sin(t * 0.001), np::full({}, 0.999, DType::float64)),
-             np::reshape(np::cos(np::arange(0, static_cast<double>(n * pad), 1, DType::float64)), {n, pad})};
-  };
-  auto jitted = jit([op](const V& x, bool reverse) { return lax::associative_scan_flat(op, x, reverse, 0); });
-  auto ceil_log = [](std::int64_t n, std::int64_t base) {
-    std::int64_t l = 0;
-    for (std::int64_t s = 1; s < n; s *= base) ++l;
-    return l;
-  };
+  auto jitted =
+      jit([](const V6& x, bool reverse) { return lax::associative_scan_flat(every_dtype_op, x, reverse, 0); });
   for (auto [pad, B] : {std::pair<std::int64_t, std::int64_t>{0, 256}, {8, 128}, {20, 64}, {40, 32}, {64, 0}}) {
-    // B = 128 and 64 (4 positions per invocation at the top level: slow compiles on llvmpipe)
-    // at the edges themselves; B = 256 and 32 at every size
     const bool full = B == 256 || B == 32;
-    std::vector<std::int64_t> sizes{2};
-    if (B == 0)
-      sizes.insert(sizes.end(), {1, 3, 64, 65, 257, 1000});
-    else if (full)
-      sizes.insert(sizes.end(), {1, 3, B - 1, B, B + 1, 2 * B + 1, 4 * B + 1, B * B - 1, B * B + 1, 4 * B * B + 1});
-    else
-      sizes.insert(sizes.end(), {B - 1, B + 1, 4 * B + 1, B * B + 1});
-    if (B == 32) sizes.push_back(B * B * B + 1);
     // p = 64: the cooperative form, then Kogge-Stone rounds (both forced); plans are made at
     // compile time, so the caches are cleared where the form changes
     const std::vector<std::string> forms =
@@ -456,12 +504,12 @@ TEST(VulkanAssociativeScan, EveryPathEveryDtypeAroundEveryLevelEdge) {
     for (const std::string& form : forms) {
       const ScopedEnv forced("JX_VK_ASSOC", form.c_str());
       if (form == "ks") clear_caches();
-      for (std::int64_t n : sizes) {
-        const V in = inputs(n, pad);
+      for (std::int64_t n : edge_sizes(B)) {
+        const V6 in = every_dtype_inputs(n, pad);
         DefaultDeviceScope vk("vulkan");
-        const V ev = on(in, "vulkan");
+        const V6 ev = on(in, "vulkan");
         for (bool reverse : {false, true}) {
-          const Ref want = sequential(in, reverse);
+          const EveryRef want = every_dtype_reference(in, reverse);
           const bool edge = n == B + 1 || (full && (n == 4 * B + 1 || n == B * B + 1)) || (B == 0 && n == 257);
           for (const std::string profile : {"webgpu", "device"}) {
             if (profile == "device" && !edge) continue;
@@ -471,24 +519,10 @@ TEST(VulkanAssociativeScan, EveryPathEveryDtypeAroundEveryLevelEdge) {
                                                     use_jit ? "jit" : "eager", form);
               vulkan::synchronize();
               vulkan::reset_counters();
-              const V got = use_jit ? jitted(ev, reverse) : lax::associative_scan_flat(op, ev, reverse, 0);
+              const V6 got = use_jit ? jitted(ev, reverse) : lax::associative_scan_flat(every_dtype_op, ev, reverse, 0);
               vulkan::synchronize();
-              const std::uint64_t disp = vulkan::counters().dispatches;
-              if (profile == "webgpu" && B == 0 && form == "ks") {
-                EXPECT_EQ(disp, static_cast<std::uint64_t>(ceil_log(n, 2))) << where;
-              }
-              if (B == 0 && form == "coop") {  // 4 positions per workgroup in turn: at most 2L - 1 for L = ceil(log4 n)
-                EXPECT_LE(disp, static_cast<std::uint64_t>(std::max<std::int64_t>(2 * ceil_log(n, 4) - 1, 0))) << where;
-              }
-              if (profile == "webgpu" && B > 0) {
-                EXPECT_LE(disp, static_cast<std::uint64_t>(std::max<std::int64_t>(2 * ceil_log(n, B) - 1, 0))) << where;
-              }
-              EXPECT_EQ(vals(got[0]), want[0]) << where;
-              EXPECT_EQ(vals(got[1]), want[1]) << where;
-              EXPECT_TRUE(all_close(got[2], want[2], 1e-12, 0)) << where;
-              EXPECT_TRUE(all_close(got[3], want[3], 1e-9, 1e-12)) << where;
-              EXPECT_EQ(vals(got[4]), want[4]) << where;
-              EXPECT_TRUE(all_close(got[5], want[5], 1e-9, 1e-9)) << where;
+              expect_path_dispatches(vulkan::counters().dispatches, n, B, form, profile, where);
+              expect_every_dtype(got, want, where);
             }
           }
           vulkan::set_limits("webgpu");

@@ -177,20 +177,19 @@ TEST(Vulkan, LongSumsOverFewOutputsPutLanesAcrossThem) {
   vulkan::set_timing(false);
 }
 
-// Short reductions whose loads each skip one of the two innermost output dims (batched products
-// of small matrices) compute a tile of outputs per invocation (glsl_tiles.cc: reduction_tile):
-// the values against the cpu oracle and the tile each shader took, from the GPU timings' names.
-TEST(Vulkan, SmallMatrixProductsComputeATileOfOutputsPerInvocation) {
-  using F = std::function<Array(const Array&, const Array&)>;
-  struct TileCase {
-    std::string what;
-    Shape a, b;
-    DType d;
-    F f;
-    std::string tile;  // in the shader's name ("": not tiled)
-  };
-  const F mm = [](const Array& a, const Array& b) { return np::matmul(a, b); };
-  const std::vector<TileCase> cases = {
+namespace {
+using TileF = std::function<Array(const Array&, const Array&)>;
+struct TileCase {
+  std::string what;
+  Shape a, b;
+  DType d;
+  TileF f;
+  std::string tile;  // in the shader's name ("": not tiled)
+};
+
+std::vector<TileCase> tile_cases() {
+  const TileF mm = [](const Array& a, const Array& b) { return np::matmul(a, b); };
+  return {
       {"16x16 products", {37, 16, 16}, {37, 16, 16}, DType::float32, mm, "_t4x4"},
       {"13x13 (no tile divides 13)", {37, 13, 13}, {37, 13, 13}, DType::float32, mm, ""},
       {"6x12 by 12x3", {9, 6, 12}, {9, 12, 3}, DType::float32, mm, "_t3x3"},
@@ -228,10 +227,17 @@ TEST(Vulkan, SmallMatrixProductsComputeATileOfOutputsPerInvocation) {
        [](const Array& a, const Array& b) { return np::sum(a * b, std::vector<std::int64_t>{3}); },
        ""},
   };
+}
+}  // namespace
+
+// Short reductions whose loads each skip one of the two innermost output dims (batched products
+// of small matrices) compute a tile of outputs per invocation (glsl_tiles.cc: reduction_tile):
+// the values against the cpu oracle and the tile each shader took, from the GPU timings' names.
+TEST(Vulkan, SmallMatrixProductsComputeATileOfOutputsPerInvocation) {
   const std::int64_t floor = vk::tile_floor();
   vk::set_tile_floor(0);  // these batches are small: no floor (llvmpipe's)
   vulkan::set_timing(true);
-  for (const auto& c : cases) {
+  for (const auto& c : tile_cases()) {
     auto input = [&](const Shape& s, unsigned seed) {
       std::int64_t n = 1;
       for (auto e : s) n *= e;
@@ -255,8 +261,13 @@ TEST(Vulkan, SmallMatrixProductsComputeATileOfOutputsPerInvocation) {
       EXPECT_NE(names.find(c.tile), std::string::npos) << c.what << ": " << names;
   }
   vulkan::set_timing(false);
-  // On a GPU a tile keeps the shader at least 2^18 invocations (llvmpipe: no floor): 4 × 4 tiles
-  // from 2^18 of them, 4 × 2 or 2 × 2 below, none where even those would leave too few.
+  vk::set_tile_floor(floor);
+}
+
+// On a GPU a tile keeps the shader at least 2^18 invocations (llvmpipe: no floor): 4 × 4 tiles
+// from 2^18 of them, 4 × 2 or 2 × 2 below, none where even those would leave too few.
+TEST(Vulkan, ATileLeavesTheShaderItsFloorOfInvocations) {
+  const std::int64_t floor = vk::tile_floor();
   vk::set_tile_floor(std::int64_t{1} << 18);
   auto tile_of = [](std::int64_t batch) {
     const Array a = np::zeros({batch, 16, 16});
