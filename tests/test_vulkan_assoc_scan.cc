@@ -24,10 +24,11 @@ using jxt::ScopedEnv;
 using jxt::vals;
 
 namespace {
-int ceil_log2(std::int64_t n) {
-  int r = 0;
-  while ((std::int64_t{1} << r) < n) ++r;
-  return r;
+// The least l with base^l >= n.
+std::int64_t ceil_log(std::int64_t n, std::int64_t base) {
+  std::int64_t l = 0;
+  for (std::int64_t s = 1; s < n; s *= base) ++l;
+  return l;
 }
 }  // namespace
 
@@ -52,7 +53,7 @@ TEST(VulkanAssociativeScan, KoggeStoneRoundsEagerAndJit) {
                           }();
         };
         const std::uint64_t disp = dispatches_of([&] { (void)run(); });
-        EXPECT_LE(disp, static_cast<std::uint64_t>(ceil_log2(n) + 1)) << "n " << n << " jit " << jitted;
+        EXPECT_LE(disp, static_cast<std::uint64_t>(ceil_log(n, 2) + 1)) << "n " << n << " jit " << jitted;
         auto got = run();
         EXPECT_TRUE(all_close(got[0], vals(wA), tol, tol)) << n;
         EXPECT_TRUE(all_close(got[1], vals(wb), tol, tol)) << n;
@@ -434,11 +435,6 @@ void expect_every_dtype(const V6& got, const EveryRef& want, const std::string& 
   EXPECT_TRUE(all_close(got[3], want[3], 1e-9, 1e-12)) << where;
   EXPECT_EQ(vals(got[4]), want[4]) << where;
   EXPECT_TRUE(all_close(got[5], want[5], 1e-9, 1e-9)) << where;
-}
-std::int64_t ceil_log(std::int64_t n, std::int64_t base) {
-  std::int64_t l = 0;
-  for (std::int64_t s = 1; s < n; s *= base) ++l;
-  return l;
 }
 // The sizes around B's edges: B = 128 and 64 (4 positions per invocation at the top level: slow
 // compiles on llvmpipe) at the edges themselves; B = 256 and 32 at every size; B = 0 (no blocked
